@@ -1,0 +1,75 @@
+import { Scalar } from "@scalar/hono-api-reference";
+import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
+import { ApiError, handleError, handleNotFound } from "./lib/errors";
+import { createRouter } from "./lib/router";
+import { authenticate } from "./middleware/auth";
+import { rateLimit } from "./middleware/rate-limit";
+import { requestId } from "./middleware/request-id";
+import { contactsRouter } from "./routes/contacts";
+import { healthRouter } from "./routes/health";
+
+/** Largest accepted request body. /v1/send carries base64 attachments (10 MB decoded). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
+
+/** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
+const SECRET_KEY_PATHS = ["/contacts", "/contacts/*"];
+
+export function createApp() {
+  const app = createRouter();
+
+  app.use("*", requestId);
+  app.use("*", (c, next) =>
+    bodyLimit({
+      maxSize: c.req.path === "/v1/send" ? MAX_SEND_BODY_BYTES : MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError(413, "PAYLOAD_TOO_LARGE", "Request body is too large", {
+          suggestion: `Bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_SEND_BODY_BYTES} for /v1/send).`,
+        });
+      },
+    })(c, next),
+  );
+
+  // Browser pages on any origin may post events with a public key.
+  app.use(
+    "/v1/track",
+    cors({
+      origin: "*",
+      allowMethods: ["POST", "OPTIONS"],
+      allowHeaders: ["Authorization", "Content-Type"],
+      exposeHeaders: ["X-Request-Id", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"],
+      maxAge: 86400,
+    }),
+  );
+  app.use("/v1/track", authenticate({ allowPublic: true }), rateLimit);
+  for (const path of SECRET_KEY_PATHS) app.use(path, authenticate(), rateLimit);
+
+  app.route("/", healthRouter);
+  app.route("/", contactsRouter);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "Secret key (sk_...) for every endpoint; public key (pk_...) only for POST /v1/track.",
+  });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Edge Mail API",
+      version: "1.0.0",
+      description: [
+        "Email delivery on Cloudflare's edge, wire-compatible with Plunk's public API.",
+        "",
+        "Errors always use one envelope: `{success: false, error: {code, message, statusCode, requestId, errors?, suggestion?}, timestamp}`; every response carries `X-Request-Id`.",
+        "Rate limit: 1000 requests per minute per project; a 429 carries `Retry-After` and `RateLimit-*` headers.",
+        `Request bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_SEND_BODY_BYTES} for /v1/send); larger ones get 413.`,
+      ].join("\n"),
+    },
+  });
+  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Edge Mail API" }));
+
+  app.notFound(handleNotFound);
+  app.onError(handleError);
+  return app;
+}

@@ -1,0 +1,51 @@
+import { z } from "@hono/zod-openapi";
+import { ApiError } from "./errors";
+
+/** Query parameters shared by every cursor-paginated list. */
+export const PaginationQuerySchema = z.object({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(20)
+    .openapi({ param: { name: "limit", in: "query" }, example: 20, description: "Page size, 1 to 100" }),
+  cursor: z
+    .string()
+    .max(512)
+    .optional()
+    .openapi({ param: { name: "cursor", in: "query" }, description: "Opaque cursor from the previous page" }),
+});
+
+/**
+ * Cursors are opaque to clients: base64url of the last row's id. Lists order by
+ * id (UUIDv7, time ordered), so "the rows after this id" is a stable keyset page.
+ */
+export function encodeCursor(lastId: string): string {
+  return btoa(JSON.stringify({ k: lastId })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function decodeCursor(cursor: string | undefined): string | undefined {
+  if (!cursor) return undefined;
+  try {
+    const json = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
+    const parsed = JSON.parse(json) as { k?: unknown };
+    if (typeof parsed.k === "string" && parsed.k.length > 0 && parsed.k.length <= 64) return parsed.k;
+  } catch {
+    // fall through to the validation error
+  }
+  throw ApiError.validation([{ field: "cursor", message: "Invalid cursor", code: "invalid_cursor" }]);
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+/** Rows were fetched with `limit + 1`; the extra row only says whether there is more. */
+export function toPage<T extends { id: string }>(rows: T[], limit: number): Page<T> {
+  const hasMore = rows.length > limit;
+  const items = hasMore ? rows.slice(0, limit) : rows;
+  return { items, hasMore, nextCursor: hasMore ? encodeCursor(items[items.length - 1].id) : null };
+}

@@ -1,0 +1,36 @@
+import { createMiddleware } from "hono/factory";
+import { getDb } from "../db/client";
+import type { AppBindings } from "../env";
+import { ApiError } from "../lib/errors";
+import { findKeyOwner, isWellFormedKey } from "../services/api-keys";
+
+/**
+ * Resolves `Authorization: Bearer <key>` to a project.
+ * 401: missing, malformed or unknown key. 403: a disabled project, or a public
+ * key on a route that did not opt into public keys (`allowPublic`).
+ */
+export const authenticate = (options: { allowPublic?: boolean } = {}) =>
+  createMiddleware<AppBindings>(async (c, next) => {
+    const header = c.req.header("Authorization");
+    if (!header) {
+      throw new ApiError(401, "UNAUTHORIZED", "Missing API key", {
+        suggestion: "Send Authorization: Bearer <sk_... key>.",
+      });
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match || !isWellFormedKey(match[1])) {
+      throw new ApiError(401, "UNAUTHORIZED", "Malformed API key", {
+        suggestion: "Keys look like sk_ or pk_ followed by 48 hex characters.",
+      });
+    }
+    const owner = await findKeyOwner(getDb(c.env.DB), match[1]);
+    if (!owner) throw new ApiError(401, "UNAUTHORIZED", "Invalid API key");
+    if (owner.projectDisabled) throw new ApiError(403, "PROJECT_DISABLED", "This project is disabled");
+    if (owner.kind === "public" && !options.allowPublic) {
+      throw new ApiError(403, "FORBIDDEN", "Public keys (pk_) can only be used on POST /v1/track", {
+        suggestion: "Use a secret key (sk_) from your server for this endpoint.",
+      });
+    }
+    c.set("auth", { projectId: owner.projectId, keyKind: owner.kind });
+    await next();
+  });

@@ -1,0 +1,27 @@
+import { createMiddleware } from "hono/factory";
+import type { AppBindings } from "../env";
+import { ApiError } from "../lib/errors";
+
+const DEFAULT_LIMIT = 1000;
+
+/** 1000 API requests per minute per project (RATE_LIMIT_PER_MINUTE), counted in the project's Durable Object. */
+export const rateLimit = createMiddleware<AppBindings>(async (c, next) => {
+  const { projectId } = c.get("auth");
+  const configured = Number(c.env.RATE_LIMIT_PER_MINUTE);
+  const limit = Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_LIMIT;
+  const limiter = c.env.PROJECT_LIMITER.get(c.env.PROJECT_LIMITER.idFromName(projectId));
+  const result = await limiter.hitApi(limit);
+  const headers = {
+    "RateLimit-Limit": String(result.limit),
+    "RateLimit-Remaining": String(result.remaining),
+    "RateLimit-Reset": String(result.resetSeconds),
+  };
+  if (!result.allowed) {
+    throw new ApiError(429, "RATE_LIMITED", `Rate limit of ${result.limit} requests per minute exceeded`, {
+      headers: { ...headers, "Retry-After": String(result.resetSeconds) },
+      suggestion: `Retry after ${result.resetSeconds} seconds.`,
+    });
+  }
+  await next();
+  for (const [name, value] of Object.entries(headers)) c.header(name, value);
+});

@@ -1,0 +1,171 @@
+import { and, count, desc, eq, lt, sql, type SQL } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { contacts, events, type Contact, type JsonObject } from "../db/schema";
+import { ApiError } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { decodeCursor, toPage } from "../lib/pagination";
+
+export interface ContactView {
+  id: string;
+  email: string;
+  subscribed: boolean;
+  data: JsonObject;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function toContactView(contact: Contact): ContactView {
+  return {
+    id: contact.id,
+    email: contact.email,
+    subscribed: contact.subscribed,
+    data: contact.data ?? {},
+    createdAt: contact.createdAt.toISOString(),
+    updatedAt: contact.updatedAt.toISOString(),
+  };
+}
+
+export interface UpsertContactInput {
+  email: string;
+  /** Applied to new and existing contacts when given. */
+  subscribed?: boolean;
+  /** Merged into existing data (JSON merge patch: a null value deletes the key). */
+  data?: JsonObject;
+}
+
+export interface UpsertResult {
+  contact: Contact;
+  isNew: boolean;
+}
+
+/**
+ * Creates or updates the contact with this email in one statement, so
+ * concurrent upserts of one address never create two contacts. `data` merges
+ * with SQLite's json_patch (RFC 7396), which also drops keys set to null.
+ * `defaultSubscribed` is the subscription of a new contact when none is given
+ * (true for /contacts and /v1/track, false for /v1/send).
+ */
+export async function upsertContact(
+  db: Database,
+  projectId: string,
+  input: UpsertContactInput,
+  defaultSubscribed = true,
+): Promise<UpsertResult> {
+  const upsert = buildContactUpsert(db, projectId, input, defaultSubscribed);
+  return upsert.result(await upsert.query);
+}
+
+/**
+ * The upsert as a query not yet run, so callers can put several (one per
+ * recipient) or other writes into one atomic `db.batch()`.
+ */
+export function buildContactUpsert(
+  db: Database,
+  projectId: string,
+  input: UpsertContactInput,
+  defaultSubscribed: boolean,
+) {
+  const id = newId();
+  const now = new Date();
+  const patch = JSON.stringify(input.data ?? {});
+  const query = db
+    .insert(contacts)
+    .values({
+      id,
+      projectId,
+      email: input.email.toLowerCase(),
+      subscribed: input.subscribed ?? defaultSubscribed,
+      data: sql`json_patch('{}', ${patch})`,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .onConflictDoUpdate({
+      target: [contacts.projectId, contacts.email],
+      set: {
+        subscribed: input.subscribed === undefined ? sql`${contacts.subscribed}` : input.subscribed,
+        data: sql`json_patch(${contacts.data}, ${patch})`,
+        updatedAt: now,
+      },
+    })
+    .returning();
+  return {
+    query,
+    // On conflict the row keeps its old id, so a returned new id means "inserted".
+    result: (rows: Contact[]): UpsertResult => ({ contact: rows[0], isNew: rows[0].id === id }),
+  };
+}
+
+export async function getContact(db: Database, projectId: string, id: string): Promise<Contact> {
+  const contact = await db.query.contacts.findFirst({
+    where: and(eq(contacts.id, id), eq(contacts.projectId, projectId)),
+  });
+  if (!contact) throw ApiError.notFound("Contact");
+  return contact;
+}
+
+export async function updateContact(
+  db: Database,
+  projectId: string,
+  id: string,
+  input: { subscribed?: boolean; data?: JsonObject },
+): Promise<Contact> {
+  const [contact] = await db
+    .update(contacts)
+    .set({
+      ...(input.subscribed === undefined ? {} : { subscribed: input.subscribed }),
+      ...(input.data === undefined ? {} : { data: sql`json_patch(${contacts.data}, ${JSON.stringify(input.data)})` }),
+      updatedAt: new Date(),
+    })
+    .where(and(eq(contacts.id, id), eq(contacts.projectId, projectId)))
+    .returning();
+  if (!contact) throw ApiError.notFound("Contact");
+  return contact;
+}
+
+/** Deletes the contact and, in the same atomic batch, its events. */
+export async function deleteContact(db: Database, projectId: string, id: string): Promise<void> {
+  const [, deleted] = await db.batch([
+    db.delete(events).where(
+      and(
+        eq(events.projectId, projectId),
+        eq(events.contactId, sql`(SELECT id FROM contacts WHERE id = ${id} AND project_id = ${projectId})`),
+      ),
+    ),
+    db
+      .delete(contacts)
+      .where(and(eq(contacts.id, id), eq(contacts.projectId, projectId)))
+      .returning({ id: contacts.id }),
+  ]);
+  if (deleted.length === 0) throw ApiError.notFound("Contact");
+}
+
+export interface ListContactsQuery {
+  limit: number;
+  cursor?: string;
+  subscribed?: boolean;
+  search?: string;
+}
+
+/** LIKE pattern for a substring, with the user's %, _ and \ taken literally. */
+export function likeSubstring(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+}
+
+/** Newest first, keyset-paginated on id; `total` counts every row matching the filters. */
+export async function listContacts(db: Database, projectId: string, query: ListContactsQuery) {
+  const after = decodeCursor(query.cursor);
+  const filters: SQL[] = [eq(contacts.projectId, projectId)];
+  if (query.subscribed !== undefined) filters.push(eq(contacts.subscribed, query.subscribed));
+  if (query.search) filters.push(sql`${contacts.email} LIKE ${likeSubstring(query.search.toLowerCase())} ESCAPE '\\'`);
+  const where = and(...filters);
+  const [rows, [{ total }]] = await db.batch([
+    db
+      .select()
+      .from(contacts)
+      .where(after ? and(where, lt(contacts.id, after)) : where)
+      .orderBy(desc(contacts.id))
+      .limit(query.limit + 1),
+    db.select({ total: count() }).from(contacts).where(where),
+  ]);
+  return { ...toPage(rows, query.limit), total };
+}

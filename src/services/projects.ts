@@ -1,0 +1,65 @@
+import { and, eq, isNull } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { apiKeys, projects } from "../db/schema";
+import { newId } from "../lib/ids";
+import { generateApiKey, type GeneratedKey } from "./api-keys";
+
+/**
+ * Project administration. These build queries without running them, so the
+ * same writes run inside the Worker (db.batch) and from the `npm run project`
+ * CLI (rendered to SQL and applied with `wrangler d1 execute`).
+ */
+
+const keyRow = (projectId: string, key: GeneratedKey, now: Date) => ({
+  id: newId(),
+  projectId,
+  kind: key.kind,
+  keyHash: key.hash,
+  keyPrefix: key.prefix,
+  createdAt: now,
+});
+
+export async function buildProjectCreation(db: Database, name: string) {
+  const now = new Date();
+  const id = newId();
+  const secret = await generateApiKey("secret");
+  const pub = await generateApiKey("public");
+  return {
+    project: { id, name },
+    secretKey: secret.key,
+    publicKey: pub.key,
+    queries: [
+      db.insert(projects).values({ id, name, createdAt: now, updatedAt: now }),
+      db.insert(apiKeys).values([keyRow(id, secret, now), keyRow(id, pub, now)]),
+    ] as const,
+  };
+}
+
+/** Revokes every active key of the project and issues one new key of each kind. */
+export async function buildKeyRotation(db: Database, projectId: string) {
+  const now = new Date();
+  const secret = await generateApiKey("secret");
+  const pub = await generateApiKey("public");
+  return {
+    secretKey: secret.key,
+    publicKey: pub.key,
+    queries: [
+      db
+        .update(apiKeys)
+        .set({ revokedAt: now })
+        .where(and(eq(apiKeys.projectId, projectId), isNull(apiKeys.revokedAt))),
+      db.insert(apiKeys).values([keyRow(projectId, secret, now), keyRow(projectId, pub, now)]),
+    ] as const,
+  };
+}
+
+export function buildSetProjectDisabled(db: Database, projectId: string, disabled: boolean) {
+  return db.update(projects).set({ disabled, updatedAt: new Date() }).where(eq(projects.id, projectId));
+}
+
+/** Creates a project with one secret and one public key; the keys are returned once and stored only as hashes. */
+export async function createProject(db: Database, name: string) {
+  const creation = await buildProjectCreation(db, name);
+  await db.batch(creation.queries);
+  return { id: creation.project.id, name, secretKey: creation.secretKey, publicKey: creation.publicKey };
+}
