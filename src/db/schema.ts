@@ -148,3 +148,148 @@ export type Contact = typeof contacts.$inferSelect;
 export type Event = typeof events.$inferSelect;
 export type Template = typeof templates.$inferSelect;
 export type Domain = typeof domains.$inferSelect;
+
+export const EMAIL_STATUSES = [
+  "QUEUED",
+  "SENDING",
+  "SENT",
+  "DELIVERED",
+  "OPENED",
+  "CLICKED",
+  "BOUNCED",
+  "COMPLAINED",
+  "FAILED",
+] as const;
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+
+/** One row per recipient per send: the rendered message and everything that happened to it. */
+export const emails = sqliteTable(
+  "emails",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    contactId: text("contact_id").references(() => contacts.id, { onDelete: "set null" }),
+    /** Groups the recipients of one /v1/send request (attachments and idempotency hang off it). */
+    sendId: text("send_id").notNull(),
+    templateId: text("template_id"),
+    campaignId: text("campaign_id"),
+    fromAddress: text("from_address").notNull(),
+    fromName: text("from_name"),
+    toAddress: text("to_address").notNull(),
+    toName: text("to_name"),
+    replyTo: text("reply_to"),
+    subject: text("subject").notNull(),
+    html: text("html").notNull(),
+    /** Custom headers given by the sender (already checked for CR/LF and reserved names). */
+    headers: json<Record<string, string>>("headers").notNull().default({}),
+    /** Marketing mail gets List-Unsubscribe headers and is only sent to subscribed contacts. */
+    marketing: integer("marketing", { mode: "boolean" }).notNull().default(false),
+    hasAttachments: integer("has_attachments", { mode: "boolean" }).notNull().default(false),
+    status: text("status", { enum: EMAIL_STATUSES }).notNull().default("QUEUED"),
+    error: text("error"),
+    /** Message-ID header value (without angle brackets), on the sender's domain. */
+    messageId: text("message_id").notNull(),
+    providerMessageId: text("provider_message_id"),
+    attempts: integer("attempts").notNull().default(0),
+    opens: integer("opens").notNull().default(0),
+    clicks: integer("clicks").notNull().default(0),
+    queuedAt: timestamp("queued_at"),
+    sendingAt: timestamp("sending_at"),
+    sentAt: timestamp("sent_at"),
+    deliveredAt: timestamp("delivered_at"),
+    openedAt: timestamp("opened_at"),
+    clickedAt: timestamp("clicked_at"),
+    bouncedAt: timestamp("bounced_at"),
+    complainedAt: timestamp("complained_at"),
+    failedAt: timestamp("failed_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("emails_project_id_idx").on(t.projectId, t.id),
+    index("emails_project_status_id_idx").on(t.projectId, t.status, t.id),
+    index("emails_contact_id_idx").on(t.contactId, t.id),
+    index("emails_send_idx").on(t.sendId),
+    index("emails_provider_message_idx").on(t.providerMessageId),
+    // The stuck-mail sweep looks for QUEUED/SENDING rows by age.
+    index("emails_status_updated_idx").on(t.status, t.updatedAt),
+  ],
+);
+
+/** Attachments of one send, shared by its recipients; content lives in blob_chunks. */
+export const emailAttachments = sqliteTable(
+  "email_attachments",
+  {
+    id: text("id").primaryKey(),
+    sendId: text("send_id").notNull(),
+    position: integer("position").notNull(),
+    filename: text("filename").notNull(),
+    contentType: text("content_type").notNull(),
+    size: integer("size").notNull(),
+    blobId: text("blob_id").notNull(),
+  },
+  (t) => [index("email_attachments_send_idx").on(t.sendId, t.position)],
+);
+
+/** Large values split under D1's row size limit (attachments, captured raw mail). */
+export const blobChunks = sqliteTable(
+  "blob_chunks",
+  {
+    blobId: text("blob_id").notNull(),
+    seq: integer("seq").notNull(),
+    data: text("data").notNull(),
+  },
+  (t) => [uniqueIndex("blob_chunks_pk").on(t.blobId, t.seq)],
+);
+
+/** Idempotency-Key records for /v1/send: the replayed response is rebuilt from the send's emails. */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    requestHash: text("request_hash").notNull(),
+    sendId: text("send_id").notNull(),
+    response: json<unknown>("response").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("idempotency_keys_pk").on(t.projectId, t.key), index("idempotency_keys_created_idx").on(t.createdAt)],
+);
+
+/** Addresses never sent to again in a project (permanent bounce, complaint). */
+export const suppressions = sqliteTable(
+  "suppressions",
+  {
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    email: text("email").notNull(),
+    reason: text("reason", { enum: ["BOUNCE", "COMPLAINT"] }).notNull(),
+    detail: text("detail"),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("suppressions_pk").on(t.projectId, t.email)],
+);
+
+/** Mail kept by the `capture` provider (local development) for GET /dev/outbox. */
+export const capturedMessages = sqliteTable(
+  "captured_messages",
+  {
+    id: text("id").primaryKey(),
+    emailId: text("email_id").notNull(),
+    projectId: text("project_id").notNull(),
+    fromAddress: text("from_address").notNull(),
+    toAddress: text("to_address").notNull(),
+    subject: text("subject").notNull(),
+    size: integer("size").notNull(),
+    blobId: text("blob_id").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("captured_messages_id_idx").on(t.id)],
+);
+
+export type Email = typeof emails.$inferSelect;
