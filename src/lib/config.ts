@@ -1,0 +1,24 @@
+import type { Env } from "../env";
+import { isDevelopment } from "../env";
+import { ApiError } from "./errors";
+
+/**
+ * Reads a secret the deployment must set. A missing secret is an operator
+ * error: it fails loudly with the secret's name and how to set it, and never
+ * falls back to a default (local defaults live in .dev.vars.example).
+ */
+export function requireSecret(env: Env, name: keyof Env & string): string {
+  const value = env[name];
+  if (typeof value === "string" && value.length > 0) return value;
+  const message = `Server misconfigured: the ${name} secret is not set. Set it with \`wrangler secret put ${name}\`.`;
+  console.error(message);
+  throw new ApiError(500, "INTERNAL_ERROR", message);
+}
+
+/** Base URL for links the service puts in mail (tracking, unsubscribe), without a trailing slash. */
+export function publicUrl(env: Env, requestUrl?: string): string {
+  const configured = env.PUBLIC_URL?.replace(/\/+$/, "");
+  if (configured) return configured;
+  if (isDevelopment(env) && requestUrl) return new URL(requestUrl).origin;
+  return requireSecret(env, "PUBLIC_URL");
+}
