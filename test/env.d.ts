@@ -1,11 +1,14 @@
 import type { D1Migration } from "cloudflare:test";
-import type { Env } from "../src/env";
+import type { Env as WorkerEnv } from "../src/env";
 
+// Bindings seen by tests: the Worker's own plus the migrations from vitest.config.ts.
 declare global {
   namespace Cloudflare {
-    interface Env extends import("../src/env").Env {
+    interface Env extends WorkerEnv {
       TEST_MIGRATIONS: D1Migration[];
+    }
+    interface GlobalProps {
+      mainModule: typeof import("../src/index");
     }
   }
 }
-export type { Env, D1Migration };
