@@ -8,6 +8,30 @@ export interface Env {
   ENVIRONMENT?: string;
   /** API requests per minute per project (default 1000). */
   RATE_LIMIT_PER_MINUTE?: string;
+  /** DNS-over-HTTPS resolver (JSON API) for domain checks and /v1/verify (default https://cloudflare-dns.com/dns-query). */
+  DOH_URL?: string;
+  /** Milliseconds before a DNS-over-HTTPS lookup counts as "resolver timed out" (default 3000). */
+  DOH_TIMEOUT_MS?: string;
+  /**
+   * Secret (wrangler secret put): encrypts each domain's DKIM private key at rest
+   * (AES-256-GCM, key derived with HKDF-SHA-256). At least 32 characters. Domain
+   * creation fails with a clear error when it is missing; never defaulted.
+   */
+  DKIM_ENCRYPTION_KEY?: string;
+  /** SPF mechanism target the domain records must include (default amazonses.com). */
+  SPF_INCLUDE?: string;
+  /** Label of the return-path / MAIL FROM subdomain (default "mail", i.e. mail.<domain>). */
+  MAIL_FROM_SUBDOMAIN?: string;
+  /** Email provider: "ses" sends through Amazon SES v2 (and registers DKIM keys with it). */
+  EMAIL_PROVIDER?: string;
+  /** AWS region of SES (default us-east-1); also names the return-path MX host. */
+  SES_REGION?: string;
+  /** SES API base URL override (default https://email.<SES_REGION>.amazonaws.com), e.g. a local fake. */
+  SES_ENDPOINT?: string;
+  /** Secret: AWS access key id for SES. */
+  AWS_ACCESS_KEY_ID?: string;
+  /** Secret: AWS secret access key for SES. */
+  AWS_SECRET_ACCESS_KEY?: string;
   /** Base URL of this service as mail recipients reach it; tracking and unsubscribe links start with it. */
   PUBLIC_URL?: string;
   /** Secret: HMAC key that signs tracking and unsubscribe links. */
