@@ -8,13 +8,16 @@ import { rateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { contactsRouter } from "./routes/contacts";
 import { healthRouter } from "./routes/health";
+import { eventsRouter } from "./routes/events";
+import { templatesRouter } from "./routes/templates";
+import { trackRouter } from "./routes/track";
 
 /** Largest accepted request body. /v1/send carries base64 attachments (10 MB decoded). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
-const SECRET_KEY_PATHS = ["/contacts", "/contacts/*"];
+const SECRET_KEY_PATHS = ["/contacts", "/contacts/*", "/templates", "/templates/*", "/events", "/events/*"];
 
 export function createApp() {
   const app = createRouter();
@@ -47,6 +50,9 @@ export function createApp() {
 
   app.route("/", healthRouter);
   app.route("/", contactsRouter);
+  app.route("/", templatesRouter);
+  app.route("/", trackRouter);
+  app.route("/", eventsRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

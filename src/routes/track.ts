@@ -1,0 +1,63 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { getDb } from "../db/client";
+import { createRouter } from "../lib/router";
+import { commonErrors, DataObjectSchema, EmailSchema, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { trackEvent } from "../services/events";
+
+export const MAX_EVENT_NAME = 100;
+
+/** An event name: trimmed, 1-100 characters, no control characters. Shared with GET /events' `name` filter. */
+export const EventNameSchema = z
+  .string()
+  .refine((value) => !/\p{Cc}/u.test(value), { message: "Must not contain control characters" })
+  .trim()
+  .min(1)
+  .max(MAX_EVENT_NAME);
+
+const trackRoute = createRoute({
+  method: "post",
+  path: "/v1/track",
+  tags: ["Events"],
+  summary: "Track an event",
+  description: [
+    "Records a custom event for a contact, creating the contact (subscribed unless `subscribed` says otherwise) or updating it.",
+    "`data` is stored on the event and merged into the contact's data like POST /contacts (a null value removes that key from the contact).",
+    "Accepts a public key (pk_...) as well as a secret key, and answers CORS (preflight included) for any origin, so browser pages can call it.",
+    "The contact and the event are written atomically.",
+  ].join(" "),
+  security: securityScheme,
+  request: {
+    body: jsonBody(
+      z.object({
+        email: EmailSchema,
+        event: EventNameSchema.openapi({ example: "signed-up", description: `Event name, 1-${MAX_EVENT_NAME} characters, trimmed` }),
+        data: DataObjectSchema.optional(),
+        subscribed: z.boolean().optional().openapi({ description: "Sets the contact's subscription; default true for a new contact" }),
+      }),
+    ),
+  },
+  responses: {
+    200: jsonResponse(
+      successEnvelope(
+        z.object({
+          contact: z.string().openapi({ description: "Contact id" }),
+          event: z.string().openapi({ description: "Event id" }),
+          timestamp: z.string().datetime(),
+        }),
+      ),
+      "The event was recorded",
+    ),
+    ...commonErrors,
+  },
+});
+
+export const trackRouter = createRouter().openapi(trackRoute, async (c) => {
+  const result = await trackEvent(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("json"));
+  return c.json(
+    {
+      success: true as const,
+      data: { contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() },
+    },
+    200,
+  );
+});

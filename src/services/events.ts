@@ -1,0 +1,119 @@
+import { and, asc, count, desc, eq, lt, sql, type SQL } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { contacts, events, type JsonObject } from "../db/schema";
+import { newId } from "../lib/ids";
+import { decodeCursor, toPage } from "../lib/pagination";
+import { buildContactUpsert } from "./contacts";
+
+export interface TrackEventInput {
+  email: string;
+  /** The event name. */
+  event: string;
+  /** Stored on the event and merged into the contact's data (a null value removes that key from the contact). */
+  data?: JsonObject;
+  /** Applied to the contact when given; a new contact is subscribed by default. */
+  subscribed?: boolean;
+}
+
+export interface TrackEventResult {
+  contactId: string;
+  eventId: string;
+  createdAt: Date;
+  isNewContact: boolean;
+}
+
+/**
+ * Creates or updates the contact and records the event in one atomic batch.
+ * The event finds its contact by (project, email) in a subquery, so both
+ * statements go in the same batch and a failure leaves neither behind.
+ */
+export async function trackEvent(db: Database, projectId: string, input: TrackEventInput): Promise<TrackEventResult> {
+  const email = input.email.toLowerCase();
+  const upsert = buildContactUpsert(db, projectId, { email, data: input.data, subscribed: input.subscribed }, true);
+  const eventId = newId();
+  const createdAt = new Date();
+  const [contactRows] = await db.batch([
+    upsert.query,
+    db.insert(events).values({
+      id: eventId,
+      projectId,
+      contactId: sql`(SELECT id FROM contacts WHERE project_id = ${projectId} AND email = ${email})`,
+      name: input.event,
+      data: input.data ?? {},
+      createdAt,
+    }),
+  ]);
+  const { contact, isNew } = upsert.result(contactRows);
+  return { contactId: contact.id, eventId, createdAt, isNewContact: isNew };
+}
+
+export interface EventView {
+  id: string;
+  name: string;
+  contactId: string | null;
+  email: string | null;
+  data: JsonObject;
+  emailId: string | null;
+  createdAt: string;
+}
+
+export interface ListEventsQuery {
+  limit: number;
+  cursor?: string;
+  name?: string;
+  contactId?: string;
+}
+
+/**
+ * Newest first, keyset-paginated on id. Filters use the (project_id, name, id)
+ * and (contact_id, id) indexes; `total` counts every event matching the filters.
+ */
+export async function listEvents(db: Database, projectId: string, query: ListEventsQuery) {
+  const after = decodeCursor(query.cursor);
+  const filters: SQL[] = [eq(events.projectId, projectId)];
+  if (query.name !== undefined) filters.push(eq(events.name, query.name));
+  if (query.contactId !== undefined) filters.push(eq(events.contactId, query.contactId));
+  const where = and(...filters);
+  const [rows, [{ total }]] = await db.batch([
+    db
+      .select({
+        id: events.id,
+        name: events.name,
+        contactId: events.contactId,
+        email: contacts.email,
+        data: events.data,
+        emailId: events.emailId,
+        createdAt: events.createdAt,
+      })
+      .from(events)
+      .leftJoin(contacts, eq(contacts.id, events.contactId))
+      .where(after ? and(where, lt(events.id, after)) : where)
+      .orderBy(desc(events.id))
+      .limit(query.limit + 1),
+    db.select({ total: count() }).from(events).where(where),
+  ]);
+  const page = toPage(rows, query.limit);
+  const items: EventView[] = page.items.map((row) => ({
+    id: row.id,
+    name: row.name,
+    contactId: row.contactId ?? null,
+    email: row.email ?? null,
+    data: row.data ?? {},
+    emailId: row.emailId ?? null,
+    createdAt: row.createdAt.toISOString(),
+  }));
+  return { items, nextCursor: page.nextCursor, hasMore: page.hasMore, total };
+}
+
+/** The project's distinct event names, alphabetical, each with how many events carry it. */
+export async function listEventNames(db: Database, projectId: string) {
+  const rows = await db
+    .select({ name: events.name, count: count() })
+    .from(events)
+    .where(eq(events.projectId, projectId))
+    .groupBy(events.name)
+    .orderBy(asc(events.name));
+  // fromEntries defines own properties, so even a name like "__proto__" is kept.
+  const counts: Record<string, number> = Object.fromEntries(rows.map((row) => [row.name, row.count]));
+  return { names: rows.map((row) => row.name), counts };
+}

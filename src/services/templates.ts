@@ -1,0 +1,133 @@
+import { and, count, desc, eq, lt } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { templates, type Template } from "../db/schema";
+import { ApiError } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { decodeCursor, toPage } from "../lib/pagination";
+
+export type TemplateType = Template["type"];
+
+export interface TemplateView {
+  id: string;
+  name: string;
+  subject: string;
+  body: string;
+  type: TemplateType;
+  from: string | null;
+  fromName: string | null;
+  replyTo: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function toTemplateView(template: Template): TemplateView {
+  return {
+    id: template.id,
+    name: template.name,
+    subject: template.subject,
+    body: template.body,
+    type: template.type,
+    from: template.from ?? null,
+    fromName: template.fromName ?? null,
+    replyTo: template.replyTo ?? null,
+    createdAt: template.createdAt.toISOString(),
+    updatedAt: template.updatedAt.toISOString(),
+  };
+}
+
+export interface CreateTemplateInput {
+  name: string;
+  subject: string;
+  body: string;
+  type: TemplateType;
+  from?: string | null;
+  fromName?: string | null;
+  replyTo?: string | null;
+}
+
+/** Every field optional; `null` clears from, fromName or replyTo. */
+export type UpdateTemplateInput = Partial<CreateTemplateInput>;
+
+export async function createTemplate(db: Database, projectId: string, input: CreateTemplateInput): Promise<Template> {
+  const now = new Date();
+  const [template] = await db
+    .insert(templates)
+    .values({
+      id: newId(),
+      projectId,
+      name: input.name,
+      subject: input.subject,
+      body: input.body,
+      type: input.type,
+      from: input.from ?? null,
+      fromName: input.fromName ?? null,
+      replyTo: input.replyTo ?? null,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .returning();
+  return template;
+}
+
+export async function getTemplate(db: Database, projectId: string, id: string): Promise<Template> {
+  const template = await db.query.templates.findFirst({
+    where: and(eq(templates.id, id), eq(templates.projectId, projectId)),
+  });
+  if (!template) throw ApiError.notFound("Template");
+  return template;
+}
+
+/** Applies only the fields given; an empty update returns the template unchanged. */
+export async function updateTemplate(
+  db: Database,
+  projectId: string,
+  id: string,
+  input: UpdateTemplateInput,
+): Promise<Template> {
+  const set: Partial<typeof templates.$inferInsert> = {};
+  if (input.name !== undefined) set.name = input.name;
+  if (input.subject !== undefined) set.subject = input.subject;
+  if (input.body !== undefined) set.body = input.body;
+  if (input.type !== undefined) set.type = input.type;
+  if (input.from !== undefined) set.from = input.from;
+  if (input.fromName !== undefined) set.fromName = input.fromName;
+  if (input.replyTo !== undefined) set.replyTo = input.replyTo;
+  if (Object.keys(set).length === 0) return getTemplate(db, projectId, id);
+  set.updatedAt = new Date();
+  const [template] = await db
+    .update(templates)
+    .set(set)
+    .where(and(eq(templates.id, id), eq(templates.projectId, projectId)))
+    .returning();
+  if (!template) throw ApiError.notFound("Template");
+  return template;
+}
+
+export async function deleteTemplate(db: Database, projectId: string, id: string): Promise<void> {
+  const deleted = await db
+    .delete(templates)
+    .where(and(eq(templates.id, id), eq(templates.projectId, projectId)))
+    .returning({ id: templates.id });
+  if (deleted.length === 0) throw ApiError.notFound("Template");
+}
+
+export interface ListTemplatesQuery {
+  limit: number;
+  cursor?: string;
+}
+
+/** Newest first, keyset-paginated on (project_id, id); `total` counts the project's templates. */
+export async function listTemplates(db: Database, projectId: string, query: ListTemplatesQuery) {
+  const after = decodeCursor(query.cursor);
+  const where = eq(templates.projectId, projectId);
+  const [rows, [{ total }]] = await db.batch([
+    db
+      .select()
+      .from(templates)
+      .where(after ? and(where, lt(templates.id, after)) : where)
+      .orderBy(desc(templates.id))
+      .limit(query.limit + 1),
+    db.select({ total: count() }).from(templates).where(where),
+  ]);
+  return { ...toPage(rows, query.limit), total };
+}

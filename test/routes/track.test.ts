@@ -1,0 +1,191 @@
+import { describe, expect, it } from "vitest";
+import { BASE, call, expectError, newProject } from "../helpers";
+import { exports } from "cloudflare:workers";
+
+async function contactByEmail(p: Awaited<ReturnType<typeof newProject>>, email: string) {
+  const res = await p.api.get(`/contacts?search=${encodeURIComponent(email)}`);
+  return res.body.contacts.find((c: any) => c.email === email);
+}
+
+describe("POST /v1/track", () => {
+  it("with a public key creates a subscribed contact and records the event", async () => {
+    const p = await newProject();
+    const before = Date.now();
+    const res = await p.publicApi.post("/v1/track", { email: "Ada@Example.com", event: "signed-up", data: { plan: "pro" } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      success: true,
+      data: { contact: expect.any(String), event: expect.any(String), timestamp: expect.any(String) },
+    });
+    expect(Date.parse(res.body.data.timestamp)).toBeGreaterThanOrEqual(before - 1000);
+
+    const contact = await p.api.get(`/contacts/${res.body.data.contact}`);
+    expect(contact.body).toMatchObject({ email: "ada@example.com", subscribed: true, data: { plan: "pro" } });
+
+    const events = await p.api.get("/events");
+    expect(events.body.data.items).toEqual([
+      {
+        id: res.body.data.event,
+        name: "signed-up",
+        contactId: res.body.data.contact,
+        email: "ada@example.com",
+        data: { plan: "pro" },
+        emailId: null,
+        createdAt: res.body.data.timestamp,
+      },
+    ]);
+  });
+
+  it("also works with a secret key", async () => {
+    const p = await newProject();
+    const res = await p.api.post("/v1/track", { email: "ada@example.com", event: "login" });
+    expect(res.status).toBe(200);
+    expect(res.body.success).toBe(true);
+  });
+
+  it("updates an existing contact: same id, data merged (null removes a key), subscription kept", async () => {
+    const p = await newProject();
+    const created = await p.api.post("/contacts", { email: "ada@example.com", subscribed: false, data: { plan: "free", city: "London" } });
+    const res = await p.publicApi.post("/v1/track", {
+      email: "ADA@example.com",
+      event: "upgraded",
+      data: { plan: "pro", city: null, seats: 3 },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data.contact).toBe(created.body.id);
+    const contact = await p.api.get(`/contacts/${created.body.id}`);
+    expect(contact.body.subscribed).toBe(false);
+    expect(contact.body.data).toEqual({ plan: "pro", seats: 3 });
+    // The event keeps the data as it was sent.
+    const events = await p.api.get("/events");
+    expect(events.body.data.items[0].data).toEqual({ plan: "pro", city: null, seats: 3 });
+  });
+
+  it("subscribed:false creates an unsubscribed contact; subscribed:true resubscribes", async () => {
+    const p = await newProject();
+    const first = await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "visited", subscribed: false });
+    expect(first.status).toBe(200);
+    expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
+    await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "visited" });
+    expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
+    await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "opted-in", subscribed: true });
+    expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(true);
+  });
+
+  it("records one event per call, each with its own id, against one contact", async () => {
+    const p = await newProject();
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => p.publicApi.post("/v1/track", { email: "same@example.com", event: "click" })),
+    );
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(new Set(results.map((r) => r.body.data.contact)).size).toBe(1);
+    expect(new Set(results.map((r) => r.body.data.event)).size).toBe(5);
+    const list = await p.api.get("/contacts");
+    expect(list.body.total).toBe(1);
+    expect((await p.api.get("/events")).body.data.total).toBe(5);
+  });
+
+  it("trims the event name", async () => {
+    const p = await newProject();
+    await p.publicApi.post("/v1/track", { email: "ada@example.com", event: "  purchase  " });
+    expect((await p.api.get("/events")).body.data.items[0].name).toBe("purchase");
+  });
+
+  it.each([
+    ["missing email and event", {}, ["email", "event"]],
+    ["a bad email", { email: "not-an-email", event: "x" }, ["email"]],
+    ["an empty event", { email: "a@example.com", event: "" }, ["event"]],
+    ["a blank event", { email: "a@example.com", event: "   " }, ["event"]],
+    ["an event over 100 characters", { email: "a@example.com", event: "e".repeat(101) }, ["event"]],
+    ["a newline in the event", { email: "a@example.com", event: "sign\nup" }, ["event"]],
+    ["a null byte in the event", { email: "a@example.com", event: "signup\u0000" }, ["event"]],
+    ["an event that is not a string", { email: "a@example.com", event: 7 }, ["event"]],
+    ["data that is not an object", { email: "a@example.com", event: "x", data: [1, 2] }, ["data"]],
+    ["subscribed that is not a boolean", { email: "a@example.com", event: "x", subscribed: "yes" }, ["subscribed"]],
+  ])("422 for %s, and nothing is written", async (_label, body, fields) => {
+    const p = await newProject();
+    const err = expectError(await p.publicApi.post("/v1/track", body), 422, "VALIDATION_ERROR");
+    expect(err.errors!.map((e) => e.field).sort()).toEqual(fields);
+    expect((await p.api.get("/contacts")).body.total).toBe(0);
+    expect((await p.api.get("/events")).body.data.total).toBe(0);
+  });
+
+  it("accepts an event name of exactly 100 characters and unicode names", async () => {
+    const p = await newProject();
+    expect((await p.publicApi.post("/v1/track", { email: "a@example.com", event: "e".repeat(100) })).status).toBe(200);
+    expect((await p.publicApi.post("/v1/track", { email: "a@example.com", event: "achat réussi ✓" })).status).toBe(200);
+    const names = await p.api.get("/events/names");
+    expect(names.body.data.items).toEqual(["achat réussi ✓", "e".repeat(100)]);
+  });
+
+  it("400 for malformed JSON and for a text/plain body", async () => {
+    const p = await newProject();
+    expectError(
+      await call("POST", "/v1/track", { key: p.publicKey, rawBody: "{", headers: { "Content-Type": "application/json" } }),
+      400,
+      "INVALID_JSON",
+    );
+    expectError(
+      await call("POST", "/v1/track", {
+        key: p.publicKey,
+        rawBody: JSON.stringify({ email: "a@example.com", event: "x" }),
+        headers: { "Content-Type": "text/plain" },
+      }),
+      400,
+    );
+    expect((await p.api.get("/events")).body.data.total).toBe(0);
+  });
+
+  it("401 for a missing, malformed or unknown key", async () => {
+    const body = { email: "a@example.com", event: "x" };
+    expectError(await call("POST", "/v1/track", { body }), 401, "UNAUTHORIZED");
+    expectError(await call("POST", "/v1/track", { body, headers: { Authorization: "Bearer pk_short" } }), 401, "UNAUTHORIZED");
+    expectError(await call("POST", "/v1/track", { body, key: `pk_${"a".repeat(48)}` }), 401, "UNAUTHORIZED");
+  });
+
+  it("records the event in the key's project only", async () => {
+    const a = await newProject("A");
+    const b = await newProject("B");
+    await a.publicApi.post("/v1/track", { email: "ada@example.com", event: "a-only" });
+    expect((await b.api.get("/events")).body.data.total).toBe(0);
+    expect((await b.api.get("/contacts")).body.total).toBe(0);
+    const bTrack = await b.publicApi.post("/v1/track", { email: "ada@example.com", event: "b-only" });
+    const aContact = await contactByEmail(a, "ada@example.com");
+    expect(bTrack.body.data.contact).not.toBe(aContact.id);
+    expect((await a.api.get("/events/names")).body.data.items).toEqual(["a-only"]);
+    expect((await b.api.get("/events/names")).body.data.items).toEqual(["b-only"]);
+  });
+});
+
+describe("CORS on /v1/track", () => {
+  it("answers a browser preflight from any origin, allowing Authorization", async () => {
+    const res = await exports.default.fetch(
+      new Request(`${BASE}/v1/track`, {
+        method: "OPTIONS",
+        headers: {
+          Origin: "https://shop.example.org",
+          "Access-Control-Request-Method": "POST",
+          "Access-Control-Request-Headers": "authorization, content-type",
+        },
+      }),
+    );
+    expect(res.status).toBeLessThan(300);
+    expect(res.headers.get("Access-Control-Allow-Origin")).toBe("*");
+    expect(res.headers.get("Access-Control-Allow-Methods")).toContain("POST");
+    expect(res.headers.get("Access-Control-Allow-Headers")?.toLowerCase()).toContain("authorization");
+  });
+
+  it("adds Access-Control-Allow-Origin to the actual response, errors included", async () => {
+    const p = await newProject();
+    const ok = await call("POST", "/v1/track", {
+      key: p.publicKey,
+      body: { email: "a@example.com", event: "x" },
+      headers: { Origin: "https://shop.example.org" },
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("Access-Control-Allow-Origin")).toBe("*");
+    const denied = await call("POST", "/v1/track", { body: {}, headers: { Origin: "https://shop.example.org" } });
+    expectError(denied, 401);
+    expect(denied.headers.get("Access-Control-Allow-Origin")).toBe("*");
+  });
+});
