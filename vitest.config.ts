@@ -13,6 +13,11 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             ENVIRONMENT: "test",
             RATE_LIMIT_PER_MINUTE: "1000",
+            // Sending domains and /v1/verify: tests fake DNS-over-HTTPS with vi.spyOn(globalThis, "fetch").
+            DOH_URL: "https://doh.test/dns-query",
+            DOH_TIMEOUT_MS: "300",
+            DKIM_ENCRYPTION_KEY: "test-only-dkim-encryption-key-0123456789abcdef",
+            EMAIL_PROVIDER: "capture",
           },
         },
       }),

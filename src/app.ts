@@ -7,7 +7,9 @@ import { authenticate } from "./middleware/auth";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { contactsRouter } from "./routes/contacts";
+import { domainsRouter } from "./routes/domains";
 import { healthRouter } from "./routes/health";
+import { verifyRouter } from "./routes/verify";
 import { eventsRouter } from "./routes/events";
 import { templatesRouter } from "./routes/templates";
 import { trackRouter } from "./routes/track";
@@ -17,7 +19,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
-const SECRET_KEY_PATHS = ["/contacts", "/contacts/*", "/templates", "/templates/*", "/events", "/events/*"];
+const SECRET_KEY_PATHS = ["/contacts", "/contacts/*", "/templates", "/templates/*", "/events", "/events/*", "/domains", "/domains/*", "/v1/verify"];
 
 export function createApp() {
   const app = createRouter();
@@ -50,6 +52,8 @@ export function createApp() {
 
   app.route("/", healthRouter);
   app.route("/", contactsRouter);
+  app.route("/", domainsRouter);
+  app.route("/", verifyRouter);
   app.route("/", templatesRouter);
   app.route("/", trackRouter);
   app.route("/", eventsRouter);

@@ -112,6 +112,10 @@ export interface DomainDnsRecord {
   priority?: number;
   required: boolean;
   status: DnsRecordStatus;
+  /** Human-readable outcome of the last check (what was found, or why it does not match). */
+  detail?: string;
+  /** ISO time since which a once-verified record has been missing (JSON only, no column). */
+  failingSince?: string;
 }
 
 export const domains = sqliteTable(

@@ -1,0 +1,148 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { getDb } from "../db/client";
+import { createRouter } from "../lib/router";
+import { commonErrors, errorResponse, IdParamSchema, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { PaginationQuerySchema } from "../lib/pagination";
+import {
+  createDomain,
+  deleteDomain,
+  getDomain,
+  listDomains,
+  toDomainView,
+  verifyDomainNow,
+} from "../services/domains";
+
+const STATUS = ["PENDING", "VERIFIED", "FAILED"] as const;
+
+const DnsRecordSchema = z
+  .object({
+    purpose: z.enum(["DKIM", "SPF", "RETURN_PATH_MX", "RETURN_PATH_SPF", "DMARC"]),
+    type: z.enum(["TXT", "MX", "CNAME"]),
+    name: z.string().openapi({ description: "Fully qualified record name", example: "em202607._domainkey.example.com" }),
+    value: z.string().openapi({ description: "Exact value to publish (MX: the host; see priority)" }),
+    priority: z.number().int().optional().openapi({ description: "MX priority" }),
+    required: z.boolean().openapi({ description: "Needed for VERIFIED (DKIM and SPF); the others are recommended" }),
+    status: z.enum(STATUS).openapi({
+      description:
+        "VERIFIED: found with this value at the last check; PENDING: not found yet; FAILED: a verified record that disappeared, or not found when the domain's verification failed",
+    }),
+    detail: z.string().optional().openapi({ description: "What the last check found, in words" }),
+    failingSince: z.string().datetime().optional().openapi({ description: "Since when a once-verified record is missing" }),
+  })
+  .openapi("DomainDnsRecord");
+
+const DomainSchema = z
+  .object({
+    id: z.string(),
+    domain: z.string().openapi({ description: "Normalised name: lower-case, IDN as punycode", example: "example.com" }),
+    status: z.enum(STATUS),
+    dkimSelector: z.string().openapi({ example: "em202607" }),
+    records: z.array(DnsRecordSchema),
+    createdAt: z.string().datetime(),
+    updatedAt: z.string().datetime(),
+    lastCheckedAt: z.string().datetime().nullable(),
+    verifiedAt: z.string().datetime().nullable(),
+    nextCheckAt: z.string().datetime().nullable().openapi({ description: "When the background check runs next (null: not scheduled)" }),
+  })
+  .openapi("Domain");
+
+const tags = ["Domains"];
+
+const STATES =
+  "Status: PENDING until the required DKIM and SPF records are found through DNS-over-HTTPS; checked on create, on POST /domains/{id}/verify and every minute or so by a Cron Trigger with back-off (1, 2, 5, 10, 30, then 60 minutes), FAILED if not found within 72 hours of creation. A VERIFIED domain is re-checked every 6 hours; a required record that disappears is marked FAILED (with failingSince) and the domain becomes FAILED if it is still missing 72 hours later.";
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/domains",
+  tags,
+  summary: "List sending domains",
+  description: `Newest first, cursor pagination. ${STATES}`,
+  security: securityScheme,
+  request: {
+    query: PaginationQuerySchema.extend({
+      status: z.enum(STATUS).optional().openapi({ param: { name: "status", in: "query" } }),
+    }),
+  },
+  responses: { 200: jsonResponse(listEnvelope(DomainSchema), "A page of domains"), ...commonErrors },
+});
+
+const createDomainRoute = createRoute({
+  method: "post",
+  path: "/domains",
+  tags,
+  summary: "Add a sending domain",
+  description: `The name is normalised (lower-case, IDN to punycode, trailing dot dropped); IP addresses and bare top-level domains are refused (422). A domain belongs to one project at most: adding one that any project already has is 409 CONFLICT. The service generates a 2048-bit RSA DKIM key for the domain and answers the records to publish; it checks DNS once right away. ${STATES}`,
+  security: securityScheme,
+  request: {
+    body: jsonBody(
+      z.object({ domain: z.string().max(300).openapi({ example: "example.com", description: "Domain name (IDN allowed)" }) }),
+    ),
+  },
+  responses: {
+    201: jsonResponse(DomainSchema, "The domain, with the DNS records to publish"),
+    409: errorResponse("The domain already belongs to a project (CONFLICT)"),
+    ...commonErrors,
+  },
+});
+
+const getRoute = createRoute({
+  method: "get",
+  path: "/domains/{id}",
+  tags,
+  summary: "Get a sending domain with per-record status",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: jsonResponse(DomainSchema, "The domain"), ...commonErrors },
+});
+
+const verifyRoute = createRoute({
+  method: "post",
+  path: "/domains/{id}/verify",
+  tags,
+  summary: "Check the domain's DNS records now",
+  description:
+    "Looks every record up immediately (no cache) and answers the updated domain. Also re-checks a FAILED domain, which becomes VERIFIED once its records are right. A resolver failure changes no status; it is reported in the records' detail.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: jsonResponse(DomainSchema, "The domain after the check"), ...commonErrors },
+});
+
+const deleteRoute = createRoute({
+  method: "delete",
+  path: "/domains/{id}",
+  tags,
+  summary: "Remove a sending domain",
+  description:
+    "Refused with 400 INVALID_STATE while a template's `from` address is on this domain (and, once campaigns exist, an unsent campaign's).",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 204: { description: "Deleted" }, ...commonErrors },
+});
+
+export const domainsRouter = createRouter()
+  .openapi(listRoute, async (c) => {
+    const page = await listDomains(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
+    return c.json(
+      {
+        success: true as const,
+        data: { items: page.items.map(toDomainView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total },
+      },
+      200,
+    );
+  })
+  .openapi(createDomainRoute, async (c) => {
+    const domain = await createDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("json").domain);
+    return c.json(toDomainView(domain), 201);
+  })
+  .openapi(getRoute, async (c) => {
+    const domain = await getDomain(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
+    return c.json(toDomainView(domain), 200);
+  })
+  .openapi(verifyRoute, async (c) => {
+    const domain = await verifyDomainNow(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id);
+    return c.json(toDomainView(domain), 200);
+  })
+  .openapi(deleteRoute, async (c) => {
+    await deleteDomain(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
+    return c.body(null, 204);
+  });

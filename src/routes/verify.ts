@@ -1,0 +1,45 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { createRouter } from "../lib/router";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { dnsConfig } from "../services/dns";
+import { verifyEmailAddress } from "../services/email-verification";
+
+const VerificationSchema = z
+  .object({
+    email: z.string().openapi({ description: "The address as given, trimmed" }),
+    valid: z.boolean().openapi({ description: "Syntax is valid and the domain can receive mail (MX, or A/AAAA fallback)" }),
+    isDisposable: z.boolean().openapi({ description: "Domain (or a parent domain) is a known disposable provider" }),
+    isAlias: z.boolean().openapi({ description: "Relay service: Apple Hide My Email, Firefox Relay, DuckDuckGo, SimpleLogin, addy.io, Proton Pass..." }),
+    isTypo: z.boolean(),
+    isPlusAddressed: z.boolean(),
+    domainExists: z.boolean(),
+    hasMxRecords: z.boolean().openapi({ description: "At least one MX record that is not a null MX (RFC 7505)" }),
+    reasons: z.array(z.string()).openapi({ description: "Human-readable reasons for every flag set and every problem found; empty for a clean, deliverable address" }),
+    suggestedEmail: z.string().optional().openapi({ description: "Present when the domain looks like a typo", example: "ada@gmail.com" }),
+  })
+  .openapi("VerificationResult");
+
+const verifyRoute = createRoute({
+  method: "post",
+  path: "/v1/verify",
+  tags: ["Verification"],
+  summary: "Verify an email address",
+  description: [
+    "Checks syntax (RFC 5321/5322 dot-atom as mail providers accept it: no whitespace, no quoted local parts, no double dots, local part at most 64 characters, domain at most 253, address at most 254; IDN domains are converted to punycode), disposable and relay (alias) domains, plus-addressing, likely typos (with `suggestedEmail`), and DNS: whether the domain exists and can receive mail (MX; without MX, an A/AAAA record as RFC 5321 allows; a null MX `0 .` means no mail).",
+    "",
+    "Any string in `email` gets 200: an address with invalid syntax answers `valid: false` with the reason, like a malformed address in a verification list would; only a missing, empty or non-string `email` (or one over 512 characters) is a 422.",
+    "DNS answers are cached per domain for 30 s to 5 min (by TTL), so a burst of checks of one domain costs one lookup per record type. If the resolver fails or times out (3 s), the answer says so in `reasons` and `valid` is false; it is never a 500.",
+  ].join("\n"),
+  security: securityScheme,
+  request: {
+    body: jsonBody(
+      z.object({ email: z.string().trim().min(1).max(512).openapi({ example: "ada@example.com" }) }),
+    ),
+  },
+  responses: { 200: jsonResponse(successEnvelope(VerificationSchema), "The verification result"), ...commonErrors },
+});
+
+export const verifyRouter = createRouter().openapi(verifyRoute, async (c) => {
+  const result = await verifyEmailAddress(dnsConfig(c.env), c.req.valid("json").email);
+  return c.json({ success: true as const, data: result }, 200);
+});

@@ -1,0 +1,31 @@
+import { getDb } from "./db/client";
+import type { Env } from "./env";
+import { runDomainChecks } from "./services/domains";
+import { sweepStuckEmails } from "./services/send/deliver";
+
+/** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]). */
+export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
+
+/**
+ * The jobs of the cron tick, in order. Each is bounded (a few subrequests per
+ * run) and one job's failure does not stop the others. Add new jobs here.
+ */
+export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
+  domainChecks: (env, now) => runDomainChecks(getDb(env.DB), env, now),
+  stuckEmails: (env, now) => sweepStuckEmails(env, now),
+};
+
+/** Runs every scheduled job for this tick; `now` is the tick's scheduled time. */
+export async function runScheduledJobs(env: Env, controller: Pick<ScheduledController, "scheduledTime">) {
+  const now = new Date(controller.scheduledTime);
+  const results: Record<string, unknown> = {};
+  for (const [name, job] of Object.entries(SCHEDULED_JOBS)) {
+    try {
+      results[name] = await job(env, now);
+    } catch (err) {
+      console.error(`scheduled job ${name} failed`, err);
+      results[name] = { error: err instanceof Error ? err.message : String(err) };
+    }
+  }
+  return results;
+}

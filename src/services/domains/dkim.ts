@@ -1,0 +1,88 @@
+/**
+ * DKIM keys: one RSA-2048 key pair per domain (RSASSA-PKCS1-v1_5, SHA-256),
+ * made with WebCrypto so it runs in the Worker and in Node 20 (dev seed).
+ * The private key is kept as PKCS#8, encrypted with AES-256-GCM under a key
+ * derived (HKDF-SHA-256) from the DKIM_ENCRYPTION_KEY secret; the domain name
+ * is bound in as additional data, so a ciphertext moved to another row does
+ * not decrypt.
+ */
+
+export const RSA_PARAMS = {
+  name: "RSASSA-PKCS1-v1_5",
+  modulusLength: 2048,
+  publicExponent: new Uint8Array([1, 0, 1]),
+  hash: "SHA-256",
+} as const;
+
+export const MIN_ENCRYPTION_KEY_LENGTH = 32;
+
+const encoder = new TextEncoder();
+
+export function toBase64(bytes: ArrayBuffer | Uint8Array): string {
+  const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  let binary = "";
+  for (let i = 0; i < view.length; i += 0x8000) binary += String.fromCharCode(...view.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+export function fromBase64(text: string): Uint8Array {
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+export interface DkimKeyPair {
+  /** SubjectPublicKeyInfo DER, base64: the `p=` of the DKIM record. */
+  publicKey: string;
+  /** PKCS#8 DER, base64 (what SES BYODKIM takes). Never stored unencrypted. */
+  privateKeyPkcs8: string;
+}
+
+export async function generateDkimKeyPair(): Promise<DkimKeyPair> {
+  const pair = (await crypto.subtle.generateKey(RSA_PARAMS, true, ["sign", "verify"])) as CryptoKeyPair;
+  const spki = (await crypto.subtle.exportKey("spki", pair.publicKey)) as ArrayBuffer;
+  const pkcs8 = (await crypto.subtle.exportKey("pkcs8", pair.privateKey)) as ArrayBuffer;
+  return { publicKey: toBase64(spki), privateKeyPkcs8: toBase64(pkcs8) };
+}
+
+/** The DKIM TXT record's value for a public key. */
+export const dkimRecordValue = (publicKey: string) => `v=DKIM1; k=rsa; p=${publicKey}`;
+
+async function deriveKey(secret: string): Promise<CryptoKey> {
+  const material = await crypto.subtle.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"]);
+  return crypto.subtle.deriveKey(
+    { name: "HKDF", hash: "SHA-256", salt: encoder.encode("edge-mail/dkim"), info: encoder.encode("dkim-private-key v1") },
+    material,
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["encrypt", "decrypt"],
+  );
+}
+
+/** `base64(iv).base64(ciphertext)`, as the domains.dkim_private_key_encrypted column holds it. */
+export async function encryptPrivateKey(secret: string, domain: string, privateKeyPkcs8: string): Promise<string> {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const ciphertext = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv, additionalData: encoder.encode(domain) },
+    await deriveKey(secret),
+    encoder.encode(privateKeyPkcs8),
+  );
+  return `${toBase64(iv)}.${toBase64(ciphertext)}`;
+}
+
+/** The PKCS#8 base64 back; throws if the secret or domain does not match. */
+export async function decryptPrivateKey(secret: string, domain: string, stored: string): Promise<string> {
+  const [iv, ciphertext] = stored.split(".");
+  const plain = await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: fromBase64(iv), additionalData: encoder.encode(domain) },
+    await deriveKey(secret),
+    fromBase64(ciphertext),
+  );
+  return new TextDecoder().decode(plain);
+}
+
+/** Selector naming: `em` + year and month of creation (em202607), so a later key rotation gets a new name. */
+export function dkimSelectorFor(date: Date): string {
+  return `em${date.getUTCFullYear()}${String(date.getUTCMonth() + 1).padStart(2, "0")}`;
+}

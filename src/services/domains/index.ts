@@ -1,0 +1,223 @@
+/**
+ * Sending domains: create (with a DKIM key pair), list, get, check now,
+ * delete, and the guard sending uses (`requireVerifiedDomain`).
+ */
+import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
+import type { Env } from "../../env";
+import { ApiError } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { decodeCursor, toPage } from "../../lib/pagination";
+import { MIN_ENCRYPTION_KEY_LENGTH, dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim";
+import { domainOfAddress, normaliseDomainName } from "./names";
+import { domainRecordConfig, expectedRecords } from "./records";
+import { registerDomainWithSes, SesRegistrationError } from "./ses";
+import { findDomainUsage } from "./usage";
+import { checkDomain } from "./verification";
+
+export { runDomainChecks } from "./verification";
+
+export type DomainStatus = Domain["status"];
+
+export interface DomainView {
+  id: string;
+  domain: string;
+  status: DomainStatus;
+  dkimSelector: string;
+  records: DomainDnsRecord[];
+  createdAt: string;
+  updatedAt: string;
+  lastCheckedAt: string | null;
+  verifiedAt: string | null;
+  nextCheckAt: string | null;
+}
+
+const iso = (date: Date | null) => (date ? date.toISOString() : null);
+
+export function toDomainView(domain: Domain): DomainView {
+  return {
+    id: domain.id,
+    domain: domain.name,
+    status: domain.status,
+    dkimSelector: domain.dkimSelector,
+    records: domain.records.map((r) => ({
+      purpose: r.purpose,
+      type: r.type,
+      name: r.name,
+      value: r.value,
+      ...(r.priority === undefined ? {} : { priority: r.priority }),
+      required: r.required,
+      status: r.status,
+      ...(r.detail ? { detail: r.detail } : {}),
+      ...(r.failingSince ? { failingSince: r.failingSince } : {}),
+    })),
+    createdAt: domain.createdAt.toISOString(),
+    updatedAt: domain.updatedAt.toISOString(),
+    lastCheckedAt: iso(domain.lastCheckedAt),
+    verifiedAt: iso(domain.verifiedAt),
+    nextCheckAt: iso(domain.nextCheckAt),
+  };
+}
+
+/** The validated, normalised name, or a 422 naming the problem. */
+export function parseDomainName(input: string): string {
+  const result = normaliseDomainName(input);
+  if (!result.ok) throw ApiError.validation([{ field: "domain", message: result.reason, code: "invalid_domain" }]);
+  return result.name;
+}
+
+/** The DKIM encryption secret, or a clear server-side error naming it. Never defaulted. */
+export function requireEncryptionKey(env: Pick<Env, "DKIM_ENCRYPTION_KEY">): string {
+  const key = env.DKIM_ENCRYPTION_KEY;
+  if (!key || key.length < MIN_ENCRYPTION_KEY_LENGTH) {
+    throw new ApiError(
+      500,
+      "INTERNAL_ERROR",
+      key
+        ? `The DKIM_ENCRYPTION_KEY secret is too short (at least ${MIN_ENCRYPTION_KEY_LENGTH} characters); sending domains cannot be created`
+        : "The DKIM_ENCRYPTION_KEY secret is not set on this deployment; sending domains cannot be created",
+      { suggestion: "An operator must run `openssl rand -base64 32 | npx wrangler secret put DKIM_ENCRYPTION_KEY`." },
+    );
+  }
+  return key;
+}
+
+function conflict(name: string, sameProject: boolean) {
+  return new ApiError(
+    409,
+    "CONFLICT",
+    sameProject
+      ? `The domain ${name} has already been added to this project`
+      : `The domain ${name} is already in use by another project`,
+    {
+      suggestion: sameProject
+        ? "Use GET /domains to find it; POST /domains/{id}/verify checks it again."
+        : "A domain can belong to one project only. Remove it from the other project first.",
+    },
+  );
+}
+
+/**
+ * Adds a domain: a fresh DKIM key pair (private key encrypted at rest), the
+ * records to publish, registration with SES when SES is the provider, and a
+ * first DNS check, whose outcome the returned record already shows.
+ */
+export async function createDomain(db: Database, env: Env, projectId: string, input: string, now = new Date()) {
+  const name = parseDomainName(input);
+  const secret = requireEncryptionKey(env);
+  const existing = await db.query.domains.findFirst({ where: eq(domains.name, name), columns: { projectId: true } });
+  if (existing) throw conflict(name, existing.projectId === projectId);
+
+  const keys = await generateDkimKeyPair();
+  const selector = dkimSelectorFor(now);
+  const [inserted] = await db
+    .insert(domains)
+    .values({
+      id: newId(),
+      projectId,
+      name,
+      status: "PENDING",
+      dkimSelector: selector,
+      dkimPublicKey: keys.publicKey,
+      dkimPrivateKeyEncrypted: await encryptPrivateKey(secret, name, keys.privateKeyPkcs8),
+      records: expectedRecords(domainRecordConfig(env), name, selector, keys.publicKey),
+      checkAttempts: 0,
+      nextCheckAt: new Date(now.getTime() + 60_000),
+      createdAt: now,
+      updatedAt: now,
+    })
+    .onConflictDoNothing({ target: domains.name })
+    .returning();
+  // Lost a race with a concurrent create of the same name.
+  if (!inserted) throw conflict(name, false);
+
+  if (env.EMAIL_PROVIDER === "ses") {
+    try {
+      await registerDomainWithSes(env, name, selector, keys.privateKeyPkcs8);
+    } catch (err) {
+      await db.delete(domains).where(eq(domains.id, inserted.id));
+      const message = err instanceof SesRegistrationError ? err.message : "SES could not be reached";
+      throw new ApiError(500, "INTERNAL_ERROR", `The domain could not be registered with Amazon SES: ${message}`, {
+        suggestion: "Nothing was saved; retry later. If it persists, an operator should check the SES credentials.",
+      });
+    }
+  }
+  return checkDomain(db, env, inserted, now);
+}
+
+export async function getDomain(db: Database, projectId: string, id: string): Promise<Domain> {
+  const domain = await db.query.domains.findFirst({ where: and(eq(domains.id, id), eq(domains.projectId, projectId)) });
+  if (!domain) throw ApiError.notFound("Domain");
+  return domain;
+}
+
+/** "Check now": looks the records up immediately, whatever the schedule. */
+export async function verifyDomainNow(db: Database, env: Env, projectId: string, id: string, now = new Date()) {
+  return checkDomain(db, env, await getDomain(db, projectId, id), now);
+}
+
+export interface ListDomainsQuery {
+  limit: number;
+  cursor?: string;
+  status?: DomainStatus;
+}
+
+/** Newest first, keyset-paginated on id. */
+export async function listDomains(db: Database, projectId: string, query: ListDomainsQuery) {
+  const after = decodeCursor(query.cursor);
+  const filters: SQL[] = [eq(domains.projectId, projectId)];
+  if (query.status) filters.push(eq(domains.status, query.status));
+  const where = and(...filters);
+  const [rows, [{ total }]] = await db.batch([
+    db
+      .select()
+      .from(domains)
+      .where(after ? and(where, lt(domains.id, after)) : where)
+      .orderBy(desc(domains.id))
+      .limit(query.limit + 1),
+    db.select({ total: count() }).from(domains).where(where),
+  ]);
+  return { ...toPage(rows, query.limit), total };
+}
+
+/** Deletes the domain unless something still sends from it (400 INVALID_STATE). */
+export async function deleteDomain(db: Database, projectId: string, id: string): Promise<void> {
+  const domain = await getDomain(db, projectId, id);
+  const usedBy = await findDomainUsage(db, projectId, domain.name);
+  if (usedBy) {
+    throw ApiError.invalidState(
+      `The domain ${domain.name} cannot be deleted: ${usedBy} sends from it`,
+      "Change the from address of everything that uses this domain, then delete it.",
+    );
+  }
+  await db.delete(domains).where(and(eq(domains.id, id), eq(domains.projectId, projectId)));
+}
+
+/**
+ * The guard every send path calls: the address's domain must be a VERIFIED
+ * domain of this project (exactly that name; subdomains are domains of their
+ * own). Otherwise 403 DOMAIN_NOT_VERIFIED.
+ */
+export async function requireVerifiedDomain(db: Database, projectId: string, fromAddress: string): Promise<Domain> {
+  const name = domainOfAddress(fromAddress);
+  const domain = name
+    ? await db.query.domains.findFirst({ where: and(eq(domains.projectId, projectId), eq(domains.name, name)) })
+    : undefined;
+  if (!domain || domain.status !== "VERIFIED") {
+    const shown = name ?? fromAddress;
+    throw new ApiError(
+      403,
+      "DOMAIN_NOT_VERIFIED",
+      domain
+        ? `The domain ${shown} is ${domain.status === "FAILED" ? "not verified (verification failed)" : "not verified yet"}`
+        : `The domain ${shown} is not a verified sending domain of this project`,
+      {
+        suggestion: domain
+          ? "Publish the DNS records from GET /domains/{id}, then POST /domains/{id}/verify."
+          : "Add it with POST /domains, publish the DNS records it lists, and wait for status VERIFIED.",
+      },
+    );
+  }
+  return domain;
+}
