@@ -13,6 +13,8 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             ENVIRONMENT: "test",
             RATE_LIMIT_PER_MINUTE: "1000",
+            LINK_SIGNING_SECRET: "test-link-signing-secret",
+            PUBLIC_URL: "http://edge-mail.test",
             // Sending domains and /v1/verify: tests fake DNS-over-HTTPS with vi.spyOn(globalThis, "fetch").
             DOH_URL: "https://doh.test/dns-query",
             DOH_TIMEOUT_MS: "300",

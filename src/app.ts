@@ -13,6 +13,9 @@ import { verifyRouter } from "./routes/verify";
 import { eventsRouter } from "./routes/events";
 import { templatesRouter } from "./routes/templates";
 import { trackRouter } from "./routes/track";
+import { trackingRouter } from "./routes/tracking";
+import { unsubscribeRouter } from "./routes/unsubscribe";
+import { webhooksRouter } from "./routes/webhooks";
 
 /** Largest accepted request body. /v1/send carries base64 attachments (10 MB decoded). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -57,6 +60,10 @@ export function createApp() {
   app.route("/", templatesRouter);
   app.route("/", trackRouter);
   app.route("/", eventsRouter);
+  // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
+  app.route("/", trackingRouter);
+  app.route("/", unsubscribeRouter);
+  app.route("/", webhooksRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

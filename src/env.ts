@@ -36,6 +36,8 @@ export interface Env {
   PUBLIC_URL?: string;
   /** Secret: HMAC key that signs tracking and unsubscribe links. */
   LINK_SIGNING_SECRET?: string;
+  /** Optional comma-separated SNS topic ARNs accepted by POST /webhooks/ses; when set, messages from other topics are refused. */
+  SES_SNS_TOPIC_ARNS?: string;
   /** Email provider: "ses" or "capture" (local development; keeps mail for GET /dev/outbox). */
   EMAIL_PROVIDER?: string;
   /** Emails per second per project, enforced by the project's Durable Object (default 14). */

@@ -1,0 +1,106 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { eq } from "drizzle-orm";
+import { getDb } from "../db/client";
+import type { Database } from "../db/client";
+import { emails, projects } from "../db/schema";
+import { requireSecret } from "../lib/config";
+import { ApiError } from "../lib/errors";
+import { errorResponse } from "../lib/openapi";
+import { createRouter } from "../lib/router";
+import { recordEngagement, type Engagement } from "../services/emails/status";
+import { isTrackableUrl, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
+
+const tags = ["Tracking"];
+
+/** A 1x1 transparent GIF. */
+const PIXEL = Uint8Array.from(
+  atob("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"),
+  (ch) => ch.charCodeAt(0),
+);
+
+const NO_CACHE = {
+  "Cache-Control": "no-store, no-cache, must-revalidate, private, max-age=0",
+  Pragma: "no-cache",
+  Expires: "0",
+};
+
+const EmailIdParam = z.object({
+  emailId: z.string().openapi({ param: { name: "emailId", in: "path" }, description: "The email's id" }),
+});
+
+const openRoute = createRoute({
+  method: "get",
+  path: "/t/o/{emailId}",
+  tags,
+  summary: "Open-tracking pixel",
+  description:
+    "Put in mail by the service. Needs no key. Records an `email.opened` event when the signature is valid and the project has tracking on; always answers the image, so a mail client never shows a broken picture.",
+  request: {
+    params: EmailIdParam,
+    query: z.object({ s: z.string().optional().openapi({ description: "Signature of the link" }) }),
+  },
+  responses: {
+    200: { description: "A 1x1 transparent GIF", content: { "image/gif": { schema: z.string().openapi({ format: "binary" }) } } },
+  },
+});
+
+const clickRoute = createRoute({
+  method: "get",
+  path: "/t/c/{emailId}",
+  tags,
+  summary: "Click-tracking redirect",
+  description:
+    "Put in mail by the service. Needs no key. Records an `email.clicked` event and redirects to `u`, but only when `s` is this service's signature over the email id and `u`: it is not an open redirect.",
+  request: {
+    params: EmailIdParam,
+    query: z.object({
+      u: z.string().optional().openapi({ description: "The original link (absolute http or https URL)" }),
+      s: z.string().optional().openapi({ description: "Signature over the email id and u" }),
+    }),
+  },
+  responses: {
+    302: { description: "Redirect to the original link" },
+    400: errorResponse("Missing or forged signature, or a URL that is not http(s)"),
+  },
+});
+
+/** Records an open or click unless the email is unknown or its project has tracking turned off. */
+async function record(db: Database, emailId: string, kind: Engagement, url?: string): Promise<void> {
+  const [row] = await db
+    .select({ trackingEnabled: projects.trackingEnabled })
+    .from(emails)
+    .innerJoin(projects, eq(projects.id, emails.projectId))
+    .where(eq(emails.id, emailId))
+    .limit(1);
+  if (!row?.trackingEnabled) return;
+  await recordEngagement(db, emailId, kind, url === undefined ? {} : { url });
+}
+
+export const trackingRouter = createRouter()
+  .openapi(openRoute, async (c) => {
+    const { emailId } = c.req.valid("param");
+    const { s } = c.req.valid("query");
+    const secret = requireSecret(c.env, "LINK_SIGNING_SECRET");
+    if (await verifyOpenSignature(secret, emailId, s)) {
+      try {
+        await record(getDb(c.env.DB), emailId, "OPENED");
+      } catch (err) {
+        // The image is served either way; a lost open is better than a broken picture.
+        console.error("recording an open failed", emailId, err);
+      }
+    }
+    return c.body(PIXEL, 200, { "Content-Type": "image/gif", "Content-Length": String(PIXEL.length), ...NO_CACHE });
+  })
+  .openapi(clickRoute, async (c) => {
+    const { emailId } = c.req.valid("param");
+    const { u, s } = c.req.valid("query");
+    const secret = requireSecret(c.env, "LINK_SIGNING_SECRET");
+    if (!u || !s || !(await verifyClickSignature(secret, emailId, u, s))) {
+      throw new ApiError(400, "BAD_REQUEST", "This tracking link is invalid or was altered", {
+        suggestion: "Use the link exactly as it appears in the email.",
+      });
+    }
+    if (!isTrackableUrl(u)) throw new ApiError(400, "BAD_REQUEST", "This tracking link does not point to an http(s) URL");
+    await record(getDb(c.env.DB), emailId, "CLICKED", u);
+    return c.body(null, 302, { Location: new URL(u).href, "Referrer-Policy": "no-referrer", ...NO_CACHE });
+  });

@@ -1,0 +1,101 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { getDb } from "../db/client";
+import { ApiError } from "../lib/errors";
+import { errorResponse, jsonResponse, successEnvelope } from "../lib/openapi";
+import { createRouter } from "../lib/router";
+import { applySesFeedback } from "../services/feedback/ses";
+import { isSnsUrl, parseSnsMessage, SnsVerificationError, verifySnsMessage, type SnsMessage } from "../services/feedback/sns";
+
+const sesRoute = createRoute({
+  method: "post",
+  path: "/webhooks/ses",
+  tags: ["Webhooks"],
+  summary: "Amazon SES feedback through Amazon SNS",
+  description: [
+    "Subscribe this URL (HTTPS) to the SNS topic of an SES configuration set's event destination (or of an identity's Delivery/Bounce/Complaint notifications). Needs no key: every message's SNS signature is verified (SignatureVersion 1 and 2), with the signing certificate only fetched from an https `sns.<region>.amazonaws.com` URL.",
+    "",
+    "SNS posts JSON with `Content-Type: text/plain`. A SubscriptionConfirmation is confirmed by fetching its SubscribeURL. Notifications: Delivery marks the email DELIVERED; a permanent Bounce marks it BOUNCED, suppresses the address and unsubscribes the contact (`email.bounced`); a transient bounce only records `email.bounced`; a Complaint marks it COMPLAINED, suppresses the address and unsubscribes the contact (`email.complained`). Unknown message ids are acknowledged. When `SES_SNS_TOPIC_ARNS` is set, messages from other topics are refused.",
+  ].join("\n"),
+  request: {
+    body: {
+      required: true,
+      content: { "text/plain": { schema: z.string().openapi({ description: "The SNS message as JSON" }) } },
+    },
+  },
+  responses: {
+    200: jsonResponse(
+      successEnvelope(z.object({ type: z.string(), outcome: z.string() })),
+      "Accepted (also for notifications about unknown emails)",
+    ),
+    400: errorResponse("Body is not JSON or not an SNS message"),
+    403: errorResponse("Signature, certificate URL, timestamp or topic not accepted; nothing was changed"),
+    503: errorResponse("The signing certificate or SubscribeURL could not be reached; SNS retries"),
+  },
+});
+
+function toApiError(err: SnsVerificationError): ApiError {
+  if (err.kind === "malformed") return new ApiError(400, "BAD_REQUEST", err.message);
+  if (err.kind === "unavailable") return new ApiError(503, "INTERNAL_ERROR", err.message);
+  return new ApiError(403, "FORBIDDEN", `SNS message rejected: ${err.message}`);
+}
+
+function allowedTopics(value: string | undefined): string[] | null {
+  const topics = (value ?? "")
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean);
+  return topics.length > 0 ? topics : null;
+}
+
+async function confirmSubscription(m: SnsMessage): Promise<void> {
+  const url = m.SubscribeURL ? isSnsUrl(m.SubscribeURL) : null;
+  if (!url) throw new ApiError(403, "FORBIDDEN", "SubscribeURL is not an https URL on an SNS host");
+  let response: Response;
+  try {
+    response = await fetch(url.href, { redirect: "manual" });
+  } catch (err) {
+    throw new ApiError(503, "INTERNAL_ERROR", `Could not confirm the SNS subscription: ${String(err)}`);
+  }
+  await response.body?.cancel();
+  if (!response.ok) throw new ApiError(503, "INTERNAL_ERROR", `Confirming the SNS subscription answered ${response.status}`);
+}
+
+export const webhooksRouter = createRouter();
+
+// Registered without a body validator: SNS sends JSON as text/plain, read raw here.
+webhooksRouter.post("/webhooks/ses", async (c) => {
+  const raw = await c.req.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    throw new ApiError(400, "INVALID_JSON", "Request body is not valid JSON", {
+      suggestion: "This endpoint takes Amazon SNS HTTP(S) notifications.",
+    });
+  }
+  let message: SnsMessage;
+  try {
+    message = parseSnsMessage(body);
+    await verifySnsMessage(message);
+  } catch (err) {
+    if (err instanceof SnsVerificationError) throw toApiError(err);
+    throw err;
+  }
+  const topics = allowedTopics(c.env.SES_SNS_TOPIC_ARNS);
+  if (topics && !topics.includes(message.TopicArn)) {
+    throw new ApiError(403, "FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
+  }
+
+  let outcome: string;
+  if (message.Type === "SubscriptionConfirmation") {
+    await confirmSubscription(message);
+    outcome = "confirmed";
+  } else if (message.Type === "UnsubscribeConfirmation") {
+    outcome = "ignored";
+  } else {
+    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message);
+  }
+  return c.json({ success: true as const, data: { type: message.Type, outcome } }, 200);
+});
+
+webhooksRouter.openAPIRegistry.registerPath(sesRoute);

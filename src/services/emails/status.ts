@@ -1,0 +1,90 @@
+import { eq, sql, type SQL } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { emails, events, type EmailStatus } from "../../db/schema";
+import { newId } from "../../lib/ids";
+
+/**
+ * Email status bookkeeping. A status only moves forward:
+ * QUEUED < SENDING < SENT < DELIVERED < OPENED < CLICKED, and the final
+ * outcomes FAILED < BOUNCED < COMPLAINED rank above all of them, so a
+ * complaint after an open still ends as COMPLAINED while a late delivery
+ * report or open never undoes a bounce.
+ */
+export const STATUS_RANK: Record<EmailStatus, number> = {
+  QUEUED: 0,
+  SENDING: 1,
+  SENT: 2,
+  DELIVERED: 3,
+  OPENED: 4,
+  CLICKED: 5,
+  FAILED: 6,
+  BOUNCED: 7,
+  COMPLAINED: 8,
+};
+
+export const FINAL_STATUSES: readonly EmailStatus[] = ["FAILED", "BOUNCED", "COMPLAINED"];
+
+export const statusRank = (status: EmailStatus): number => STATUS_RANK[status];
+
+/** The status after `next` happened to an email in status `current`. */
+export const advanceStatus = (current: EmailStatus, next: EmailStatus): EmailStatus =>
+  STATUS_RANK[current] < STATUS_RANK[next] ? next : current;
+
+/** SQL expression: the rank of the emails.status column. */
+export function statusRankSql(column: SQL | typeof emails.status = emails.status): SQL<number> {
+  const cases = Object.entries(STATUS_RANK).map(([status, rank]) => sql`WHEN ${status} THEN ${sql.raw(String(rank))}`);
+  return sql<number>`(CASE ${column} ${sql.join(cases, sql` `)} ELSE -1 END)`;
+}
+
+/**
+ * SQL expression for `SET status = ...` in an UPDATE of emails: `next` when
+ * it ranks above the current status, the current status otherwise.
+ */
+export function advanceStatusSql(next: EmailStatus): SQL<EmailStatus> {
+  return sql<EmailStatus>`(CASE WHEN ${statusRankSql()} < ${sql.raw(String(STATUS_RANK[next]))} THEN ${next} ELSE ${emails.status} END)`;
+}
+
+export type Engagement = "OPENED" | "CLICKED";
+
+/**
+ * Records an open or a click in one atomic batch: the counter goes up, the
+ * first-time timestamp is set once, the status advances, and an
+ * `email.opened` / `email.clicked` event (with `{url}` for clicks) is stored
+ * for the email's contact. Returns false when the email does not exist.
+ */
+export async function recordEngagement(
+  db: Database,
+  emailId: string,
+  kind: Engagement,
+  details: { url?: string } = {},
+): Promise<boolean> {
+  const now = new Date();
+  const name = kind === "OPENED" ? "email.opened" : "email.clicked";
+  const data = kind === "CLICKED" && details.url !== undefined ? { url: details.url } : {};
+  const counters =
+    kind === "OPENED"
+      ? { opens: sql`${emails.opens} + 1`, openedAt: sql`COALESCE(${emails.openedAt}, ${now.getTime()})` }
+      : { clicks: sql`${emails.clicks} + 1`, clickedAt: sql`COALESCE(${emails.clickedAt}, ${now.getTime()})` };
+  const [updated] = await db.batch([
+    db
+      .update(emails)
+      .set({ ...counters, status: advanceStatusSql(kind), updatedAt: now })
+      .where(eq(emails.id, emailId))
+      .returning({ id: emails.id }),
+    db.insert(events).select(
+      db
+        .select({
+          id: sql`${newId()}`.as("id"),
+          projectId: emails.projectId,
+          contactId: emails.contactId,
+          name: sql`${name}`.as("name"),
+          data: sql`${JSON.stringify(data)}`.as("data"),
+          emailId: emails.id,
+          createdAt: sql`${now.getTime()}`.as("created_at"),
+        })
+        .from(emails)
+        .where(eq(emails.id, emailId)),
+    ),
+  ]);
+  return updated.length > 0;
+}

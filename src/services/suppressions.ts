@@ -1,0 +1,34 @@
+import { and, eq, inArray } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { suppressions } from "../db/schema";
+
+export type SuppressionReason = "BOUNCE" | "COMPLAINT";
+
+/** D1 allows 100 bound parameters per statement; one goes to the project id. */
+const CHUNK = 90;
+
+/**
+ * Which of `emails` are suppressed in the project (permanent bounce or
+ * complaint), keyed by the lower-cased address.
+ */
+export async function findSuppressed(db: Database, projectId: string, emails: string[]): Promise<Map<string, SuppressionReason>> {
+  const unique = [...new Set(emails.map((e) => e.trim().toLowerCase()).filter(Boolean))];
+  const found = new Map<string, SuppressionReason>();
+  for (let i = 0; i < unique.length; i += CHUNK) {
+    const rows = await db
+      .select({ email: suppressions.email, reason: suppressions.reason })
+      .from(suppressions)
+      .where(and(eq(suppressions.projectId, projectId), inArray(suppressions.email, unique.slice(i, i + CHUNK))));
+    for (const row of rows) found.set(row.email, row.reason);
+  }
+  return found;
+}
+
+/** Adds an address to the project's suppression list; the first reason recorded is kept. */
+export function buildSuppression(db: Database, projectId: string, email: string, reason: SuppressionReason, detail?: string | null) {
+  return db
+    .insert(suppressions)
+    .values({ projectId, email: email.trim().toLowerCase(), reason, detail: detail ?? null, createdAt: new Date() })
+    .onConflictDoNothing({ target: [suppressions.projectId, suppressions.email] });
+}
+

@@ -1,0 +1,136 @@
+import { sign, verify } from "./signing";
+
+/**
+ * Tracking and unsubscribe links. Every link the service puts in mail is
+ * signed with LINK_SIGNING_SECRET, so the click redirector only redirects to
+ * URLs this service wrote into a message (it is not an open redirect) and an
+ * unsubscribe token cannot be made up for someone else's email.
+ */
+
+const PURPOSE_OPEN = "open";
+const PURPOSE_CLICK = "click";
+const PURPOSE_UNSUBSCRIBE = "unsubscribe";
+
+export const openSignature = (secret: string, emailId: string) => sign(secret, PURPOSE_OPEN, emailId);
+export const verifyOpenSignature = (secret: string, emailId: string, signature: string | undefined) =>
+  verify(secret, signature, PURPOSE_OPEN, emailId);
+
+export const clickSignature = (secret: string, emailId: string, url: string) => sign(secret, PURPOSE_CLICK, emailId, url);
+export const verifyClickSignature = (secret: string, emailId: string, url: string, signature: string | undefined) =>
+  verify(secret, signature, PURPOSE_CLICK, emailId, url);
+
+const trimSlash = (baseUrl: string) => baseUrl.replace(/\/+$/, "");
+
+export async function openPixelUrl(baseUrl: string, secret: string, emailId: string): Promise<string> {
+  return `${trimSlash(baseUrl)}/t/o/${encodeURIComponent(emailId)}?s=${await openSignature(secret, emailId)}`;
+}
+
+export async function clickUrl(baseUrl: string, secret: string, emailId: string, url: string): Promise<string> {
+  const s = await clickSignature(secret, emailId, url);
+  return `${trimSlash(baseUrl)}/t/c/${encodeURIComponent(emailId)}?u=${encodeURIComponent(url)}&s=${s}`;
+}
+
+/** The one-click (POST) and landing page (GET) URL: `${baseUrl}/unsubscribe/<emailId>.<signature>`. */
+export async function unsubscribeUrl(baseUrl: string, secret: string, emailId: string): Promise<string> {
+  return `${trimSlash(baseUrl)}/unsubscribe/${await unsubscribeToken(secret, emailId)}`;
+}
+
+export async function unsubscribeToken(secret: string, emailId: string): Promise<string> {
+  return `${emailId}.${await sign(secret, PURPOSE_UNSUBSCRIBE, emailId)}`;
+}
+
+/** The email id an unsubscribe token stands for, or null when the token is malformed or forged. */
+export async function parseUnsubscribeToken(secret: string, token: string): Promise<string | null> {
+  const dot = token.lastIndexOf(".");
+  if (dot <= 0 || dot > 128) return null;
+  const emailId = token.slice(0, dot);
+  return (await verify(secret, token.slice(dot + 1), PURPOSE_UNSUBSCRIBE, emailId)) ? emailId : null;
+}
+
+/** A URL the click redirector may send a browser to: absolute http(s), nothing else. */
+export function isTrackableUrl(url: string): boolean {
+  if (!/^https?:\/\//i.test(url)) return false;
+  try {
+    const parsed = new URL(url);
+    return (parsed.protocol === "http:" || parsed.protocol === "https:") && parsed.hostname.length > 0;
+  } catch {
+    return false;
+  }
+}
+
+const NAMED_ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: "\u00a0" };
+
+/** Attribute values come from HTMLRewriter undecoded; decode the character references a URL may carry. */
+export function decodeHtmlAttribute(value: string): string {
+  return value.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, ref: string) => {
+    if (ref[0] === "#") {
+      const code = ref[1] === "x" || ref[1] === "X" ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
+      return Number.isFinite(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    }
+    return NAMED_ENTITIES[ref.toLowerCase()] ?? whole;
+  });
+}
+
+const escapeAttribute = (value: string) =>
+  value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+export interface TrackingOptions {
+  emailId: string;
+  baseUrl: string;
+  secret: string;
+  trackOpens: boolean;
+  trackClicks: boolean;
+}
+
+/**
+ * Rewrites absolute http(s) `<a href>` links to signed click redirects and
+ * appends a 1x1 open pixel at the end of `<body>` (or of the document when
+ * there is no body). mailto:, tel:, fragments, relative links and links to
+ * this service's own unsubscribe page are left as they are.
+ */
+export async function addTracking(html: string, opts: TrackingOptions): Promise<string> {
+  if (!opts.trackOpens && !opts.trackClicks) return html;
+  const baseUrl = trimSlash(opts.baseUrl);
+  const ownPrefixes = [`${baseUrl}/unsubscribe/`, `${baseUrl}/t/`];
+  let rewriter = new HTMLRewriter();
+
+  if (opts.trackClicks) {
+    rewriter = rewriter.on("a[href]", {
+      async element(element) {
+        const raw = element.getAttribute("href");
+        if (raw === null) return;
+        const href = decodeHtmlAttribute(raw).trim();
+        if (!isTrackableUrl(href)) return;
+        const lower = href.toLowerCase();
+        if (ownPrefixes.some((prefix) => lower.startsWith(prefix.toLowerCase()))) return;
+        const tracked = await clickUrl(baseUrl, opts.secret, opts.emailId, href);
+        // setAttribute writes the value as given; escape it for a double-quoted attribute.
+        element.setAttribute("href", escapeAttribute(tracked));
+      },
+    });
+  }
+
+  if (opts.trackOpens) {
+    const pixelSrc = await openPixelUrl(baseUrl, opts.secret, opts.emailId);
+    const pixel = `<img src="${escapeAttribute(pixelSrc)}" width="1" height="1" alt="" style="display:none">`;
+    let placed = false;
+    rewriter = rewriter
+      .on("body", {
+        element(element) {
+          element.onEndTag((end) => {
+            if (placed) return;
+            end.before(pixel, { html: true });
+            placed = true;
+          });
+        },
+      })
+      .onDocument({
+        end(end) {
+          if (!placed) end.append(pixel, { html: true });
+          placed = true;
+        },
+      });
+  }
+
+  return rewriter.transform(new Response(html, { headers: { "Content-Type": "text/html; charset=utf-8" } })).text();
+}

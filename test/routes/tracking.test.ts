@@ -1,0 +1,188 @@
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { getDb } from "../../src/db/client";
+import { emails } from "../../src/db/schema";
+import { recordEngagement } from "../../src/services/emails/status";
+import { addTracking, decodeHtmlAttribute } from "../../src/services/tracking/links";
+import { eventsOfEmail, getEmail, insertSentEmail, setTracking } from "../fixtures/emails";
+import { BASE, call, expectError, newProject } from "../helpers";
+
+const SECRET = env.LINK_SIGNING_SECRET!;
+
+/** The tracked links and pixel the consumer would put in this email's HTML, as paths. */
+async function trackedMail(emailId: string, links: string[]) {
+  const html = `<html><body>${links.map((l) => `<a href="${l}">x</a>`).join("")}</body></html>`;
+  const out = await addTracking(html, { emailId, baseUrl: BASE, secret: SECRET, trackOpens: true, trackClicks: true });
+  const clicks = [...out.matchAll(/<a href="([^"]*)"/g)].map((m) => decodeHtmlAttribute(m[1]).slice(BASE.length));
+  const pixel = decodeHtmlAttribute(/<img src="([^"]*)"/.exec(out)![1]).slice(BASE.length);
+  return { clicks, pixel };
+}
+
+const GIF_HEADER = "GIF89a";
+
+/** GET without following redirects (the test client would follow a 302 back into the Worker). */
+async function click(path: string) {
+  const res = await exports.default.fetch(new Request(BASE + path, { redirect: "manual" }));
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+}
+
+/** GET the pixel; the body checked as bytes. */
+async function open(path: string) {
+  const res = await exports.default.fetch(new Request(BASE + path));
+  return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) };
+}
+
+describe("GET /t/o/{emailId} (open pixel)", () => {
+  it("returns a 1x1 GIF with no-cache headers and records the open once per request", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const { pixel } = await trackedMail(email.id, []);
+
+    const res = await open(pixel);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toBe("image/gif");
+    expect(res.headers.get("Cache-Control")).toContain("no-store");
+    expect(new TextDecoder().decode(res.bytes.slice(0, 6))).toBe(GIF_HEADER);
+    expect(res.bytes.length).toBe(42);
+
+    const first = await getEmail(email.id);
+    expect(first.opens).toBe(1);
+    expect(first.status).toBe("OPENED");
+    expect(first.openedAt).toBeInstanceOf(Date);
+
+    await open(pixel);
+    const second = await getEmail(email.id);
+    expect(second.opens).toBe(2);
+    expect(second.openedAt!.getTime()).toBe(first.openedAt!.getTime());
+
+    // The events are visible to the project's API, with the contact and the email.
+    const list = await p.api.get("/events?name=email.opened");
+    expect(list.status).toBe(200);
+    expect(list.body.data.items).toHaveLength(2);
+    expect(list.body.data.items[0]).toMatchObject({ name: "email.opened", contactId: email.contactId, emailId: email.id, email: email.to });
+  });
+
+  it("still answers the GIF for a bad or missing signature, but records nothing", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    for (const path of [`/t/o/${email.id}?s=AAAA`, `/t/o/${email.id}`, `/t/o/${email.id}?s=${"A".repeat(43)}`]) {
+      const res = await open(path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("Content-Type")).toBe("image/gif");
+    }
+    // A valid signature for another email does not count for this one.
+    const otherEmail = await insertSentEmail(p);
+    const { pixel } = await trackedMail(otherEmail.id, []);
+    await open(pixel.replace(otherEmail.id, email.id));
+    expect((await getEmail(email.id)).opens).toBe(0);
+    expect(await eventsOfEmail(email.id)).toHaveLength(0);
+  });
+});
+
+describe("GET /t/c/{emailId} (click redirect)", () => {
+  it("redirects to the original URL and records the click with the URL", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const { clicks } = await trackedMail(email.id, ["https://example.com/pricing?plan=pro&amp;ref=mail", "http://example.org/"]);
+
+    const res = await click(clicks[0]);
+    expect(res.status).toBe(302);
+    expect(res.headers.get("Location")).toBe("https://example.com/pricing?plan=pro&ref=mail");
+    await click(clicks[1]);
+    await click(clicks[0]);
+
+    const row = await getEmail(email.id);
+    expect(row.clicks).toBe(3);
+    expect(row.status).toBe("CLICKED");
+    expect(row.clickedAt).toBeInstanceOf(Date);
+    const list = await p.api.get("/events?name=email.clicked");
+    expect(list.body.data.items.map((e: any) => e.data.url)).toEqual([
+      "https://example.com/pricing?plan=pro&ref=mail",
+      "http://example.org/",
+      "https://example.com/pricing?plan=pro&ref=mail",
+    ]);
+    expect(list.body.data.items[0]).toMatchObject({ contactId: email.contactId, emailId: email.id });
+  });
+
+  it("refuses a forged or missing signature with 400 and no redirect (not an open redirect)", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const { clicks } = await trackedMail(email.id, ["https://example.com/"]);
+    const tracked = new URL(BASE + clicks[0]);
+    const sig = tracked.searchParams.get("s")!;
+
+    const swapped = `/t/c/${email.id}?u=${encodeURIComponent("https://evil.example/")}&s=${sig}`;
+    const forged = await click(swapped);
+    expectError(forged, 400, "BAD_REQUEST");
+    expect(forged.headers.get("Location")).toBeNull();
+
+    expectError(await click(`/t/c/${email.id}?u=${encodeURIComponent("https://evil.example/")}`), 400);
+    expectError(await click(`/t/c/${email.id}?s=${sig}`), 400);
+    expectError(await click(`/t/c/${email.id}`), 400);
+    expectError(await click(`/t/c/${email.id}?u=${encodeURIComponent("https://example.com/")}&s=%%%`), 400);
+
+    expect((await getEmail(email.id)).clicks).toBe(0);
+    expect(await eventsOfEmail(email.id)).toHaveLength(0);
+  });
+
+  it("refuses a correctly signed link to a non-http(s) URL", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const { clickUrl } = await import("../../src/services/tracking/links");
+    const signed = (await clickUrl(BASE, SECRET, email.id, "javascript:alert(1)")).slice(BASE.length);
+    expectError(await click(signed), 400, "BAD_REQUEST");
+    expect((await getEmail(email.id)).clicks).toBe(0);
+  });
+
+  it("still redirects (records nothing) for a valid link whose email no longer exists", async () => {
+    const { clicks } = await trackedMail("0190f0a4-0000-7000-8000-000000000000", ["https://example.com/gone"]);
+    const res = await click(clicks[0]);
+    expect(res.status).toBe(302);
+    expect(res.headers.get("Location")).toBe("https://example.com/gone");
+  });
+});
+
+describe("tracking turned off for the project", () => {
+  it("records neither opens nor clicks, but still serves the pixel and the redirect", async () => {
+    const p = await newProject();
+    await setTracking(p.id, false);
+    const email = await insertSentEmail(p);
+    const { clicks, pixel } = await trackedMail(email.id, ["https://example.com/"]);
+    expect((await open(pixel)).status).toBe(200);
+    expect((await click(clicks[0])).status).toBe(302);
+    const row = await getEmail(email.id);
+    expect([row.opens, row.clicks, row.status]).toEqual([0, 0, "SENT"]);
+    expect(await eventsOfEmail(email.id)).toHaveLength(0);
+  });
+});
+
+describe("status advance order", () => {
+  it("an open after a click keeps CLICKED; an open never undoes a bounce; counts still go up", async () => {
+    const p = await newProject();
+    const db = getDb(env.DB);
+    const clicked = await insertSentEmail(p, { status: "DELIVERED" });
+    await recordEngagement(db, clicked.id, "CLICKED", { url: "https://example.com/" });
+    await recordEngagement(db, clicked.id, "OPENED");
+    const a = await getEmail(clicked.id);
+    expect([a.status, a.opens, a.clicks]).toEqual(["CLICKED", 1, 1]);
+
+    const bounced = await insertSentEmail(p, { status: "BOUNCED" });
+    await recordEngagement(db, bounced.id, "OPENED");
+    const b = await getEmail(bounced.id);
+    expect([b.status, b.opens]).toEqual(["BOUNCED", 1]);
+
+    const events = await eventsOfEmail(clicked.id);
+    expect(events.map((e) => [e.name, e.data])).toEqual([
+      ["email.clicked", { url: "https://example.com/" }],
+      ["email.opened", {}],
+    ]);
+    expect(events.every((e) => e.contactId === clicked.contactId && e.projectId === p.id)).toBe(true);
+  });
+
+  it("recordEngagement on an unknown email changes nothing and reports false", async () => {
+    const db = getDb(env.DB);
+    expect(await recordEngagement(db, "no-such-email", "OPENED")).toBe(false);
+    expect(await db.select().from(emails)).toBeDefined();
+  });
+});
