@@ -7,6 +7,8 @@ import { authenticate } from "./middleware/auth";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { contactsRouter } from "./routes/contacts";
+import { emailsRouter } from "./routes/emails";
+import { sendRouter } from "./routes/send";
 import { domainsRouter } from "./routes/domains";
 import { healthRouter } from "./routes/health";
 import { verifyRouter } from "./routes/verify";
@@ -22,7 +24,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
-const SECRET_KEY_PATHS = ["/contacts", "/contacts/*", "/templates", "/templates/*", "/events", "/events/*", "/domains", "/domains/*", "/v1/verify"];
+const SECRET_KEY_PATHS = ["/contacts", "/contacts/*", "/templates", "/templates/*", "/events", "/events/*", "/domains", "/domains/*", "/v1/verify", "/v1/send", "/emails", "/emails/*"];
 
 export function createApp() {
   const app = createRouter();
@@ -60,6 +62,8 @@ export function createApp() {
   app.route("/", templatesRouter);
   app.route("/", trackRouter);
   app.route("/", eventsRouter);
+  app.route("/", sendRouter);
+  app.route("/", emailsRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
   app.route("/", trackingRouter);
   app.route("/", unsubscribeRouter);

@@ -22,34 +22,26 @@ export interface Env {
   SPF_INCLUDE?: string;
   /** Label of the return-path / MAIL FROM subdomain (default "mail", i.e. mail.<domain>). */
   MAIL_FROM_SUBDOMAIN?: string;
-  /** Email provider: "ses" sends through Amazon SES v2 (and registers DKIM keys with it). */
+  /** Email provider: "ses" (Amazon SES v2; DKIM keys are registered with it) or "capture" (local development; keeps mail for GET /dev/outbox). */
   EMAIL_PROVIDER?: string;
   /** AWS region of SES (default us-east-1); also names the return-path MX host. */
   SES_REGION?: string;
   /** SES API base URL override (default https://email.<SES_REGION>.amazonaws.com), e.g. a local fake. */
   SES_ENDPOINT?: string;
-  /** Secret: AWS access key id for SES. */
-  AWS_ACCESS_KEY_ID?: string;
-  /** Secret: AWS secret access key for SES. */
-  AWS_SECRET_ACCESS_KEY?: string;
   /** Base URL of this service as mail recipients reach it; tracking and unsubscribe links start with it. */
   PUBLIC_URL?: string;
   /** Secret: HMAC key that signs tracking and unsubscribe links. */
   LINK_SIGNING_SECRET?: string;
   /** Optional comma-separated SNS topic ARNs accepted by POST /webhooks/ses; when set, messages from other topics are refused. */
   SES_SNS_TOPIC_ARNS?: string;
-  /** Email provider: "ses" or "capture" (local development; keeps mail for GET /dev/outbox). */
-  EMAIL_PROVIDER?: string;
   /** Emails per second per project, enforced by the project's Durable Object (default 14). */
   SEND_RATE_PER_SECOND?: string;
-  SES_REGION?: string;
-  /** Secret. */
+  /** Secret: AWS access key id for SES. */
   SES_ACCESS_KEY_ID?: string;
-  /** Secret. */
+  /** Secret: AWS secret access key for SES. */
   SES_SECRET_ACCESS_KEY?: string;
+  /** SES configuration set for sends (event publishing to SNS for bounces/complaints). */
   SES_CONFIGURATION_SET?: string;
-  /** Overrides https://email.{SES_REGION}.amazonaws.com (tests, local fakes). */
-  SES_ENDPOINT?: string;
   /** Producer for send-email work: messages {emailId, projectId}. */
   EMAIL_QUEUE: Queue<SendEmailMessage>;
 }

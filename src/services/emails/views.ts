@@ -1,0 +1,72 @@
+import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { emails, type Email, type EmailStatus } from "../../db/schema";
+import { ApiError } from "../../lib/errors";
+import { decodeCursor, toPage } from "../../lib/pagination";
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+/** What GET /emails shows of an email record (the rendered body is not repeated in lists). */
+export function toEmailView(email: Email) {
+  return {
+    id: email.id,
+    contactId: email.contactId,
+    templateId: email.templateId,
+    campaignId: email.campaignId,
+    from: email.fromAddress,
+    fromName: email.fromName,
+    to: email.toAddress,
+    replyTo: email.replyTo,
+    subject: email.subject,
+    status: email.status,
+    error: email.error,
+    messageId: email.messageId,
+    providerMessageId: email.providerMessageId,
+    attempts: email.attempts,
+    opens: email.opens,
+    clicks: email.clicks,
+    queuedAt: iso(email.queuedAt),
+    sentAt: iso(email.sentAt),
+    deliveredAt: iso(email.deliveredAt),
+    openedAt: iso(email.openedAt),
+    clickedAt: iso(email.clickedAt),
+    bouncedAt: iso(email.bouncedAt),
+    complainedAt: iso(email.complainedAt),
+    failedAt: iso(email.failedAt),
+    createdAt: email.createdAt.toISOString(),
+    updatedAt: email.updatedAt.toISOString(),
+  };
+}
+
+export async function getEmail(db: Database, projectId: string, id: string): Promise<Email> {
+  const email = await db.query.emails.findFirst({ where: and(eq(emails.id, id), eq(emails.projectId, projectId)) });
+  if (!email) throw ApiError.notFound("Email");
+  return email;
+}
+
+export interface ListEmailsQuery {
+  limit: number;
+  cursor?: string;
+  status?: EmailStatus;
+  contactId?: string;
+}
+
+/** Newest first, keyset pagination on id; filters use (project_id, status, id) and (contact_id, id). */
+export async function listEmails(db: Database, projectId: string, query: ListEmailsQuery) {
+  const after = decodeCursor(query.cursor);
+  const filters: SQL[] = [eq(emails.projectId, projectId)];
+  if (query.status) filters.push(eq(emails.status, query.status));
+  if (query.contactId) filters.push(eq(emails.contactId, query.contactId));
+  const where = and(...filters);
+  const [rows, [{ total }]] = await db.batch([
+    db
+      .select()
+      .from(emails)
+      .where(after ? and(where, lt(emails.id, after)) : where)
+      .orderBy(desc(emails.id))
+      .limit(query.limit + 1),
+    db.select({ total: count() }).from(emails).where(where),
+  ]);
+  const page = toPage(rows, query.limit);
+  return { ...page, items: page.items.map(toEmailView), total };
+}

@@ -1,0 +1,25 @@
+import type { Database } from "../../db/client";
+import type { Env } from "../../env";
+import { isDevelopment } from "../../env";
+import { CaptureProvider } from "./capture";
+import { SesProvider } from "./ses";
+import { ProviderError, type EmailProvider } from "./types";
+
+export { ProviderError } from "./types";
+export type { EmailProvider, OutgoingMessage } from "./types";
+
+/**
+ * The provider named by EMAIL_PROVIDER. `capture` is refused outside local
+ * development and tests, so a deployment can never silently swallow mail.
+ */
+export function getProvider(env: Env, db: Database): EmailProvider {
+  const name = env.EMAIL_PROVIDER || "ses";
+  if (name === "ses") return new SesProvider(env);
+  if (name === "capture" && (isDevelopment(env) || env.ENVIRONMENT === "test")) return new CaptureProvider(db);
+  throw new ProviderError(
+    name === "capture"
+      ? "EMAIL_PROVIDER=capture is only allowed when ENVIRONMENT=development"
+      : `Unknown EMAIL_PROVIDER "${name}" (use "ses")`,
+    true,
+  );
+}

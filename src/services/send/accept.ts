@@ -1,0 +1,241 @@
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { runBatch, type Database } from "../../db/client";
+import { contacts, emails, idempotencyKeys, templates, type Contact, type JsonObject, type Template } from "../../db/schema";
+import type { Env, SendEmailMessage } from "../../env";
+import { publicUrl, requireSecret } from "../../lib/config";
+import { sha256Hex } from "../../lib/crypto";
+import { ApiError } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { buildContactUpsert } from "../contacts";
+import { requireVerifiedDomain } from "../domains";
+import { findSuppressed } from "../suppressions";
+import { unsubscribeUrl } from "../tracking/links";
+import type { SendRequest } from "../../routes/send";
+import { buildAttachmentInserts } from "./attachments";
+import { renderBody, renderSubject } from "./render";
+
+export const MAX_RECIPIENTS = 50;
+const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+type Mailbox = string | { name?: string; email: string };
+
+export interface SendResult {
+  emails: { contact: { id: string; email: string }; email: string }[];
+  suppressed: { email: string; reason: "BOUNCE" | "COMPLAINT" }[];
+  timestamp: string;
+}
+
+const mailbox = (m: Mailbox) => (typeof m === "string" ? { email: m, name: undefined } : m);
+
+/**
+ * Splits request data into what is stored on the contact and what is used for
+ * this email only (`{value, persistent: false}`); `{value}` alone is unwrapped.
+ */
+export function splitSendData(data: JsonObject = {}) {
+  const persistent: JsonObject = {};
+  const forThisEmail: JsonObject = {};
+  for (const [key, raw] of Object.entries(data)) {
+    const wrapped =
+      raw !== null && typeof raw === "object" && !Array.isArray(raw) && "value" in raw &&
+      Object.keys(raw).every((k) => k === "value" || k === "persistent");
+    const value = wrapped ? (raw as { value: unknown }).value : raw;
+    const keep = !(wrapped && (raw as { persistent?: unknown }).persistent === false);
+    forThisEmail[key] = value;
+    if (keep) persistent[key] = value;
+  }
+  return { persistent, forThisEmail };
+}
+
+async function requestHash(body: SendRequest): Promise<string> {
+  return sha256Hex(JSON.stringify(body));
+}
+
+/** The stored response of an earlier request with this Idempotency-Key, or null. */
+async function replayIdempotent(db: Database, projectId: string, key: string, hash: string): Promise<SendResult | null> {
+  const record = await db.query.idempotencyKeys.findFirst({
+    where: and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, key)),
+  });
+  if (!record || Date.now() - record.createdAt.getTime() > IDEMPOTENCY_TTL_MS) return null;
+  if (record.requestHash !== hash) {
+    throw ApiError.validation([
+      {
+        field: "Idempotency-Key",
+        message: "This Idempotency-Key was used with a different request body",
+        code: "idempotency_key_reused",
+      },
+    ]);
+  }
+  return record.response as SendResult;
+}
+
+async function loadTemplate(db: Database, projectId: string, id: string): Promise<Template> {
+  const template = await db.query.templates.findFirst({
+    where: and(eq(templates.id, id), eq(templates.projectId, projectId)),
+  });
+  if (!template) throw ApiError.notFound("Template");
+  return template;
+}
+
+/**
+ * POST /v1/send: validates the whole request, then in one atomic batch
+ * upserts every recipient's contact, stores one QUEUED email record per
+ * recipient (and the attachments, and the Idempotency-Key record), and only
+ * then enqueues {emailId} messages. If enqueueing fails, the records stay
+ * QUEUED and the stuck-mail sweep enqueues them later.
+ */
+export async function acceptSend(
+  db: Database,
+  env: Env,
+  projectId: string,
+  body: SendRequest,
+  options: { idempotencyKey?: string; requestUrl?: string } = {},
+): Promise<SendResult> {
+  const hash = options.idempotencyKey ? await requestHash(body) : "";
+  if (options.idempotencyKey) {
+    const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
+    if (replay) return replay;
+  }
+
+  const template = body.template ? await loadTemplate(db, projectId, body.template) : undefined;
+  const subject = body.subject ?? template?.subject;
+  const html = body.body ?? template?.body;
+  const from = body.from ? mailbox(body.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined;
+  if (!subject || !html || !from) {
+    throw ApiError.validation(
+      [
+        !from && { field: "from", message: "from is required (the template has no from address)", code: "required" },
+        !subject && { field: "subject", message: "subject is required", code: "required" },
+        !html && { field: "body", message: "body is required", code: "required" },
+      ].filter((e): e is { field: string; message: string; code: string } => Boolean(e)),
+    );
+  }
+  const fromName = body.name ?? from.name ?? (body.from ? undefined : template?.fromName ?? undefined);
+  const replyTo = body.reply ?? template?.replyTo ?? null;
+  const marketing = template?.type === "MARKETING";
+  const senderDomain = (await requireVerifiedDomain(db, projectId, from.email)).name;
+
+  // One email per distinct address; the first spelling of a name wins.
+  const recipients = new Map<string, { email: string; name?: string }>();
+  for (const m of (Array.isArray(body.to) ? body.to : [body.to]).map(mailbox)) {
+    if (!recipients.has(m.email)) recipients.set(m.email, m);
+  }
+  const addresses = [...recipients.keys()];
+
+  const suppressedMap = await findSuppressed(db, projectId, addresses);
+  const suppressed = [...suppressedMap].map(([email, reason]) => ({ email, reason }));
+  const sendable = addresses.filter((a) => !suppressedMap.has(a));
+
+  const existing = new Map<string, Contact>();
+  if (sendable.length > 0) {
+    const rows = await db
+      .select()
+      .from(contacts)
+      .where(and(eq(contacts.projectId, projectId), inArray(contacts.email, sendable)));
+    for (const row of rows) existing.set(row.email, row);
+  }
+
+  if (marketing) {
+    const unsubscribed = sendable.filter((a) => !(body.subscribed ?? existing.get(a)?.subscribed ?? false));
+    if (unsubscribed.length > 0) {
+      throw ApiError.invalidState(
+        `Marketing email cannot be sent to unsubscribed contacts: ${unsubscribed.join(", ")}`,
+        "Send with a TRANSACTIONAL template, or only to subscribed contacts.",
+      );
+    }
+  }
+
+  const { persistent, forThisEmail } = splitSendData(body.data as JsonObject | undefined);
+  const sendId = newId();
+  const now = new Date();
+  const baseUrl = publicUrl(env, options.requestUrl);
+  const secret = requireSecret(env, "LINK_SIGNING_SECRET");
+
+  const prepared = await Promise.all(
+    sendable.map(async (address) => {
+      const emailId = newId();
+      const vars = {
+        data: { ...(existing.get(address)?.data ?? {}), ...forThisEmail },
+        email: address,
+        unsubscribeUrl: await unsubscribeUrl(baseUrl, secret, emailId),
+      };
+      return {
+        emailId,
+        address,
+        // Values from data may hold line breaks; a subject is one line.
+        subject: (await renderSubject(subject, vars)).replace(/[\r\n]+/g, " ").trim(),
+        html: await renderBody(html, vars, body.type ?? "html"),
+      };
+    }),
+  );
+
+  const response: SendResult = { emails: [], suppressed, timestamp: now.toISOString() };
+  if (prepared.length > 0) {
+    const upserts = prepared.map((p) =>
+      buildContactUpsert(db, projectId, { email: p.address, subscribed: body.subscribed, data: persistent }, false),
+    );
+    const emailInserts = prepared.map((p) =>
+      db.insert(emails).values({
+        id: p.emailId,
+        projectId,
+        sendId,
+        templateId: template?.id ?? null,
+        // The contact row is written earlier in the same batch.
+        contactId: sql`(SELECT id FROM contacts WHERE project_id = ${projectId} AND email = ${p.address})`,
+        fromAddress: from.email,
+        fromName: fromName ?? null,
+        toAddress: p.address,
+        toName: recipients.get(p.address)?.name ?? null,
+        replyTo,
+        subject: p.subject,
+        html: p.html,
+        headers: body.headers ?? {},
+        marketing,
+        hasAttachments: (body.attachments?.length ?? 0) > 0,
+        status: "QUEUED",
+        messageId: `${p.emailId}@${senderDomain}`,
+        queuedAt: now,
+        createdAt: now,
+        updatedAt: now,
+      }),
+    );
+    const results = await runBatch(db, [
+      ...upserts.map((u) => u.query),
+      ...emailInserts,
+      ...buildAttachmentInserts(db, sendId, body.attachments ?? []),
+    ]);
+    response.emails = prepared.map((p, i) => ({
+      contact: { id: upserts[i].result(results[i] as Contact[]).contact.id, email: p.address },
+      email: p.emailId,
+    }));
+  }
+
+  if (options.idempotencyKey) {
+    // Recorded after the batch; a concurrent duplicate that lost the race sees
+    // the unique key fail and replays the winner's response instead.
+    const inserted = await db
+      .insert(idempotencyKeys)
+      .values({ projectId, key: options.idempotencyKey, requestHash: hash, sendId, response, createdAt: now })
+      .onConflictDoNothing()
+      .returning({ key: idempotencyKeys.key });
+    if (inserted.length === 0) {
+      const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
+      if (replay) return replay;
+    }
+  }
+
+  await enqueueEmails(env, projectId, response.emails.map((e) => e.email));
+  return response;
+}
+
+/** Fans email ids out to the send queue, 100 messages per sendBatch. */
+export async function enqueueEmails(env: Env, projectId: string, emailIds: string[]): Promise<void> {
+  for (let i = 0; i < emailIds.length; i += 100) {
+    const messages = emailIds.slice(i, i + 100).map((emailId) => ({ body: { emailId, projectId } satisfies SendEmailMessage }));
+    try {
+      await env.EMAIL_QUEUE.sendBatch(messages);
+    } catch (err) {
+      // The records are QUEUED in D1; the scheduled sweep re-enqueues them.
+      console.error("enqueue failed; the sweep will retry", err);
+    }
+  }
+}

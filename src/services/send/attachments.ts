@@ -1,0 +1,81 @@
+import { asc, eq } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { emailAttachments } from "../../db/schema";
+import { newId } from "../../lib/ids";
+import { buildBlobInsert, readBlob } from "../blobs";
+
+export const MAX_ATTACHMENTS = 10;
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+
+/** File types SES refuses to send (its documented unsupported attachment types). */
+const BLOCKED_EXTENSIONS = new Set(
+  (
+    "ade adp app asp bas bat cer chm cmd com cpl crt csh der exe fxp gadget hlp hta inf ins isp its js jse ksh lib lnk " +
+    "mad maf mag mam maq mar mas mat mau mav maw mda mdb mde mdt mdw mdz msc msh msh1 msh2 mshxml msh1xml msh2xml msi " +
+    "msp mst ops pcd pif plg prf prg reg scf scr sct shb shs sys ps1 ps1xml ps2 ps2xml psc1 psc2 tmp url vb vbe vbs vps " +
+    "vsmacros vss vst vsw vxd ws wsc wsf wsh xnk"
+  ).split(" "),
+);
+
+/** Filenames go into MIME headers: no control characters, quotes or path separators. */
+export const FILENAME_PATTERN = /^[^\u0000-\u001f\u007f"\\/]{1,255}$/;
+export const CONTENT_TYPE_PATTERN = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/i;
+// A plain character class (no groups): megabytes of input without deep regex backtracking.
+const BASE64_PATTERN = /^[A-Za-z0-9+/]*={0,2}$/;
+
+export function blockedExtension(filename: string): string | null {
+  const ext = filename.toLowerCase().split(".").pop() ?? "";
+  return filename.includes(".") && BLOCKED_EXTENSIONS.has(ext) ? ext : null;
+}
+
+/** Decoded size of a base64 string, or null when it is not base64. Whitespace (line breaks) is allowed. */
+export function base64DecodedSize(content: string): number | null {
+  const compact = content.replace(/\s+/g, "");
+  if (compact.length % 4 !== 0 || !BASE64_PATTERN.test(compact)) return null;
+  const padding = compact.endsWith("==") ? 2 : compact.endsWith("=") ? 1 : 0;
+  return (compact.length / 4) * 3 - padding;
+}
+
+export interface AttachmentInput {
+  filename: string;
+  content: string;
+  contentType: string;
+}
+
+export interface StoredAttachment {
+  filename: string;
+  contentType: string;
+  /** Base64, no whitespace. */
+  content: string;
+}
+
+/** Queries that store a send's attachments once, shared by all its recipients. */
+export function buildAttachmentInserts(db: Database, sendId: string, attachments: AttachmentInput[]) {
+  return attachments.flatMap((attachment, position) => {
+    const content = attachment.content.replace(/\s+/g, "");
+    const blob = buildBlobInsert(db, content);
+    return [
+      db.insert(emailAttachments).values({
+        id: newId(),
+        sendId,
+        position,
+        filename: attachment.filename,
+        contentType: attachment.contentType.toLowerCase(),
+        size: base64DecodedSize(content) ?? 0,
+        blobId: blob.blobId,
+      }),
+      ...blob.queries,
+    ];
+  });
+}
+
+export async function loadAttachments(db: Database, sendId: string): Promise<StoredAttachment[]> {
+  const rows = await db
+    .select()
+    .from(emailAttachments)
+    .where(eq(emailAttachments.sendId, sendId))
+    .orderBy(asc(emailAttachments.position));
+  return Promise.all(
+    rows.map(async (row) => ({ filename: row.filename, contentType: row.contentType, content: await readBlob(db, row.blobId) })),
+  );
+}

@@ -1,0 +1,80 @@
+import { convert } from "html-to-text";
+import { createMimeMessage, Mailbox } from "mimetext/browser";
+import type { Email } from "../../db/schema";
+import type { StoredAttachment } from "./attachments";
+
+function utf8Base64(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/** Base64 body lines of at most 76 characters (RFC 2045). */
+const wrap76 = (base64: string) => base64.replace(/.{76}/g, "$&\r\n").replace(/\r\n$/, "");
+
+/**
+ * A header value as RFC 2047 encoded-words of at most 75 characters, folded
+ * onto continuation lines, so long or non-ASCII subjects stay within line limits.
+ */
+export function encodeHeaderWords(text: string): string {
+  const words: string[] = [];
+  let chunk = "";
+  for (const ch of text) {
+    // 45 bytes of UTF-8 encode to 60 base64 characters: "=?utf-8?B?" + 60 + "?=" = 72.
+    if (new TextEncoder().encode(chunk + ch).length > 45) {
+      words.push(chunk);
+      chunk = "";
+    }
+    chunk += ch;
+  }
+  if (chunk || words.length === 0) words.push(chunk);
+  return words.map((w) => `=?utf-8?B?${utf8Base64(w)}?=`).join("\r\n ");
+}
+
+export interface MimeOptions {
+  html: string;
+  attachments: StoredAttachment[];
+  /** Marketing mail: one-click unsubscribe (RFC 8058) plus a mailto fallback. */
+  listUnsubscribe?: { url: string; mailto: string };
+}
+
+/**
+ * Builds the RFC 5322 message: multipart/alternative (a plain-text part made
+ * from the HTML, then the HTML), attachments in multipart/mixed, Message-ID on
+ * the sender's domain, the sender's custom headers, and List-Unsubscribe
+ * headers on marketing mail. All inputs were checked for CR/LF on the way in.
+ */
+export function buildMime(email: Email, options: MimeOptions): string {
+  const msg = createMimeMessage();
+  msg.setSender(email.fromName ? { name: email.fromName, addr: email.fromAddress } : email.fromAddress);
+  msg.setTo(email.toName ? { name: email.toName, addr: email.toAddress } : email.toAddress);
+  if (email.replyTo) msg.setHeader("Reply-To", new Mailbox(email.replyTo));
+  msg.setSubject(email.subject);
+  // mimetext encodes the subject as one encoded-word; long subjects need folding.
+  const subjectField = (msg.headers as unknown as { fields: { name: string; dump?: (v: unknown) => string }[] }).fields.find(
+    (f) => f.name === "Subject",
+  );
+  if (subjectField) subjectField.dump = (value) => encodeHeaderWords(String(value));
+  msg.setHeader("Message-ID", `<${email.messageId}>`);
+  for (const [name, value] of Object.entries(email.headers ?? {})) msg.setHeader(name, value);
+  if (options.listUnsubscribe) {
+    msg.setHeader("List-Unsubscribe", `<${options.listUnsubscribe.url}>, <${options.listUnsubscribe.mailto}>`);
+    msg.setHeader("List-Unsubscribe-Post", "List-Unsubscribe=One-Click");
+  }
+  const text = convert(options.html, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] });
+  msg.addMessage({ contentType: "text/plain", data: wrap76(utf8Base64(text)), encoding: "base64" });
+  msg.addMessage({ contentType: "text/html", data: wrap76(utf8Base64(options.html)), encoding: "base64" });
+  for (const attachment of options.attachments) {
+    msg.addAttachment({
+      // Non-ASCII filenames as an encoded-word inside the quoted parameter, as common mail clients write them.
+      filename: /^[\x20-\x7e]*$/.test(attachment.filename)
+        ? attachment.filename
+        : encodeHeaderWords(attachment.filename).replace(/\r\n /g, ""),
+      contentType: attachment.contentType,
+      data: wrap76(attachment.content),
+      encoding: "base64",
+    });
+  }
+  return msg.asRaw();
+}

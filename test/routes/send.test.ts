@@ -1,0 +1,275 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { decodeWords } from "../fake-ses";
+import { expectError } from "../helpers";
+import { sendingSetup } from "../sending";
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("POST /v1/send: accepting", () => {
+  it("stores one QUEUED email per recipient, creates their contacts, queues ids and answers as the spec shows", async () => {
+    const s = await sendingSetup();
+    const res = await s.send({
+      to: ["Ada@Example.com", { name: "Bob", email: "bob@example.com" }, "ada@example.com"],
+      subject: "Hi",
+      body: "<p>Hello</p>",
+      from: s.from,
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.success).toBe(true);
+    expect(res.body.data.emails).toHaveLength(2);
+    expect(res.body.data.emails.map((e: any) => e.contact.email)).toEqual(["ada@example.com", "bob@example.com"]);
+    expect(Number.isNaN(Date.parse(res.body.data.timestamp))).toBe(false);
+
+    expect(s.queue.messages.map((m) => m.body.emailId)).toEqual(res.body.data.emails.map((e: any) => e.email));
+    expect(s.ses.calls).toHaveLength(0); // nothing is sent inside the request
+
+    const email = await s.get(`/emails/${res.body.data.emails[0].email}`);
+    expect(email.body).toMatchObject({ status: "QUEUED", to: "ada@example.com", from: s.from, subject: "Hi" });
+    const contact = await s.get(`/contacts/${res.body.data.emails[0].contact.id}`);
+    expect(contact.body).toMatchObject({ email: "ada@example.com", subscribed: false });
+  });
+
+  it("renders variables from request data over contact data, escapes them in HTML, and keeps non-persistent values off the contact", async () => {
+    const s = await sendingSetup();
+    await s.project.api.post("/contacts", { email: "ada@example.com", data: { firstName: "Ada", plan: "free" } });
+    const res = await s.send({
+      to: "ada@example.com",
+      from: { name: "Shop", email: s.from },
+      subject: "Hello {{firstName}} on {{plan}}",
+      body: '<p>{{firstName}} {{data.plan}} {{code}} {{missing}}|{{nick ?? "friend"}}|{{email}}</p><a href="{{unsubscribeUrl}}">unsub</a>',
+      data: { plan: "<b>pro</b>", code: { value: "X1", persistent: false } },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    await s.deliver();
+    const mime = s.ses.calls[0].mime;
+    expect(decodeWords(mime.headers.subject)).toBe("Hello Ada on <b>pro</b>");
+    const html = mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text;
+    expect(html).toContain("<p>Ada &lt;b&gt;pro&lt;/b&gt; X1 |friend|ada@example.com</p>");
+    expect(html).toMatch(/href="http:\/\/edge-mail\.test\/unsubscribe\/[^"]+"/);
+    const contact = await s.project.api.get("/contacts?search=ada@example.com");
+    expect(contact.body.contacts[0].data).toEqual({ firstName: "Ada", plan: "<b>pro</b>" });
+  });
+
+  it("uses a template's subject, body, from and reply-to, with request fields overriding", async () => {
+    const s = await sendingSetup();
+    const template = await s.project.api.post("/templates", {
+      name: "Welcome",
+      subject: "Welcome {{name}}",
+      body: "<h1>Hi {{name}}</h1>",
+      type: "TRANSACTIONAL",
+      from: s.from,
+      fromName: "Team",
+      replyTo: "support@example.com",
+    });
+    expect(template.status).toBe(201);
+    const res = await s.send({ to: "ada@example.com", template: template.body.id, data: { name: "Ada" } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const overridden = await s.send({ to: "bob@example.com", template: template.body.id, subject: "Custom", reply: "help@example.com" });
+    expect(overridden.status).toBe(200);
+    await s.deliver();
+    const [first, second] = s.ses.calls;
+    expect(decodeWords(first.mime.headers.subject)).toBe("Welcome Ada");
+    expect(decodeWords(first.mime.headers.from)).toBe(`Team <${s.from}>`);
+    expect(first.mime.headers["reply-to"]).toContain("support@example.com");
+    expect(decodeWords(second.mime.headers.subject)).toBe("Custom");
+    expect(second.mime.headers["reply-to"]).toContain("help@example.com");
+  });
+
+  it("accepts the Plunk SDK's markdown body", async () => {
+    const s = await sendingSetup();
+    const res = await s.send({ to: "ada@example.com", from: s.from, subject: "md", body: "# Title\n\n**bold** {{x}}", type: "markdown", data: { x: "<i>" } });
+    expect(res.status).toBe(200);
+    await s.deliver();
+    const html = s.ses.calls[0].mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text;
+    expect(html).toContain("<h1>Title</h1>");
+    expect(html).toContain("<strong>bold</strong> &lt;i&gt;");
+  });
+
+  it("refuses a from address whose domain is not verified for this project (403 DOMAIN_NOT_VERIFIED), queueing nothing", async () => {
+    const s = await sendingSetup();
+    const res = await s.send({ to: "ada@example.com", from: "me@unverified.example", subject: "x", body: "y" });
+    expectError(res, 403, "DOMAIN_NOT_VERIFIED");
+    const other = await sendingSetup();
+    const foreign = await s.send({ to: "ada@example.com", from: other.from, subject: "x", body: "y" });
+    expectError(foreign, 403, "DOMAIN_NOT_VERIFIED");
+    expect(s.queue.messages).toHaveLength(0);
+    expect((await s.get("/emails")).body.data.total).toBe(0);
+  });
+
+  it("refuses a MARKETING template for an unsubscribed contact (400, nothing queued)", async () => {
+    const s = await sendingSetup();
+    const template = await s.project.api.post("/templates", { name: "News", subject: "News", body: "<p>n</p>", type: "MARKETING", from: s.from });
+    await s.project.api.post("/contacts", { email: "gone@example.com", subscribed: false });
+    await s.project.api.post("/contacts", { email: "fan@example.com", subscribed: true });
+    const res = await s.send({ to: ["fan@example.com", "gone@example.com"], template: template.body.id });
+    expectError(res, 400, "INVALID_STATE");
+    expect(s.queue.messages).toHaveLength(0);
+    const ok = await s.send({ to: "fan@example.com", template: template.body.id });
+    expect(ok.status).toBe(200);
+    await s.deliver();
+    const headers = s.ses.calls[0].mime.headers;
+    expect(headers["list-unsubscribe"]).toMatch(/^<http:\/\/edge-mail\.test\/unsubscribe\/[^>]+>, <mailto:unsubscribe@/);
+    expect(headers["list-unsubscribe-post"]).toBe("List-Unsubscribe=One-Click");
+  });
+
+  it("answers 404 for another project's template and 422 for a missing subject/body/from", async () => {
+    const s = await sendingSetup();
+    const other = await sendingSetup();
+    const foreign = await other.project.api.post("/templates", { name: "t", subject: "s", body: "b", type: "TRANSACTIONAL" });
+    expectError(await s.send({ to: "a@example.com", template: foreign.body.id, from: s.from }), 404, "NOT_FOUND");
+    const missing = expectError(await s.send({ to: "a@example.com" }), 422, "VALIDATION_ERROR");
+    expect(missing.errors!.map((e) => e.field).sort()).toEqual(["body", "subject"]);
+    const noFrom = expectError(await s.send({ to: "a@example.com", subject: "s", body: "b" }), 422);
+    expect(noFrom.errors!.map((e) => e.field)).toEqual(["from"]);
+  });
+
+  it("limits recipients to 50 and attachments to 10 items / 10 MB with checked names and types", async () => {
+    const s = await sendingSetup();
+    const base = { from: s.from, subject: "s", body: "b" };
+    const many = Array.from({ length: 51 }, (_, i) => `r${i}@example.com`);
+    expectError(await s.send({ ...base, to: many }), 422);
+    const att = (over: object) => ({ filename: "a.txt", content: btoa("hello"), contentType: "text/plain", ...over });
+    const cases: [object[], string][] = [
+      [Array.from({ length: 11 }, () => att({})), "attachments"],
+      [[att({ filename: "run.exe" })], "attachments.0.filename"],
+      [[att({ filename: "a\r\nb.txt" })], "attachments.0.filename"],
+      [[att({ contentType: "text/plain\r\nX-Evil: 1" })], "attachments.0.contentType"],
+      [[att({ content: "not base64!" })], "attachments.0.content"],
+    ];
+    for (const [attachments, field] of cases) {
+      const error = expectError(await s.send({ ...base, to: "a@example.com", attachments }), 422);
+      expect(error.errors!.map((e) => e.field)).toContain(field);
+    }
+    const big = "A".repeat(Math.ceil((5.5 * 1024 * 1024) / 3) * 4);
+    const tooBig = expectError(await s.send({ ...base, to: "a@example.com", attachments: [att({ content: big }), att({ content: big })] }), 422);
+    expect(tooBig.errors!.map((e) => e.field)).toContain("attachments");
+    expect(s.queue.messages).toHaveLength(0);
+  });
+
+  it("sends attachments as MIME parts to every recipient", async () => {
+    const s = await sendingSetup();
+    const pdf = btoa("%PDF-1.4 fake");
+    const res = await s.send({
+      to: ["a@example.com", "b@example.com"],
+      from: s.from,
+      subject: "files",
+      body: "<p>see attached</p>",
+      attachments: [
+        { filename: "report.pdf", content: pdf, contentType: "application/pdf" },
+        { filename: "résumé.txt", content: btoa("cv"), contentType: "text/plain" },
+      ],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    await s.deliver();
+    expect(s.ses.calls).toHaveLength(2);
+    for (const call of s.ses.calls) {
+      const attachments = call.mime.parts.filter((p) => /attachment/.test(p.headers["content-disposition"] ?? ""));
+      expect(attachments.map((p) => p.base64)).toEqual([pdf, btoa("cv")]);
+      expect(attachments[0].headers["content-disposition"]).toContain('filename="report.pdf"');
+      expect(decodeWords(/filename="([^"]+)"/.exec(attachments[1].headers["content-disposition"])![1])).toBe("résumé.txt");
+    }
+  });
+});
+
+describe("POST /v1/send: header injection", () => {
+  it("refuses CR/LF in addresses, names, subject and header values, and reserved header names", async () => {
+    const s = await sendingSetup();
+    const base = { to: "a@example.com", from: s.from, subject: "s", body: "b" };
+    const attempts: [object, string][] = [
+      [{ to: "a@example.com\r\nBcc: victim@example.com" }, "to"],
+      [{ to: { name: "A\r\nBcc: v@example.com", email: "a@example.com" } }, "to"],
+      [{ from: { name: "Shop\nBcc: v@example.com", email: s.from } }, "from"],
+      [{ name: "Shop\r\nX: y" }, "name"],
+      [{ subject: "Hi\r\nBcc: victim@example.com" }, "subject"],
+      [{ reply: "r@example.com\r\nBcc: v@example.com" }, "reply"],
+      [{ headers: { "X-Tag": "a\r\nBcc: v@example.com" } }, "headers.X-Tag"],
+      [{ headers: { "X-Bad Name": "a" } }, "headers.X-Bad Name"],
+      [{ headers: { From: "boss@example.com" } }, "headers.From"],
+      [{ headers: { "message-id": "<x@y>" } }, "headers.message-id"],
+      [{ headers: { "DKIM-Signature": "v=1" } }, "headers.DKIM-Signature"],
+      [{ headers: { Subject: "other" } }, "headers.Subject"],
+    ];
+    for (const [over, field] of attempts) {
+      const error = expectError(await s.send({ ...base, ...over }), 422, "VALIDATION_ERROR");
+      expect(error.errors!.map((e) => e.field).join(","), JSON.stringify(over)).toContain(field);
+    }
+    expect(s.queue.messages).toHaveLength(0);
+  });
+
+  it("keeps line breaks that template data puts into a subject inside the one Subject header", async () => {
+    const s = await sendingSetup();
+    await s.send({ to: "a@example.com", from: s.from, subject: "Hi {{x}}", body: "b", data: { x: "there\r\nBcc: victim@example.com" } });
+    await s.deliver();
+    const mime = s.ses.calls[0].mime;
+    expect(mime.headers.bcc).toBeUndefined();
+    expect(decodeWords(mime.headers.subject)).toBe("Hi there Bcc: victim@example.com");
+  });
+
+  it("passes allowed custom headers through", async () => {
+    const s = await sendingSetup();
+    await s.send({ to: "a@example.com", from: s.from, subject: "s", body: "b", headers: { "X-Campaign": "spring", "X-Priority": "1" } });
+    await s.deliver();
+    expect(s.ses.calls[0].mime.headers["x-campaign"]).toBe("spring");
+    expect(s.ses.calls[0].mime.headers["x-priority"]).toBe("1");
+  });
+});
+
+describe("POST /v1/send: Idempotency-Key", () => {
+  it("replays the original response for the same key and body and sends nothing new", async () => {
+    const s = await sendingSetup();
+    const body = { to: ["a@example.com", "b@example.com"], from: s.from, subject: "s", body: "b" };
+    const first = await s.send(body, { "Idempotency-Key": "order-42" });
+    expect(first.status).toBe(200);
+    const again = await s.send(body, { "Idempotency-Key": "order-42" });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(s.queue.messages).toHaveLength(2);
+    expect((await s.get("/emails")).body.data.total).toBe(2);
+  });
+
+  it("answers 422 for the same key with a different body, and accepts other keys and keyless repeats", async () => {
+    const s = await sendingSetup();
+    const body = { to: "a@example.com", from: s.from, subject: "s", body: "b" };
+    await s.send(body, { "Idempotency-Key": "k1" });
+    const conflict = expectError(await s.send({ ...body, subject: "changed" }, { "Idempotency-Key": "k1" }), 422);
+    expect(conflict.errors![0].field).toBe("Idempotency-Key");
+    expect((await s.send(body, { "Idempotency-Key": "k2" })).status).toBe(200);
+    expect((await s.send(body)).status).toBe(200);
+    expect(s.queue.messages).toHaveLength(3);
+  });
+
+  it("rejects malformed keys, and keys are per project", async () => {
+    const s = await sendingSetup();
+    const body = { to: "a@example.com", from: s.from, subject: "s", body: "b" };
+    expectError(await s.send(body, { "Idempotency-Key": "x".repeat(256) }), 422);
+    expectError(await s.send(body, { "Idempotency-Key": "has space\u00e9" }), 422);
+    const other = await sendingSetup();
+    await s.send(body, { "Idempotency-Key": "shared" });
+    const theirs = await other.send({ ...body, from: other.from }, { "Idempotency-Key": "shared" });
+    expect(theirs.status).toBe(200);
+    expect(other.queue.messages).toHaveLength(1);
+  });
+});
+
+describe("GET /emails", () => {
+  it("lists newest first with status and contact filters, and hides other projects' emails", async () => {
+    const s = await sendingSetup();
+    const res = await s.send({ to: ["a@example.com", "b@example.com", "c@example.com"], from: s.from, subject: "s", body: "b" });
+    const [a] = res.body.data.emails;
+    await s.deliver(s.queue.take().slice(0, 1).map((m) => m.body));
+    const sent = await s.get("/emails?status=SENT");
+    expect(sent.body.data.items.map((e: any) => e.id)).toEqual([a.email]);
+    const queued = await s.get("/emails?status=QUEUED&limit=1");
+    expect(queued.body.data).toMatchObject({ hasMore: true, total: 2 });
+    const next = await s.get(`/emails?status=QUEUED&limit=1&cursor=${queued.body.data.nextCursor}`);
+    expect(next.body.data.hasMore).toBe(false);
+    expect(next.body.data.items[0].id).not.toBe(queued.body.data.items[0].id);
+    const byContact = await s.get(`/emails?contactId=${a.contact.id}`);
+    expect(byContact.body.data.items.map((e: any) => e.id)).toEqual([a.email]);
+    expectError(await s.get("/emails?status=LOST"), 422);
+
+    const other = await sendingSetup();
+    expectError(await other.get(`/emails/${a.email}`), 404, "NOT_FOUND");
+    expect((await other.get("/emails")).body.data.total).toBe(0);
+  });
+});

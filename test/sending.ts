@@ -1,0 +1,96 @@
+import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import worker from "../src/index";
+import type { Env, SendEmailMessage } from "../src/env";
+import { BASE, newProject } from "./helpers";
+import { fakeDns } from "./fake-dns";
+import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fake-ses";
+
+/** Stands in for the queue producer so a test decides when the consumer runs. */
+export function recordingQueue() {
+  const messages: { body: SendEmailMessage; delaySeconds?: number }[] = [];
+  return {
+    messages,
+    async send(body: SendEmailMessage, options?: { delaySeconds?: number }) {
+      messages.push({ body, delaySeconds: options?.delaySeconds });
+    },
+    async sendBatch(batch: { body: SendEmailMessage; delaySeconds?: number }[]) {
+      messages.push(...batch);
+    },
+    take() {
+      return messages.splice(0, messages.length);
+    },
+  };
+}
+
+let domainCounter = 0;
+
+/**
+ * A project with a VERIFIED sending domain (verified through the API against
+ * the fake DNS), the fake SES at the HTTP boundary, and the Worker wired to
+ * them with a recording queue. `send` posts to /v1/send; `deliver` runs the
+ * real queue consumer on recorded messages.
+ */
+export async function sendingSetup(overrides: Partial<Env> = {}) {
+  const ses = fakeSes();
+  const dns = fakeDns((request) => (request.url.startsWith(SES_ENDPOINT) ? ses.handle(request) : new Response("no", { status: 599 })));
+  const queue = recordingQueue();
+  const testEnv = {
+    ...env,
+    EMAIL_PROVIDER: "ses",
+    SES_ENDPOINT,
+    ...SES_CREDENTIALS,
+    EMAIL_QUEUE: queue as unknown as Queue<SendEmailMessage>,
+    ...overrides,
+  } as Env;
+
+  const project = await newProject("sender");
+  const domain = `send${++domainCounter}-${crypto.randomUUID().slice(0, 8)}.test`;
+  const created = await project.api.post("/domains", { domain });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  dns.publish(created.body.records);
+  const verified = await project.api.post(`/domains/${created.body.id}/verify`);
+  expect(verified.body.status).toBe("VERIFIED");
+
+  async function request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const ctx = createExecutionContext();
+    const response = await worker.fetch(
+      new Request(BASE + path, {
+        method,
+        headers: { Authorization: `Bearer ${project.secretKey}`, "Content-Type": "application/json", ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+      testEnv,
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+  }
+
+  /** Runs the consumer on the given messages (default: everything queued so far) with their delivery attempt number. */
+  async function deliver(messages = queue.take().map((m) => m.body), attempts = 1) {
+    const batch = createMessageBatch<SendEmailMessage>(
+      "edge-mail-send",
+      messages.map((body, i) => ({ id: `m${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body })),
+    );
+    const ctx = createExecutionContext();
+    await worker.queue!(batch as MessageBatch<unknown>, testEnv, ctx);
+    return getQueueResult(batch, ctx);
+  }
+
+  return {
+    project,
+    domain,
+    from: `hello@${domain}`,
+    ses,
+    dns,
+    queue,
+    env: testEnv,
+    send: (body: unknown, headers?: Record<string, string>) => request("POST", "/v1/send", body, headers),
+    get: (path: string) => request("GET", path),
+    deliver,
+    ctx: () => createExecutionContext(),
+  };
+}
