@@ -66,7 +66,11 @@ export async function resolveDns(config: DnsConfig, name: string, type: DnsType)
       signal: AbortSignal.timeout(config.timeoutMs),
     });
     if (!response.ok) {
-      await response.body?.cancel();
+      try {
+        await response.body?.cancel();
+      } catch {
+        // nothing to free
+      }
       return { outcome: "error", answers: [], message: `resolver answered HTTP ${response.status}` };
     }
     body = (await response.json()) as DohJson;

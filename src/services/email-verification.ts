@@ -4,7 +4,7 @@
  * and whether the domain exists and can receive mail (DNS over HTTPS, with a
  * short per-domain cache).
  */
-import { run as suggestEmail } from "@zootools/email-spell-checker";
+import { POPULAR_DOMAINS, run as suggestEmail } from "@zootools/email-spell-checker";
 import { disposableEmailBlocklistSet } from "disposable-email-domains-js";
 import { mxValue, resolveDnsCached, type DnsConfig, type DnsResult } from "./dns";
 import { normaliseDomainName } from "./domains/names";
@@ -163,16 +163,23 @@ export async function verifyEmailAddress(config: DnsConfig, input: string): Prom
   const isPlusAddressed = local.indexOf("+") > 0;
   if (isPlusAddressed) reasons.push(REASONS.plus);
 
+  // The library also "corrects" unknown TLDs of working domains (x.test -> x.de), so a
+  // suggestion counts only towards a popular mailbox provider, or when the typed domain
+  // cannot receive mail anyway.
+  const host = await mailHost(config, domain);
   let suggestedEmail: string | undefined;
-  if (!isAlias && !isDisposable) {
+  if (!isAlias) {
     const suggestion = suggestEmail({ email: `${local}@${typedDomain}` });
-    if (suggestion && suggestion.domain && suggestion.domain !== typedDomain && suggestion.domain !== domain) {
+    if (
+      suggestion?.domain &&
+      suggestion.domain !== typedDomain &&
+      suggestion.domain !== domain &&
+      (POPULAR_DOMAINS.includes(suggestion.domain) || !host.canReceive)
+    ) {
       suggestedEmail = `${local}@${suggestion.domain}`;
       reasons.push(`${REASONS.typo}: did you mean ${suggestedEmail}?`);
     }
   }
-
-  const host = await mailHost(config, domain);
   if (host.reason) reasons.push(host.reason);
   return {
     email,
