@@ -425,7 +425,7 @@ describe("DKIM key", () => {
     const privateKey = await crypto.subtle.importKey("pkcs8", fromBase64(pkcs8), algorithm, false, ["sign"]);
     const p64 = /p=([A-Za-z0-9+/=]+)/.exec(rec(d, "DKIM").value)![1];
     const publicKey = await crypto.subtle.importKey("spki", fromBase64(p64), algorithm, true, ["verify"]);
-    expect((publicKey.algorithm as RsaHashedKeyAlgorithm).modulusLength).toBe(2048);
+    expect((publicKey.algorithm as { modulusLength: number }).modulusLength).toBe(2048);
     const message = new TextEncoder().encode("from:ada@example.com\r\nsubject:hello\r\n");
     const signature = await crypto.subtle.sign(algorithm, privateKey, message);
     expect(await crypto.subtle.verify(algorithm, publicKey, signature, message)).toBe(true);
