@@ -1,7 +1,8 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
-import { emails } from "../../src/db/schema";
+import { eq } from "drizzle-orm";
+import { events } from "../../src/db/schema";
 import { recordEngagement } from "../../src/services/emails/status";
 import { addTracking, decodeHtmlAttribute } from "../../src/services/tracking/links";
 import { eventsOfEmail, getEmail, insertSentEmail, setTracking } from "../fixtures/emails";
@@ -143,6 +144,23 @@ describe("GET /t/c/{emailId} (click redirect)", () => {
   });
 });
 
+describe("OpenAPI", () => {
+  it("documents the tracking, unsubscribe and webhook routes without a security requirement", async () => {
+    const doc = await call("GET", "/openapi.json");
+    expect(doc.status).toBe(200);
+    for (const [path, method] of [
+      ["/t/o/{emailId}", "get"],
+      ["/t/c/{emailId}", "get"],
+      ["/unsubscribe/{token}", "get"],
+      ["/unsubscribe/{token}", "post"],
+      ["/webhooks/ses", "post"],
+    ]) {
+      expect(doc.body.paths[path]?.[method], `${method} ${path}`).toBeDefined();
+      expect(doc.body.paths[path][method].security).toBeUndefined();
+    }
+  });
+});
+
 describe("tracking turned off for the project", () => {
   it("records neither opens nor clicks, but still serves the pixel and the redirect", async () => {
     const p = await newProject();
@@ -183,6 +201,6 @@ describe("status advance order", () => {
   it("recordEngagement on an unknown email changes nothing and reports false", async () => {
     const db = getDb(env.DB);
     expect(await recordEngagement(db, "no-such-email", "OPENED")).toBe(false);
-    expect(await db.select().from(emails)).toBeDefined();
+    expect(await db.select().from(events).where(eq(events.emailId, "no-such-email"))).toHaveLength(0);
   });
 });

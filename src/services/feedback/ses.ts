@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, notExists, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, events, type JsonObject } from "../../db/schema";
 import { newId } from "../../lib/ids";
@@ -69,7 +69,7 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
         createdAt: sql`${now.getTime()}`.as("created_at"),
       })
       .from(emails)
-      .where(and(eq(emails.id, emailId), sql`NOT EXISTS (${duplicate})`)),
+      .where(and(eq(emails.id, emailId), notExists(duplicate))),
   );
 }
 

@@ -1,0 +1,364 @@
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { getDb } from "../../src/db/client";
+import { suppressions } from "../../src/db/schema";
+import { recordEngagement } from "../../src/services/emails/status";
+import { clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/services/feedback/sns";
+import { findSuppressed } from "../../src/services/suppressions";
+import certPem from "../fixtures/sns/sns-test-cert.pem?raw";
+import keyPem from "../fixtures/sns/sns-test-key.pem?raw";
+import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../fixtures/emails";
+import { call, expectError, newProject } from "../helpers";
+
+const CERT_URL = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-test.pem";
+const TOPIC = "arn:aws:sns:us-east-1:123456789012:ses-feedback";
+const SUBSCRIBE_URL = `https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=abc123`;
+
+// ---- signing SNS messages with the test key ----
+
+function pemBody(pem: string, label: string): Uint8Array {
+  const b64 = pem.split(`-----BEGIN ${label}-----`)[1].split(`-----END ${label}-----`)[0].replace(/\s+/g, "");
+  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+}
+
+const keys = new Map<string, Promise<CryptoKey>>();
+function signingKey(hash: "SHA-1" | "SHA-256") {
+  if (!keys.has(hash)) {
+    keys.set(hash, crypto.subtle.importKey("pkcs8", pemBody(keyPem, "PRIVATE KEY"), { name: "RSASSA-PKCS1-v1_5", hash }, false, ["sign"]));
+  }
+  return keys.get(hash)!;
+}
+
+type Sns = Record<string, string>;
+
+/** The string to sign, written out here from AWS's documentation (independent of the Worker's code). */
+function canonical(m: Sns): string {
+  const names =
+    m.Type === "Notification"
+      ? ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"]
+      : ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"];
+  return names
+    .filter((n) => m[n] !== undefined)
+    .map((n) => `${n}\n${m[n]}\n`)
+    .join("");
+}
+
+async function sign(fields: Sns, options: { version?: "1" | "2"; certUrl?: string; hash?: "SHA-1" | "SHA-256" } = {}): Promise<Sns> {
+  const version = options.version ?? "2";
+  const m: Sns = { ...fields, SignatureVersion: version, SigningCertURL: options.certUrl ?? CERT_URL };
+  const hash = options.hash ?? (version === "1" ? "SHA-1" : "SHA-256");
+  const signature = await crypto.subtle.sign("RSASSA-PKCS1-v1_5", await signingKey(hash), new TextEncoder().encode(canonical(m)));
+  m.Signature = btoa(String.fromCharCode(...new Uint8Array(signature)));
+  return m;
+}
+
+function notification(ses: unknown, extra: Partial<Sns> = {}): Sns {
+  return {
+    Type: "Notification",
+    MessageId: crypto.randomUUID(),
+    TopicArn: TOPIC,
+    Message: JSON.stringify(ses),
+    Timestamp: new Date().toISOString(),
+    ...extra,
+  };
+}
+
+const mail = (messageId: string, to: string) => ({
+  timestamp: new Date().toISOString(),
+  messageId,
+  source: "news@sender.example",
+  destination: [to],
+});
+
+const deliveryOf = (e: { providerMessageId: string; to: string }) => ({
+  notificationType: "Delivery",
+  mail: mail(e.providerMessageId, e.to),
+  delivery: { timestamp: "2026-07-01T10:00:00.000Z", recipients: [e.to], smtpResponse: "250 ok", processingTimeMillis: 500 },
+});
+
+const bounceOf = (e: { providerMessageId: string; to: string }, bounceType: "Permanent" | "Transient", format: "notificationType" | "eventType" = "notificationType") => ({
+  [format]: "Bounce",
+  mail: mail(e.providerMessageId, e.to),
+  bounce: {
+    bounceType,
+    bounceSubType: bounceType === "Permanent" ? "General" : "MailboxFull",
+    bouncedRecipients: [{ emailAddress: e.to, action: "failed", status: "5.1.1", diagnosticCode: "smtp; 550 5.1.1 user unknown" }],
+    timestamp: new Date().toISOString(),
+    feedbackId: `fb-${crypto.randomUUID()}`,
+  },
+});
+
+const complaintOf = (e: { providerMessageId: string; to: string }, format: "notificationType" | "eventType" = "notificationType") => ({
+  [format]: "Complaint",
+  mail: mail(e.providerMessageId, e.to),
+  complaint: {
+    complainedRecipients: [{ emailAddress: e.to }],
+    timestamp: new Date().toISOString(),
+    feedbackId: `fb-${crypto.randomUUID()}`,
+    complaintFeedbackType: "abuse",
+  },
+});
+
+/** POSTs as SNS does: JSON in a text/plain body. */
+const post = (body: unknown) =>
+  call("POST", "/webhooks/ses", {
+    rawBody: typeof body === "string" ? body : JSON.stringify(body),
+    headers: { "Content-Type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
+  });
+
+// ---- the fake SNS host ----
+
+let fetched: string[] = [];
+let certStatus = 200;
+let certBody = certPem;
+
+beforeEach(() => {
+  fetched = [];
+  certStatus = 200;
+  certBody = certPem;
+  clearSnsKeyCache();
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL) => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    fetched.push(url);
+    if (url === CERT_URL) return new Response(certBody, { status: certStatus });
+    if (url.startsWith("https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription")) {
+      return new Response("<ConfirmSubscriptionResponse/>", { status: 200 });
+    }
+    return new Response("unexpected fetch", { status: 599 });
+  });
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+async function suppressionRows(projectId: string) {
+  return getDb(env.DB).select().from(suppressions).where(eq(suppressions.projectId, projectId));
+}
+
+describe("POST /webhooks/ses: SES feedback", () => {
+  it("Delivery marks the email DELIVERED with its delivery time", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const res = await post(await sign(notification(deliveryOf(email))));
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toEqual({ success: true, data: { type: "Notification", outcome: "delivered" } });
+    const row = await getEmail(email.id);
+    expect(row.status).toBe("DELIVERED");
+    expect(row.deliveredAt?.toISOString()).toBe("2026-07-01T10:00:00.000Z");
+    expect(fetched).toEqual([CERT_URL]);
+  });
+
+  it("a permanent Bounce marks BOUNCED, suppresses the address, unsubscribes the contact, records email.bounced once", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const message = await sign(notification(bounceOf(email, "Permanent")));
+    const res = await post(message);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.outcome).toBe("bounced");
+
+    const row = await getEmail(email.id);
+    expect(row.status).toBe("BOUNCED");
+    expect(row.bouncedAt).toBeInstanceOf(Date);
+    expect(row.error).toBe("smtp; 550 5.1.1 user unknown");
+    expect(await suppressionRows(p.id)).toMatchObject([{ email: email.to, reason: "BOUNCE", detail: "smtp; 550 5.1.1 user unknown" }]);
+    expect((await findSuppressed(getDb(env.DB), p.id, [email.to.toUpperCase()])).get(email.to)).toBe("BOUNCE");
+    expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
+
+    // SNS redelivers: nothing new.
+    expect((await post(message)).status).toBe(200);
+    const bounced = (await p.api.get("/events?name=email.bounced")).body.data.items;
+    expect(bounced).toHaveLength(1);
+    expect(bounced[0]).toMatchObject({
+      contactId: email.contactId,
+      emailId: email.id,
+      data: { bounceType: "Permanent", bounceSubType: "General", diagnosticCode: "smtp; 550 5.1.1 user unknown" },
+    });
+    expect(await suppressionRows(p.id)).toHaveLength(1);
+  });
+
+  it("a transient Bounce (event publishing format) only records email.bounced", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p, { status: "DELIVERED" });
+    const res = await post(await sign(notification(bounceOf(email, "Transient", "eventType"))));
+    expect(res.status).toBe(200);
+    expect(res.body.data.outcome).toBe("transient-bounce");
+    const row = await getEmail(email.id);
+    expect([row.status, row.bouncedAt]).toEqual(["DELIVERED", null]);
+    expect(await suppressionRows(p.id)).toHaveLength(0);
+    expect((await getContact(email.contactId!)).subscribed).toBe(true);
+    const evs = await eventsOfEmail(email.id);
+    expect(evs.map((e) => [e.name, e.data.bounceType])).toEqual([["email.bounced", "Transient"]]);
+  });
+
+  it("a Complaint after an open marks COMPLAINED, suppresses the address and unsubscribes the contact", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p, { status: "DELIVERED" });
+    await recordEngagement(getDb(env.DB), email.id, "OPENED");
+    const res = await post(await sign(notification(complaintOf(email, "eventType"))));
+    expect(res.status).toBe(200);
+    expect(res.body.data.outcome).toBe("complained");
+    const row = await getEmail(email.id);
+    expect(row.status).toBe("COMPLAINED");
+    expect(row.complainedAt).toBeInstanceOf(Date);
+    expect(row.opens).toBe(1);
+    expect(await suppressionRows(p.id)).toMatchObject([{ email: email.to, reason: "COMPLAINT" }]);
+    expect((await getContact(email.contactId!)).subscribed).toBe(false);
+    const complained = (await p.api.get("/events?name=email.complained")).body.data.items;
+    expect(complained).toHaveLength(1);
+    expect(complained[0]).toMatchObject({ contactId: email.contactId, emailId: email.id, data: { complaintFeedbackType: "abuse" } });
+
+    // A late Delivery report does not undo the complaint.
+    await post(await sign(notification(deliveryOf(email))));
+    expect((await getEmail(email.id)).status).toBe("COMPLAINED");
+  });
+
+  it("acknowledges notifications for unknown emails and non-JSON/other SES messages without changing anything", async () => {
+    const res = await post(await sign(notification(deliveryOf({ providerMessageId: "not-ours", to: "x@example.com" }))));
+    expect(res.status).toBe(200);
+    expect(res.body.data.outcome).toBe("unknown-email");
+    const text = await post(await sign(notification("ignored", { Message: "Successfully validated SNS topic for Amazon SES event publishing." })));
+    expect(text.status).toBe(200);
+    expect(text.body.data.outcome).toBe("ignored");
+    const send = await post(await sign(notification({ eventType: "Send", mail: mail("whatever", "x@example.com"), send: {} })));
+    expect(send.body.data.outcome).toBe("ignored");
+  });
+
+  it("accepts SignatureVersion 1 (SHA1withRSA) and 2 (SHA256withRSA), with and without Subject", async () => {
+    const p = await newProject();
+    const one = await insertSentEmail(p);
+    const two = await insertSentEmail(p);
+    expect((await post(await sign(notification(deliveryOf(one), { Subject: "Amazon SES Email Event Notification" }), { version: "1" }))).status).toBe(200);
+    expect((await post(await sign(notification(deliveryOf(two)), { version: "2" }))).status).toBe(200);
+    expect((await getEmail(one.id)).status).toBe("DELIVERED");
+    expect((await getEmail(two.id)).status).toBe("DELIVERED");
+    // The certificate was fetched once and its key kept for the next messages.
+    expect(fetched.filter((u) => u === CERT_URL)).toHaveLength(1);
+  });
+});
+
+describe("POST /webhooks/ses: subscription confirmation", () => {
+  const confirmation = (subscribeUrl = SUBSCRIBE_URL): Sns => ({
+    Type: "SubscriptionConfirmation",
+    MessageId: crypto.randomUUID(),
+    Token: "abc123",
+    TopicArn: TOPIC,
+    Message: `You have chosen to subscribe to the topic ${TOPIC}.\nTo confirm the subscription, visit the SubscribeURL included in this message.`,
+    SubscribeURL: subscribeUrl,
+    Timestamp: new Date().toISOString(),
+  });
+
+  it("fetches the SubscribeURL after verifying the message", async () => {
+    const res = await post(await sign(confirmation()));
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toEqual({ type: "SubscriptionConfirmation", outcome: "confirmed" });
+    expect(fetched).toEqual([CERT_URL, SUBSCRIBE_URL]);
+  });
+
+  it("does not fetch a SubscribeURL that is not on an SNS host, nor one of a forged message", async () => {
+    expectError(await post(await sign(confirmation("https://evil.example.com/?Action=ConfirmSubscription"))), 403, "FORBIDDEN");
+    expect(fetched).toEqual([CERT_URL]);
+    const forged = await sign(confirmation());
+    forged.SubscribeURL = SUBSCRIBE_URL.replace("abc123", "other");
+    expectError(await post(forged), 403, "FORBIDDEN");
+    expect(fetched.some((u) => u.includes("ConfirmSubscription"))).toBe(false);
+  });
+});
+
+describe("POST /webhooks/ses: forged and malformed messages", () => {
+  it("a tampered Message is refused with 403 and nothing changes", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const genuine = await sign(notification(deliveryOf(email)));
+    const forged = { ...genuine, Message: JSON.stringify(bounceOf(email, "Permanent")) };
+    expectError(await post(forged), 403, "FORBIDDEN");
+    // Other signed fields too.
+    expectError(await post({ ...genuine, Timestamp: new Date(Date.now() - 1000).toISOString() }), 403);
+    expectError(await post({ ...genuine, Subject: "added" }), 403);
+    expectError(await post({ ...genuine, Signature: "AAAA" }), 403);
+    expectError(await post({ ...genuine, Signature: "not base64 !!" }), 403);
+    // Signed with SHA-1 but labelled version 2; unknown version.
+    expectError(await post(await sign(notification(deliveryOf(email)), { version: "2", hash: "SHA-1" })), 403);
+    expectError(await post({ ...genuine, SignatureVersion: "3" }), 403);
+
+    const row = await getEmail(email.id);
+    expect(row.status).toBe("SENT");
+    expect(row.deliveredAt).toBeNull();
+    expect(await eventsOfEmail(email.id)).toHaveLength(0);
+    expect(await suppressionRows(p.id)).toHaveLength(0);
+    expect((await getContact(email.contactId!)).subscribed).toBe(true);
+  });
+
+  it("rejects certificate URLs that are not https .pem URLs on an SNS host, without fetching anything", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const bad = [
+      "https://evil.example.com/x.pem",
+      "http://sns.us-east-1.amazonaws.com/SimpleNotificationService-test.pem",
+      "https://sns.us-east-1.amazonaws.com.evil.com/x.pem",
+      "https://evil.com/sns.us-east-1.amazonaws.com/x.pem",
+      "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-test.txt",
+      "https://sns.us-east-1.amazonaws.com:8443/SimpleNotificationService-test.pem",
+      "https://user@sns.us-east-1.amazonaws.com/SimpleNotificationService-test.pem",
+      "https://sns.us-east-1.amazonaws.com/x.pem?redirect=https://evil.com/x.pem",
+      "https://xsns.us-east-1.amazonaws.com/x.pem",
+      "not a url",
+    ];
+    for (const certUrl of bad) {
+      const res = await post(await sign(notification(bounceOf(email, "Permanent")), { certUrl }));
+      expectError(res, 403, "FORBIDDEN");
+    }
+    expect(fetched).toEqual([]);
+    expect((await getEmail(email.id)).status).toBe("SENT");
+    expect(await suppressionRows(p.id)).toHaveLength(0);
+  });
+
+  it("messages older than an hour are refused", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const old = await sign(notification(deliveryOf(email), { Timestamp: new Date(Date.now() - 2 * 3600_000).toISOString() }));
+    expectError(await post(old), 403, "FORBIDDEN");
+    expect((await getEmail(email.id)).status).toBe("SENT");
+  });
+
+  it("malformed bodies are 400, never 500", async () => {
+    expectError(await post("{not json"), 400, "INVALID_JSON");
+    expectError(await post("[]"), 400, "BAD_REQUEST");
+    expectError(await post({ Type: "Notification" }), 400, "BAD_REQUEST");
+    expectError(await post({ Type: "Whatever", MessageId: "x" }), 400, "BAD_REQUEST");
+    const signed = await sign(notification({}));
+    expectError(await post({ ...signed, Timestamp: "yesterday" }), 400, "BAD_REQUEST");
+    expectError(await post({ ...signed, Message: 42 }), 400, "BAD_REQUEST");
+  });
+
+  it("an unreachable certificate is a 503 (SNS retries) and is not remembered; a non-certificate is 403", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const message = await sign(notification(deliveryOf(email)));
+    certStatus = 500;
+    expectError(await post(message), 503);
+    expect((await getEmail(email.id)).status).toBe("SENT");
+    certStatus = 200;
+    certBody = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+    expectError(await post(message), 403, "FORBIDDEN");
+    certBody = certPem;
+    expect((await post(message)).status).toBe(200);
+    expect((await getEmail(email.id)).status).toBe("DELIVERED");
+  });
+});
+
+describe("X.509 SubjectPublicKeyInfo extraction", () => {
+  it("finds the key of a v3 certificate (with the [0] version field)", async () => {
+    const spki = spkiFromCertificate(pemToDer(certPem));
+    const key = await crypto.subtle.importKey("spki", spki, { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, true, ["verify"]);
+    expect((key.algorithm as { modulusLength?: number }).modulusLength).toBe(2048);
+  });
+
+  it("throws on truncated or non-certificate DER", () => {
+    const der = pemToDer(certPem);
+    expect(() => spkiFromCertificate(der.slice(0, 40))).toThrow();
+    expect(() => spkiFromCertificate(new Uint8Array([0x02, 0x01, 0x00]))).toThrow();
+  });
+});
+
