@@ -7,6 +7,7 @@ import { authenticate } from "./middleware/auth";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { contactsRouter } from "./routes/contacts";
+import { devOutboxRouter } from "./routes/dev-outbox";
 import { emailsRouter } from "./routes/emails";
 import { sendRouter } from "./routes/send";
 import { domainsRouter } from "./routes/domains";
@@ -64,6 +65,7 @@ export function createApp() {
   app.route("/", eventsRouter);
   app.route("/", sendRouter);
   app.route("/", emailsRouter);
+  app.route("/", devOutboxRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
   app.route("/", trackingRouter);
   app.route("/", unsubscribeRouter);

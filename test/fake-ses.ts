@@ -24,6 +24,8 @@ type Scripted = { status: number; errorType?: string; message?: string };
 
 export function fakeSes() {
   const calls: SesCall[] = [];
+  /** Every request that reached the fake, accepted or not. */
+  const requests: { status: number }[] = [];
   const script: Scripted[] = [];
   let counter = 0;
 
@@ -66,6 +68,7 @@ export function fakeSes() {
     };
     const raw = new TextDecoder().decode(Uint8Array.from(atob(payload.Content.Raw.Data), (c) => c.charCodeAt(0)));
     const next = script.shift();
+    requests.push({ status: next?.status ?? 200 });
     if (next && next.status !== 200) {
       return Response.json(
         { message: next.message ?? "scripted failure" },
@@ -85,6 +88,7 @@ export function fakeSes() {
 
   return {
     calls,
+    requests,
     handle,
     /** The next answers, in order (then 200s again). */
     failNext(...answers: Scripted[]) {

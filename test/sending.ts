@@ -75,9 +75,20 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
       "edge-mail-send",
       messages.map((body, i) => ({ id: `m${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body })),
     );
+    // getQueueResult reports which messages were retried but not their delay, so record it.
+    const retryDelays: (number | undefined)[] = [];
+    for (const message of batch.messages) {
+      const retry = message.retry.bind(message);
+      Object.defineProperty(message, "retry", {
+        value: (options?: QueueRetryOptions) => {
+          retryDelays.push(options?.delaySeconds);
+          retry(options);
+        },
+      });
+    }
     const ctx = createExecutionContext();
     await worker.queue!(batch as MessageBatch<unknown>, testEnv, ctx);
-    return getQueueResult(batch, ctx);
+    return { ...(await getQueueResult(batch, ctx)), retryDelays };
   }
 
   return {

@@ -1,0 +1,94 @@
+import { desc, eq } from "drizzle-orm";
+import { Hono } from "hono";
+import { html, raw } from "hono/html";
+import { getDb } from "../db/client";
+import { capturedMessages } from "../db/schema";
+import { isDevelopment, type AppBindings } from "../env";
+import { ApiError } from "../lib/errors";
+import { readBlob } from "../services/blobs";
+
+/**
+ * GET /dev/outbox: mail kept by the `capture` provider, for local development
+ * only (ENVIRONMENT=development); everywhere else these paths are 404. Not part
+ * of the public API, so not in the OpenAPI document.
+ */
+export const devOutboxRouter = new Hono<AppBindings>();
+
+devOutboxRouter.use("/dev/*", async (c, next) => {
+  if (!isDevelopment(c.env)) throw new ApiError(404, "NOT_FOUND", `No route for ${c.req.method} ${c.req.path}`);
+  await next();
+});
+
+const layout = (title: string, body: unknown) => html`<!doctype html>
+  <html>
+    <head>
+      <meta charset="utf-8" />
+      <title>${title}</title>
+      <style>
+        body { font: 14px system-ui, sans-serif; margin: 2rem; color: #222; }
+        table { border-collapse: collapse; width: 100%; }
+        td, th { text-align: left; padding: .4rem .6rem; border-bottom: 1px solid #eee; vertical-align: top; }
+        pre { background: #f6f6f6; padding: 1rem; overflow: auto; white-space: pre-wrap; }
+        iframe { width: 100%; height: 60vh; border: 1px solid #ddd; }
+      </style>
+    </head>
+    <body>
+      ${body}
+    </body>
+  </html>`;
+
+/** The HTML part of a captured message (base64 leaf after a text/html header), for display. */
+function htmlPart(message: string): string {
+  const match = /Content-Type: text\/html[^\r\n]*\r\nContent-Transfer-Encoding: base64\r\n\r\n([A-Za-z0-9+/=\r\n]+?)(?:\r\n\r\n|\r\n--)/.exec(message);
+  if (!match) return "";
+  const bytes = Uint8Array.from(atob(match[1].replace(/\s+/g, "")), (ch) => ch.charCodeAt(0));
+  return new TextDecoder().decode(bytes);
+}
+
+devOutboxRouter.get("/dev/outbox", async (c) => {
+  const rows = await getDb(c.env.DB).select().from(capturedMessages).orderBy(desc(capturedMessages.id)).limit(100);
+  return c.html(
+    layout(
+      "Outbox",
+      html`<h1>Outbox</h1>
+        <p>Mail captured by the local <code>capture</code> provider (newest first, last 100).</p>
+        <table>
+          <tr><th>When</th><th>From</th><th>To</th><th>Subject</th><th></th></tr>
+          ${rows.map(
+            (m) => html`<tr>
+              <td>${m.createdAt.toISOString()}</td>
+              <td>${m.fromAddress}</td>
+              <td>${m.toAddress}</td>
+              <td><a href="/dev/outbox/${m.id}">${m.subject}</a></td>
+              <td><a href="/dev/outbox/${m.id}.eml">.eml</a></td>
+            </tr>`,
+          )}
+        </table>`,
+    ),
+  );
+});
+
+devOutboxRouter.get("/dev/outbox/:file", async (c) => {
+  const file = c.req.param("file");
+  const id = file.replace(/\.eml$/, "");
+  const db = getDb(c.env.DB);
+  const captured = await db.query.capturedMessages.findFirst({ where: eq(capturedMessages.id, id) });
+  if (!captured) throw ApiError.notFound("Captured message");
+  const message = await readBlob(db, captured.blobId);
+  if (file.endsWith(".eml")) {
+    return c.body(message, 200, {
+      "content-type": "message/rfc822",
+      "content-disposition": `attachment; filename="${captured.id}.eml"`,
+    });
+  }
+  const headerBlock = message.slice(0, message.indexOf("\r\n\r\n"));
+  return c.html(
+    layout(
+      captured.subject,
+      html`<p><a href="/dev/outbox">&larr; Outbox</a> · <a href="/dev/outbox/${captured.id}.eml">Download .eml</a></p>
+        <h1>${captured.subject}</h1>
+        <pre>${headerBlock}</pre>
+        <iframe sandbox srcdoc="${raw(htmlPart(message).replace(/&/g, "&amp;").replace(/"/g, "&quot;"))}"></iframe>`,
+    ),
+  );
+});
