@@ -198,6 +198,15 @@ describe("status advance order", () => {
     expect(events.every((e) => e.contactId === clicked.contactId && e.projectId === p.id)).toBe(true);
   });
 
+  it("an open while the consumer still holds the email (SENDING) counts but leaves the status to the consumer", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p, { status: "SENDING" });
+    expect(await recordEngagement(getDb(env.DB), email.id, "OPENED")).toBe(true);
+    const row = await getEmail(email.id);
+    expect([row.status, row.opens]).toEqual(["SENDING", 1]);
+    expect(row.openedAt).toBeInstanceOf(Date);
+  });
+
   it("recordEngagement on an unknown email changes nothing and reports false", async () => {
     const db = getDb(env.DB);
     expect(await recordEngagement(db, "no-such-email", "OPENED")).toBe(false);

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
 import { suppressions } from "../../src/db/schema";
 import { recordEngagement } from "../../src/services/emails/status";
@@ -344,6 +345,23 @@ describe("POST /webhooks/ses: forged and malformed messages", () => {
     expectError(await post(message), 403, "FORBIDDEN");
     certBody = certPem;
     expect((await post(message)).status).toBe(200);
+    expect((await getEmail(email.id)).status).toBe("DELIVERED");
+  });
+});
+
+describe("POST /webhooks/ses: SES_SNS_TOPIC_ARNS", () => {
+  it("when set, refuses validly signed messages from other topics", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const app = createApp();
+    const send = (m: Sns, topics: string) =>
+      app.request("/webhooks/ses", { method: "POST", body: JSON.stringify(m), headers: { "Content-Type": "text/plain" } }, { ...env, SES_SNS_TOPIC_ARNS: topics });
+    const other = await sign(notification(bounceOf(email, "Permanent"), { TopicArn: "arn:aws:sns:us-east-1:999999999999:someone-else" }));
+    const refused = await send(other, `${TOPIC}, arn:aws:sns:eu-west-1:123456789012:eu-feedback`);
+    expect(refused.status).toBe(403);
+    expect((await getEmail(email.id)).status).toBe("SENT");
+    const ours = await send(await sign(notification(deliveryOf(email))), `${TOPIC}, arn:aws:sns:eu-west-1:123456789012:eu-feedback`);
+    expect(ours.status).toBe(200);
     expect((await getEmail(email.id)).status).toBe("DELIVERED");
   });
 });

@@ -38,17 +38,26 @@ export function statusRankSql(column: SQL | typeof emails.status = emails.status
 
 /**
  * SQL expression for `SET status = ...` in an UPDATE of emails: `next` when
- * it ranks above the current status, the current status otherwise.
+ * it ranks above the current status, the current status otherwise. With
+ * `from`, only a status ranked at least `from` moves (e.g. opens and clicks
+ * leave QUEUED/SENDING alone, so the consumer's conditional
+ * `WHERE status = 'SENDING'` write of SENT still applies).
  */
-export function advanceStatusSql(next: EmailStatus): SQL<EmailStatus> {
-  return sql<EmailStatus>`(CASE WHEN ${statusRankSql()} < ${sql.raw(String(STATUS_RANK[next]))} THEN ${next} ELSE ${emails.status} END)`;
+export function advanceStatusSql(next: EmailStatus, options: { from?: EmailStatus } = {}): SQL<EmailStatus> {
+  const rank = statusRankSql();
+  const moves =
+    options.from === undefined
+      ? sql`${rank} < ${sql.raw(String(STATUS_RANK[next]))}`
+      : sql`${rank} < ${sql.raw(String(STATUS_RANK[next]))} AND ${rank} >= ${sql.raw(String(STATUS_RANK[options.from]))}`;
+  return sql<EmailStatus>`(CASE WHEN ${moves} THEN ${next} ELSE ${emails.status} END)`;
 }
 
 export type Engagement = "OPENED" | "CLICKED";
 
 /**
  * Records an open or a click in one atomic batch: the counter goes up, the
- * first-time timestamp is set once, the status advances, and an
+ * first-time timestamp is set once, the status advances (only from SENT or
+ * later: an email still QUEUED/SENDING is the consumer's to move), and an
  * `email.opened` / `email.clicked` event (with `{url}` for clicks) is stored
  * for the email's contact. Returns false when the email does not exist.
  */
@@ -68,7 +77,7 @@ export async function recordEngagement(
   const [updated] = await db.batch([
     db
       .update(emails)
-      .set({ ...counters, status: advanceStatusSql(kind), updatedAt: now })
+      .set({ ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now })
       .where(eq(emails.id, emailId))
       .returning({ id: emails.id }),
     db.insert(events).select(
