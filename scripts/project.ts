@@ -78,6 +78,19 @@ function requireProject(id: string | undefined): string {
   return id!;
 }
 
+/** A local setting: the environment, else .dev.vars, else .dev.vars.example (what the local Worker also reads). */
+function localVar(name: string): string {
+  if (process.env[name]) return process.env[name]!;
+  for (const file of [".dev.vars", ".dev.vars.example"]) {
+    if (!existsSync(file)) continue;
+    for (const line of readFileSync(file, "utf8").split(/\r?\n/)) {
+      const match = /^\s*([A-Z0-9_]+)\s*=\s*(.*?)\s*$/.exec(line);
+      if (match && match[1] === name) return match[2].replace(/^(["'])(.*)\1$/, "$2");
+    }
+  }
+  fail(`${name} is not set in the environment, .dev.vars or .dev.vars.example`);
+}
+
 function fail(message: string): never {
   console.error(message);
   process.exit(1);
@@ -136,7 +149,7 @@ async function main() {
         }
       }
       const creation = await buildProjectCreation(db, "Local dev");
-      const seed = await buildDevSeed(db, creation.project.id);
+      const seed = await buildDevSeed(db, creation.project.id, localVar("DKIM_ENCRYPTION_KEY"));
       execute([...creation.queries, ...seed.queries]);
       mkdirSync(".dev", { recursive: true });
       const saved = {
