@@ -98,7 +98,7 @@ export function applyCheck(domain: Domain, judgements: Judgement[], now: Date) {
     nextCheckAt: null,
   });
 
-  if (domain.status === "FAILED") return { ...base, records, checkAttempts: attempts, nextCheckAt: null };
+  if (domain.status === "FAILED") return { ...base, records, status: "FAILED" as const, checkAttempts: attempts, nextCheckAt: null };
 
   if (domain.status === "PENDING") {
     const deadline = domain.createdAt.getTime() + VERIFICATION_WINDOW_MS;
