@@ -4,6 +4,11 @@ import type { AppBindings } from "../env";
 import { ApiError } from "../lib/errors";
 import { findKeyOwner, isWellFormedKey } from "../services/api-keys";
 
+const publicKeyRefused = () =>
+  new ApiError(403, "FORBIDDEN", "Public keys (pk_) can only be used on POST /v1/track", {
+    suggestion: "Use a secret key (sk_) from your server for this endpoint.",
+  });
+
 /**
  * Resolves `Authorization: Bearer <key>` to a project.
  * 401: missing, malformed or unknown key. 403: a disabled project, or a public
@@ -11,6 +16,13 @@ import { findKeyOwner, isWellFormedKey } from "../services/api-keys";
  */
 export const authenticate = (options: { allowPublic?: boolean } = {}) =>
   createMiddleware<AppBindings>(async (c, next) => {
+    // Hono's "/x/*" also matches "/x", so a request can meet this middleware twice:
+    // resolve the key once, only re-checking whether this route accepts its kind.
+    const existing = c.get("auth");
+    if (existing) {
+      if (existing.keyKind === "public" && !options.allowPublic) throw publicKeyRefused();
+      return next();
+    }
     const header = c.req.header("Authorization");
     if (!header) {
       throw new ApiError(401, "UNAUTHORIZED", "Missing API key", {
@@ -26,11 +38,7 @@ export const authenticate = (options: { allowPublic?: boolean } = {}) =>
     const owner = await findKeyOwner(getDb(c.env.DB), match[1]);
     if (!owner) throw new ApiError(401, "UNAUTHORIZED", "Invalid API key");
     if (owner.projectDisabled) throw new ApiError(403, "PROJECT_DISABLED", "This project is disabled");
-    if (owner.kind === "public" && !options.allowPublic) {
-      throw new ApiError(403, "FORBIDDEN", "Public keys (pk_) can only be used on POST /v1/track", {
-        suggestion: "Use a secret key (sk_) from your server for this endpoint.",
-      });
-    }
+    if (owner.kind === "public" && !options.allowPublic) throw publicKeyRefused();
     c.set("auth", { projectId: owner.projectId, keyKind: owner.kind });
     await next();
   });
