@@ -1,6 +1,7 @@
 import { getDb } from "./db/client";
 import type { Env } from "./env";
 import { runDomainChecks } from "./services/domains";
+import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/deliver";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]). */
@@ -13,6 +14,7 @@ export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
 export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   domainChecks: (env, now) => runDomainChecks(getDb(env.DB), env, now),
   stuckEmails: (env, now) => sweepStuckEmails(env, now),
+  idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(getDb(env.DB), now),
 };
 
 /** Runs every scheduled job for this tick; `now` is the tick's scheduled time. */

@@ -1,4 +1,8 @@
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { getDb } from "../../src/db/client";
+import { idempotencyKeys, suppressions } from "../../src/db/schema";
 import { decodeWords } from "../fake-ses";
 import { expectError } from "../helpers";
 import { sendingSetup } from "../sending";
@@ -171,6 +175,31 @@ describe("POST /v1/send: accepting", () => {
   });
 });
 
+describe("POST /v1/send: suppressed recipients", () => {
+  it("does not send to addresses that bounced or complained, and says so in the response", async () => {
+    const s = await sendingSetup();
+    const db = getDb(env.DB);
+    await db.insert(suppressions).values([
+      { projectId: s.project.id, email: "bounced@example.com", reason: "BOUNCE", createdAt: new Date() },
+      { projectId: s.project.id, email: "angry@example.com", reason: "COMPLAINT", createdAt: new Date() },
+    ]);
+    const res = await s.send({ to: ["ok@example.com", "Bounced@example.com", "angry@example.com"], from: s.from, subject: "s", body: "b" });
+    expect(res.status).toBe(200);
+    expect(res.body.data.emails.map((e: any) => e.contact.email)).toEqual(["ok@example.com"]);
+    expect(res.body.data.suppressed).toEqual([
+      { email: "bounced@example.com", reason: "BOUNCE" },
+      { email: "angry@example.com", reason: "COMPLAINT" },
+    ]);
+    expect(s.queue.messages).toHaveLength(1);
+
+    // Suppression is per project.
+    const other = await sendingSetup();
+    const theirs = await other.send({ to: "bounced@example.com", from: other.from, subject: "s", body: "b" });
+    expect(theirs.body.data.suppressed).toEqual([]);
+    expect(theirs.body.data.emails).toHaveLength(1);
+  });
+});
+
 describe("POST /v1/send: header injection", () => {
   it("refuses CR/LF in addresses, names, subject and header values, and reserved header names", async () => {
     const s = await sendingSetup();
@@ -236,6 +265,27 @@ describe("POST /v1/send: Idempotency-Key", () => {
     expect((await s.send(body, { "Idempotency-Key": "k2" })).status).toBe(200);
     expect((await s.send(body)).status).toBe(200);
     expect(s.queue.messages).toHaveLength(3);
+  });
+
+  it("sends once when the same keyed request arrives several times at once", async () => {
+    const s = await sendingSetup();
+    const body = { to: ["a@example.com", "b@example.com"], from: s.from, subject: "s", body: "b" };
+    const responses = await Promise.all(Array.from({ length: 5 }, () => s.send(body, { "Idempotency-Key": "burst" })));
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    for (const r of responses) expect(r.body.data.emails).toEqual(responses[0].body.data.emails);
+    expect(s.queue.messages).toHaveLength(2);
+    expect((await s.get("/emails")).body.data.total).toBe(2);
+  });
+
+  it("accepts a key again once its record is older than 24 hours", async () => {
+    const s = await sendingSetup();
+    const body = { to: "a@example.com", from: s.from, subject: "s", body: "b" };
+    await s.send(body, { "Idempotency-Key": "daily" });
+    const db = getDb(env.DB);
+    await db.update(idempotencyKeys).set({ createdAt: new Date(Date.now() - 25 * 60 * 60 * 1000) }).where(eq(idempotencyKeys.key, "daily"));
+    const again = await s.send(body, { "Idempotency-Key": "daily" });
+    expect(again.status).toBe(200);
+    expect(s.queue.messages).toHaveLength(2);
   });
 
   it("rejects malformed keys, and keys are per project", async () => {

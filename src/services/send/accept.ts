@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, lt, sql } from "drizzle-orm";
 import { runBatch, type Database } from "../../db/client";
 import { contacts, emails, idempotencyKeys, templates, type Contact, type JsonObject, type Template } from "../../db/schema";
 import type { Env, SendEmailMessage } from "../../env";
@@ -50,12 +50,22 @@ async function requestHash(body: SendRequest): Promise<string> {
   return sha256Hex(JSON.stringify(body));
 }
 
-/** The stored response of an earlier request with this Idempotency-Key, or null. */
+/**
+ * The response of an earlier request with this Idempotency-Key, or null when
+ * there is none (an expired record is removed). The emails are read back by
+ * the send's id, so the record is written in the same batch as the emails.
+ */
 async function replayIdempotent(db: Database, projectId: string, key: string, hash: string): Promise<SendResult | null> {
   const record = await db.query.idempotencyKeys.findFirst({
     where: and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, key)),
   });
-  if (!record || Date.now() - record.createdAt.getTime() > IDEMPOTENCY_TTL_MS) return null;
+  if (!record) return null;
+  if (Date.now() - record.createdAt.getTime() > IDEMPOTENCY_TTL_MS) {
+    await db
+      .delete(idempotencyKeys)
+      .where(and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, key), eq(idempotencyKeys.requestHash, record.requestHash)));
+    return null;
+  }
   if (record.requestHash !== hash) {
     throw ApiError.validation([
       {
@@ -65,8 +75,25 @@ async function replayIdempotent(db: Database, projectId: string, key: string, ha
       },
     ]);
   }
-  return record.response as SendResult;
+  const stored = record.response as Pick<SendResult, "suppressed" | "timestamp">;
+  const sent = await db
+    .select({ id: emails.id, contactId: emails.contactId, to: emails.toAddress })
+    .from(emails)
+    .where(and(eq(emails.projectId, projectId), eq(emails.sendId, record.sendId)))
+    .orderBy(asc(emails.id));
+  return {
+    emails: sent.map((e) => ({ contact: { id: e.contactId ?? "", email: e.to }, email: e.id })),
+    suppressed: stored.suppressed,
+    timestamp: stored.timestamp,
+  };
 }
+
+/** Deletes Idempotency-Key records older than 24 hours (scheduled). */
+export async function purgeExpiredIdempotencyKeys(db: Database, now = new Date()): Promise<void> {
+  await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)));
+}
+
+const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed: idempotency_keys/.test(String((err as Error)?.message ?? err));
 
 async function loadTemplate(db: Database, projectId: string, id: string): Promise<Template> {
   const template = await db.query.templates.findFirst({
@@ -78,9 +105,9 @@ async function loadTemplate(db: Database, projectId: string, id: string): Promis
 
 /**
  * POST /v1/send: validates the whole request, then in one atomic batch
- * upserts every recipient's contact, stores one QUEUED email record per
- * recipient (and the attachments, and the Idempotency-Key record), and only
- * then enqueues {emailId} messages. If enqueueing fails, the records stay
+ * records the Idempotency-Key, upserts every recipient's contact, stores one
+ * QUEUED email record per recipient and the attachments, and only then
+ * enqueues {emailId} messages. If enqueueing fails, the records stay
  * QUEUED and the stuck-mail sweep enqueues them later.
  */
 export async function acceptSend(
@@ -122,7 +149,7 @@ export async function acceptSend(
   const addresses = [...recipients.keys()];
 
   const suppressedMap = await findSuppressed(db, projectId, addresses);
-  const suppressed = [...suppressedMap].map(([email, reason]) => ({ email, reason }));
+  const suppressed = addresses.filter((a) => suppressedMap.has(a)).map((email) => ({ email, reason: suppressedMap.get(email)! }));
   const sendable = addresses.filter((a) => !suppressedMap.has(a));
 
   const existing = new Map<string, Contact>();
@@ -169,59 +196,68 @@ export async function acceptSend(
   );
 
   const response: SendResult = { emails: [], suppressed, timestamp: now.toISOString() };
-  if (prepared.length > 0) {
-    const upserts = prepared.map((p) =>
-      buildContactUpsert(db, projectId, { email: p.address, subscribed: body.subscribed, data: persistent }, false),
-    );
-    const emailInserts = prepared.map((p) =>
-      db.insert(emails).values({
-        id: p.emailId,
-        projectId,
-        sendId,
-        templateId: template?.id ?? null,
-        // The contact row is written earlier in the same batch.
-        contactId: sql`(SELECT id FROM contacts WHERE project_id = ${projectId} AND email = ${p.address})`,
-        fromAddress: from.email,
-        fromName: fromName ?? null,
-        toAddress: p.address,
-        toName: recipients.get(p.address)?.name ?? null,
-        replyTo,
-        subject: p.subject,
-        html: p.html,
-        headers: body.headers ?? {},
-        marketing,
-        hasAttachments: (body.attachments?.length ?? 0) > 0,
-        status: "QUEUED",
-        messageId: `${p.emailId}@${senderDomain}`,
-        queuedAt: now,
-        createdAt: now,
-        updatedAt: now,
-      }),
-    );
-    const results = await runBatch(db, [
+  const upserts = prepared.map((p) =>
+    buildContactUpsert(db, projectId, { email: p.address, subscribed: body.subscribed, data: persistent }, false),
+  );
+  const emailInserts = prepared.map((p) =>
+    db.insert(emails).values({
+      id: p.emailId,
+      projectId,
+      sendId,
+      templateId: template?.id ?? null,
+      // The contact row is written earlier in the same batch.
+      contactId: sql`(SELECT id FROM contacts WHERE project_id = ${projectId} AND email = ${p.address})`,
+      fromAddress: from.email,
+      fromName: fromName ?? null,
+      toAddress: p.address,
+      toName: recipients.get(p.address)?.name ?? null,
+      replyTo,
+      subject: p.subject,
+      html: p.html,
+      headers: body.headers ?? {},
+      marketing,
+      hasAttachments: (body.attachments?.length ?? 0) > 0,
+      status: "QUEUED",
+      messageId: `${p.emailId}@${senderDomain}`,
+      queuedAt: now,
+      createdAt: now,
+      updatedAt: now,
+    }),
+  );
+  // The Idempotency-Key record goes first in the same atomic batch: a
+  // concurrent duplicate fails on its unique key, writes nothing, and replays.
+  const idempotencyInsert = options.idempotencyKey
+    ? [
+        db.insert(idempotencyKeys).values({
+          projectId,
+          key: options.idempotencyKey,
+          requestHash: hash,
+          sendId,
+          response: { suppressed, timestamp: response.timestamp },
+          createdAt: now,
+        }),
+      ]
+    : [];
+  let results: unknown[];
+  try {
+    results = await runBatch(db, [
+      ...idempotencyInsert,
       ...upserts.map((u) => u.query),
       ...emailInserts,
-      ...buildAttachmentInserts(db, sendId, body.attachments ?? []),
+      ...(prepared.length > 0 ? buildAttachmentInserts(db, sendId, body.attachments ?? []) : []),
     ]);
-    response.emails = prepared.map((p, i) => ({
-      contact: { id: upserts[i].result(results[i] as Contact[]).contact.id, email: p.address },
-      email: p.emailId,
-    }));
-  }
-
-  if (options.idempotencyKey) {
-    // Recorded after the batch; a concurrent duplicate that lost the race sees
-    // the unique key fail and replays the winner's response instead.
-    const inserted = await db
-      .insert(idempotencyKeys)
-      .values({ projectId, key: options.idempotencyKey, requestHash: hash, sendId, response, createdAt: now })
-      .onConflictDoNothing()
-      .returning({ key: idempotencyKeys.key });
-    if (inserted.length === 0) {
+  } catch (err) {
+    if (options.idempotencyKey && isUniqueViolation(err)) {
       const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
       if (replay) return replay;
     }
+    throw err;
   }
+  const upsertResults = results.slice(idempotencyInsert.length);
+  response.emails = prepared.map((p, i) => ({
+    contact: { id: upserts[i].result(upsertResults[i] as Contact[]).contact.id, email: p.address },
+    email: p.emailId,
+  }));
 
   await enqueueEmails(env, projectId, response.emails.map((e) => e.email));
   return response;
