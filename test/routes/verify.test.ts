@@ -193,3 +193,13 @@ describe("POST /v1/verify", () => {
     expectError(await p.publicApi.post("/v1/verify", { email: "ada@mailer.test" }), 403);
   });
 });
+
+describe("OpenAPI", () => {
+  it("documents /domains and /v1/verify", async () => {
+    const { call } = await import("../helpers");
+    const doc = await call("GET", "/openapi.json");
+    expect(doc.status).toBe(200);
+    for (const path of ["/domains", "/domains/{id}", "/domains/{id}/verify", "/v1/verify"]) expect(doc.body.paths[path]).toBeDefined();
+    expect(doc.body.paths["/v1/verify"].post.description).toContain("Any string in `email` gets 200");
+  });
+});
