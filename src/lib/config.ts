@@ -10,7 +10,7 @@ import { ApiError } from "./errors";
 export function requireSecret(env: Env, name: keyof Env & string): string {
   const value = env[name];
   if (typeof value === "string" && value.length > 0) return value;
-  const message = `Server misconfigured: the ${name} secret is not set. Set it with \`wrangler secret put ${name}\`.`;
+  const message = `Server misconfigured: ${name} is not set. Set it with \`wrangler secret put ${name}\` (or in wrangler.toml [vars] for non-secret settings).`;
   console.error(message);
   throw new ApiError(500, "INTERNAL_ERROR", message);
 }
