@@ -5,6 +5,7 @@
  *   disable <id>         a disabled project gets 403 on every endpoint
  *   enable <id>
  *   rotate-keys <id>     revoke every key of the project and print new ones
+ *   tracking <id> on|off open and click tracking for the project's mail (on by default)
  *   list                 list projects
  *   ensure-dev           (used by `npm run dev`) make sure the local dev project exists
  *
@@ -19,7 +20,7 @@ import { join } from "node:path";
 import { drizzle } from "drizzle-orm/d1";
 import * as schema from "../src/db/schema";
 import { buildDevSeed } from "../src/services/dev-seed";
-import { buildKeyRotation, buildProjectCreation, buildSetProjectDisabled } from "../src/services/projects";
+import { buildKeyRotation, buildProjectCreation, buildSetProjectDisabled, buildSetProjectTracking } from "../src/services/projects";
 
 // Queries are only built and rendered to SQL here, never run through a driver.
 const db = drizzle({} as D1Database, { schema });
@@ -132,6 +133,14 @@ async function main() {
       printKeys({ id, secretKey: rotation.secretKey, publicKey: rotation.publicKey });
       break;
     }
+    case "tracking": {
+      const id = requireProject(rest[0]);
+      if (rest[1] !== "on" && rest[1] !== "off") fail("Usage: npm run project -- tracking <id> on|off");
+      execute([buildSetProjectTracking(db, id, rest[1] === "on")]);
+      if (json) process.stdout.write(JSON.stringify({ id, trackingEnabled: rest[1] === "on" }) + "\n");
+      else console.log(`Tracking ${rest[1]} for project ${id}`);
+      break;
+    }
     case "list": {
       const rows = select<{ id: string; name: string; disabled: number }>(
         "SELECT id, name, disabled FROM projects ORDER BY id",
@@ -165,7 +174,7 @@ async function main() {
     }
     default:
       fail(
-        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | rotate-keys <id> | list> [--json] [--remote]",
+        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | rotate-keys <id> | tracking <id> on|off | list> [--json] [--remote]",
       );
   }
 }

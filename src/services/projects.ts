@@ -57,6 +57,11 @@ export function buildSetProjectDisabled(db: Database, projectId: string, disable
   return db.update(projects).set({ disabled, updatedAt: new Date() }).where(eq(projects.id, projectId));
 }
 
+/** Open and click tracking on or off for a project (on by default). */
+export function buildSetProjectTracking(db: Database, projectId: string, enabled: boolean) {
+  return db.update(projects).set({ trackingEnabled: enabled, updatedAt: new Date() }).where(eq(projects.id, projectId));
+}
+
 /** Creates a project with one secret and one public key; the keys are returned once and stored only as hashes. */
 export async function createProject(db: Database, name: string) {
   const creation = await buildProjectCreation(db, name);
