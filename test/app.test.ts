@@ -1,0 +1,173 @@
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createApp, MAX_BODY_BYTES } from "../src/app";
+import worker from "../src/index";
+import { BASE, call, expectError, newProject } from "./helpers";
+
+/** Routes deliberately left out of the API reference, with the reason. */
+const UNDOCUMENTED = [
+  { pattern: /^\/(openapi\.json|docs)$/, why: "the reference itself" },
+  { pattern: /^\/dev\//, why: "local-only development helpers (ENVIRONMENT=development)" },
+];
+
+/** Every concrete route the app registers, as "METHOD /path/{param}". */
+function registeredRoutes(): string[] {
+  const routes = new Set<string>();
+  for (const route of createApp().routes) {
+    if (route.method === "ALL" || route.path.includes("*")) continue; // middleware
+    if (UNDOCUMENTED.some((u) => u.pattern.test(route.path))) continue;
+    routes.add(`${route.method} ${route.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`);
+  }
+  return [...routes].sort();
+}
+
+describe("GET /health", () => {
+  it("answers without a key", async () => {
+    const res = await call("GET", "/health");
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("ok");
+    expect(Date.parse(res.body.timestamp)).not.toBeNaN();
+    expect(res.headers.get("RateLimit-Limit")).toBeNull();
+  });
+
+  it("answers even when D1 is unusable (it never touches the database)", async () => {
+    const broken = new Proxy({} as D1Database, {
+      get() {
+        throw new Error("D1 is down");
+      },
+    });
+    const brokenEnv = { ...env, DB: broken };
+    const health = await worker.fetch(new Request(`${BASE}/health`), brokenEnv, createExecutionContext());
+    expect(health.status).toBe(200);
+    expect(((await health.json()) as { status: string }).status).toBe("ok");
+    // The same broken database does break an authenticated route (so the probe is real), as a 500 envelope.
+    const p = await newProject();
+    const contacts = await worker.fetch(
+      new Request(`${BASE}/contacts`, { headers: { Authorization: `Bearer ${p.secretKey}` } }),
+      brokenEnv,
+      createExecutionContext(),
+    );
+    expect(contacts.status).toBe(500);
+    const body = (await contacts.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("INTERNAL_ERROR");
+    expect(body.error.message).not.toContain("D1 is down");
+  });
+});
+
+describe("errors from the HTTP layer", () => {
+  it("unknown routes and methods get the 404 envelope", async () => {
+    const p = await newProject();
+    expectError(await call("GET", "/nope"), 404, "NOT_FOUND");
+    expectError(await p.api.get("/v2/contacts"), 404, "NOT_FOUND");
+    expectError(await p.api.put("/contacts/abc", { subscribed: true }), 404, "NOT_FOUND");
+    expectError(await call("GET", "/"), 404, "NOT_FOUND");
+  });
+
+  it("malformed JSON is 400 INVALID_JSON and writes nothing", async () => {
+    const p = await newProject();
+    for (const raw of ["{", '{"email": "a@b.co",}', "not json", "'single'", '{"email":"a@b.co"} trailing']) {
+      const res = await call("POST", "/contacts", {
+        key: p.secretKey,
+        rawBody: raw,
+        headers: { "Content-Type": "application/json" },
+      });
+      expectError(res, 400, "INVALID_JSON");
+    }
+    const created = await p.api.post("/contacts", { email: "x@example.com" });
+    const patch = await call("PATCH", `/contacts/${created.body.id}`, {
+      key: p.secretKey,
+      rawBody: "{",
+      headers: { "Content-Type": "application/json" },
+    });
+    expectError(patch, 400, "INVALID_JSON");
+    expect((await p.api.get("/contacts")).body.total).toBe(1);
+  });
+
+  it("a non-JSON content type (or none) is 400", async () => {
+    const p = await newProject();
+    for (const headers of [{ "Content-Type": "text/plain" }, { "Content-Type": "application/x-www-form-urlencoded" }, {}] as Record<string, string>[]) {
+      const res = await call("POST", "/contacts", { key: p.secretKey, rawBody: '{"email":"t@example.com"}', headers });
+      const err = expectError(res, 400);
+      expect(["UNSUPPORTED_MEDIA_TYPE", "INVALID_JSON"]).toContain(err.code);
+    }
+    expect((await p.api.get("/contacts")).body.total).toBe(0);
+  });
+
+  it("a body over 1 MB is 413 PAYLOAD_TOO_LARGE, with or without Content-Length", async () => {
+    const p = await newProject();
+    const big = JSON.stringify({ email: "big@example.com", data: { blob: "x".repeat(MAX_BODY_BYTES) } });
+    expectError(await call("POST", "/contacts", { key: p.secretKey, rawBody: big, headers: { "Content-Type": "application/json" } }), 413, "PAYLOAD_TOO_LARGE");
+
+    // Streamed (chunked) body: no Content-Length to trust.
+    const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent === 0) controller.enqueue(new TextEncoder().encode('{"email":"big@example.com","data":{"blob":"'));
+        if (sent > MAX_BODY_BYTES + chunk.length) {
+          controller.enqueue(new TextEncoder().encode('"}}'));
+          controller.close();
+          return;
+        }
+        controller.enqueue(chunk);
+        sent += chunk.length;
+      },
+    });
+    const streamed = await call("POST", "/contacts", { key: p.secretKey, rawBody: stream, headers: { "Content-Type": "application/json" } });
+    expectError(streamed, 413, "PAYLOAD_TOO_LARGE");
+    expect((await p.api.get("/contacts")).body.total).toBe(0);
+
+    // Just under the limit is not a 413 (it is judged on its content instead).
+    const under = JSON.stringify({ email: "u@example.com", data: { blob: "x".repeat(MAX_BODY_BYTES - 100) } });
+    const res = await call("POST", "/contacts", { key: p.secretKey, rawBody: under, headers: { "Content-Type": "application/json" } });
+    expectError(res, 422, "VALIDATION_ERROR");
+  });
+});
+
+describe("API reference", () => {
+  it("GET /openapi.json is OpenAPI 3.1 and documents every registered route with its 4xx responses", async () => {
+    const res = await call("GET", "/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/application\/json/);
+    const doc = res.body;
+    expect(doc.openapi).toMatch(/^3\.1\./);
+    expect(doc.info.title).toBeTruthy();
+
+    const documented = new Set<string>();
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const method of Object.keys(item)) documented.add(`${method.toUpperCase()} ${path}`);
+    }
+    const registered = registeredRoutes();
+    expect(registered).toEqual(
+      expect.arrayContaining(["GET /health", "GET /contacts", "POST /contacts", "GET /contacts/{id}", "PATCH /contacts/{id}", "DELETE /contacts/{id}"]),
+    );
+    expect(registered.filter((r) => !documented.has(r))).toEqual([]);
+
+    for (const route of registered) {
+      const [method, path] = route.split(" ");
+      const op = doc.paths[path][method.toLowerCase()];
+      const statuses = Object.keys(op.responses);
+      expect(statuses.some((s) => /^2/.test(s) || /^3/.test(s)), route).toBe(true);
+      if (op.security?.length) {
+        // Every keyed route documents the auth, validation and rate-limit errors in the envelope.
+        expect(statuses, route).toEqual(expect.arrayContaining(["401", "403", "422", "429"]));
+        expect(JSON.stringify(op.responses["401"].content["application/json"].schema)).toContain("#/components/schemas/Error");
+      }
+      if (op.parameters?.some((p: any) => p.in === "path") && op.security?.length) {
+        expect(statuses, route).toContain("404");
+      }
+    }
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(doc.components.schemas.Error.properties.error.properties.requestId).toBeTruthy();
+  });
+
+  it("GET /docs is an HTML reference page that loads /openapi.json", async () => {
+    const res = await call("GET", "/docs");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/text\/html/);
+    expect(typeof res.body).toBe("string");
+    expect(res.body).toMatch(/<html/i);
+    expect(res.body).toContain("/openapi.json");
+  });
+});
