@@ -175,6 +175,17 @@ describe("POST /v1/send: accepting", () => {
   });
 });
 
+describe("POST /v1/send: deployment settings", () => {
+  it("fails with a message naming a missing secret, and stores nothing", async () => {
+    const s = await sendingSetup({ LINK_SIGNING_SECRET: undefined });
+    const res = await s.send({ to: "a@example.com", from: s.from, subject: "s", body: "b" });
+    const error = expectError(res, 500, "INTERNAL_ERROR");
+    expect(error.message).toContain("LINK_SIGNING_SECRET");
+    expect(s.queue.messages).toHaveLength(0);
+    expect((await s.get("/emails")).body.data.total).toBe(0);
+  });
+});
+
 describe("POST /v1/send: suppressed recipients", () => {
   it("does not send to addresses that bounced or complained, and says so in the response", async () => {
     const s = await sendingSetup();

@@ -121,6 +121,15 @@ describe("send queue consumer", () => {
     expect(s.ses.requests).toHaveLength(1);
   });
 
+  it("keeps mail and names the missing setting when SES credentials are not configured", async () => {
+    const s = await sendingSetup({ SES_ACCESS_KEY_ID: undefined, SES_SECRET_ACCESS_KEY: undefined });
+    const id = await sendOne(s);
+    const result = await s.deliver();
+    expect(result.retryMessages).toHaveLength(1);
+    expect(s.ses.requests).toHaveLength(0);
+    expect(await status(s, id)).toMatchObject({ status: "QUEUED", error: expect.stringContaining("SES_ACCESS_KEY_ID") });
+  });
+
   it("marks emails FAILED from the dead-letter queue, but never one that was sent", async () => {
     const s = await sendingSetup();
     const failing = await sendOne(s);

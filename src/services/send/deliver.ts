@@ -132,7 +132,16 @@ export async function handleSendBatch(batch: MessageBatch<SendEmailMessage>, env
   try {
     provider = getProvider(env, db);
   } catch (err) {
-    console.error("email provider unavailable", err);
+    // A deployment problem (e.g. missing credentials): keep the mail, say why on each record, retry.
+    const reason = err instanceof Error ? err.message : String(err);
+    console.error("email provider unavailable", reason);
+    const ids = batch.messages.map((m) => (m.body as Partial<SendEmailMessage>)?.emailId).filter((id): id is string => typeof id === "string");
+    for (let i = 0; i < ids.length; i += 90) {
+      await db
+        .update(emails)
+        .set({ error: reason, updatedAt: new Date() })
+        .where(and(inArray(emails.id, ids.slice(i, i + 90)), eq(emails.status, "QUEUED")));
+    }
     for (const message of batch.messages) message.retry({ delaySeconds: backoffSeconds(message.attempts) });
     return;
   }
