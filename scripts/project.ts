@@ -10,7 +10,8 @@
  *   ensure-dev           (used by `npm run dev`) make sure the local dev project exists
  *
  * It writes through `wrangler d1 execute DB` against the local database in
- * .wrangler/state (or the deployed one with --remote), so no server needs to run.
+ * .wrangler/state (or the one in <dir> with --persist-to <dir>, or the deployed
+ * one with --remote), so no server needs to run.
  * The queries come from src/services/projects.ts, the same code the Worker uses.
  */
 import { execFileSync } from "node:child_process";
@@ -26,10 +27,18 @@ import { buildKeyRotation, buildProjectCreation, buildSetProjectDisabled, buildS
 const db = drizzle({} as D1Database, { schema });
 
 const args = process.argv.slice(2);
+// --persist-to <dir>: use the local database kept in <dir> (as `wrangler dev --persist-to <dir>`) instead of .wrangler/state.
+const persistAt = args.findIndex((a) => a === "--persist-to" || a.startsWith("--persist-to="));
+const persistTo = persistAt < 0 ? undefined : args[persistAt].includes("=") ? args[persistAt].split("=")[1] : args[persistAt + 1];
+if (persistAt >= 0) args.splice(persistAt, args[persistAt].includes("=") ? 1 : 2);
+if (persistAt >= 0 && !persistTo) {
+  console.error("--persist-to needs a directory");
+  process.exit(1);
+}
 const flags = new Set(args.filter((a) => a.startsWith("--")));
 const [command, ...rest] = args.filter((a) => !a.startsWith("--"));
 const json = flags.has("--json");
-const target = flags.has("--remote") ? "--remote" : "--local";
+const target = flags.has("--remote") ? ["--remote"] : ["--local", ...(persistTo ? ["--persist-to", persistTo] : [])];
 const DEV_FILE = ".dev/project.json";
 
 type Query = { toSQL(): { sql: string; params: unknown[] } };
@@ -49,7 +58,7 @@ function toSqlText(query: Query): string {
 }
 
 function wrangler(args: string[]): string {
-  return execFileSync("npx", ["wrangler", "d1", "execute", "DB", target, ...args], {
+  return execFileSync("npx", ["wrangler", "d1", "execute", "DB", ...target, ...args], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" },
@@ -174,7 +183,7 @@ async function main() {
     }
     default:
       fail(
-        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | rotate-keys <id> | tracking <id> on|off | list> [--json] [--remote]",
+        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | rotate-keys <id> | tracking <id> on|off | list> [--json] [--remote | --persist-to <dir>]",
       );
   }
 }

@@ -1,0 +1,307 @@
+#!/usr/bin/env node
+// `npm run bench`: starts the local service on its own throwaway state and prints
+// throughput and latency figures for one run. Not a test: numbers depend on the machine.
+//
+// 1. local D1 migrations into .wrangler/bench-state (never the dev database), two
+//    projects through the project CLI (`--persist-to`), 50,000 contacts for one of
+//    them inserted with multi-row SQL
+// 2. `wrangler dev` on a free 127.0.0.1 port with the rate limit lifted
+// 3. SECTIONS, in order; each prints its figures
+// 4. stops the server
+//
+// Add a figure by adding a section (e.g. accepted /v1/send per second, end-to-end emails/s).
+// Environment: BENCH_SECONDS (per throughput figure, default 4), BENCH_CONCURRENCY (default 32),
+// BENCH_CONTACTS (rows for the list figure, default 50000).
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { v7 as uuidv7 } from "uuid";
+
+const STATE_DIR = ".wrangler/bench-state";
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const MAX_REQUESTS = 200_000; // bound for one throughput figure
+const LIST_CONTACTS = Number(process.env.BENCH_CONTACTS ?? 50_000);
+const LATENCY_SAMPLES = 50;
+const PAGE = 20;
+const env = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" };
+const started = performance.now();
+
+// ---- helpers -----------------------------------------------------------------
+
+function log(message) {
+  process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
+}
+
+function run(cmd, args) {
+  return execFileSync(cmd, args, { encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const sqlText = (value) => `'${String(value).replace(/'/g, "''")}'`;
+
+function createProject(name) {
+  const out = run("npx", ["tsx", "scripts/project.ts", "create", name, "--json", "--persist-to", STATE_DIR]);
+  return JSON.parse(out.trim().split("\n").pop());
+}
+
+/** Inserts `count` contacts with multi-row INSERTs through `wrangler d1 execute --file`. */
+function insertContacts(projectId, count) {
+  const dir = mkdtempSync(join(tmpdir(), "edge-mail-bench-"));
+  const file = join(dir, "contacts.sql");
+  const rowsPerStatement = 400; // keeps each statement well under D1's 100 KB limit
+  const now = Date.now();
+  const statements = [];
+  for (let i = 0; i < count; i += rowsPerStatement) {
+    const rows = [];
+    for (let j = i; j < Math.min(count, i + rowsPerStatement); j++) {
+      rows.push(`(${sqlText(uuidv7())},${sqlText(projectId)},'list${j}@bench.test',${j % 3 === 0 ? 0 : 1},'{}',${now},${now})`);
+    }
+    statements.push(
+      `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ${rows.join(",")};`,
+    );
+  }
+  writeFileSync(file, statements.join("\n"));
+  try {
+    run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", STATE_DIR, "--file", file, "--yes"]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function waitForHealth(base, server, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (server.exitCode !== null) throw new Error(`wrangler dev exited with ${server.exitCode}`);
+    try {
+      const res = await fetch(`${base}/health`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error("the service did not answer /health in time");
+}
+
+/**
+ * Requests per second for `makeRequest(i)`: CONCURRENCY loops for SECONDS (at most
+ * MAX_REQUESTS). Any answer other than `expect` is counted and reported as an error.
+ */
+async function throughput(base, makeRequest, expect) {
+  // Warm-up: compile paths, open connections.
+  await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => send(base, makeRequest(-1 - i))));
+  let next = 0;
+  let ok = 0;
+  const errors = new Map();
+  const latencies = [];
+  const deadline = performance.now() + SECONDS * 1000;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < deadline && next < MAX_REQUESTS) {
+        const i = next++;
+        const start = performance.now();
+        const res = await send(base, makeRequest(i));
+        latencies.push(performance.now() - start);
+        if (expect.includes(res.status)) ok++;
+        else errors.set(res.status, (errors.get(res.status) ?? 0) + 1);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  return { rps: ok / elapsed, ok, elapsed, errors, ...stats(latencies) };
+}
+
+async function send(base, { method = "GET", path, key, body }) {
+  const headers = {};
+  if (key) headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text };
+}
+
+function stats(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+  return { median: at(0.5), p95: at(0.95) };
+}
+
+async function latency(base, request, n = LATENCY_SAMPLES) {
+  for (let i = 0; i < 5; i++) await send(base, request); // warm-up
+  const samples = [];
+  for (let i = 0; i < n; i++) {
+    const start = performance.now();
+    const res = await send(base, request);
+    samples.push(performance.now() - start);
+    if (res.status !== 200) throw new Error(`${request.path} answered ${res.status}: ${res.text.slice(0, 200)}`);
+  }
+  return stats(samples);
+}
+
+const fmt = (n, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+const results = [];
+function report(label, value, detail = "") {
+  results.push({ label, value, detail });
+  console.log(`${label.padEnd(44)} ${value.padStart(14)}  ${detail}`);
+}
+
+function printThroughput(label, r) {
+  const errs = [...r.errors].map(([s, n]) => `${n}x${s}`).join(" ");
+  report(label, `${fmt(r.rps, 0)} req/s`, `(${r.ok} in ${fmt(r.elapsed)}s, median ${fmt(r.median)} ms, p95 ${fmt(r.p95)} ms${errs ? `, non-2xx: ${errs}` : ""})`);
+}
+
+// ---- sections ----------------------------------------------------------------
+
+const SECTIONS = [
+  {
+    title: "Throughput",
+    async run(ctx) {
+      printThroughput("GET /health (floor)", await throughput(ctx.base, () => ({ path: "/health" }), [200]));
+
+      if (ctx.paths.has("/v1/track")) {
+        const r = await throughput(
+          ctx.base,
+          (i) => ({ method: "POST", path: "/v1/track", key: ctx.bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
+          [200],
+        );
+        printThroughput("POST /v1/track (new contact + event, pk_)", r);
+      } else {
+        report("POST /v1/track", "skipped", "(route not in /openapi.json yet)");
+      }
+
+      const contacts = await throughput(
+        ctx.base,
+        (i) => ({ method: "POST", path: "/contacts", key: ctx.bench.secretKey, body: { email: `c${i}@bench.test`, data: { n: i } } }),
+        [201],
+      );
+      printThroughput("POST /contacts (distinct emails)", contacts);
+    },
+  },
+  {
+    title: `GET /contacts latency with ${LIST_CONTACTS} contacts`,
+    async run(ctx) {
+      const key = ctx.list.secretKey;
+      const first = await send(ctx.base, { path: `/contacts?limit=1`, key });
+      const total = JSON.parse(first.text).total;
+      if (total !== LIST_CONTACTS) throw new Error(`expected ${LIST_CONTACTS} contacts, the API counts ${total}`);
+
+      // Walk the list with cursors to a position deep inside it (49,000 rows in with 50,000).
+      const target = Math.max(PAGE, LIST_CONTACTS - 1000);
+      let cursor = null;
+      let seen = 0;
+      const walkStart = performance.now();
+      while (seen < target) {
+        const limit = Math.min(100, target - seen);
+        const res = await send(ctx.base, { path: `/contacts?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, key });
+        const page = JSON.parse(res.text);
+        seen += page.contacts.length;
+        cursor = page.cursor;
+        if (!cursor) throw new Error(`the list ended after ${seen} contacts`);
+      }
+      const walkSeconds = (performance.now() - walkStart) / 1000;
+      log(`walked ${seen} contacts with cursors in ${fmt(walkSeconds)} s`);
+
+      const firstPage = await latency(ctx.base, { path: `/contacts?limit=${PAGE}`, key });
+      const deepPage = await latency(ctx.base, { path: `/contacts?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`, key });
+      report(`first page (limit ${PAGE})`, `${fmt(firstPage.median, 2)} ms`, `median; p95 ${fmt(firstPage.p95, 2)} ms over ${LATENCY_SAMPLES}`);
+      report(`page after ${seen} contacts (page ${seen / PAGE + 1})`, `${fmt(deepPage.median, 2)} ms`, `median; p95 ${fmt(deepPage.p95, 2)} ms over ${LATENCY_SAMPLES}`);
+      report("deep / first page (median)", `${fmt(deepPage.median / firstPage.median, 2)}x`, "(keyset pagination: close to 1)");
+    },
+  },
+  // Later sections: { title: "Sending", run: accepted /v1/send per second, end-to-end emails/s }
+];
+
+// ---- main --------------------------------------------------------------------
+
+let server;
+function stopServer() {
+  if (server && server.exitCode === null) {
+    try {
+      process.kill(-server.pid, "SIGTERM"); // the process group started below (npx, wrangler, workerd)
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function main() {
+  rmSync(STATE_DIR, { recursive: true, force: true });
+  log(`applying migrations into ${STATE_DIR}`);
+  run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", STATE_DIR]);
+  log("creating projects");
+  const bench = createProject("bench");
+  const list = createProject("bench-list");
+  log(`inserting ${LIST_CONTACTS} contacts`);
+  const insertStart = performance.now();
+  insertContacts(list.id, LIST_CONTACTS);
+  const insertSeconds = (performance.now() - insertStart) / 1000;
+
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  log(`starting wrangler dev on ${base}`);
+  server = spawn(
+    "npx",
+    [
+      "wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", String(port),
+      "--inspector-port", String(inspectorPort), "--persist-to", STATE_DIR,
+      "--var", "RATE_LIMIT_PER_MINUTE:100000000", "--show-interactive-dev-session=false",
+    ],
+    { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  let serverLog = "";
+  server.stdout.on("data", (d) => (serverLog += d));
+  server.stderr.on("data", (d) => (serverLog += d));
+  try {
+    await waitForHealth(base, server);
+  } catch (err) {
+    process.stderr.write(serverLog.slice(-4000));
+    throw err;
+  }
+
+  const doc = JSON.parse((await send(base, { path: "/openapi.json" })).text);
+  const probe = await send(base, { path: "/contacts?limit=1", key: bench.secretKey });
+  const ctx = { base, bench, list, paths: new Set(Object.keys(doc.paths)) };
+
+  console.log(`\nEdge Mail benchmark  ${new Date().toISOString()}  node ${process.version}  ${base}`);
+  console.log(`concurrency ${CONCURRENCY}, ${SECONDS}s per throughput figure; rate limit ${probe.headers.get("RateLimit-Limit")}/min`);
+  console.log(`seeded ${LIST_CONTACTS} contacts by SQL in ${fmt(insertSeconds)} s`);
+  for (const section of SECTIONS) {
+    console.log(`\n## ${section.title}`);
+    await section.run(ctx);
+  }
+  console.log(`\ntotal ${fmt((performance.now() - started) / 1000)} s`);
+}
+
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    stopServer();
+    process.exit(130);
+  });
+}
+
+main()
+  .then(() => {
+    stopServer();
+    process.exit(0);
+  })
+  .catch((err) => {
+    console.error(`bench failed: ${err instanceof Error ? err.stack : err}`);
+    stopServer();
+    process.exit(1);
+  });
