@@ -1,6 +1,6 @@
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp, MAX_BODY_BYTES } from "../src/app";
 import worker from "../src/index";
 import { BASE, call, expectError, newProject } from "./helpers";
@@ -43,6 +43,7 @@ describe("GET /health", () => {
     expect(((await health.json()) as { status: string }).status).toBe("ok");
     // The same broken database does break an authenticated route (so the probe is real), as a 500 envelope.
     const p = await newProject();
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     const contacts = await worker.fetch(
       new Request(`${BASE}/contacts`, { headers: { Authorization: `Bearer ${p.secretKey}` } }),
       brokenEnv,
@@ -52,6 +53,8 @@ describe("GET /health", () => {
     const body = (await contacts.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe("INTERNAL_ERROR");
     expect(body.error.message).not.toContain("D1 is down");
+    expect(logged).toHaveBeenCalled(); // the real cause goes to the logs, not to the client
+    logged.mockRestore();
   });
 });
 
