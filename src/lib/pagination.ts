@@ -1,4 +1,7 @@
 import { z } from "@hono/zod-openapi";
+import { and, count, desc, lt, type InferSelectModel, type SQL } from "drizzle-orm";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { Database } from "../db/client";
 import { ApiError } from "./errors";
 
 /** Query parameters shared by every cursor-paginated list. */
@@ -48,4 +51,30 @@ export function toPage<T extends { id: string }>(rows: T[], limit: number): Page
   const hasMore = rows.length > limit;
   const items = hasMore ? rows.slice(0, limit) : rows;
   return { items, hasMore, nextCursor: hasMore ? encodeCursor(items[items.length - 1].id) : null };
+}
+
+/**
+ * One page of a project-scoped table, newest first: keyset on the UUIDv7 id
+ * (`id < cursor`, served by a (project_id, ..., id) index) and the total
+ * matching `where`, both in one D1 batch.
+ */
+export async function listNewestFirst<T extends SQLiteTable & { id: SQLiteColumn }>(
+  db: Database,
+  table: T,
+  where: SQL | undefined,
+  page: { limit: number; cursor?: string },
+): Promise<Page<InferSelectModel<T>> & { total: number }> {
+  const after = decodeCursor(page.cursor);
+  const [rows, [{ total }]] = await db.batch([
+    db
+      .select()
+      .from(table as SQLiteTable)
+      .where(after ? and(where, lt(table.id, after)) : where)
+      .orderBy(desc(table.id))
+      .limit(page.limit + 1),
+    db.select({ total: count() }).from(table as SQLiteTable).where(where),
+  ]);
+  type Row = InferSelectModel<T>;
+  const { items, nextCursor, hasMore } = toPage(rows as { id: string }[], page.limit);
+  return { items: items as Row[], nextCursor, hasMore, total };
 }

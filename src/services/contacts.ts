@@ -1,9 +1,9 @@
-import { and, count, desc, eq, lt, sql, type SQL } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { contacts, events, type Contact, type JsonObject } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { decodeCursor, toPage } from "../lib/pagination";
+import { listNewestFirst } from "../lib/pagination";
 
 export interface ContactView {
   id: string;
@@ -153,19 +153,8 @@ export function likeSubstring(text: string): string {
 
 /** Newest first, keyset-paginated on id; `total` counts every row matching the filters. */
 export async function listContacts(db: Database, projectId: string, query: ListContactsQuery) {
-  const after = decodeCursor(query.cursor);
   const filters: SQL[] = [eq(contacts.projectId, projectId)];
   if (query.subscribed !== undefined) filters.push(eq(contacts.subscribed, query.subscribed));
   if (query.search) filters.push(sql`${contacts.email} LIKE ${likeSubstring(query.search.toLowerCase())} ESCAPE '\\'`);
-  const where = and(...filters);
-  const [rows, [{ total }]] = await db.batch([
-    db
-      .select()
-      .from(contacts)
-      .where(after ? and(where, lt(contacts.id, after)) : where)
-      .orderBy(desc(contacts.id))
-      .limit(query.limit + 1),
-    db.select({ total: count() }).from(contacts).where(where),
-  ]);
-  return { ...toPage(rows, query.limit), total };
+  return listNewestFirst(db, contacts, and(...filters), query);
 }

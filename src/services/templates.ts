@@ -1,9 +1,9 @@
-import { and, count, desc, eq, lt } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { templates, type Template } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { decodeCursor, toPage } from "../lib/pagination";
+import { listNewestFirst } from "../lib/pagination";
 
 export type TemplateType = Template["type"];
 
@@ -118,16 +118,5 @@ export interface ListTemplatesQuery {
 
 /** Newest first, keyset-paginated on (project_id, id); `total` counts the project's templates. */
 export async function listTemplates(db: Database, projectId: string, query: ListTemplatesQuery) {
-  const after = decodeCursor(query.cursor);
-  const where = eq(templates.projectId, projectId);
-  const [rows, [{ total }]] = await db.batch([
-    db
-      .select()
-      .from(templates)
-      .where(after ? and(where, lt(templates.id, after)) : where)
-      .orderBy(desc(templates.id))
-      .limit(query.limit + 1),
-    db.select({ total: count() }).from(templates).where(where),
-  ]);
-  return { ...toPage(rows, query.limit), total };
+  return listNewestFirst(db, templates, eq(templates.projectId, projectId), query);
 }

@@ -2,13 +2,13 @@
  * Sending domains: create (with a DKIM key pair), list, get, check now,
  * delete, and the guard sending uses (`requireVerifiedDomain`).
  */
-import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
+import { and, eq, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { decodeCursor, toPage } from "../../lib/pagination";
+import { listNewestFirst } from "../../lib/pagination";
 import { MIN_ENCRYPTION_KEY_LENGTH, dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim";
 import { domainOfAddress, normaliseDomainName } from "./names";
 import { domainRecordConfig, expectedRecords } from "./records";
@@ -165,20 +165,9 @@ export interface ListDomainsQuery {
 
 /** Newest first, keyset-paginated on id. */
 export async function listDomains(db: Database, projectId: string, query: ListDomainsQuery) {
-  const after = decodeCursor(query.cursor);
   const filters: SQL[] = [eq(domains.projectId, projectId)];
   if (query.status) filters.push(eq(domains.status, query.status));
-  const where = and(...filters);
-  const [rows, [{ total }]] = await db.batch([
-    db
-      .select()
-      .from(domains)
-      .where(after ? and(where, lt(domains.id, after)) : where)
-      .orderBy(desc(domains.id))
-      .limit(query.limit + 1),
-    db.select({ total: count() }).from(domains).where(where),
-  ]);
-  return { ...toPage(rows, query.limit), total };
+  return listNewestFirst(db, domains, and(...filters), query);
 }
 
 /** Deletes the domain unless something still sends from it (400 INVALID_STATE). */

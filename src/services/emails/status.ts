@@ -1,6 +1,6 @@
-import { eq, sql, type SQL } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { emails, events, type EmailStatus } from "../../db/schema";
+import { emails, events, type EmailStatus, type JsonObject } from "../../db/schema";
 import { newId } from "../../lib/ids";
 
 /**
@@ -80,20 +80,29 @@ export async function recordEngagement(
       .set({ ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now })
       .where(eq(emails.id, emailId))
       .returning({ id: emails.id }),
-    db.insert(events).select(
-      db
-        .select({
-          id: sql`${newId()}`.as("id"),
-          projectId: emails.projectId,
-          contactId: emails.contactId,
-          name: sql`${name}`.as("name"),
-          data: sql`${JSON.stringify(data)}`.as("data"),
-          emailId: emails.id,
-          createdAt: sql`${now.getTime()}`.as("created_at"),
-        })
-        .from(emails)
-        .where(eq(emails.id, emailId)),
-    ),
+    buildEmailEventInsert(db, emailId, name, data, now),
   ]);
   return updated.length > 0;
+}
+
+/**
+ * An event for the contact of an email, as one INSERT ... SELECT from the
+ * email row (so it also works inside a batch, and inserts nothing for an
+ * unknown email). `onlyIf` adds a condition, e.g. "not recorded before".
+ */
+export function buildEmailEventInsert(db: Database, emailId: string, name: string, data: JsonObject, now: Date, onlyIf?: SQL) {
+  return db.insert(events).select(
+    db
+      .select({
+        id: sql`${newId()}`.as("id"),
+        projectId: emails.projectId,
+        contactId: emails.contactId,
+        name: sql`${name}`.as("name"),
+        data: sql`${JSON.stringify(data)}`.as("data"),
+        emailId: emails.id,
+        createdAt: sql`${now.getTime()}`.as("created_at"),
+      })
+      .from(emails)
+      .where(onlyIf ? and(eq(emails.id, emailId), onlyIf) : eq(emails.id, emailId)),
+  );
 }

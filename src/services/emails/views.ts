@@ -1,8 +1,8 @@
-import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
+import { and, eq, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emails, type Email, type EmailStatus } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
-import { decodeCursor, toPage } from "../../lib/pagination";
+import { listNewestFirst } from "../../lib/pagination";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -53,20 +53,9 @@ export interface ListEmailsQuery {
 
 /** Newest first, keyset pagination on id; filters use (project_id, status, id) and (contact_id, id). */
 export async function listEmails(db: Database, projectId: string, query: ListEmailsQuery) {
-  const after = decodeCursor(query.cursor);
   const filters: SQL[] = [eq(emails.projectId, projectId)];
   if (query.status) filters.push(eq(emails.status, query.status));
   if (query.contactId) filters.push(eq(emails.contactId, query.contactId));
-  const where = and(...filters);
-  const [rows, [{ total }]] = await db.batch([
-    db
-      .select()
-      .from(emails)
-      .where(after ? and(where, lt(emails.id, after)) : where)
-      .orderBy(desc(emails.id))
-      .limit(query.limit + 1),
-    db.select({ total: count() }).from(emails).where(where),
-  ]);
-  const page = toPage(rows, query.limit);
-  return { ...page, items: page.items.map(toEmailView), total };
+  const page = await listNewestFirst(db, emails, and(...filters), query);
+  return { ...page, items: page.items.map(toEmailView) };
 }

@@ -1,8 +1,7 @@
 import { and, eq, notExists, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, events, type JsonObject } from "../../db/schema";
-import { newId } from "../../lib/ids";
-import { advanceStatusSql } from "../emails/status";
+import { advanceStatusSql, buildEmailEventInsert } from "../emails/status";
 import { buildSuppression } from "../suppressions";
 
 /**
@@ -57,20 +56,7 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
         sql`json_extract(${events.data}, '$.feedbackId') = ${data.feedbackId}`,
       ),
     );
-  return db.insert(events).select(
-    db
-      .select({
-        id: sql`${newId()}`.as("id"),
-        projectId: emails.projectId,
-        contactId: emails.contactId,
-        name: sql`${name}`.as("name"),
-        data: sql`${JSON.stringify(data)}`.as("data"),
-        emailId: emails.id,
-        createdAt: sql`${now.getTime()}`.as("created_at"),
-      })
-      .from(emails)
-      .where(and(eq(emails.id, emailId), notExists(duplicate))),
-  );
+  return buildEmailEventInsert(db, emailId, name, data, now, notExists(duplicate));
 }
 
 interface EmailRef {
