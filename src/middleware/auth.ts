@@ -16,13 +16,6 @@ const publicKeyRefused = () =>
  */
 export const authenticate = (options: { allowPublic?: boolean } = {}) =>
   createMiddleware<AppBindings>(async (c, next) => {
-    // Hono's "/x/*" also matches "/x", so a request can meet this middleware twice:
-    // resolve the key once, only re-checking whether this route accepts its kind.
-    const existing = c.get("auth");
-    if (existing) {
-      if (existing.keyKind === "public" && !options.allowPublic) throw publicKeyRefused();
-      return next();
-    }
     const header = c.req.header("Authorization");
     if (!header) {
       throw new ApiError(401, "UNAUTHORIZED", "Missing API key", {

@@ -3,13 +3,9 @@ import type { AppBindings } from "../env";
 import { ApiError } from "../lib/errors";
 
 const DEFAULT_LIMIT = 1000;
-const counted = new WeakSet<Request>();
 
 /** 1000 API requests per minute per project (RATE_LIMIT_PER_MINUTE), counted in the project's Durable Object. */
 export const rateLimit = createMiddleware<AppBindings>(async (c, next) => {
-  // Hono's "/x/*" also matches "/x": a request that meets this middleware twice counts once.
-  if (counted.has(c.req.raw)) return next();
-  counted.add(c.req.raw);
   const { projectId } = c.get("auth");
   const configured = Number(c.env.RATE_LIMIT_PER_MINUTE);
   const limit = Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_LIMIT;
