@@ -26,6 +26,9 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const MAX_REQUESTS = 200_000; // bound for one throughput figure
 const LIST_CONTACTS = Number(process.env.BENCH_CONTACTS ?? 50_000);
 const LATENCY_SAMPLES = 50;
+const SEND_EMAILS = Number(process.env.BENCH_EMAILS ?? 10_000);
+const SEND_TIMEOUT_S = Number(process.env.BENCH_SEND_TIMEOUT ?? 240);
+const BENCH_DOMAIN = "bench.test";
 const PAGE = 20;
 const env = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" };
 const started = performance.now();
@@ -223,7 +226,50 @@ const SECTIONS = [
       report("deep / first page (median)", `${fmt(deepPage.median / firstPage.median, 2)}x`, "(keyset pagination: close to 1)");
     },
   },
-  // Later sections: { title: "Sending", run: accepted /v1/send per second, end-to-end emails/s }
+  {
+    title: "Sending (capture provider, send rate lifted)",
+    async run(ctx) {
+      const from = `hello@${BENCH_DOMAIN}`;
+      const accepted = await throughput(
+        ctx.base,
+        (i) => ({ method: "POST", path: "/v1/send", key: ctx.bench.secretKey, body: { to: `s${i}@bench.test`, from, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } } }),
+        [200],
+      );
+      printThroughput("POST /v1/send accepted (1 recipient)", accepted);
+
+      // End to end: SEND_EMAILS emails accepted in requests of 50 recipients, timed until every one is SENT.
+      const key = ctx.sender.secretKey;
+      const requests = Math.ceil(SEND_EMAILS / 50);
+      const t0 = performance.now();
+      let nextRequest = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (nextRequest < requests) {
+            const r = nextRequest++;
+            const to = Array.from({ length: 50 }, (_, j) => `e2e${r * 50 + j}@bench.test`).slice(0, SEND_EMAILS - r * 50);
+            const res = await send(ctx.base, { method: "POST", path: "/v1/send", key, body: { to, from: `hello@send.${BENCH_DOMAIN}`, subject: "Bench", body: "<p>Hello {{email}}</p>" } });
+            if (res.status !== 200) throw new Error(`/v1/send answered ${res.status}: ${res.text.slice(0, 200)}`);
+          }
+        }),
+      );
+      const acceptSeconds = (performance.now() - t0) / 1000;
+      const deadline = performance.now() + SEND_TIMEOUT_S * 1000;
+      let sent = 0;
+      while (performance.now() < deadline) {
+        const res = await send(ctx.base, { path: "/emails?status=SENT&limit=1", key });
+        sent = JSON.parse(res.text).data.total;
+        if (sent >= SEND_EMAILS) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const totalSeconds = (performance.now() - t0) / 1000;
+      report(`accepted ${SEND_EMAILS} emails (50 per request)`, `${fmt(SEND_EMAILS / acceptSeconds, 0)} emails/s`, `(${fmt(acceptSeconds)} s)`);
+      report(
+        `end to end: accepted -> SENT`,
+        `${fmt(sent / totalSeconds, 0)} emails/s`,
+        `(${sent} of ${SEND_EMAILS} SENT in ${fmt(totalSeconds)} s${sent < SEND_EMAILS ? `, gave up after ${SEND_TIMEOUT_S} s` : ""})`,
+      );
+    },
+  },
 ];
 
 // ---- main --------------------------------------------------------------------
@@ -246,6 +292,15 @@ async function main() {
   log("creating projects");
   const bench = createProject("bench");
   const list = createProject("bench-list");
+  const sender = createProject("bench-send");
+  // A sending domain marked VERIFIED directly in the throwaway database (no DNS here);
+  // the capture provider needs no DKIM key.
+  run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", STATE_DIR, "--yes", "--command",
+    ["bench", "sender"].map((p, i) => {
+      const project = i === 0 ? bench : sender;
+      const name = i === 0 ? BENCH_DOMAIN : `send.${BENCH_DOMAIN}`;
+      return `INSERT INTO domains (id, project_id, name, status, dkim_selector, dkim_public_key, dkim_private_key_encrypted, records) VALUES (${sqlText(uuidv7())}, ${sqlText(project.id)}, ${sqlText(name)}, 'VERIFIED', 'bench', '', '', '[]');`;
+    }).join(" ")]);
   log(`inserting ${LIST_CONTACTS} contacts`);
   const insertStart = performance.now();
   insertContacts(list.id, LIST_CONTACTS);
@@ -260,7 +315,10 @@ async function main() {
     [
       "wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", String(port),
       "--inspector-port", String(inspectorPort), "--persist-to", STATE_DIR,
-      "--var", "RATE_LIMIT_PER_MINUTE:100000000", "--show-interactive-dev-session=false",
+      "--var", "RATE_LIMIT_PER_MINUTE:100000000", "--var", "SEND_RATE_PER_SECOND:1000000",
+      "--var", "EMAIL_PROVIDER:capture", "--var", "ENVIRONMENT:development",
+      "--var", `PUBLIC_URL:http://127.0.0.1:${port}`, "--var", "LINK_SIGNING_SECRET:bench-only-secret",
+      "--show-interactive-dev-session=false",
     ],
     { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
@@ -276,7 +334,7 @@ async function main() {
 
   const doc = JSON.parse((await send(base, { path: "/openapi.json" })).text);
   const probe = await send(base, { path: "/contacts?limit=1", key: bench.secretKey });
-  const ctx = { base, bench, list, paths: new Set(Object.keys(doc.paths)) };
+  const ctx = { base, bench, list, sender, paths: new Set(Object.keys(doc.paths)) };
 
   console.log(`\nEdge Mail benchmark  ${new Date().toISOString()}  node ${process.version}  ${base}`);
   console.log(`concurrency ${CONCURRENCY}, ${SECONDS}s per throughput figure; rate limit ${probe.headers.get("RateLimit-Limit")}/min`);
