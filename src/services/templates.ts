@@ -3,6 +3,7 @@ import type { Database } from "../db/client";
 import { templates, type Template } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { assertTemplateSyntax } from "./send/render";
 import { listNewestFirst } from "../lib/pagination";
 
 export type TemplateType = Template["type"];
@@ -48,7 +49,14 @@ export interface CreateTemplateInput {
 /** Every field optional; `null` clears from, fromName or replyTo. */
 export type UpdateTemplateInput = Partial<CreateTemplateInput>;
 
+/** A template that cannot render is refused when it is stored, not when mail is sent. */
+function assertRenderable(input: { subject?: string; body?: string }) {
+  if (input.subject !== undefined) assertTemplateSyntax(input.subject, "subject");
+  if (input.body !== undefined) assertTemplateSyntax(input.body, "body");
+}
+
 export async function createTemplate(db: Database, projectId: string, input: CreateTemplateInput): Promise<Template> {
+  assertRenderable(input);
   const now = new Date();
   const [template] = await db
     .insert(templates)
@@ -84,6 +92,7 @@ export async function updateTemplate(
   id: string,
   input: UpdateTemplateInput,
 ): Promise<Template> {
+  assertRenderable(input);
   const set: Partial<typeof templates.$inferInsert> = {};
   if (input.name !== undefined) set.name = input.name;
   if (input.subject !== undefined) set.subject = input.subject;

@@ -98,6 +98,17 @@ describe("POST /templates", () => {
     expect(res.body.subject).toHaveLength(998);
   });
 
+  it("422 for a subject or body that cannot render (template syntax), on create and update", async () => {
+    const p = await newProject();
+    const bad = expectError(await p.api.post("/templates", { ...welcome, body: "<p>{% if x %}never closed</p>" }), 422);
+    expect(bad.errors!.map((e) => e.field)).toEqual(["body"]);
+    const created = await p.api.post("/templates", welcome);
+    const patched = expectError(await p.api.patch(`/templates/${created.body.id}`, { subject: "Hi {{ name | nosuchfilter }}" }), 422);
+    expect(patched.errors!.map((e) => e.field)).toEqual(["subject"]);
+    expect((await p.api.get(`/templates/${created.body.id}`)).body.subject).toBe(welcome.subject);
+    expect((await p.api.get("/templates")).body.data.total).toBe(1);
+  });
+
   it("400 for malformed JSON and for a non-JSON content type", async () => {
     const p = await newProject();
     const bad = await call("POST", "/templates", {
