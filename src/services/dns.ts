@@ -226,8 +226,3 @@ export async function resolveDnsCached(config: DnsConfig, name: string, type: Dn
   }
   return result;
 }
-
-/** Forgets cached answers (tests). */
-export function clearDnsMemoryCache() {
-  memory.clear();
-}

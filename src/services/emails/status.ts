@@ -22,10 +22,6 @@ export const STATUS_RANK: Record<EmailStatus, number> = {
   COMPLAINED: 8,
 };
 
-export const FINAL_STATUSES: readonly EmailStatus[] = ["FAILED", "BOUNCED", "COMPLAINED"];
-
-export const statusRank = (status: EmailStatus): number => STATUS_RANK[status];
-
 /** The status after `next` happened to an email in status `current`. */
 export const advanceStatus = (current: EmailStatus, next: EmailStatus): EmailStatus =>
   STATUS_RANK[current] < STATUS_RANK[next] ? next : current;
