@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { and, count, desc, lt, type InferSelectModel, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
+import { base64UrlToBytes, toBase64Url, utf8ToBase64 } from "./base64";
 import { ApiError } from "./errors";
 
 /** Query parameters shared by every cursor-paginated list. */
@@ -25,14 +26,14 @@ export const PaginationQuerySchema = z.object({
  * id (UUIDv7, time ordered), so "the rows after this id" is a stable keyset page.
  */
 export function encodeCursor(lastId: string): string {
-  return btoa(JSON.stringify({ k: lastId })).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return toBase64Url(utf8ToBase64(JSON.stringify({ k: lastId })));
 }
 
 export function decodeCursor(cursor: string | undefined): string | undefined {
   if (!cursor) return undefined;
   try {
-    const json = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
-    const parsed = JSON.parse(json) as { k?: unknown };
+    const bytes = base64UrlToBytes(cursor);
+    const parsed = JSON.parse(bytes ? new TextDecoder().decode(bytes) : "") as { k?: unknown };
     if (typeof parsed.k === "string" && parsed.k.length > 0 && parsed.k.length <= 64) return parsed.k;
   } catch {
     // fall through to the validation error

@@ -4,6 +4,7 @@ import { html, raw } from "hono/html";
 import { getDb } from "../db/client";
 import { capturedMessages } from "../db/schema";
 import { isDevelopment, type AppBindings } from "../env";
+import { base64ToUtf8 } from "../lib/base64";
 import { ApiError } from "../lib/errors";
 import { readBlob } from "../services/blobs";
 
@@ -41,8 +42,7 @@ const layout = (title: string, body: unknown) => html`<!doctype html>
 function htmlPart(message: string): string {
   const match = /Content-Type: text\/html[^\r\n]*\r\nContent-Transfer-Encoding: base64\r\n\r\n([A-Za-z0-9+/=\r\n]+?)(?:\r\n\r\n|\r\n--)/.exec(message);
   if (!match) return "";
-  const bytes = Uint8Array.from(atob(match[1].replace(/\s+/g, "")), (ch) => ch.charCodeAt(0));
-  return new TextDecoder().decode(bytes);
+  return base64ToUtf8(match[1]);
 }
 
 devOutboxRouter.get("/dev/outbox", async (c) => {

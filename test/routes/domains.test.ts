@@ -3,7 +3,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import worker from "../../src/index";
-import { fromBase64, decryptPrivateKey } from "../../src/services/domains/dkim";
+import { decryptPrivateKey } from "../../src/services/domains/dkim";
+import { base64ToBytes } from "../../src/lib/base64";
 import { fakeDns } from "../fake-dns";
 import { expectError, newProject, type TestProject } from "../helpers";
 
@@ -422,9 +423,9 @@ describe("DKIM key", () => {
     expect(row!.dkimPrivateKeyEncrypted).not.toContain("MII"); // not stored in the clear
     const pkcs8 = await decryptPrivateKey(env.DKIM_ENCRYPTION_KEY!, d.domain, row!.dkimPrivateKeyEncrypted);
     const algorithm = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
-    const privateKey = await crypto.subtle.importKey("pkcs8", fromBase64(pkcs8), algorithm, false, ["sign"]);
+    const privateKey = await crypto.subtle.importKey("pkcs8", base64ToBytes(pkcs8), algorithm, false, ["sign"]);
     const p64 = /p=([A-Za-z0-9+/=]+)/.exec(rec(d, "DKIM").value)![1];
-    const publicKey = await crypto.subtle.importKey("spki", fromBase64(p64), algorithm, true, ["verify"]);
+    const publicKey = await crypto.subtle.importKey("spki", base64ToBytes(p64), algorithm, true, ["verify"]);
     expect((publicKey.algorithm as { modulusLength: number }).modulusLength).toBe(2048);
     const message = new TextEncoder().encode("from:ada@example.com\r\nsubject:hello\r\n");
     const signature = await crypto.subtle.sign(algorithm, privateKey, message);

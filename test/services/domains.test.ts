@@ -5,7 +5,8 @@ import type { Env } from "../../src/env";
 import { ApiError } from "../../src/lib/errors";
 import { buildDevSeed } from "../../src/services/dev-seed";
 import { createDomain, requireVerifiedDomain } from "../../src/services/domains";
-import { decryptPrivateKey, fromBase64 } from "../../src/services/domains/dkim";
+import { decryptPrivateKey } from "../../src/services/domains/dkim";
+import { base64ToBytes } from "../../src/lib/base64";
 import { registerDomainWithSes } from "../../src/services/domains/ses";
 import { applyCheck, backoffMs } from "../../src/services/domains/verification";
 import { createProject } from "../../src/services/projects";
@@ -165,8 +166,8 @@ describe("dev seed", () => {
     expect(domain.nextCheckAt).toBeNull(); // never re-checked against the real example.com
     const pkcs8 = await decryptPrivateKey(env.DKIM_ENCRYPTION_KEY!, "example.com", domain.dkimPrivateKeyEncrypted);
     const algorithm = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
-    const key = await crypto.subtle.importKey("pkcs8", fromBase64(pkcs8), algorithm, false, ["sign"]);
-    const publicKey = await crypto.subtle.importKey("spki", fromBase64(domain.dkimPublicKey), algorithm, false, ["verify"]);
+    const key = await crypto.subtle.importKey("pkcs8", base64ToBytes(pkcs8), algorithm, false, ["sign"]);
+    const publicKey = await crypto.subtle.importKey("spki", base64ToBytes(domain.dkimPublicKey), algorithm, false, ["verify"]);
     const data = new TextEncoder().encode("hello");
     expect(await crypto.subtle.verify(algorithm, publicKey, await crypto.subtle.sign(algorithm, key, data), data)).toBe(true);
 

@@ -7,6 +7,8 @@
  * not decrypt.
  */
 
+import { base64ToBytes, bytesToBase64 } from "../../lib/base64";
+
 export const RSA_PARAMS = {
   name: "RSASSA-PKCS1-v1_5",
   modulusLength: 2048,
@@ -17,20 +19,6 @@ export const RSA_PARAMS = {
 export const MIN_ENCRYPTION_KEY_LENGTH = 32;
 
 const encoder = new TextEncoder();
-
-export function toBase64(bytes: ArrayBuffer | Uint8Array): string {
-  const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  let binary = "";
-  for (let i = 0; i < view.length; i += 0x8000) binary += String.fromCharCode(...view.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
-export function fromBase64(text: string): Uint8Array {
-  const binary = atob(text);
-  const out = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-  return out;
-}
 
 export interface DkimKeyPair {
   /** SubjectPublicKeyInfo DER, base64: the `p=` of the DKIM record. */
@@ -43,7 +31,7 @@ export async function generateDkimKeyPair(): Promise<DkimKeyPair> {
   const pair = (await crypto.subtle.generateKey(RSA_PARAMS, true, ["sign", "verify"])) as CryptoKeyPair;
   const spki = (await crypto.subtle.exportKey("spki", pair.publicKey)) as ArrayBuffer;
   const pkcs8 = (await crypto.subtle.exportKey("pkcs8", pair.privateKey)) as ArrayBuffer;
-  return { publicKey: toBase64(spki), privateKeyPkcs8: toBase64(pkcs8) };
+  return { publicKey: bytesToBase64(spki), privateKeyPkcs8: bytesToBase64(pkcs8) };
 }
 
 /** The DKIM TXT record's value for a public key. */
@@ -68,16 +56,16 @@ export async function encryptPrivateKey(secret: string, domain: string, privateK
     await deriveKey(secret),
     encoder.encode(privateKeyPkcs8),
   );
-  return `${toBase64(iv)}.${toBase64(ciphertext)}`;
+  return `${bytesToBase64(iv)}.${bytesToBase64(ciphertext)}`;
 }
 
 /** The PKCS#8 base64 back; throws if the secret or domain does not match. */
 export async function decryptPrivateKey(secret: string, domain: string, stored: string): Promise<string> {
   const [iv, ciphertext] = stored.split(".");
   const plain = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: fromBase64(iv), additionalData: encoder.encode(domain) },
+    { name: "AES-GCM", iv: base64ToBytes(iv), additionalData: encoder.encode(domain) },
     await deriveKey(secret),
-    fromBase64(ciphertext),
+    base64ToBytes(ciphertext),
   );
   return new TextDecoder().decode(plain);
 }

@@ -7,6 +7,8 @@
  * SHA256withRSA for 2).
  */
 
+import { base64ToBytes } from "../../lib/base64";
+
 export type SnsMessageType = "Notification" | "SubscriptionConfirmation" | "UnsubscribeConfirmation";
 
 export interface SnsMessage {
@@ -174,10 +176,7 @@ export function spkiFromCertificate(der: Uint8Array): Uint8Array {
 export function pemToDer(pem: string): Uint8Array {
   const match = /-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/.exec(pem);
   if (!match) throw new Error("no certificate in PEM");
-  const binary = atob(match[1].replace(/\s+/g, ""));
-  const out = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-  return out;
+  return base64ToBytes(match[1]);
 }
 
 // ---- Keys: fetched once per certificate URL, kept in memory ----
@@ -238,10 +237,7 @@ export function clearSnsKeyCache(): void {
 
 function decodeBase64(value: string): Uint8Array | null {
   try {
-    const binary = atob(value.replace(/\s+/g, ""));
-    const out = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
-    return out;
+    return base64ToBytes(value);
   } catch {
     return null;
   }

@@ -1,14 +1,8 @@
 import { AwsClient } from "aws4fetch";
 import type { Env } from "../../env";
+import { utf8ToBase64 } from "../../lib/base64";
 import { sesBaseUrl } from "../domains/ses";
 import { ProviderError, type EmailProvider, type OutgoingMessage } from "./types";
-
-function toBase64(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
 
 /**
  * AWS SES v2 `SendEmail` with raw content (POST /v2/email/outbound-emails),
@@ -42,7 +36,7 @@ export class SesProvider implements EmailProvider {
     const payload = {
       FromEmailAddress: message.from,
       Destination: { ToAddresses: [message.to] },
-      Content: { Raw: { Data: toBase64(message.raw) } },
+      Content: { Raw: { Data: utf8ToBase64(message.raw) } },
       ...(this.env.SES_CONFIGURATION_SET ? { ConfigurationSetName: this.env.SES_CONFIGURATION_SET } : {}),
     };
     let response: Response;

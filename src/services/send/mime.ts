@@ -1,14 +1,8 @@
 import { convert } from "html-to-text";
 import { createMimeMessage, Mailbox } from "mimetext/browser";
 import type { Email } from "../../db/schema";
+import { utf8ToBase64 } from "../../lib/base64";
 import type { StoredAttachment } from "./attachments";
-
-function utf8Base64(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
 
 /** Base64 body lines of at most 76 characters (RFC 2045). */
 const wrap76 = (base64: string) => base64.replace(/.{76}/g, "$&\r\n").replace(/\r\n$/, "");
@@ -29,7 +23,7 @@ export function encodeHeaderWords(text: string): string {
     chunk += ch;
   }
   if (chunk || words.length === 0) words.push(chunk);
-  return words.map((w) => `=?utf-8?B?${utf8Base64(w)}?=`).join("\r\n ");
+  return words.map((w) => `=?utf-8?B?${utf8ToBase64(w)}?=`).join("\r\n ");
 }
 
 export interface MimeOptions {
@@ -63,8 +57,8 @@ export function buildMime(email: Email, options: MimeOptions): string {
     msg.setHeader("List-Unsubscribe-Post", "List-Unsubscribe=One-Click");
   }
   const text = convert(options.html, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] });
-  msg.addMessage({ contentType: "text/plain", data: wrap76(utf8Base64(text)), encoding: "base64" });
-  msg.addMessage({ contentType: "text/html", data: wrap76(utf8Base64(options.html)), encoding: "base64" });
+  msg.addMessage({ contentType: "text/plain", data: wrap76(utf8ToBase64(text)), encoding: "base64" });
+  msg.addMessage({ contentType: "text/html", data: wrap76(utf8ToBase64(options.html)), encoding: "base64" });
   for (const attachment of options.attachments) {
     msg.addAttachment({
       // Non-ASCII filenames as an encoded-word inside the quoted parameter, as common mail clients write them.
