@@ -1,7 +1,6 @@
-import { AwsClient } from "aws4fetch";
 import type { Env } from "../../env";
 import { utf8ToBase64 } from "../../lib/base64";
-import { sesBaseUrl } from "../domains/ses";
+import { sesApi, sesErrorMessage, sesErrorType, SES_NOT_CONFIGURED, type SesApi } from "./ses-client";
 import { ProviderError, type EmailProvider, type OutgoingMessage } from "./types";
 
 /**
@@ -11,25 +10,13 @@ import { ProviderError, type EmailProvider, type OutgoingMessage } from "./types
  */
 export class SesProvider implements EmailProvider {
   readonly name = "ses";
-  private readonly client: AwsClient;
-  private readonly url: string;
+  private readonly ses: SesApi;
 
   constructor(private readonly env: Env) {
-    if (!env.SES_ACCESS_KEY_ID || !env.SES_SECRET_ACCESS_KEY) {
-      // Not a message problem: retried, and the deployment's logs say what to set.
-      throw new ProviderError(
-        "SES is not configured: set the SES_ACCESS_KEY_ID and SES_SECRET_ACCESS_KEY secrets (wrangler secret put)",
-        true,
-      );
-    }
-    this.client = new AwsClient({
-      accessKeyId: env.SES_ACCESS_KEY_ID,
-      secretAccessKey: env.SES_SECRET_ACCESS_KEY,
-      region: env.SES_REGION || "us-east-1",
-      service: "ses",
-      retries: 0,
-    });
-    this.url = `${sesBaseUrl(env)}/v2/email/outbound-emails`;
+    const ses = sesApi(env);
+    // Not a message problem: retried, and each email record says what to set.
+    if (!ses) throw new ProviderError(SES_NOT_CONFIGURED, true);
+    this.ses = ses;
   }
 
   async send(message: OutgoingMessage) {
@@ -41,7 +28,7 @@ export class SesProvider implements EmailProvider {
     };
     let response: Response;
     try {
-      response = await this.client.fetch(this.url, {
+      response = await this.ses.client.fetch(`${this.ses.baseUrl}/v2/email/outbound-emails`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(payload),
@@ -49,18 +36,12 @@ export class SesProvider implements EmailProvider {
     } catch (err) {
       throw new ProviderError(`SES unreachable: ${err instanceof Error ? err.message : String(err)}`, true);
     }
-    const text = await response.text();
-    let body: { MessageId?: string; message?: string; Message?: string } = {};
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // non-JSON error pages are reported by status below
+    if (response.ok) {
+      // SES accepted the message: never retry it, even if the body is odd.
+      const body = (await response.json().catch(() => ({}))) as { MessageId?: string };
+      return { providerMessageId: body.MessageId ?? "" };
     }
-    // SES accepted the message: never retry it, even if the body is odd.
-    if (response.ok) return { providerMessageId: body.MessageId ?? "" };
-    const errorType = response.headers.get("x-amzn-ErrorType")?.split(":")[0] ?? "";
-    const reason = `SES ${response.status}${errorType ? ` ${errorType}` : ""}: ${body.message ?? body.Message ?? text.slice(0, 200)}`;
-    const retryable = response.status === 429 || response.status >= 500 || errorType === "TooManyRequestsException";
-    throw new ProviderError(reason, retryable, response.status);
+    const retryable = response.status === 429 || response.status >= 500 || sesErrorType(response) === "TooManyRequestsException";
+    throw new ProviderError(await sesErrorMessage(response), retryable, response.status);
   }
 }
