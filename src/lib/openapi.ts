@@ -82,6 +82,18 @@ export const DataObjectSchema = z
     example: { firstName: "Ada", plan: "pro" },
   });
 
+/**
+ * Text that ends up in a mail header (subjects, display names): trimmed, at
+ * most `max` characters, no CR/LF or other control characters (tab allowed),
+ * so no request can add or split a header.
+ */
+export const headerText = (max: number) =>
+  z
+    .string()
+    .regex(/^[^\u0000-\u0008\u000a-\u001f\u007f]*$/, "Must not contain line breaks or control characters")
+    .trim()
+    .max(max);
+
 /** An email address as accepted everywhere: trimmed, lower-cased, at most 254 characters. */
 export const EmailSchema = z
   .string()

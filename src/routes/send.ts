@@ -1,7 +1,17 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { ApiError } from "../lib/errors";
-import { commonErrors, errorResponse, EmailSchema, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import {
+  commonErrors,
+  DataObjectSchema,
+  EmailSchema,
+  errorResponse,
+  headerText,
+  jsonBody,
+  jsonResponse,
+  securityScheme,
+  successEnvelope,
+} from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import {
   base64DecodedSize,
@@ -12,12 +22,9 @@ import {
   MAX_ATTACHMENTS,
 } from "../services/send/attachments";
 import { acceptSend, MAX_RECIPIENTS } from "../services/send/accept";
-import { headerNameProblem, headerValueProblem, NO_CONTROL_CHARS } from "../services/send/headers";
+import { headerNameProblem, headerValueProblem } from "../services/send/headers";
 
-const DisplayNameSchema = z
-  .string()
-  .max(200)
-  .regex(NO_CONTROL_CHARS, "Names may not contain control characters such as CR or LF");
+const DisplayNameSchema = headerText(200);
 
 const MailboxSchema = z.union([EmailSchema, z.object({ name: DisplayNameSchema.optional(), email: EmailSchema })]);
 
@@ -35,24 +42,13 @@ const AttachmentSchema = z
     }
   });
 
-/** A data value `{value, persistent: false}` is used for this email only and not stored on the contact. */
-const DataSchema = z.record(z.string().min(1).max(128), z.unknown()).superRefine((data, ctx) => {
-  if (new TextEncoder().encode(JSON.stringify(data)).length > 32 * 1024) {
-    ctx.addIssue({ code: "custom", message: "data may be at most 32 KB as JSON" });
-  }
-});
 
 export const SendRequestSchema = z
   .object({
     to: z
       .union([MailboxSchema, z.array(MailboxSchema).min(1).max(MAX_RECIPIENTS)])
       .openapi({ description: `A recipient or up to ${MAX_RECIPIENTS}: "a@b.com", {name, email}, or an array of either` }),
-    subject: z
-      .string()
-      .min(1)
-      .max(998)
-      .regex(NO_CONTROL_CHARS, "subject may not contain control characters such as CR or LF")
-      .optional(),
+    subject: headerText(998).min(1).optional(),
     body: z.string().min(1).max(512 * 1024).optional(),
     type: z.enum(["html", "markdown"]).optional().openapi({ description: "Body format (Plunk SDK); default html" }),
     template: z.string().min(1).max(64).optional().openapi({ description: "Template id" }),
@@ -63,7 +59,9 @@ export const SendRequestSchema = z
     subscribed: z.boolean().optional().openapi({
       description: "Subscribes the recipients to marketing mail. Contacts created by a send are unsubscribed unless true.",
     }),
-    data: DataSchema.optional(),
+    data: DataObjectSchema.optional().openapi({
+      description: "Template variables, merged into the contact's data; a value `{value, persistent: false}` is used for this email only",
+    }),
     attachments: z.array(AttachmentSchema).max(MAX_ATTACHMENTS).optional(),
   })
   .superRefine((req, ctx) => {

@@ -4,6 +4,7 @@ import { createRouter } from "../lib/router";
 import {
   commonErrors,
   EmailSchema,
+  headerText,
   IdParamSchema,
   jsonBody,
   jsonResponse,
@@ -26,17 +27,8 @@ export const MAX_TEMPLATE_SUBJECT = 998;
 export const MAX_TEMPLATE_FROM_NAME = 200;
 export const MAX_TEMPLATE_BODY_BYTES = 512 * 1024;
 
-// C0 controls (CR and LF included) and DEL; a tab is allowed.
-const CONTROL_CHARS = /[\u0000-\u0008\u000a-\u001f\u007f]/;
-
-/** Single-line text that is safe to put in a mail header: no CR/LF or other control characters. */
-const headerText = (max: number) =>
-  z
-    .string()
-    .refine((value) => !CONTROL_CHARS.test(value), { message: "Must not contain line breaks or control characters" })
-    .trim()
-    .min(1)
-    .max(max);
+/** Single-line, non-empty text that is safe to put in a mail header. */
+const requiredHeaderText = (max: number) => headerText(max).min(1);
 
 const TemplateTypeSchema = z.enum(["TRANSACTIONAL", "MARKETING"]).openapi({
   description: "MARKETING templates are only sent to subscribed contacts",
@@ -58,8 +50,8 @@ const TemplateSchema = z
   .openapi("Template");
 
 const templateFields = {
-  name: headerText(MAX_TEMPLATE_NAME).openapi({ example: "Welcome", description: `1-${MAX_TEMPLATE_NAME} characters` }),
-  subject: headerText(MAX_TEMPLATE_SUBJECT).openapi({
+  name: requiredHeaderText(MAX_TEMPLATE_NAME).openapi({ example: "Welcome", description: `1-${MAX_TEMPLATE_NAME} characters` }),
+  subject: requiredHeaderText(MAX_TEMPLATE_SUBJECT).openapi({
     example: "Welcome, {{firstName ?? friend}}",
     description: `1-${MAX_TEMPLATE_SUBJECT} characters, no line breaks; may use {{variables}}`,
   }),
@@ -77,7 +69,7 @@ const templateFields = {
       type: ["string", "null"],
       description: "Default sender address for sends with this template (needs a verified domain when sending); null clears it",
     }),
-  fromName: headerText(MAX_TEMPLATE_FROM_NAME)
+  fromName: requiredHeaderText(MAX_TEMPLATE_FROM_NAME)
     .nullable()
     .optional()
     .openapi({ description: "Default sender display name, no line breaks; null clears it" }),

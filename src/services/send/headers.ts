@@ -40,6 +40,3 @@ export function headerNameProblem(name: string): string | null {
 export function headerValueProblem(value: string): string | null {
   return FIELD_VALUE.test(value) ? null : "Header values are printable ASCII, at most 998 characters, without CR or LF";
 }
-
-/** Display names and subjects: any Unicode text except control characters (CR, LF, NUL, ...). */
-export const NO_CONTROL_CHARS = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/;
