@@ -1,13 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { eq } from "drizzle-orm";
 import { getDb } from "../db/client";
-import type { Database } from "../db/client";
-import { emails, projects } from "../db/schema";
 import { requireSecret } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
-import { recordEngagement, type Engagement } from "../services/emails/status";
+import { recordEngagement } from "../services/emails/status";
 import { isTrackableUrl, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
 
 const tags = ["Tracking"];
@@ -65,17 +62,6 @@ const clickRoute = createRoute({
 });
 
 /** Records an open or click unless the email is unknown or its project has tracking turned off. */
-async function record(db: Database, emailId: string, kind: Engagement, url?: string): Promise<void> {
-  const [row] = await db
-    .select({ trackingEnabled: projects.trackingEnabled })
-    .from(emails)
-    .innerJoin(projects, eq(projects.id, emails.projectId))
-    .where(eq(emails.id, emailId))
-    .limit(1);
-  if (!row?.trackingEnabled) return;
-  await recordEngagement(db, emailId, kind, url === undefined ? {} : { url });
-}
-
 export const trackingRouter = createRouter()
   .openapi(openRoute, async (c) => {
     const { emailId } = c.req.valid("param");
@@ -83,7 +69,7 @@ export const trackingRouter = createRouter()
     const secret = requireSecret(c.env, "LINK_SIGNING_SECRET");
     if (await verifyOpenSignature(secret, emailId, s)) {
       try {
-        await record(getDb(c.env.DB), emailId, "OPENED");
+        await recordEngagement(getDb(c.env.DB), emailId, "OPENED");
       } catch (err) {
         // The image is served either way; a lost open is better than a broken picture.
         console.error("recording an open failed", emailId, err);
@@ -101,6 +87,6 @@ export const trackingRouter = createRouter()
       });
     }
     if (!isTrackableUrl(u)) throw new ApiError(400, "BAD_REQUEST", "This tracking link does not point to an http(s) URL");
-    await record(getDb(c.env.DB), emailId, "CLICKED", u);
+    await recordEngagement(getDb(c.env.DB), emailId, "CLICKED", { url: u });
     return c.body(null, 302, { Location: new URL(u).href, "Referrer-Policy": "no-referrer", ...NO_CACHE });
   });

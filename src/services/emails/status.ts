@@ -1,6 +1,6 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { emails, events, type EmailStatus, type JsonObject } from "../../db/schema";
+import { emails, events, projects, type EmailStatus, type JsonObject } from "../../db/schema";
 import { newId } from "../../lib/ids";
 
 /**
@@ -55,7 +55,8 @@ export type Engagement = "OPENED" | "CLICKED";
  * first-time timestamp is set once, the status advances (only from SENT or
  * later: an email still QUEUED/SENDING is the consumer's to move), and an
  * `email.opened` / `email.clicked` event (with `{url}` for clicks) is stored
- * for the email's contact. Returns false when the email does not exist.
+ * for the email's contact. Nothing is recorded for a project with tracking
+ * off. Returns false when nothing was recorded (unknown email, tracking off).
  */
 export async function recordEngagement(
   db: Database,
@@ -70,13 +71,15 @@ export async function recordEngagement(
     kind === "OPENED"
       ? { opens: sql`${emails.opens} + 1`, openedAt: sql`COALESCE(${emails.openedAt}, ${now.getTime()})` }
       : { clicks: sql`${emails.clicks} + 1`, clickedAt: sql`COALESCE(${emails.clickedAt}, ${now.getTime()})` };
+  // The project's tracking switch is part of both statements: one round trip, no separate lookup.
+  const tracked = sql`EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${emails.projectId} AND ${projects.trackingEnabled} = 1)`;
   const [updated] = await db.batch([
     db
       .update(emails)
       .set({ ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now })
-      .where(eq(emails.id, emailId))
+      .where(and(eq(emails.id, emailId), tracked))
       .returning({ id: emails.id }),
-    buildEmailEventInsert(db, emailId, name, data, now),
+    buildEmailEventInsert(db, emailId, name, data, now, tracked),
   ]);
   return updated.length > 0;
 }
