@@ -148,18 +148,17 @@ export async function acceptSend(
   }
   const addresses = [...recipients.keys()];
 
-  const suppressedMap = await findSuppressed(db, projectId, addresses);
-  const suppressed = addresses.filter((a) => suppressedMap.has(a)).map((email) => ({ email, reason: suppressedMap.get(email)! }));
-  const sendable = addresses.filter((a) => !suppressedMap.has(a));
-
-  const existing = new Map<string, Contact>();
-  if (sendable.length > 0) {
-    const rows = await db
+  // Both reads at once (at most 50 addresses: one IN list each).
+  const [suppressedMap, existingContacts] = await Promise.all([
+    findSuppressed(db, projectId, addresses),
+    db
       .select()
       .from(contacts)
-      .where(and(eq(contacts.projectId, projectId), inArray(contacts.email, sendable)));
-    for (const row of rows) existing.set(row.email, row);
-  }
+      .where(and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses))),
+  ]);
+  const suppressed = addresses.filter((a) => suppressedMap.has(a)).map((email) => ({ email, reason: suppressedMap.get(email)! }));
+  const sendable = addresses.filter((a) => !suppressedMap.has(a));
+  const existing = new Map<string, Contact>(existingContacts.map((row) => [row.email, row]));
 
   if (marketing) {
     const unsubscribed = sendable.filter((a) => !(body.subscribed ?? existing.get(a)?.subscribed ?? false));
