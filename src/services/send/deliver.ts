@@ -1,6 +1,7 @@
 import { and, eq, inArray, lt, or, sql } from "drizzle-orm";
-import { getDb, type Database } from "../../db/client";
-import { emails, projects, type Email } from "../../db/schema";
+import { getDb, runBatch, type Database } from "../../db/client";
+import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
+import { emails, projects, type Email, type EmailStatus } from "../../db/schema";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
@@ -63,7 +64,7 @@ async function composeMessage(db: Database, env: Env, email: Email, trackingEnab
   });
 }
 
-async function markOutcome(db: Database, emailId: string, set: Partial<typeof emails.$inferInsert>) {
+async function markOutcome(db: Database, emailId: string, set: SQLiteUpdateSetSource<typeof emails>) {
   await db
     .update(emails)
     .set({ ...set, updatedAt: new Date() })
@@ -135,13 +136,7 @@ export async function handleSendBatch(batch: MessageBatch<SendEmailMessage>, env
     // A deployment problem (e.g. missing credentials): keep the mail, say why on each record, retry.
     const reason = err instanceof Error ? err.message : String(err);
     console.error("email provider unavailable", reason);
-    const ids = batch.messages.map((m) => (m.body as Partial<SendEmailMessage>)?.emailId).filter((id): id is string => typeof id === "string");
-    for (let i = 0; i < ids.length; i += 90) {
-      await db
-        .update(emails)
-        .set({ error: reason, updatedAt: new Date() })
-        .where(and(inArray(emails.id, ids.slice(i, i + 90)), eq(emails.status, "QUEUED")));
-    }
+    await updateEmailsById(db, emailIdsOf(batch), ["QUEUED"], { error: reason, updatedAt: new Date() });
     for (const message of batch.messages) message.retry({ delaySeconds: backoffSeconds(message.attempts) });
     return;
   }
@@ -193,19 +188,13 @@ async function deferMessages(env: Env, messages: Message<SendEmailMessage>[], re
 /** Dead-letter consumer: a message that exhausted its retries marks its email FAILED (if it is not done already). */
 export async function handleDeadLetters(batch: MessageBatch<SendEmailMessage>, env: Env): Promise<void> {
   const db = getDb(env.DB);
-  const ids = batch.messages.map((m) => (m.body as Partial<SendEmailMessage>)?.emailId).filter((id): id is string => typeof id === "string");
   const now = new Date();
-  for (let i = 0; i < ids.length; i += 90) {
-    await db
-      .update(emails)
-      .set({
-        status: "FAILED",
-        failedAt: now,
-        updatedAt: now,
-        error: sql`'Gave up after ' || ${emails.attempts} || ' attempts' || COALESCE(': ' || ${emails.error}, '')`,
-      })
-      .where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, ["QUEUED", "SENDING"])));
-  }
+  await updateEmailsById(db, emailIdsOf(batch), ["QUEUED", "SENDING"], {
+    status: "FAILED",
+    failedAt: now,
+    updatedAt: now,
+    error: sql`'Gave up after ' || ${emails.attempts} || ' attempts' || COALESCE(': ' || ${emails.error}, '')`,
+  });
   for (const m of batch.messages) m.ack();
 }
 
@@ -225,14 +214,19 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
   for (let i = 0; i < stuck.length; i += 100) {
     await env.EMAIL_QUEUE.sendBatch(stuck.slice(i, i + 100).map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
   }
-  if (stuck.length > 0) {
-    // Touch them so the next sweep waits another lease before trying again.
-    for (let i = 0; i < stuck.length; i += 90) {
-      await db
-        .update(emails)
-        .set({ updatedAt: now })
-        .where(and(inArray(emails.id, stuck.slice(i, i + 90).map((e) => e.id)), eq(emails.status, "QUEUED")));
-    }
-  }
+  // Touch them so the next sweep waits another lease before trying again.
+  await updateEmailsById(db, stuck.map((e) => e.id), ["QUEUED"], { updatedAt: now });
   return stuck.length;
+}
+
+const emailIdsOf = (batch: MessageBatch<SendEmailMessage>) =>
+  batch.messages.map((m) => (m.body as Partial<SendEmailMessage>)?.emailId).filter((id): id is string => typeof id === "string");
+
+/** Updates the emails with these ids that are in one of `statuses`: statements under D1's 100-parameter limit, in one batch. */
+async function updateEmailsById(db: Database, ids: string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>) {
+  const statements = [];
+  for (let i = 0; i < ids.length; i += 90) {
+    statements.push(db.update(emails).set(set).where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, statuses))));
+  }
+  await runBatch(db, statements);
 }
