@@ -4,11 +4,6 @@ import type { AppBindings } from "../env";
 import { ApiError } from "../lib/errors";
 import { findKeyOwner, isWellFormedKey } from "../services/api-keys";
 
-const publicKeyRefused = () =>
-  new ApiError(403, "FORBIDDEN", "Public keys (pk_) can only be used on POST /v1/track", {
-    suggestion: "Use a secret key (sk_) from your server for this endpoint.",
-  });
-
 /**
  * Resolves `Authorization: Bearer <key>` to a project.
  * 401: missing, malformed or unknown key. 403: a disabled project, or a public
@@ -31,7 +26,11 @@ export const authenticate = (options: { allowPublic?: boolean } = {}) =>
     const owner = await findKeyOwner(getDb(c.env.DB), match[1]);
     if (!owner) throw new ApiError(401, "UNAUTHORIZED", "Invalid API key");
     if (owner.projectDisabled) throw new ApiError(403, "PROJECT_DISABLED", "This project is disabled");
-    if (owner.kind === "public" && !options.allowPublic) throw publicKeyRefused();
+    if (owner.kind === "public" && !options.allowPublic) {
+      throw new ApiError(403, "FORBIDDEN", "Public keys (pk_) can only be used on POST /v1/track", {
+        suggestion: "Use a secret key (sk_) from your server for this endpoint.",
+      });
+    }
     c.set("auth", { projectId: owner.projectId, keyKind: owner.kind });
     await next();
   });
