@@ -3,7 +3,8 @@ import type { Database } from "../../db/client";
 import { contacts, emails, events } from "../../db/schema";
 import { newId } from "../../lib/ids";
 
-export type UnsubscribeOutcome = "unsubscribed" | "already-unsubscribed" | "no-contact" | "unknown-email";
+/** "unchanged": already unsubscribed, or the contact was deleted since. */
+export type UnsubscribeOutcome = "unsubscribed" | "unchanged" | "unknown-email";
 
 /**
  * Unsubscribes the contact an email was sent to. The `contact.unsubscribed`
@@ -21,7 +22,7 @@ export async function unsubscribeByEmail(
     .where(eq(emails.id, emailId))
     .limit(1);
   if (!email) return "unknown-email";
-  if (!email.contactId) return "no-contact";
+  if (!email.contactId) return "unchanged";
   const contactId = email.contactId;
   const now = new Date();
   const stillSubscribed = and(
@@ -46,7 +47,5 @@ export async function unsubscribeByEmail(
     ),
     db.update(contacts).set({ subscribed: false, updatedAt: now }).where(stillSubscribed).returning({ id: contacts.id }),
   ]);
-  if (updated.length > 0) return "unsubscribed";
-  const [exists] = await db.select({ id: contacts.id }).from(contacts).where(eq(contacts.id, contactId)).limit(1);
-  return exists ? "already-unsubscribed" : "no-contact";
+  return updated.length > 0 ? "unsubscribed" : "unchanged";
 }
