@@ -127,10 +127,43 @@ export function respondWithError(c: Context<AppBindings>, err: ApiError) {
   return c.json(errorBody(err, requestId), err.status);
 }
 
+/** Largest stored contact data (JSON bytes), enforced by a D1 trigger on every write (migration 0002). */
+export const MAX_CONTACT_DATA_BYTES = 65536;
+
+/**
+ * Limits the database enforces itself (triggers that RAISE a known message),
+ * turned into the client error they stand for. Checked inside the write, so no
+ * concurrent request can slip past them.
+ */
+const DATABASE_GUARDS: [RegExp, () => ApiError][] = [
+  [
+    /CONTACT_DATA_TOO_LARGE/,
+    () =>
+      ApiError.validation([
+        {
+          field: "data",
+          message: `A contact's data may be at most ${MAX_CONTACT_DATA_BYTES} bytes as JSON (after merging with what is stored)`,
+          code: "too_big",
+        },
+      ]),
+  ],
+];
+
+/** The ApiError for an error raised by one of the database's guards, or null. */
+export function fromDatabaseGuard(err: unknown): ApiError | null {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const message = e instanceof Error ? e.message : String(e);
+    for (const [pattern, make] of DATABASE_GUARDS) if (pattern.test(message)) return make();
+  }
+  return null;
+}
+
 /** The app's onError handler: every thrown thing becomes the envelope; only real bugs are 500. */
 export function handleError(err: Error, c: Context<AppBindings>) {
   if (err instanceof ApiError) return respondWithError(c, err);
   if (err instanceof HTTPException) return respondWithError(c, fromHttpException(err));
+  const guarded = fromDatabaseGuard(err);
+  if (guarded) return respondWithError(c, guarded);
   console.error("unhandled error", c.get("requestId"), err);
   return respondWithError(c, new ApiError(500, "INTERNAL_ERROR", "An unexpected error occurred"));
 }

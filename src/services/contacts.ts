@@ -64,10 +64,19 @@ export function buildContactUpsert(
   projectId: string,
   input: UpsertContactInput,
   defaultSubscribed: boolean,
+  options: { leaveExisting?: boolean } = {},
 ) {
   const id = newId();
   const now = new Date();
   const patch = JSON.stringify(input.data ?? {});
+  // leaveExisting (a public key): an existing contact is only looked up, never changed.
+  const set = options.leaveExisting
+    ? { updatedAt: sql`${contacts.updatedAt}` }
+    : {
+        subscribed: input.subscribed === undefined ? sql`${contacts.subscribed}` : input.subscribed,
+        data: sql`json_patch(${contacts.data}, ${patch})`,
+        updatedAt: now,
+      };
   const query = db
     .insert(contacts)
     .values({
@@ -81,11 +90,7 @@ export function buildContactUpsert(
     })
     .onConflictDoUpdate({
       target: [contacts.projectId, contacts.email],
-      set: {
-        subscribed: input.subscribed === undefined ? sql`${contacts.subscribed}` : input.subscribed,
-        data: sql`json_patch(${contacts.data}, ${patch})`,
-        updatedAt: now,
-      },
+      set,
     })
     .returning();
   return {
@@ -93,6 +98,27 @@ export function buildContactUpsert(
     // On conflict the row keeps its old id, so a returned new id means "inserted".
     result: (rows: Contact[]): UpsertResult => ({ contact: rows[0], isNew: rows[0].id === id }),
   };
+}
+
+/**
+ * Splits request data into what is stored on the contact and what is used
+ * only where it was sent (this email, this event): a value
+ * `{value, persistent: false}` is never stored on the contact; `{value}` alone
+ * is unwrapped.
+ */
+export function splitPersistentData(data: JsonObject = {}) {
+  const persistent: JsonObject = {};
+  const all: JsonObject = {};
+  for (const [key, raw] of Object.entries(data)) {
+    const wrapped =
+      raw !== null && typeof raw === "object" && !Array.isArray(raw) && "value" in raw &&
+      Object.keys(raw).every((k) => k === "value" || k === "persistent");
+    const value = wrapped ? (raw as { value: unknown }).value : raw;
+    const keep = !(wrapped && (raw as { persistent?: unknown }).persistent === false);
+    all[key] = value;
+    if (keep) persistent[key] = value;
+  }
+  return { persistent, all };
 }
 
 export async function getContact(db: Database, projectId: string, id: string): Promise<Contact> {

@@ -3,7 +3,7 @@ import type { Database } from "../db/client";
 import { contacts, events, type JsonObject } from "../db/schema";
 import { newId } from "../lib/ids";
 import { decodeCursor, toPage } from "../lib/pagination";
-import { buildContactUpsert } from "./contacts";
+import { buildContactUpsert, splitPersistentData } from "./contacts";
 
 export interface TrackEventInput {
   email: string;
@@ -13,6 +13,15 @@ export interface TrackEventInput {
   data?: JsonObject;
   /** Applied to the contact when given; a new contact is subscribed by default. */
   subscribed?: boolean;
+}
+
+export interface TrackOptions {
+  /**
+   * A public key (it sits in browser JavaScript, so anyone can use it): an
+   * existing contact is left exactly as it is (subscription and data), and a
+   * new one is created without data. The event keeps its data either way.
+   */
+  publicKey?: boolean;
 }
 
 export interface TrackEventResult {
@@ -27,9 +36,18 @@ export interface TrackEventResult {
  * The event finds its contact by (project, email) in a subquery, so both
  * statements go in the same batch and a failure leaves neither behind.
  */
-export async function trackEvent(db: Database, projectId: string, input: TrackEventInput): Promise<TrackEventResult> {
+export async function trackEvent(
+  db: Database,
+  projectId: string,
+  input: TrackEventInput,
+  options: TrackOptions = {},
+): Promise<TrackEventResult> {
   const email = input.email.toLowerCase();
-  const upsert = buildContactUpsert(db, projectId, { email, data: input.data, subscribed: input.subscribed }, true);
+  // `{value, persistent: false}` (as on /v1/send): stored on the event, never on the contact.
+  const { persistent, all } = splitPersistentData(input.data);
+  const upsert = options.publicKey
+    ? buildContactUpsert(db, projectId, { email, subscribed: input.subscribed }, true, { leaveExisting: true })
+    : buildContactUpsert(db, projectId, { email, data: persistent, subscribed: input.subscribed }, true);
   const eventId = newId();
   const createdAt = new Date();
   const [contactRows] = await db.batch([
@@ -39,7 +57,7 @@ export async function trackEvent(db: Database, projectId: string, input: TrackEv
       projectId,
       contactId: sql`(SELECT id FROM contacts WHERE project_id = ${projectId} AND email = ${email})`,
       name: input.event,
-      data: input.data ?? {},
+      data: all,
       createdAt,
     }),
   ]);

@@ -19,8 +19,10 @@ describe("POST /v1/track", () => {
     });
     expect(Date.parse(res.body.data.timestamp)).toBeGreaterThanOrEqual(before - 1000);
 
+    // A public key never writes contact data: the event keeps it.
     const contact = await p.api.get(`/contacts/${res.body.data.contact}`);
-    expect(contact.body).toMatchObject({ email: "ada@example.com", subscribed: true, data: { plan: "pro" } });
+    expect(contact.body).toMatchObject({ email: "ada@example.com", subscribed: true });
+    expect(contact.body.data).toEqual({});
 
     const events = await p.api.get("/events");
     expect(events.body.data.items).toEqual([
@@ -43,10 +45,10 @@ describe("POST /v1/track", () => {
     expect(res.body.success).toBe(true);
   });
 
-  it("updates an existing contact: same id, data merged (null removes a key), subscription kept", async () => {
+  it("with a secret key updates an existing contact: same id, data merged (null removes a key), subscription kept", async () => {
     const p = await newProject();
     const created = await p.api.post("/contacts", { email: "ada@example.com", subscribed: false, data: { plan: "free", city: "London" } });
-    const res = await p.publicApi.post("/v1/track", {
+    const res = await p.api.post("/v1/track", {
       email: "ADA@example.com",
       event: "upgraded",
       data: { plan: "pro", city: null, seats: 3 },
@@ -61,7 +63,7 @@ describe("POST /v1/track", () => {
     expect(events.body.data.items[0].data).toEqual({ plan: "pro", city: null, seats: 3 });
   });
 
-  it("subscribed:false creates an unsubscribed contact; subscribed:true resubscribes", async () => {
+  it("subscribed:false creates an unsubscribed contact; only a secret key resubscribes an existing one", async () => {
     const p = await newProject();
     const first = await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "visited", subscribed: false });
     expect(first.status).toBe(200);
@@ -69,7 +71,40 @@ describe("POST /v1/track", () => {
     await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "visited" });
     expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
     await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "opted-in", subscribed: true });
+    expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
+    await p.api.post("/v1/track", { email: "bob@example.com", event: "opted-in", subscribed: true });
     expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(true);
+  });
+
+  it("with a public key leaves an existing contact exactly as it was (no unsubscribe, no data), and the event keeps its data", async () => {
+    const p = await newProject();
+    const created = await p.api.post("/contacts", { email: "ada@example.com", data: { plan: "free" } });
+    const before = (await p.api.get(`/contacts/${created.body.id}`)).body;
+    const res = await p.publicApi.post("/v1/track", {
+      email: "ada@example.com",
+      event: "hostile",
+      subscribed: false,
+      data: { plan: null, link: "[click](https://evil.example)" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data.contact).toBe(created.body.id);
+    expect((await p.api.get(`/contacts/${created.body.id}`)).body).toEqual(before);
+    const events = await p.api.get("/events");
+    expect(events.body.data.items[0].data).toEqual({ plan: null, link: "[click](https://evil.example)" });
+  });
+
+  it("stores {value, persistent: false} on the event only, never on the contact (like /v1/send)", async () => {
+    const p = await newProject();
+    const res = await p.api.post("/v1/track", {
+      email: "ada@example.com",
+      event: "checkout",
+      data: { plan: "pro", cartId: { value: "c-42", persistent: false }, seats: { value: 3 } },
+    });
+    expect(res.status).toBe(200);
+    const contact = await p.api.get(`/contacts/${res.body.data.contact}`);
+    expect(contact.body.data).toEqual({ plan: "pro", seats: 3 });
+    const events = await p.api.get("/events");
+    expect(events.body.data.items[0].data).toEqual({ plan: "pro", cartId: "c-42", seats: 3 });
   });
 
   it("records one event per call, each with its own id, against one contact", async () => {

@@ -6,7 +6,7 @@ import { publicUrl, requireSecret } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { buildContactUpsert } from "../contacts";
+import { buildContactUpsert, splitPersistentData } from "../contacts";
 import { requireVerifiedDomain } from "../domains";
 import { findSuppressed } from "../suppressions";
 import { unsubscribeUrl } from "../tracking/links";
@@ -26,25 +26,6 @@ export interface SendResult {
 }
 
 const mailbox = (m: Mailbox) => (typeof m === "string" ? { email: m, name: undefined } : m);
-
-/**
- * Splits request data into what is stored on the contact and what is used for
- * this email only (`{value, persistent: false}`); `{value}` alone is unwrapped.
- */
-export function splitSendData(data: JsonObject = {}) {
-  const persistent: JsonObject = {};
-  const forThisEmail: JsonObject = {};
-  for (const [key, raw] of Object.entries(data)) {
-    const wrapped =
-      raw !== null && typeof raw === "object" && !Array.isArray(raw) && "value" in raw &&
-      Object.keys(raw).every((k) => k === "value" || k === "persistent");
-    const value = wrapped ? (raw as { value: unknown }).value : raw;
-    const keep = !(wrapped && (raw as { persistent?: unknown }).persistent === false);
-    forThisEmail[key] = value;
-    if (keep) persistent[key] = value;
-  }
-  return { persistent, forThisEmail };
-}
 
 async function requestHash(body: SendRequest): Promise<string> {
   return sha256Hex(JSON.stringify(body));
@@ -170,7 +151,7 @@ export async function acceptSend(
     }
   }
 
-  const { persistent, forThisEmail } = splitSendData(body.data as JsonObject | undefined);
+  const { persistent, all: forThisEmail } = splitPersistentData(body.data as JsonObject | undefined);
   const sendId = newId();
   const now = new Date();
   const baseUrl = publicUrl(env, options.requestUrl);
