@@ -4,7 +4,7 @@ import { cors } from "hono/cors";
 import { ApiError, handleError, handleNotFound } from "./lib/errors";
 import { createRouter } from "./lib/router";
 import { authenticate } from "./middleware/auth";
-import { rateLimit } from "./middleware/rate-limit";
+import { rateLimit, type Clock } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { contactsRouter } from "./routes/contacts";
 import { devOutboxRouter } from "./routes/dev-outbox";
@@ -29,8 +29,14 @@ export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 // would run auth and the rate limiter twice for one request.
 const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/v1/verify", "/v1/send"];
 
-export function createApp() {
+export interface AppOptions {
+  /** The clock of the rate limiter (default Date.now); tests inject a fixed one. */
+  now?: Clock;
+}
+
+export function createApp(options: AppOptions = {}) {
   const app = createRouter();
+  const limitRate = rateLimit(options.now);
 
   app.use("*", requestId);
   app.use("*", (c, next) =>
@@ -55,8 +61,8 @@ export function createApp() {
       maxAge: 86400,
     }),
   );
-  app.use("/v1/track", authenticate({ allowPublic: true }), rateLimit);
-  for (const path of SECRET_KEY_PATHS) app.use(path, authenticate(), rateLimit);
+  app.use("/v1/track", authenticate({ allowPublic: true }), limitRate);
+  for (const path of SECRET_KEY_PATHS) app.use(path, authenticate(), limitRate);
 
   app.route("/", healthRouter);
   app.route("/", contactsRouter);

@@ -3,9 +3,9 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import worker from "../src/index";
 import type { Env, SendEmailMessage } from "../src/env";
-import { BASE, newProject } from "./helpers";
-import { fakeDns } from "./fake-dns";
-import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fake-ses";
+import { BASE, newProject, type TestProject } from "./helpers";
+import { fakeDns } from "./fakes/dns";
+import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fakes/ses";
 
 /** Stands in for the queue producer so a test decides when the consumer runs. */
 export function recordingQueue() {
@@ -27,6 +27,20 @@ export function recordingQueue() {
 let domainCounter = 0;
 
 /**
+ * Adds a fresh sending domain to the project through the API, publishes its
+ * records in the fake DNS and verifies it; returns the domain name.
+ */
+export async function verifiedDomain(project: TestProject, dns: ReturnType<typeof fakeDns>): Promise<string> {
+  const domain = `send${++domainCounter}-${crypto.randomUUID().slice(0, 8)}.test`;
+  const created = await project.api.post("/domains", { domain });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  dns.publish(created.body.records);
+  const verified = await project.api.post(`/domains/${created.body.id}/verify`);
+  expect(verified.body.status, JSON.stringify(verified.body)).toBe("VERIFIED");
+  return domain;
+}
+
+/**
  * A project with a VERIFIED sending domain (verified through the API against
  * the fake DNS), the fake SES at the HTTP boundary, and the Worker wired to
  * them with a recording queue. `send` posts to /v1/send; `deliver` runs the
@@ -46,12 +60,7 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
   } as Env;
 
   const project = await newProject("sender");
-  const domain = `send${++domainCounter}-${crypto.randomUUID().slice(0, 8)}.test`;
-  const created = await project.api.post("/domains", { domain });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  dns.publish(created.body.records);
-  const verified = await project.api.post(`/domains/${created.body.id}/verify`);
-  expect(verified.body.status).toBe("VERIFIED");
+  const domain = await verifiedDomain(project, dns);
 
   async function request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     const ctx = createExecutionContext();

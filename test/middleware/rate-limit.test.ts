@@ -1,92 +1,97 @@
 import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
 import type { ProjectLimiter } from "../../src/durable/project-limiter";
-import worker from "../../src/index";
-import { BASE, expectError, newProject, type JsonResponse, type TestProject } from "../helpers";
+import { BASE, expectError, newProject, type JsonResponse } from "../helpers";
 
 const LIMIT = 1000; // vitest.config.ts sets RATE_LIMIT_PER_MINUTE to 1000
 const CHEAP = "/contacts?limit=1";
+const MINUTE = 60_000;
 
 /**
- * The limiter uses fixed, wall-clock-aligned minute windows. A boundary test must
- * not straddle two windows, so wait for the next minute when too little is left.
+ * The Worker's app with the rate limiter's clock in the test's hands: windows
+ * are fixed minutes of that clock, so no test waits for or races a real minute.
+ * Requests go to the app's fetch handler directly: thousands of calls through
+ * `exports.default` are quadratic in @cloudflare/vitest-pool-workers 0.15.1
+ * (cloudflare/workers-sdk#15092). Same D1, same Durable Object.
  */
-async function ensureWindowHasAtLeast(ms: number) {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < ms) await new Promise((resolve) => setTimeout(resolve, left + 250));
-}
-
-/**
- * GET /contacts?limit=1 through the Worker's own fetch handler. Thousands of calls
- * through `exports.default` are quadratic in @cloudflare/vitest-pool-workers 0.15.1
- * (each call wraps the entrypoint prototype in one more Proxy, cloudflare/workers-sdk#15092)
- * and end in "Maximum call stack size exceeded", so the bulk traffic here calls
- * the handler directly: same app, same D1 and the same Durable Object.
- */
-async function hit(key: string): Promise<JsonResponse> {
-  const request = new Request(BASE + CHEAP, { headers: { Authorization: `Bearer ${key}` } });
-  const response = await worker.fetch(request, env, createExecutionContext());
-  return { status: response.status, headers: response.headers, body: await response.json() };
-}
-
-/** Fires `n` requests, at most `concurrency` at a time. */
-async function fire(p: TestProject, n: number, concurrency: number): Promise<JsonResponse[]> {
-  const out: JsonResponse[] = [];
-  for (let i = 0; i < n; i += concurrency) {
-    const batch = Array.from({ length: Math.min(concurrency, n - i) }, () => hit(p.secretKey));
-    out.push(...(await Promise.all(batch)));
+function appAt(start: number) {
+  const clock = { now: start };
+  const app = createApp({ now: () => clock.now });
+  async function request(key: string, method = "GET", path = CHEAP, body?: unknown): Promise<JsonResponse> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${key}` };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await app.fetch(
+      new Request(BASE + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
+      env,
+      createExecutionContext(),
+    );
+    return { status: response.status, headers: response.headers, body: await response.json() };
   }
-  return out;
+  return { clock, request };
 }
+
+/** A minute start far from today's wall clock, different for each test so no test sees another's window. */
+let minuteCounter = 29_100_000;
+const nextMinute = () => ++minuteCounter * MINUTE;
 
 describe("rate limit at the boundary", () => {
-  it("allows 1000 requests a minute, refuses the 1001st with 429 and headers, and leaves other projects alone", async () => {
-    await ensureWindowHasAtLeast(10_000);
+  it("allows 1000 requests a minute, refuses the 1001st with 429 and headers, writes nothing, and leaves other projects alone", async () => {
+    const minute = nextMinute();
+    const { clock, request } = appAt(minute + 1_000); // 59 s left in the window
     const a = await newProject("A");
     const b = await newProject("B");
 
-    const first = await a.api.get(CHEAP);
+    const first = await request(a.secretKey);
     expect(first.status).toBe(200);
     expect(first.headers.get("RateLimit-Limit")).toBe(String(LIMIT));
     expect(first.headers.get("RateLimit-Remaining")).toBe(String(LIMIT - 1));
-    const reset = Number(first.headers.get("RateLimit-Reset"));
-    expect(reset).toBeGreaterThanOrEqual(1);
-    expect(reset).toBeLessThanOrEqual(60);
+    expect(first.headers.get("RateLimit-Reset")).toBe("59");
 
-    const rest = await fire(a, LIMIT - 1, 100);
+    const rest: JsonResponse[] = [];
+    for (let i = 0; i < LIMIT - 1; i += 100) {
+      rest.push(...(await Promise.all(Array.from({ length: Math.min(100, LIMIT - 1 - i) }, () => request(a.secretKey)))));
+    }
     expect(rest.filter((r) => r.status !== 200).map((r) => r.status)).toEqual([]);
     const remaining = rest.map((r) => Number(r.headers.get("RateLimit-Remaining"))).sort((x, y) => x - y);
     expect(remaining[0]).toBe(0);
     expect(new Set(remaining).size).toBe(LIMIT - 1); // every request got its own slot
 
-    const refused = await a.api.get(CHEAP);
+    clock.now = minute + 30_000;
+    const refused = await request(a.secretKey);
     expectError(refused, 429, "RATE_LIMITED");
-    const retryAfter = Number(refused.headers.get("Retry-After"));
-    expect(retryAfter).toBeGreaterThanOrEqual(1);
-    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(refused.headers.get("Retry-After")).toBe("30");
     expect(refused.headers.get("RateLimit-Limit")).toBe(String(LIMIT));
     expect(refused.headers.get("RateLimit-Remaining")).toBe("0");
-    expect(refused.headers.get("RateLimit-Reset")).toBe(String(retryAfter));
+    expect(refused.headers.get("RateLimit-Reset")).toBe("30");
     expect(refused.headers.get("X-Request-Id")).toBe(refused.body.error.requestId);
 
-    // Writes are refused too, and nothing is written.
-    expectError(await a.api.post("/contacts", { email: "late@example.com" }), 429, "RATE_LIMITED");
+    // Writes are refused too.
+    expectError(await request(a.secretKey, "POST", "/contacts", { email: "late@example.com" }), 429, "RATE_LIMITED");
 
     // Another project at the same moment is unaffected.
-    const other = await b.api.get(CHEAP);
+    const other = await request(b.secretKey);
     expect(other.status).toBe(200);
     expect(other.headers.get("RateLimit-Remaining")).toBe(String(LIMIT - 1));
-    expect((await b.api.post("/contacts", { email: "b@example.com" })).status).toBe(201);
+    expect((await request(b.secretKey, "POST", "/contacts", { email: "b@example.com" })).status).toBe(201);
 
     // Bad keys are answered before the limiter and do not reach a project's counter.
-    expectError(await a.publicApi.get(CHEAP), 403, "FORBIDDEN");
+    expectError(await request(a.publicKey), 403, "FORBIDDEN");
+
+    // The next minute starts a fresh window, and shows that the refused write wrote nothing.
+    clock.now = minute + MINUTE;
+    const next = await request(a.secretKey, "GET", "/contacts?limit=100");
+    expect(next.status).toBe(200);
+    expect(next.headers.get("RateLimit-Remaining")).toBe(String(LIMIT - 1));
+    expect(next.headers.get("RateLimit-Reset")).toBe("60");
+    expect(next.body).toMatchObject({ contacts: [], total: 0 });
   }, 60_000);
 
   it("is exact under concurrency: of 1100 simultaneous requests exactly 1000 pass", async () => {
-    await ensureWindowHasAtLeast(8_000);
+    const { request } = appAt(nextMinute() + 500);
     const p = await newProject("burst");
-    const results = await Promise.all(Array.from({ length: 1100 }, () => hit(p.secretKey)));
+    const results = await Promise.all(Array.from({ length: 1100 }, () => request(p.secretKey)));
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(1000);
     expect(statuses.filter((s) => s === 429)).toHaveLength(100);

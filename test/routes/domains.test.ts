@@ -5,7 +5,7 @@ import { getDb } from "../../src/db/client";
 import worker from "../../src/index";
 import { decryptPrivateKey } from "../../src/services/domains/dkim";
 import { base64ToBytes } from "../../src/lib/base64";
-import { fakeDns } from "../fake-dns";
+import { fakeDns } from "../fakes/dns";
 import { expectError, newProject, type TestProject } from "../helpers";
 
 const MIN = 60_000;

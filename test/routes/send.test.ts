@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import { idempotencyKeys, suppressions } from "../../src/db/schema";
-import { decodeWords } from "../fake-ses";
+import { decodeWords } from "../fakes/ses";
 import { expectError } from "../helpers";
 import { sendingSetup } from "../sending";
 

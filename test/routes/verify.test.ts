@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { REASONS } from "../../src/services/email-verification";
-import { fakeDns } from "../fake-dns";
+import { fakeDns } from "../fakes/dns";
 import { expectError, newProject, type TestProject } from "../helpers";
 
 let dns: ReturnType<typeof fakeDns>;

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
-import { suppressions } from "../../src/db/schema";
+import { contacts, emails, events, suppressions } from "../../src/db/schema";
 import { recordEngagement } from "../../src/services/emails/status";
 import { clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/services/feedback/sns";
 import { findSuppressed } from "../../src/services/suppressions";
@@ -134,6 +134,15 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/** Rows in every table feedback can write to, so "nothing changed" is checked, not assumed. */
+async function tableCounts() {
+  const db = getDb(env.DB);
+  const count = async (table: typeof suppressions | typeof events | typeof emails | typeof contacts) =>
+    (await db.select({ n: sql<number>`count(*)` }).from(table))[0].n;
+  const unsubscribed = (await db.select({ n: sql<number>`count(*)` }).from(contacts).where(eq(contacts.subscribed, false)))[0].n;
+  return { suppressions: await count(suppressions), events: await count(events), emails: await count(emails), contacts: await count(contacts), unsubscribed };
+}
+
 async function suppressionRows(projectId: string) {
   return getDb(env.DB).select().from(suppressions).where(eq(suppressions.projectId, projectId));
 }
@@ -216,6 +225,9 @@ describe("POST /webhooks/ses: SES feedback", () => {
   });
 
   it("acknowledges notifications for unknown emails and non-JSON/other SES messages without changing anything", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const before = await tableCounts();
     const res = await post(await sign(notification(deliveryOf({ providerMessageId: "not-ours", to: "x@example.com" }))));
     expect(res.status).toBe(200);
     expect(res.body.data.outcome).toBe("unknown-email");
@@ -224,6 +236,11 @@ describe("POST /webhooks/ses: SES feedback", () => {
     expect(text.body.data.outcome).toBe("ignored");
     const send = await post(await sign(notification({ eventType: "Send", mail: mail("whatever", "x@example.com"), send: {} })));
     expect(send.body.data.outcome).toBe("ignored");
+    // A Send event for one of our emails is acknowledged too, and changes nothing either.
+    const ours = await post(await sign(notification({ eventType: "Send", mail: mail(email.providerMessageId, email.to), send: {} })));
+    expect(ours.body.data.outcome).toBe("ignored");
+    expect(await tableCounts()).toEqual(before);
+    expect(await getEmail(email.id)).toMatchObject({ status: "SENT", deliveredAt: null, bouncedAt: null, complainedAt: null });
   });
 
   it("accepts SignatureVersion 1 (SHA1withRSA) and 2 (SHA256withRSA), with and without Subject", async () => {

@@ -7,7 +7,7 @@ import { getDb } from "../../src/db/client";
 import { emails, projects } from "../../src/db/schema";
 import type { SendEmailMessage } from "../../src/env";
 import { sweepStuckEmails } from "../../src/services/send/deliver";
-import { decodeWords } from "../fake-ses";
+import { decodeWords } from "../fakes/ses";
 import { sendingSetup } from "../sending";
 
 afterEach(() => vi.restoreAllMocks());
@@ -177,10 +177,13 @@ describe("send queue consumer", () => {
     s.queue.take(); // the message is lost
     const db = getDb(env.DB);
     await db.update(emails).set({ updatedAt: new Date(Date.now() - 60 * 60 * 1000) }).where(eq(emails.id, id));
-    const swept = await sweepStuckEmails(s.env);
-    expect(swept).toBeGreaterThanOrEqual(1);
-    const requeued = s.queue.take().filter((m) => m.body.emailId === id);
-    expect(requeued).toHaveLength(1);
+    const now = new Date();
+    expect(await sweepStuckEmails(s.env, now)).toBe(1);
+    const requeued = s.queue.take();
+    expect(requeued.map((m) => m.body)).toEqual([{ emailId: id, projectId: s.project.id }]);
+    // The sweep touched it: the next tick does not enqueue it again before another lease has passed.
+    expect(await sweepStuckEmails(s.env, new Date(now.getTime() + 60_000))).toBe(0);
+    expect(s.queue.take()).toEqual([]);
     await s.deliver(requeued.map((m) => m.body));
     expect((await status(s, id)).status).toBe("SENT");
   });

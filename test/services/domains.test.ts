@@ -10,7 +10,7 @@ import { base64ToBytes } from "../../src/lib/base64";
 import { registerDomainWithSes } from "../../src/services/domains/ses";
 import { applyCheck, backoffMs } from "../../src/services/domains/verification";
 import { createProject } from "../../src/services/projects";
-import { fakeDns } from "../fake-dns";
+import { fakeDns } from "../fakes/dns";
 
 afterEach(() => {
   vi.restoreAllMocks();
