@@ -40,6 +40,8 @@ export interface Env {
   SES_ACCESS_KEY_ID?: string;
   /** Secret: AWS secret access key for SES. */
   SES_SECRET_ACCESS_KEY?: string;
+  /** Milliseconds a provider call may take before it counts as failed and is retried (default 30000, at most 120000; far below the 15-minute claim lease). */
+  SES_TIMEOUT_MS?: string;
   /** SES configuration set for sends (event publishing to SNS for bounces/complaints). */
   SES_CONFIGURATION_SET?: string;
   /** Producer for send-email work: messages {emailId, projectId}. */

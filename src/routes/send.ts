@@ -106,10 +106,10 @@ const sendRoute = createRoute({
     "Each recipient's contact is created or updated (new contacts are unsubscribed unless `subscribed: true`).",
     "With `template`, the template's subject, body, from and reply-to are used and request fields override them.",
     "The `from` domain must be VERIFIED for the project (403 DOMAIN_NOT_VERIFIED).",
-    "A MARKETING template is refused (400 INVALID_STATE, nothing queued) if any recipient is unsubscribed.",
+    "A MARKETING template is refused (400 INVALID_STATE, nothing queued, no contact changed) if any recipient is an unsubscribed contact, even with `subscribed: true`: that flag opts in new contacts but never re-subscribes someone who unsubscribed.",
     "Recipients that bounced permanently or complained are not sent to; they are listed in `suppressed`.",
     "`Idempotency-Key` (1-255 printable ASCII): a retry with the same key and body within 24 h returns the original response and sends nothing; the same key with a different body is 422 (the key names one request).",
-    "CR or LF in any address, name, subject or header value is a 422; custom headers cannot set From, To, Subject, Message-ID, DKIM-* and other headers the service owns.",
+    "CR or LF in any address, name, subject or header value is a 422; custom headers cannot set From, To, Subject, Message-ID, DKIM-* and other headers the service owns, nor provider control headers (X-SES-*, X-Amz-* and the like).",
   ].join("\n\n"),
   security: securityScheme,
   request: {

@@ -3,6 +3,14 @@ import { utf8ToBase64 } from "../../lib/base64";
 import { sesApi, sesErrorMessage, sesErrorType, SES_NOT_CONFIGURED, type SesApi } from "./ses-client";
 import { ProviderError, type EmailProvider, type OutgoingMessage } from "./types";
 
+/** Default time a SendEmail call may take (SES_TIMEOUT_MS); far below the 15-minute claim lease. */
+export const DEFAULT_SES_TIMEOUT_MS = 30_000;
+
+function sesTimeoutMs(env: Env): number {
+  const configured = Number(env.SES_TIMEOUT_MS);
+  return Number.isFinite(configured) && configured > 0 ? Math.min(configured, 120_000) : DEFAULT_SES_TIMEOUT_MS;
+}
+
 /**
  * AWS SES v2 `SendEmail` with raw content (POST /v2/email/outbound-emails),
  * signed with SigV4 by aws4fetch. SES signs with the domain's DKIM key
@@ -26,15 +34,31 @@ export class SesProvider implements EmailProvider {
       Content: { Raw: { Data: utf8ToBase64(message.raw) } },
       ...(this.env.SES_CONFIGURATION_SET ? { ConfigurationSetName: this.env.SES_CONFIGURATION_SET } : {}),
     };
+    const timeoutMs = sesTimeoutMs(this.env);
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
     let response: Response;
     try {
-      response = await this.ses.client.fetch(`${this.ses.baseUrl}/v2/email/outbound-emails`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(payload),
-      });
+      // Raced as well as aborted: the answer must come well inside the claim
+      // lease whether or not the HTTP stack honours the signal.
+      response = await Promise.race([
+        this.ses.client.fetch(`${this.ses.baseUrl}/v2/email/outbound-emails`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(payload),
+          signal: controller.signal,
+        }),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            controller.abort();
+            reject(new Error(`no answer within ${timeoutMs} ms`));
+          }, timeoutMs);
+        }),
+      ]);
     } catch (err) {
       throw new ProviderError(`SES unreachable: ${err instanceof Error ? err.message : String(err)}`, true);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
     }
     if (response.ok) {
       // SES accepted the message: never retry it, even if the body is odd.

@@ -142,7 +142,12 @@ export async function acceptSend(
   const existing = new Map<string, Contact>(existingContacts.map((row) => [row.email, row]));
 
   if (marketing) {
-    const unsubscribed = sendable.filter((a) => !(body.subscribed ?? existing.get(a)?.subscribed ?? false));
+    // `subscribed: true` opts in new contacts only: it never re-subscribes
+    // someone who unsubscribed (only they, or a contact update, can do that).
+    const unsubscribed = sendable.filter((a) => {
+      const contact = existing.get(a);
+      return contact ? !contact.subscribed : body.subscribed !== true;
+    });
     if (unsubscribed.length > 0) {
       throw ApiError.invalidState(
         `Marketing email cannot be sent to unsubscribed contacts: ${unsubscribed.join(", ")}`,

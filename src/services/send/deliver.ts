@@ -1,4 +1,4 @@
-import { and, eq, inArray, lt, or, sql } from "drizzle-orm";
+import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../../db/client";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { emails, projects, type Email, type EmailStatus } from "../../db/schema";
@@ -24,27 +24,34 @@ function sendRate(env: Env): number {
   return Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_SEND_RATE;
 }
 
+/** The reason stored on mail of a disabled project. */
+export const PROJECT_DISABLED_REASON = "Not sent: the project is disabled";
+/** The reason stored on an email whose consumer stopped after claiming it (see sweepStuckEmails). */
+export const OUTCOME_UNKNOWN_REASON =
+  "Outcome unknown: the sending attempt stopped after claiming this email; it may or may not have reached the provider, so it is not sent again";
+
+const projectEnabled = sql`NOT EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${emails.projectId} AND ${projects.disabled} = 1)`;
+
 /**
- * Claims an email for sending: only one invocation can move it from QUEUED
- * (or from a SENDING claim whose lease ran out) to SENDING. A redelivered
- * message for an email already SENT, FAILED or being sent claims nothing.
+ * Claims emails for sending in one round trip: only one invocation can move
+ * an email from QUEUED to SENDING, and only while its project is enabled. A
+ * redelivered message for an email already SENT, FAILED or being sent claims
+ * nothing. A SENDING claim is never taken over: whether its provider call
+ * happened is unknown, so the sweep settles it instead (sweepStuckEmails).
  */
-async function claimEmail(db: Database, emailId: string): Promise<Email | undefined> {
+async function claimEmails(db: Database, emailIds: string[]): Promise<(Email | undefined)[]> {
   const now = new Date();
-  const [claimed] = await db
-    .update(emails)
-    .set({ status: "SENDING", sendingAt: now, updatedAt: now, attempts: sql`${emails.attempts} + 1` })
-    .where(
-      and(
-        eq(emails.id, emailId),
-        or(
-          eq(emails.status, "QUEUED"),
-          and(eq(emails.status, "SENDING"), lt(emails.sendingAt, new Date(now.getTime() - CLAIM_LEASE_MS))),
-        ),
-      ),
-    )
-    .returning();
-  return claimed;
+  const results = await runBatch(
+    db,
+    emailIds.map((id) =>
+      db
+        .update(emails)
+        .set({ status: "SENDING", sendingAt: now, updatedAt: now, attempts: sql`${emails.attempts} + 1` })
+        .where(and(eq(emails.id, id), eq(emails.status, "QUEUED"), projectEnabled))
+        .returning(),
+    ),
+  );
+  return results.map((rows) => (rows as Email[])[0]);
 }
 
 async function composeMessage(db: Database, env: Env, email: Email, trackingEnabled: boolean): Promise<string> {
@@ -71,30 +78,27 @@ async function markOutcome(db: Database, emailId: string, set: SQLiteUpdateSetSo
     .where(and(eq(emails.id, emailId), eq(emails.status, "SENDING")));
 }
 
+/** Largest raw message the provider takes (SES v2: 10 MB after MIME encoding). */
+export const MAX_RAW_MESSAGE_BYTES = 10 * 1024 * 1024;
+
 /** Sends one claimed email and records what happened; the queue message is acked or retried accordingly. */
 async function deliverOne(
   db: Database,
   env: Env,
   provider: EmailProvider,
   message: Message<SendEmailMessage>,
+  email: Email,
   trackingEnabled: boolean,
 ): Promise<void> {
-  const email = await claimEmail(db, message.body.emailId);
-  if (!email) {
-    message.ack();
-    return;
-  }
   let providerMessageId: string;
   try {
-    const raw = await composeMessage(db, env, email, trackingEnabled);
-    ({ providerMessageId } = await provider.send({
-      emailId: email.id,
-      projectId: email.projectId,
-      from: email.fromAddress,
-      to: email.toAddress,
-      subject: email.subject,
-      raw,
-    }));
+    let raw: string | null = await composeMessage(db, env, email, trackingEnabled);
+    if (raw.length > MAX_RAW_MESSAGE_BYTES) {
+      throw new ProviderError(`The message is ${raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`, false);
+    }
+    const outgoing = { emailId: email.id, projectId: email.projectId, from: email.fromAddress, to: email.toAddress, subject: email.subject, raw };
+    raw = null;
+    ({ providerMessageId } = await provider.send(outgoing));
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     if (err instanceof ProviderError && !err.retryable) {
@@ -102,7 +106,9 @@ async function deliverOne(
       message.ack();
       return;
     }
-    // Give the claim back so the retry (or the sweep) can take it again.
+    // Give the claim back so the retry can take it again. This is the one
+    // at-least-once path left: a provider call that timed out or lost its
+    // connection may still have been accepted (SES has no idempotency key).
     await markOutcome(db, email.id, { status: "QUEUED", error: reason });
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
     return;
@@ -122,10 +128,18 @@ async function deliverOne(
 }
 
 /**
- * The send queue's consumer. Messages are grouped by project; each project's
- * token bucket (its Durable Object) decides how many may go now, and the rest
- * are put back on the queue with a delay (as new messages, so waiting for the
- * rate limit never uses up delivery retries).
+ * The send queue's consumer. Messages are grouped by project. Mail of a
+ * disabled project is marked FAILED with the reason. The rest is claimed
+ * first; only claimed emails take a token from the project's sending-rate
+ * bucket (its Durable Object), and claimed emails over the rate give their
+ * claim back (which also touches the record, so the sweep does not queue a
+ * copy) and are put back on the queue with a delay, as new messages, so
+ * waiting for the rate limit never uses up delivery retries.
+ *
+ * Memory: emails without attachments go out concurrently; emails with
+ * attachments (up to ~10 MB each once encoded, held several times while the
+ * message is built and signed) go one at a time, so an invocation never holds
+ * more than one large message.
  */
 export async function handleSendBatch(batch: MessageBatch<SendEmailMessage>, env: Env): Promise<void> {
   const db = getDb(env.DB);
@@ -153,30 +167,68 @@ export async function handleSendBatch(batch: MessageBatch<SendEmailMessage>, env
   }
   if (byProject.size === 0) return;
 
-  const tracking = new Map(
+  const projectRows = new Map(
     (
       await db
-        .select({ id: projects.id, trackingEnabled: projects.trackingEnabled })
+        .select({ id: projects.id, trackingEnabled: projects.trackingEnabled, disabled: projects.disabled })
         .from(projects)
         .where(inArray(projects.id, [...byProject.keys()]))
-    ).map((p) => [p.id, p.trackingEnabled]),
+    ).map((p) => [p.id, p]),
   );
 
+  const withAttachments: [Message<SendEmailMessage>, Email, boolean][] = [];
   await Promise.all(
     [...byProject].map(async ([projectId, messages]) => {
+      const project = projectRows.get(projectId);
+      if (!project || project.disabled) {
+        const now = new Date();
+        await updateEmailsById(db, messages.map((m) => m.body.emailId), ["QUEUED"], {
+          status: "FAILED",
+          failedAt: now,
+          updatedAt: now,
+          error: PROJECT_DISABLED_REASON,
+        });
+        for (const m of messages) m.ack();
+        return;
+      }
+      const claims = await claimEmails(db, messages.map((m) => m.body.emailId));
+      const claimed: [Message<SendEmailMessage>, Email][] = [];
+      messages.forEach((m, i) => {
+        const email = claims[i];
+        if (email) claimed.push([m, email]);
+        else m.ack(); // already sent, being sent, failed, or the project was disabled meanwhile
+      });
+      if (claimed.length === 0) return;
       const limiter = env.PROJECT_LIMITER.get(env.PROJECT_LIMITER.idFromName(`send:${projectId}`));
-      const { granted, retryAfterMs } = await limiter.takeSendTokens(messages.length, sendRate(env));
-      const deferred = messages.slice(granted);
-      if (deferred.length > 0) await deferMessages(env, deferred, retryAfterMs);
+      const { granted, retryAfterMs } = await limiter.takeSendTokens(claimed.length, sendRate(env));
+      const over = claimed.slice(granted);
+      if (over.length > 0) await deferClaimed(db, env, over, retryAfterMs);
+      const now = claimed.slice(0, granted);
+      for (const [m, email] of now) if (email.hasAttachments) withAttachments.push([m, email, project.trackingEnabled]);
       await Promise.all(
-        messages.slice(0, granted).map((m) => deliverOne(db, env, provider, m, tracking.get(projectId) ?? true)),
+        now.filter(([, email]) => !email.hasAttachments).map(([m, email]) => deliverOne(db, env, provider, m, email, project.trackingEnabled)),
       );
     }),
   );
+  for (const [m, email, tracking] of withAttachments) await deliverOne(db, env, provider, m, email, tracking);
 }
 
-async function deferMessages(env: Env, messages: Message<SendEmailMessage>[], retryAfterMs: number) {
+/**
+ * Gives back claims that are over the sending rate and re-queues their
+ * messages with a delay. The record goes back to QUEUED with a fresh
+ * updatedAt, so the sweep (which looks for old QUEUED records) does not queue
+ * a copy of mail that is waiting for its turn.
+ */
+async function deferClaimed(db: Database, env: Env, claimed: [Message<SendEmailMessage>, Email][], retryAfterMs: number) {
   const delaySeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const now = new Date();
+  await updateEmailsById(db, claimed.map(([, e]) => e.id), ["SENDING"], {
+    status: "QUEUED",
+    sendingAt: null,
+    updatedAt: now,
+    attempts: sql`MAX(0, ${emails.attempts} - 1)`,
+  });
+  const messages = claimed.map(([m]) => m);
   try {
     await env.EMAIL_QUEUE.sendBatch(messages.map((m) => ({ body: m.body, delaySeconds })));
     for (const m of messages) m.ack();
@@ -199,24 +251,37 @@ export async function handleDeadLetters(batch: MessageBatch<SendEmailMessage>, e
 }
 
 /**
- * Scheduled sweep: emails left QUEUED (their enqueue failed) or SENDING past
- * the claim lease (their consumer died) are enqueued again. Claims make a
- * duplicate message harmless.
+ * Scheduled sweep, bounded to `limit` records of each kind per run:
+ * - QUEUED past the lease (their enqueue was lost): enqueued again and touched,
+ *   so the next sweep waits another lease. Claims make a duplicate message harmless.
+ * - SENDING past the lease (their consumer died or hung after claiming):
+ *   never sent again. Whether the provider got the message cannot be known,
+ *   so the record is settled as FAILED with an explicit "Outcome unknown"
+ *   reason. Every provider call times out well inside the lease
+ *   (SES_TIMEOUT_MS), so a live consumer always records its outcome first.
  */
 export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500): Promise<number> {
   const db = getDb(env.DB);
   const cutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
-  const stuck = await db
-    .select({ id: emails.id, projectId: emails.projectId })
-    .from(emails)
-    .where(and(inArray(emails.status, ["QUEUED", "SENDING"]), lt(emails.updatedAt, cutoff)))
-    .limit(limit);
-  for (let i = 0; i < stuck.length; i += 100) {
-    await env.EMAIL_QUEUE.sendBatch(stuck.slice(i, i + 100).map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
+  const stale = (status: EmailStatus) =>
+    db
+      .select({ id: emails.id, projectId: emails.projectId })
+      .from(emails)
+      .where(and(eq(emails.status, status), lt(emails.updatedAt, cutoff)))
+      .limit(limit);
+  const [queued, sending] = await db.batch([stale("QUEUED"), stale("SENDING")]);
+  await updateEmailsById(db, sending.map((e) => e.id), ["SENDING"], {
+    status: "FAILED",
+    failedAt: now,
+    updatedAt: now,
+    error: OUTCOME_UNKNOWN_REASON,
+  });
+  for (let i = 0; i < queued.length; i += 100) {
+    await env.EMAIL_QUEUE.sendBatch(queued.slice(i, i + 100).map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
   }
   // Touch them so the next sweep waits another lease before trying again.
-  await updateEmailsById(db, stuck.map((e) => e.id), ["QUEUED"], { updatedAt: now });
-  return stuck.length;
+  await updateEmailsById(db, queued.map((e) => e.id), ["QUEUED"], { updatedAt: now });
+  return queued.length + sending.length;
 }
 
 const emailIdsOf = (batch: MessageBatch<SendEmailMessage>) =>

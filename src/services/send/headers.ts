@@ -23,6 +23,15 @@ const RESERVED = new Set([
   "list-unsubscribe-post",
 ]);
 
+/**
+ * Header prefixes that steer the email provider rather than the message
+ * (SES: X-SES-CONFIGURATION-SET, X-SES-MESSAGE-TAGS, X-SES-SOURCE-ARN,
+ * X-SES-FROM-ARN, X-SES-RETURN-PATH-ARN; AWS X-Amz-*; and the equivalents of
+ * other providers). A sender could otherwise pick another tenant's
+ * configuration set or identity, or turn off feedback.
+ */
+const PROVIDER_CONTROL_PREFIXES = ["x-ses-", "x-amz-", "x-amzn-", "x-mailgun-", "x-smtpapi", "x-pm-", "x-mc-", "x-sg-", "x-cf-"];
+
 /** RFC 5322 field-name: printable ASCII except ':' (and no spaces). */
 const FIELD_NAME = /^[!-9;-~]{1,76}$/;
 /** Printable ASCII and tab: non-ASCII header values would need encoding, so they are refused. */
@@ -33,6 +42,9 @@ export function headerNameProblem(name: string): string | null {
   const lower = name.toLowerCase();
   if (RESERVED.has(lower) || lower.startsWith("dkim-") || lower.startsWith("arc-")) {
     return `The ${name} header is set by the service and cannot be overridden`;
+  }
+  if (PROVIDER_CONTROL_PREFIXES.some((prefix) => lower.startsWith(prefix))) {
+    return `The ${name} header controls the email provider and cannot be set`;
   }
   return null;
 }
