@@ -89,6 +89,35 @@ describe("POST /v1/send: accepting", () => {
     expect(html).toContain("<strong>bold</strong> &lt;i&gt;");
   });
 
+  it("markdown bodies: template data never becomes a link, image or HTML, and no javascript:/data: URL reaches the mail", async () => {
+    const s = await sendingSetup();
+    const hostile = "[Reset](javascript:alert(1)) ![](https://tracker.example/p.gif) <https://evil.example> www.evil.example <img src=x>";
+    const res = await s.send({
+      to: "ada@example.com",
+      from: s.from,
+      subject: "md",
+      body: "Hi {{name}}\n\n[Docs](https://docs.example/start) [bad](javascript:alert(2)) ![inline](data:image/png;base64,AAAA)",
+      type: "markdown",
+      data: { name: hostile },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    await s.deliver();
+    const mime = s.ses.calls[0].mime;
+    const html = mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text;
+    const text = mime.parts.find((p) => p.contentType.startsWith("text/plain"))!.text;
+    // The value shows as the text it is.
+    expect(html).toContain("Hi [Reset](javascript:alert(1)) ![](https://tracker.example/p.gif) &lt;https://evil.example&gt; www.evil.example &lt;img src=x&gt;");
+    // Links: only the template's own https link, wrapped by click tracking; images: only the open pixel.
+    const hrefs = [...html.matchAll(/href="([^"]*)"/g)].map((m) => m[1]);
+    expect(hrefs).toHaveLength(1);
+    expect(decodeURIComponent(new URL(hrefs[0].replace(/&amp;/g, "&")).searchParams.get("u")!)).toBe("https://docs.example/start");
+    const srcs = [...html.matchAll(/src="([^"]*)"/g)].map((m) => m[1]);
+    expect(srcs).toHaveLength(1);
+    expect(srcs[0]).toMatch(/^http:\/\/edge-mail\.test\/t\/o\//);
+    expect(html + text).not.toMatch(/javascript:alert\(2\)|data:image/);
+    expect(html).toContain("<a>bad</a>");
+  });
+
   it("refuses a from address whose domain is not verified for this project (403 DOMAIN_NOT_VERIFIED), queueing nothing", async () => {
     const s = await sendingSetup();
     const res = await s.send({ to: "ada@example.com", from: "me@unverified.example", subject: "x", body: "y" });
