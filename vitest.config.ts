@@ -13,7 +13,10 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             ENVIRONMENT: "test",
             RATE_LIMIT_PER_MINUTE: "1000",
-            LINK_SIGNING_SECRET: "test-link-signing-secret",
+            // At least 32 bytes: shorter link-signing secrets are refused.
+            LINK_SIGNING_SECRET: "test-link-signing-secret-0123456789abcdef",
+            // The SES feedback webhook accepts nothing until its topic allow-list is set.
+            SES_SNS_TOPIC_ARNS: "arn:aws:sns:us-east-1:123456789012:ses-feedback",
             PUBLIC_URL: "http://edge-mail.test",
             // Sending domains and /v1/verify: tests fake DNS-over-HTTPS with vi.spyOn(globalThis, "fetch").
             DOH_URL: "https://doh.test/dns-query",

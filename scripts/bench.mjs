@@ -317,7 +317,7 @@ async function main() {
       "--inspector-port", String(inspectorPort), "--persist-to", STATE_DIR,
       "--var", "RATE_LIMIT_PER_MINUTE:100000000", "--var", "SEND_RATE_PER_SECOND:1000000",
       "--var", "EMAIL_PROVIDER:capture", "--var", "ENVIRONMENT:development",
-      "--var", `PUBLIC_URL:http://127.0.0.1:${port}`, "--var", "LINK_SIGNING_SECRET:bench-only-secret",
+      "--var", `PUBLIC_URL:http://127.0.0.1:${port}`, "--var", "LINK_SIGNING_SECRET:bench-only-link-signing-secret-0123456789",
       "--show-interactive-dev-session=false",
     ],
     { env, stdio: ["ignore", "pipe", "pipe"], detached: true },

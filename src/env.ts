@@ -30,9 +30,17 @@ export interface Env {
   SES_ENDPOINT?: string;
   /** Base URL of this service as mail recipients reach it; tracking and unsubscribe links start with it. */
   PUBLIC_URL?: string;
-  /** Secret: HMAC key that signs tracking and unsubscribe links. */
+  /** Secret: HMAC key that signs tracking and unsubscribe links; at least 32 bytes (shorter is refused). */
   LINK_SIGNING_SECRET?: string;
-  /** Optional comma-separated SNS topic ARNs accepted by POST /webhooks/ses; when set, messages from other topics are refused. */
+  /**
+   * Secret, only during a rotation: the previous LINK_SIGNING_SECRET. Links signed
+   * with it still verify (mail already sent keeps working); remove it when done.
+   */
+  LINK_SIGNING_SECRET_PREVIOUS?: string;
+  /**
+   * Comma-separated SNS topic ARNs accepted by POST /webhooks/ses. Required: while
+   * it is empty every SNS message is refused (the local fake and tests set it).
+   */
   SES_SNS_TOPIC_ARNS?: string;
   /** Emails per second per project, enforced by the project's Durable Object (default 14). */
   SEND_RATE_PER_SECOND?: string;

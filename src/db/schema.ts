@@ -205,6 +205,9 @@ export const emails = sqliteTable(
     deliveredAt: timestamp("delivered_at"),
     openedAt: timestamp("opened_at"),
     clickedAt: timestamp("clicked_at"),
+    /** Last counted open / click: repeats within ENGAGEMENT_DEDUP_WINDOW_MS of it are not counted again. */
+    lastOpenedAt: timestamp("last_opened_at"),
+    lastClickedAt: timestamp("last_clicked_at"),
     bouncedAt: timestamp("bounced_at"),
     complainedAt: timestamp("complained_at"),
     failedAt: timestamp("failed_at"),

@@ -22,3 +22,15 @@ export function publicUrl(env: Env, requestUrl?: string): string {
   if (isDevelopment(env) && requestUrl) return new URL(requestUrl).origin;
   return requireSecret(env, "PUBLIC_URL");
 }
+
+/**
+ * Secrets that verify signed links (tracking, unsubscribe): LINK_SIGNING_SECRET,
+ * then LINK_SIGNING_SECRET_PREVIOUS when set. New links are always signed with
+ * the current secret; during a rotation the previous one keeps the links in
+ * mail already sent working until it is removed.
+ */
+export function linkVerificationSecrets(env: Env): string[] {
+  const current = requireSecret(env, "LINK_SIGNING_SECRET");
+  const previous = env.LINK_SIGNING_SECRET_PREVIOUS;
+  return previous ? [current, previous] : [current];
+}

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { requireSecret } from "../lib/config";
+import { linkVerificationSecrets } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
@@ -31,7 +31,7 @@ const openRoute = createRoute({
   tags,
   summary: "Open-tracking pixel",
   description:
-    "Put in mail by the service. Needs no key. Records an `email.opened` event when the signature is valid and the project has tracking on; always answers the image, so a mail client never shows a broken picture.",
+    "Put in mail by the service. Needs no key. Records an `email.opened` event when the signature is valid and the project has tracking on; repeats within 60 seconds of the email's last counted open (privacy proxies, reloads) are not counted again. Always answers the image, so a mail client never shows a broken picture.",
   request: {
     params: EmailIdParam,
     query: z.object({ s: z.string().optional().openapi({ description: "Signature of the link" }) }),
@@ -47,7 +47,7 @@ const clickRoute = createRoute({
   tags,
   summary: "Click-tracking redirect",
   description:
-    "Put in mail by the service. Needs no key. Records an `email.clicked` event and redirects to `u`, but only when `s` is this service's signature over the email id and `u`: it is not an open redirect.",
+    "Put in mail by the service. Needs no key. Records an `email.clicked` event and redirects to `u`, but only when `s` is this service's signature over the email id and `u`: it is not an open redirect. Clicks within 60 seconds of the email's last counted click (link scanners) are not counted again, and a failure to record never stops the redirect.",
   request: {
     params: EmailIdParam,
     query: z.object({
@@ -66,8 +66,8 @@ export const trackingRouter = createRouter()
   .openapi(openRoute, async (c) => {
     const { emailId } = c.req.valid("param");
     const { s } = c.req.valid("query");
-    const secret = requireSecret(c.env, "LINK_SIGNING_SECRET");
-    if (await verifyOpenSignature(secret, emailId, s)) {
+    const secrets = linkVerificationSecrets(c.env);
+    if (await verifyOpenSignature(secrets, emailId, s)) {
       try {
         await recordEngagement(getDb(c.env.DB), emailId, "OPENED");
       } catch (err) {
@@ -80,13 +80,18 @@ export const trackingRouter = createRouter()
   .openapi(clickRoute, async (c) => {
     const { emailId } = c.req.valid("param");
     const { u, s } = c.req.valid("query");
-    const secret = requireSecret(c.env, "LINK_SIGNING_SECRET");
-    if (!u || !s || !(await verifyClickSignature(secret, emailId, u, s))) {
+    const secrets = linkVerificationSecrets(c.env);
+    if (!u || !s || !(await verifyClickSignature(secrets, emailId, u, s))) {
       throw new ApiError(400, "BAD_REQUEST", "This tracking link is invalid or was altered", {
         suggestion: "Use the link exactly as it appears in the email.",
       });
     }
     if (!isTrackableUrl(u)) throw new ApiError(400, "BAD_REQUEST", "This tracking link does not point to an http(s) URL");
-    await recordEngagement(getDb(c.env.DB), emailId, "CLICKED", { url: u });
+    try {
+      await recordEngagement(getDb(c.env.DB), emailId, "CLICKED", { url: u });
+    } catch (err) {
+      // The reader gets to the link either way; a lost click is better than a dead link.
+      console.error("recording a click failed", emailId, err);
+    }
     return c.body(null, 302, { Location: new URL(u).href, "Referrer-Policy": "no-referrer", ...NO_CACHE });
   });

@@ -2,12 +2,12 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { getDb } from "../db/client";
 import type { AppBindings } from "../env";
-import { requireSecret } from "../lib/config";
+import { linkVerificationSecrets } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { parseUnsubscribeToken } from "../services/tracking/links";
-import { unsubscribeByEmail } from "../services/tracking/unsubscribe";
+import { emailExists, unsubscribeByEmail } from "../services/tracking/unsubscribe";
 
 const tags = ["Unsubscribe"];
 
@@ -21,12 +21,12 @@ const pageRoute = createRoute({
   method: "get",
   path: "/unsubscribe/{token}",
   tags,
-  summary: "Unsubscribe page",
+  summary: "Unsubscribe confirmation page",
   description:
-    "The link in mail (`{{unsubscribeUrl}}`, List-Unsubscribe). Needs no key: the signed token identifies the email, and through it the contact and project. Sets the contact to unsubscribed, records `contact.unsubscribed` once, and shows a confirmation page.",
+    "The link in mail (`{{unsubscribeUrl}}`, List-Unsubscribe). Needs no key: the signed token identifies the email, and through it the address and project. Shows a page with an Unsubscribe button and changes nothing: link scanners and previews that open URLs must not unsubscribe anyone. The button POSTs the form to this same URL.",
   request: { params: TokenParam },
   responses: {
-    200: { description: "Confirmation page", content: { "text/html": { schema: z.string() } } },
+    200: { description: "Confirmation page with the Unsubscribe button", content: { "text/html": { schema: z.string() } } },
     400: { description: "Invalid or forged link (HTML page)", content: { "text/html": { schema: z.string() } } },
     404: { description: "The email of this link no longer exists (HTML page)", content: { "text/html": { schema: z.string() } } },
   },
@@ -38,7 +38,7 @@ const oneClickRoute = createRoute({
   tags,
   summary: "One-click unsubscribe (RFC 8058)",
   description:
-    "What mail clients call for `List-Unsubscribe-Post: List-Unsubscribe=One-Click`: a form body `List-Unsubscribe=One-Click` (application/x-www-form-urlencoded or multipart/form-data). Needs no key. Idempotent.",
+    "Unsubscribes. What mail clients call for `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058), and what the confirmation page's button submits: a form body `List-Unsubscribe=One-Click` (application/x-www-form-urlencoded or multipart/form-data). Needs no key. Idempotent. Sets the address's contact in the email's project to unsubscribed (creating it unsubscribed if it was deleted, so the address stays out of marketing mail) and records `contact.unsubscribed` once. Answers an HTML page to the page's form, plain text otherwise.",
   request: {
     params: TokenParam,
     body: {
@@ -50,25 +50,37 @@ const oneClickRoute = createRoute({
     },
   },
   responses: {
-    200: { description: "Unsubscribed (also when already unsubscribed)", content: { "text/plain": { schema: z.string() } } },
+    200: {
+      description: "Unsubscribed (also when already unsubscribed)",
+      content: { "text/plain": { schema: z.string() }, "text/html": { schema: z.string() } },
+    },
     400: errorResponse("Invalid or forged token, or a body without List-Unsubscribe=One-Click"),
     404: errorResponse("The email of this link no longer exists"),
   },
 });
 
-function page(title: string, text: string): string {
+const escapeHtml = (text: string) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+function page(title: string, text: string, extra = ""): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex"><title>${title}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222;line-height:1.5}</style>
-</head><body><h1>${title}</h1><p>${text}</p></body></html>`;
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222;line-height:1.5}button{font:inherit;padding:.5rem 1.25rem;cursor:pointer}</style>
+</head><body><h1>${title}</h1><p>${text}</p>${extra}</body></html>`;
 }
 
-const htmlPage = (c: Context<AppBindings>, status: 200 | 400 | 404, title: string, text: string) =>
-  c.body(page(title, text), status, { "Content-Type": "text/html; charset=utf-8", ...NO_CACHE });
+const htmlPage = (c: Context<AppBindings>, status: 200 | 400 | 404, title: string, text: string, extra?: string) =>
+  c.body(page(title, text, extra), status, { "Content-Type": "text/html; charset=utf-8", ...NO_CACHE });
+
+/** The page's form: the same one-click body a mail client sends, plus where it came from. */
+const confirmForm = (token: string) =>
+  `<form method="post" action="/unsubscribe/${escapeHtml(encodeURIComponent(token))}">` +
+  `<input type="hidden" name="List-Unsubscribe" value="One-Click"><input type="hidden" name="source" value="page">` +
+  `<button type="submit">Unsubscribe</button></form>`;
 
 async function emailIdOf(c: Context<AppBindings>, token: string) {
-  return parseUnsubscribeToken(requireSecret(c.env, "LINK_SIGNING_SECRET"), token);
+  return parseUnsubscribeToken(linkVerificationSecrets(c.env), token);
 }
 
 async function readForm(c: Context<AppBindings>): Promise<Record<string, unknown>> {
@@ -94,11 +106,10 @@ unsubscribeRouter
     if (!emailId) {
       return htmlPage(c, 400, "Invalid unsubscribe link", "This link is not valid. Please use the unsubscribe link exactly as it appears in the email.");
     }
-    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, "page");
-    if (outcome === "unknown-email") {
+    if (!(await emailExists(getDb(c.env.DB), emailId))) {
       return htmlPage(c, 404, "Link expired", "The message this link belongs to no longer exists, so there is nothing to unsubscribe from.");
     }
-    return htmlPage(c, 200, "You are unsubscribed", "You will no longer receive these emails. You can close this page.");
+    return htmlPage(c, 200, "Unsubscribe?", "Press the button to stop receiving these emails.", confirmForm(token));
   })
   // Registered without a body validator: the form is read and checked by hand so that
   // a wrong content type or value is a 400 as RFC 8058 clients expect, never a 422.
@@ -112,8 +123,10 @@ unsubscribeRouter
         suggestion: "See RFC 8058: POST the form field List-Unsubscribe with the value One-Click.",
       });
     }
-    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, "one-click");
+    const fromPage = form.source === "page";
+    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click");
     if (outcome === "unknown-email") throw ApiError.notFound("Email");
+    if (fromPage) return htmlPage(c, 200, "You are unsubscribed", "You will no longer receive these emails. You can close this page.");
     return c.body("Unsubscribed", 200, { "Content-Type": "text/plain; charset=utf-8", ...NO_CACHE });
   });
 

@@ -4,7 +4,7 @@ import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { applySesFeedback } from "../services/feedback/ses";
-import { isSnsUrl, parseSnsMessage, SnsVerificationError, verifySnsMessage, type SnsMessage } from "../services/feedback/sns";
+import { isSnsUrl, parseSnsMessage, snsHostForTopic, SnsVerificationError, verifySnsMessage, type SnsMessage } from "../services/feedback/sns";
 
 const sesRoute = createRoute({
   method: "post",
@@ -12,9 +12,9 @@ const sesRoute = createRoute({
   tags: ["Webhooks"],
   summary: "Amazon SES feedback through Amazon SNS",
   description: [
-    "Subscribe this URL (HTTPS) to the SNS topic of an SES configuration set's event destination (or of an identity's Delivery/Bounce/Complaint notifications). Needs no key: every message's SNS signature is verified (SignatureVersion 1 and 2), with the signing certificate only fetched from an https `sns.<region>.amazonaws.com` URL.",
+    "Subscribe this URL (HTTPS) to the SNS topic of an SES configuration set's event destination (or of an identity's Delivery/Bounce/Complaint notifications). Needs no key: only topics listed in `SES_SNS_TOPIC_ARNS` are accepted (while it is empty, every message is refused), and every message's SNS signature is verified (SignatureVersion 1 and 2), with the signing certificate only fetched from https `sns.<region>.amazonaws.com` for the region of the message's TopicArn.",
     "",
-    "SNS posts JSON with `Content-Type: text/plain`. A SubscriptionConfirmation is confirmed by fetching its SubscribeURL. Notifications: Delivery marks the email DELIVERED; a permanent Bounce marks it BOUNCED, suppresses the address and unsubscribes the contact (`email.bounced`); a transient bounce only records `email.bounced`; a Complaint marks it COMPLAINED, suppresses the address and unsubscribes the contact (`email.complained`). Unknown message ids are acknowledged. When `SES_SNS_TOPIC_ARNS` is set, messages from other topics are refused.",
+    "SNS posts JSON with `Content-Type: text/plain`. A SubscriptionConfirmation is confirmed by fetching its SubscribeURL. Notifications: Delivery marks the email DELIVERED; a permanent Bounce marks it BOUNCED, suppresses the address and unsubscribes the contact (`email.bounced`); a transient bounce only records `email.bounced`; a Complaint marks it COMPLAINED, suppresses the address and unsubscribes the contact (`email.complained`). Unknown message ids are acknowledged.",
   ].join("\n"),
   request: {
     body: {
@@ -49,7 +49,9 @@ function allowedTopics(value: string | undefined): string[] | null {
 
 async function confirmSubscription(m: SnsMessage): Promise<void> {
   const url = m.SubscribeURL ? isSnsUrl(m.SubscribeURL) : null;
-  if (!url) throw new ApiError(403, "FORBIDDEN", "SubscribeURL is not an https URL on an SNS host");
+  if (!url || url.hostname !== snsHostForTopic(m.TopicArn)) {
+    throw new ApiError(403, "FORBIDDEN", "SubscribeURL is not an https URL on the SNS host of the TopicArn's region");
+  }
   let response: Response;
   try {
     response = await fetch(url.href, { redirect: "manual" });
@@ -73,17 +75,26 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
       suggestion: "This endpoint takes Amazon SNS HTTP(S) notifications.",
     });
   }
+  // Without an allow-list anyone with an AWS account could post validly signed
+  // messages from a topic of their own: nothing is accepted until it is set.
+  const topics = allowedTopics(c.env.SES_SNS_TOPIC_ARNS);
+  if (!topics) {
+    console.error("POST /webhooks/ses refused: SES_SNS_TOPIC_ARNS is not set");
+    throw new ApiError(403, "FORBIDDEN", "SNS message rejected: this deployment accepts no SNS topic (SES_SNS_TOPIC_ARNS is not set)", {
+      suggestion: "An operator must set SES_SNS_TOPIC_ARNS to the ARN(s) of the SES feedback topic(s).",
+    });
+  }
   let message: SnsMessage;
   try {
     message = parseSnsMessage(body);
+    // The topic first: a message from a foreign topic never makes this Worker fetch anything.
+    if (!topics.includes(message.TopicArn)) {
+      throw new ApiError(403, "FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
+    }
     await verifySnsMessage(message);
   } catch (err) {
     if (err instanceof SnsVerificationError) throw toApiError(err);
     throw err;
-  }
-  const topics = allowedTopics(c.env.SES_SNS_TOPIC_ARNS);
-  if (topics && !topics.includes(message.TopicArn)) {
-    throw new ApiError(403, "FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
   }
 
   let outcome: string;

@@ -3,7 +3,9 @@ import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
 import { eq } from "drizzle-orm";
 import { events } from "../../src/db/schema";
-import { recordEngagement } from "../../src/services/emails/status";
+import { ENGAGEMENT_DEDUP_WINDOW_MS, recordEngagement } from "../../src/services/emails/status";
+import worker from "../../src/index";
+import { createExecutionContext } from "cloudflare:test";
 import { addTracking, decodeHtmlAttribute } from "../../src/services/tracking/links";
 import { eventsOfEmail, getEmail, insertSentEmail, setTracking } from "../fixtures/emails";
 import { BASE, call, expectError, newProject } from "../helpers";
@@ -35,7 +37,7 @@ async function open(path: string) {
 }
 
 describe("GET /t/o/{emailId} (open pixel)", () => {
-  it("returns a 1x1 GIF with no-cache headers and records the open once per request", async () => {
+  it("returns a 1x1 GIF with no-cache headers and records the open, a repeat within a minute not again", async () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     const { pixel } = await trackedMail(email.id, []);
@@ -52,15 +54,16 @@ describe("GET /t/o/{emailId} (open pixel)", () => {
     expect(first.status).toBe("OPENED");
     expect(first.openedAt).toBeInstanceOf(Date);
 
-    await open(pixel);
+    // A privacy proxy or a reload fetching the pixel again right away: served, not counted.
+    expect((await open(pixel)).status).toBe(200);
     const second = await getEmail(email.id);
-    expect(second.opens).toBe(2);
+    expect(second.opens).toBe(1);
     expect(second.openedAt!.getTime()).toBe(first.openedAt!.getTime());
 
     // The events are visible to the project's API, with the contact and the email.
     const list = await p.api.get("/events?name=email.opened");
     expect(list.status).toBe(200);
-    expect(list.body.data.items).toHaveLength(2);
+    expect(list.body.data.items).toHaveLength(1);
     expect(list.body.data.items[0]).toMatchObject({ name: "email.opened", contactId: email.contactId, emailId: email.id, email: email.to });
   });
 
@@ -82,7 +85,7 @@ describe("GET /t/o/{emailId} (open pixel)", () => {
 });
 
 describe("GET /t/c/{emailId} (click redirect)", () => {
-  it("redirects to the original URL and records the click with the URL", async () => {
+  it("redirects to the original URL and records the click with the URL, once per email within a minute", async () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     const { clicks } = await trackedMail(email.id, ["https://example.com/pricing?plan=pro&amp;ref=mail", "http://example.org/"]);
@@ -90,19 +93,16 @@ describe("GET /t/c/{emailId} (click redirect)", () => {
     const res = await click(clicks[0]);
     expect(res.status).toBe(302);
     expect(res.headers.get("Location")).toBe("https://example.com/pricing?plan=pro&ref=mail");
-    await click(clicks[1]);
-    await click(clicks[0]);
+    // A link scanner following every link right after: redirected, not counted.
+    expect((await click(clicks[1])).headers.get("Location")).toBe("http://example.org/");
+    expect((await click(clicks[0])).status).toBe(302);
 
     const row = await getEmail(email.id);
-    expect(row.clicks).toBe(3);
+    expect(row.clicks).toBe(1);
     expect(row.status).toBe("CLICKED");
     expect(row.clickedAt).toBeInstanceOf(Date);
     const list = await p.api.get("/events?name=email.clicked");
-    expect(list.body.data.items.map((e: any) => e.data.url)).toEqual([
-      "https://example.com/pricing?plan=pro&ref=mail",
-      "http://example.org/",
-      "https://example.com/pricing?plan=pro&ref=mail",
-    ]);
+    expect(list.body.data.items.map((e: any) => e.data.url)).toEqual(["https://example.com/pricing?plan=pro&ref=mail"]);
     expect(list.body.data.items[0]).toMatchObject({ contactId: email.contactId, emailId: email.id });
   });
 
@@ -211,5 +211,98 @@ describe("status advance order", () => {
     const db = getDb(env.DB);
     expect(await recordEngagement(db, "no-such-email", "OPENED")).toBe(false);
     expect(await db.select().from(events).where(eq(events.emailId, "no-such-email"))).toHaveLength(0);
+  });
+});
+
+describe("opens and clicks: de-duplicated per email within a short window", () => {
+  it("counts a repeat once the window has passed, and each email on its own", async () => {
+    const p = await newProject();
+    const db = getDb(env.DB);
+    const a = await insertSentEmail(p);
+    const b = await insertSentEmail(p);
+    const t0 = new Date();
+    expect(await recordEngagement(db, a.id, "OPENED", {}, t0)).toBe(true);
+    expect(await recordEngagement(db, a.id, "OPENED", {}, new Date(t0.getTime() + ENGAGEMENT_DEDUP_WINDOW_MS - 1))).toBe(false);
+    // Another email of the same contact and project is not affected.
+    expect(await recordEngagement(db, b.id, "OPENED", {}, t0)).toBe(true);
+    // A click is not an open: counted on its own.
+    expect(await recordEngagement(db, a.id, "CLICKED", { url: "https://example.com/" }, t0)).toBe(true);
+    expect(await recordEngagement(db, a.id, "OPENED", {}, new Date(t0.getTime() + ENGAGEMENT_DEDUP_WINDOW_MS + 1))).toBe(true);
+    const row = await getEmail(a.id);
+    expect([row.opens, row.clicks]).toEqual([2, 1]);
+    expect(row.openedAt!.getTime()).toBe(t0.getTime());
+    expect((await eventsOfEmail(a.id)).map((e) => e.name).sort()).toEqual(["email.clicked", "email.opened", "email.opened"]);
+    expect((await getEmail(b.id)).opens).toBe(1);
+  });
+
+  it("ten simultaneous pixel fetches count one open", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const { pixel } = await trackedMail(email.id, []);
+    const results = await Promise.all(Array.from({ length: 10 }, () => open(pixel)));
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect((await getEmail(email.id)).opens).toBe(1);
+    expect(await eventsOfEmail(email.id)).toHaveLength(1);
+  });
+});
+
+describe("the click redirect when D1 fails", () => {
+  it("still redirects (and the pixel still answers) when recording throws", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const { clicks, pixel } = await trackedMail(email.id, ["https://example.com/docs"]);
+    const brokenDb = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "prepare" || prop === "batch" || prop === "exec") {
+          return () => {
+            throw new Error("D1_ERROR: simulated outage");
+          };
+        }
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const brokenEnv = { ...env, DB: brokenDb };
+    const res = await worker.fetch(new Request(BASE + clicks[0], { redirect: "manual" }), brokenEnv, createExecutionContext());
+    expect(res.status).toBe(302);
+    expect(res.headers.get("Location")).toBe("https://example.com/docs");
+    const img = await worker.fetch(new Request(BASE + pixel), brokenEnv, createExecutionContext());
+    expect(img.status).toBe(200);
+    expect((await getEmail(email.id)).clicks).toBe(0);
+  });
+});
+
+describe("link signing secret rotation", () => {
+  const OLD = "old-link-signing-secret-0123456789abcdef";
+
+  it("links signed with LINK_SIGNING_SECRET_PREVIOUS keep working until it is removed", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const html = `<html><body><a href="https://example.com/">x</a></body></html>`;
+    const out = await addTracking(html, { emailId: email.id, baseUrl: BASE, secret: OLD, trackOpens: true, trackClicks: true });
+    const link = decodeHtmlAttribute(/<a href="([^"]*)"/.exec(out)![1]);
+    const rotating = { ...env, LINK_SIGNING_SECRET_PREVIOUS: OLD };
+    const during = await worker.fetch(new Request(link, { redirect: "manual" }), rotating, createExecutionContext());
+    expect(during.status).toBe(302);
+    expect(during.headers.get("Location")).toBe("https://example.com/");
+    // Without the previous secret the old link is refused.
+    const after = await worker.fetch(new Request(link, { redirect: "manual" }), env, createExecutionContext());
+    expect(after.status).toBe(400);
+  });
+
+  it("refuses a secret shorter than 32 bytes", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const { clicks } = await trackedMail(email.id, ["https://example.com/"]);
+    const short = { ...env, LINK_SIGNING_SECRET: "x".repeat(31) };
+    const res = await worker.fetch(new Request(BASE + clicks[0], { redirect: "manual" }), short, createExecutionContext());
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as any;
+    expect(body.error.message).toContain("at least 32 bytes");
+    expect(res.headers.get("Location")).toBeNull();
+    const shortPrevious = { ...env, LINK_SIGNING_SECRET_PREVIOUS: "too-short" };
+    const forged = `/t/c/${email.id}?u=${encodeURIComponent("https://example.com/")}&s=${"A".repeat(43)}`;
+    const res2 = await worker.fetch(new Request(BASE + forged, { redirect: "manual" }), shortPrevious, createExecutionContext());
+    expect(res2.status).toBe(500);
   });
 });

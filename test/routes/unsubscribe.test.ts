@@ -11,19 +11,39 @@ const oneClick = (path: string, body: BodyInit = "List-Unsubscribe=One-Click", c
   call("POST", path, { rawBody: body, headers: contentType ? { "Content-Type": contentType } : {} });
 
 describe("GET /unsubscribe/{token}", () => {
-  it("unsubscribes the contact, shows a plain page, and records contact.unsubscribed once", async () => {
+  it("shows a confirmation page with a button and changes nothing (link scanners open URLs)", async () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     const path = await pathOf(email.id);
     expect(path.startsWith("/unsubscribe/")).toBe(true);
 
-    const res = await call("GET", path);
+    for (let i = 0; i < 3; i++) {
+      const res = await call("GET", path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("Content-Type")).toContain("text/html");
+      expect(res.body).toContain(`<form method="post" action="${path}">`);
+      expect(res.body).toContain('name="List-Unsubscribe" value="One-Click"');
+      expect(res.body).toMatch(/<button type="submit">Unsubscribe<\/button>/);
+    }
+    expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(true);
+    expect(await eventsOfEmail(email.id)).toHaveLength(0);
+  });
+
+  it("the page's button (a form POST) unsubscribes, answers a page, and records contact.unsubscribed once", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const path = await pathOf(email.id);
+    const page = await call("GET", path);
+    // Submit the form exactly as the page's HTML defines it.
+    const fields = [...String(page.body).matchAll(/<input type="hidden" name="([^"]+)" value="([^"]+)">/g)];
+    const form = new URLSearchParams(fields.map((m): [string, string] => [m[1], m[2]]));
+    const action = /<form method="post" action="([^"]+)">/.exec(String(page.body))![1];
+    const res = await oneClick(action, form.toString());
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toContain("text/html");
-    expect(res.body).toContain("unsubscribed");
+    expect(res.body).toContain("You are unsubscribed");
     expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
-
-    expect((await call("GET", path)).status).toBe(200);
+    await oneClick(action, form.toString());
     const events = await p.api.get("/events?name=contact.unsubscribed");
     expect(events.body.data.items).toHaveLength(1);
     expect(events.body.data.items[0]).toMatchObject({ contactId: email.contactId, emailId: email.id, data: { method: "page" } });
@@ -105,10 +125,28 @@ describe("POST /unsubscribe/{token} (RFC 8058 one-click)", () => {
     expect(await eventsOfEmail(email.id)).toHaveLength(0);
   });
 
-  it("an email without a contact (contact deleted) answers 200 and records nothing", async () => {
+  it("a deleted contact's unsubscribe still suppresses the address for marketing mail", async () => {
     const p = await newProject();
     const email = await insertSentEmail(p, { withContact: false });
     expect((await oneClick(await pathOf(email.id))).status).toBe(200);
-    expect(await eventsOfEmail(email.id)).toHaveLength(0);
+    // The address is kept as an unsubscribed contact of the project, so marketing mail skips it...
+    const list = await p.api.get(`/contacts?search=${encodeURIComponent(email.to)}`);
+    expect(list.body.contacts).toHaveLength(1);
+    expect(list.body.contacts[0]).toMatchObject({ email: email.to, subscribed: false });
+    // ...and a later write that does not ask for a subscription does not undo it.
+    await p.api.post("/v1/track", { email: email.to, event: "visited" });
+    expect((await p.api.get(`/contacts/${list.body.contacts[0].id}`)).body.subscribed).toBe(false);
+    const events = await eventsOfEmail(email.id);
+    expect(events.map((e) => [e.name, e.contactId])).toEqual([["contact.unsubscribed", list.body.contacts[0].id]]);
+  });
+
+  it("a contact deleted and created again is unsubscribed by an older email's link", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    expect((await p.api.delete(`/contacts/${email.contactId}`)).status).toBe(204);
+    const again = await p.api.post("/contacts", { email: email.to, subscribed: true });
+    expect(again.status).toBe(201);
+    expect((await oneClick(await pathOf(email.id))).status).toBe(200);
+    expect((await p.api.get(`/contacts/${again.body.id}`)).body.subscribed).toBe(false);
   });
 });

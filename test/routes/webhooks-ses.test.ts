@@ -383,6 +383,62 @@ describe("POST /webhooks/ses: SES_SNS_TOPIC_ARNS", () => {
   });
 });
 
+describe("POST /webhooks/ses: trust", () => {
+  const app = createApp();
+  const send = (m: Sns, overrides: Record<string, string>) =>
+    app.request(
+      "/webhooks/ses",
+      { method: "POST", body: JSON.stringify(m), headers: { "Content-Type": "text/plain" } },
+      { ...env, ...overrides },
+    );
+
+  it("refuses every message, fetching nothing, while SES_SNS_TOPIC_ARNS is not set", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const message = await sign(notification(bounceOf(email, "Permanent")));
+    for (const topics of ["", " , "]) {
+      const res = await send(message, { SES_SNS_TOPIC_ARNS: topics });
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as any).error.message).toContain("SES_SNS_TOPIC_ARNS");
+    }
+    expect(fetched).toEqual([]);
+    expect((await getEmail(email.id)).status).toBe("SENT");
+    expect(await suppressionRows(p.id)).toHaveLength(0);
+  });
+
+  it("takes the signing certificate only from sns.<region>.amazonaws.com of the TopicArn's region", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const euTopic = "arn:aws:sns:eu-west-1:123456789012:ses-feedback";
+    // Signed correctly, but its certificate lives on another region's SNS host.
+    const message = await sign(notification(bounceOf(email, "Permanent"), { TopicArn: euTopic }));
+    const res = await send(message, { SES_SNS_TOPIC_ARNS: `${TOPIC},${euTopic}` });
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as any).error.message).toContain("region");
+    expect(fetched).toEqual([]);
+    expect((await getEmail(email.id)).status).toBe("SENT");
+    // The same message from the us-east-1 topic, whose host the certificate is on, is accepted.
+    const ours = await send(await sign(notification(deliveryOf(email))), { SES_SNS_TOPIC_ARNS: `${TOPIC},${euTopic}` });
+    expect(ours.status).toBe(200);
+  });
+
+  it("refuses a SubscribeURL on another region's SNS host", async () => {
+    const euTopic = "arn:aws:sns:eu-west-1:123456789012:ses-feedback";
+    const confirmation = {
+      Type: "SubscriptionConfirmation",
+      MessageId: crypto.randomUUID(),
+      TopicArn: TOPIC,
+      Message: "You have chosen to subscribe",
+      Timestamp: new Date().toISOString(),
+      Token: "abc123",
+      SubscribeURL: `https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(euTopic)}&Token=abc123`,
+    };
+    const res = await send(await sign(confirmation), { SES_SNS_TOPIC_ARNS: TOPIC });
+    expect(res.status).toBe(403);
+    expect(fetched).toEqual([CERT_URL]);
+  });
+});
+
 describe("X.509 SubjectPublicKeyInfo extraction", () => {
   it("finds the key of a v3 certificate (with the [0] version field)", async () => {
     const spki = spkiFromCertificate(pemToDer(certPem));

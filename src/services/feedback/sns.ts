@@ -55,10 +55,25 @@ export function isSnsUrl(value: string): URL | null {
   return url;
 }
 
-/** A SigningCertURL that may be fetched: an SNS https URL whose path ends in .pem, without query or fragment. */
-export function checkSigningCertUrl(value: string): URL | null {
+/**
+ * The one SNS host a topic's messages may come from: `sns.<region>.amazonaws.com`
+ * for the region in the TopicArn (`.amazonaws.com.cn` in the China partition),
+ * or null when the ARN is not an SNS topic ARN.
+ */
+export function snsHostForTopic(topicArn: string): string | null {
+  const match = /^arn:(aws|aws-cn|aws-us-gov):sns:([a-z]{2}(?:-[a-z]+)+-\d):\d{12}:[A-Za-z0-9_.-]{1,256}$/.exec(topicArn);
+  if (!match) return null;
+  return `sns.${match[2]}.amazonaws.com${match[1] === "aws-cn" ? ".cn" : ""}`;
+}
+
+/**
+ * A SigningCertURL that may be fetched: an https URL on exactly the SNS host of
+ * the topic's region, whose path ends in .pem, without query or fragment.
+ */
+export function checkSigningCertUrl(value: string, topicArn: string): URL | null {
   const url = isSnsUrl(value);
   if (!url || !url.pathname.endsWith(".pem") || url.search || url.hash) return null;
+  if (url.hostname !== snsHostForTopic(topicArn)) return null;
   return url;
 }
 
@@ -255,8 +270,10 @@ export async function verifySnsMessage(
   if (m.SignatureVersion !== "1" && m.SignatureVersion !== "2") {
     throw new SnsVerificationError("forged", `Unsupported SignatureVersion ${JSON.stringify(m.SignatureVersion)}`);
   }
-  const certUrl = checkSigningCertUrl(m.SigningCertURL);
-  if (!certUrl) throw new SnsVerificationError("forged", "SigningCertURL is not an https .pem URL on an SNS host");
+  const certUrl = checkSigningCertUrl(m.SigningCertURL, m.TopicArn);
+  if (!certUrl) {
+    throw new SnsVerificationError("forged", "SigningCertURL is not an https .pem URL on the SNS host of the TopicArn's region");
+  }
   const timestamp = Date.parse(m.Timestamp);
   const now = options.now ?? Date.now();
   if (Number.isNaN(timestamp)) throw new SnsVerificationError("malformed", "Timestamp is not a date");

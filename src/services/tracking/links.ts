@@ -12,11 +12,14 @@ const PURPOSE_CLICK = "click";
 const PURPOSE_UNSUBSCRIBE = "unsubscribe";
 
 export const openSignature = (secret: string, emailId: string) => sign(secret, PURPOSE_OPEN, emailId);
-export const verifyOpenSignature = (secret: string, emailId: string, signature: string | undefined) =>
+/** Secrets a link may be verified with: the current one first, then the previous one during a rotation. */
+export type VerificationSecrets = string | readonly string[];
+
+export const verifyOpenSignature = (secret: VerificationSecrets, emailId: string, signature: string | undefined) =>
   verify(secret, signature, PURPOSE_OPEN, emailId);
 
 export const clickSignature = (secret: string, emailId: string, url: string) => sign(secret, PURPOSE_CLICK, emailId, url);
-export const verifyClickSignature = (secret: string, emailId: string, url: string, signature: string | undefined) =>
+export const verifyClickSignature = (secret: VerificationSecrets, emailId: string, url: string, signature: string | undefined) =>
   verify(secret, signature, PURPOSE_CLICK, emailId, url);
 
 const trimSlash = (baseUrl: string) => baseUrl.replace(/\/+$/, "");
@@ -40,7 +43,7 @@ export async function unsubscribeToken(secret: string, emailId: string): Promise
 }
 
 /** The email id an unsubscribe token stands for, or null when the token is malformed or forged. */
-export async function parseUnsubscribeToken(secret: string, token: string): Promise<string | null> {
+export async function parseUnsubscribeToken(secret: VerificationSecrets, token: string): Promise<string | null> {
   const dot = token.lastIndexOf(".");
   if (dot <= 0 || dot > 128) return null;
   const emailId = token.slice(0, dot);

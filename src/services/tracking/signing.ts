@@ -6,11 +6,22 @@
  */
 
 import { base64UrlToBytes, bytesToBase64, toBase64Url } from "../../lib/base64";
+import { ApiError } from "../../lib/errors";
 
 const encoder = new TextEncoder();
 const keyCache = new Map<string, Promise<CryptoKey>>();
 
+/** An HMAC-SHA256 key shorter than its 32-byte output can be guessed more cheaply than a signature can. */
+export const MIN_SIGNING_SECRET_BYTES = 32;
+
 function hmacKey(secret: string): Promise<CryptoKey> {
+  if (encoder.encode(secret).length < MIN_SIGNING_SECRET_BYTES) {
+    const message = `Server misconfigured: LINK_SIGNING_SECRET (and LINK_SIGNING_SECRET_PREVIOUS, when set) must be at least ${MIN_SIGNING_SECRET_BYTES} bytes`;
+    console.error(message);
+    throw new ApiError(500, "INTERNAL_ERROR", message, {
+      suggestion: "An operator must run `openssl rand -base64 32 | npx wrangler secret put LINK_SIGNING_SECRET`.",
+    });
+  }
   let key = keyCache.get(secret);
   if (!key) {
     key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
@@ -32,9 +43,23 @@ export async function sign(secret: string, purpose: string, ...parts: string[]):
   return toBase64Url(bytesToBase64(signature));
 }
 
-export async function verify(secret: string, signature: string | undefined | null, purpose: string, ...parts: string[]): Promise<boolean> {
+/**
+ * True when `signature` was made with one of `secrets` (the current secret,
+ * then the previous one during a rotation, so links in mail already sent
+ * keep working until the previous secret is removed).
+ */
+export async function verify(
+  secrets: string | readonly string[],
+  signature: string | undefined | null,
+  purpose: string,
+  ...parts: string[]
+): Promise<boolean> {
   if (!signature) return false;
   const bytes = base64UrlToBytes(signature);
   if (!bytes || bytes.length !== 32) return false;
-  return crypto.subtle.verify("HMAC", await hmacKey(secret), bytes, message(purpose, parts));
+  const signed = message(purpose, parts);
+  for (const secret of typeof secrets === "string" ? [secrets] : secrets) {
+    if (await crypto.subtle.verify("HMAC", await hmacKey(secret), bytes, signed)) return true;
+  }
+  return false;
 }
