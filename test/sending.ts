@@ -1,4 +1,4 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import worker from "../src/index";
@@ -10,13 +10,25 @@ import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fakes/ses";
 /** Stands in for the queue producer so a test decides when the consumer runs. */
 export function recordingQueue() {
   const messages: { body: SendEmailMessage; delaySeconds?: number }[] = [];
+  let failures = 0;
+  const fail = () => {
+    if (failures <= 0) return;
+    failures--;
+    throw new Error("Queue send failed: the queue is unavailable (test)");
+  };
   return {
     messages,
     async send(body: SendEmailMessage, options?: { delaySeconds?: number }) {
+      fail();
       messages.push({ body, delaySeconds: options?.delaySeconds });
     },
     async sendBatch(batch: { body: SendEmailMessage; delaySeconds?: number }[]) {
+      fail();
       messages.push(...batch);
+    },
+    /** The next `n` send/sendBatch calls throw, as a queue outage does. */
+    failNext(n = 1) {
+      failures += n;
     },
     take() {
       return messages.splice(0, messages.length);
@@ -100,9 +112,17 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
     return { ...(await getQueueResult(batch, ctx)), retryDelays };
   }
 
+  /** Runs the Worker's real scheduled handler (every cron job) as the Cron Trigger would at `at`. */
+  async function tick(at: Date) {
+    const ctx = createExecutionContext();
+    await worker.scheduled!(createScheduledController({ scheduledTime: at.getTime(), cron: "* * * * *" }), testEnv, ctx);
+    await waitOnExecutionContext(ctx);
+  }
+
   return {
     project,
     domain,
+    tick,
     from: `hello@${domain}`,
     ses,
     dns,

@@ -20,11 +20,12 @@ export interface SesCall {
   mime: ParsedMime;
 }
 
-type Scripted = { status: number; errorType?: string; message?: string };
+/** A scripted answer: an HTTP error, or `network: true` for a connection that fails before any answer. */
+type Scripted = { status: number; errorType?: string; message?: string } | { network: true };
 
 export function fakeSes() {
   const calls: SesCall[] = [];
-  /** Every request that reached the fake, accepted or not. */
+  /** Every request that reached the fake, accepted or not (status 0: the connection failed). */
   const requests: { status: number }[] = [];
   const script: Scripted[] = [];
   let counter = 0;
@@ -68,6 +69,10 @@ export function fakeSes() {
     };
     const raw = new TextDecoder().decode(Uint8Array.from(atob(payload.Content.Raw.Data), (c) => c.charCodeAt(0)));
     const next = script.shift();
+    if (next && "network" in next) {
+      requests.push({ status: 0 });
+      throw new TypeError("Network connection lost.");
+    }
     requests.push({ status: next?.status ?? 200 });
     if (next && next.status !== 200) {
       return Response.json(

@@ -14,6 +14,7 @@ import { call, expectError, newProject } from "../helpers";
 
 const CERT_URL = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-test.pem";
 const TOPIC = "arn:aws:sns:us-east-1:123456789012:ses-feedback";
+const CN_CERT_URL = "https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-test.pem";
 const SUBSCRIBE_URL = `https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=abc123`;
 
 // ---- signing SNS messages with the test key ----
@@ -122,7 +123,7 @@ beforeEach(() => {
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     fetched.push(url);
-    if (url === CERT_URL) return new Response(certBody, { status: certStatus });
+    if (url === CERT_URL || url === CN_CERT_URL) return new Response(certBody, { status: certStatus });
     if (url.startsWith("https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription")) {
       return new Response("<ConfirmSubscriptionResponse/>", { status: 200 });
     }
@@ -437,6 +438,80 @@ describe("POST /webhooks/ses: trust", () => {
     expect(res.status).toBe(403);
     expect(fetched).toEqual([CERT_URL]);
   });
+});
+
+describe("POST /webhooks/ses: clocks, unsubscribe confirmations and the China regions", () => {
+  it("a message dated more than 5 minutes in the future is refused and changes nothing; one 4 minutes ahead (clock skew) is accepted", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const before = await tableCounts();
+    const future = await sign(notification(bounceOf(email, "Permanent"), { Timestamp: new Date(Date.now() + 6 * 60_000).toISOString() }));
+    expectError(await post(future), 403, "FORBIDDEN");
+    expect(await tableCounts()).toEqual(before);
+    expect((await getEmail(email.id)).status).toBe("SENT");
+
+    const skewed = await sign(notification(deliveryOf(email), { Timestamp: new Date(Date.now() + 4 * 60_000).toISOString() }));
+    expect((await post(skewed)).status).toBe(200);
+    expect((await getEmail(email.id)).status).toBe("DELIVERED");
+  });
+
+  it("an UnsubscribeConfirmation is verified, acknowledged and changes nothing; it never fetches its SubscribeURL", async () => {
+    const p = await newProject();
+    await insertSentEmail(p);
+    const before = await tableCounts();
+    const unsubscribed: Sns = {
+      Type: "UnsubscribeConfirmation",
+      MessageId: crypto.randomUUID(),
+      Token: "tok-unsub",
+      TopicArn: TOPIC,
+      Message: `You have chosen to deactivate subscription to ${TOPIC}.`,
+      SubscribeURL: SUBSCRIBE_URL,
+      Timestamp: new Date().toISOString(),
+    };
+    const res = await post(await sign(unsubscribed));
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toEqual({ type: "UnsubscribeConfirmation", outcome: "ignored" });
+    expect(fetched).toEqual([CERT_URL]);
+    expect(await tableCounts()).toEqual(before);
+
+    // Forged: refused before anything is fetched beyond the certificate.
+    const forged = { ...(await sign(unsubscribed)), Token: "other" };
+    expectError(await post(forged), 403, "FORBIDDEN");
+    expect(fetched.filter((u) => u !== CERT_URL)).toEqual([]);
+  });
+
+  it("accepts a China-partition topic's certificate on its .amazonaws.com.cn SNS host, and nothing that only looks like one", async () => {
+    const p = await newProject();
+    const email = await insertSentEmail(p);
+    const cnTopic = "arn:aws-cn:sns:cn-north-1:123456789012:ses-feedback";
+    const app = createApp();
+    const send = async (m: Sns) => {
+      const res = await app.request(
+        "/webhooks/ses",
+        { method: "POST", body: JSON.stringify(m), headers: { "Content-Type": "text/plain" } },
+        { ...env, SES_SNS_TOPIC_ARNS: `${TOPIC},${cnTopic}` },
+      );
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const res = await send(await sign(notification(deliveryOf(email), { TopicArn: cnTopic }), { certUrl: CN_CERT_URL }));
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(fetched).toEqual([CN_CERT_URL]);
+    expect((await getEmail(email.id)).status).toBe("DELIVERED");
+
+    for (const certUrl of [
+      "https://sns.cn-north-1.amazonaws.com.cn.evil.example/x.pem",
+      "https://sns.cn-north-1.amazonaws.cn/x.pem",
+      "https://sns.cn-north-1.amazonaws.com.com/x.pem",
+      "http://sns.cn-north-1.amazonaws.com.cn/x.pem",
+      "https://sns.cn-northwest-1.amazonaws.com.cn/x.pem",
+    ]) {
+      const refused = await send(await sign(notification(deliveryOf(email), { TopicArn: cnTopic }), { certUrl }));
+      expect(refused.status, certUrl).toBe(403);
+      expect(refused.body.error.code).toBe("FORBIDDEN");
+    }
+    expect(fetched).toEqual([CN_CERT_URL]);
+  });
+
 });
 
 describe("X.509 SubjectPublicKeyInfo extraction", () => {

@@ -39,7 +39,7 @@ const projectEnabled = sql`NOT EXISTS (SELECT 1 FROM ${projects} WHERE ${project
  * nothing. A SENDING claim is never taken over: whether its provider call
  * happened is unknown, so the sweep settles it instead (sweepStuckEmails).
  */
-async function claimEmails(db: Database, emailIds: string[]): Promise<(Email | undefined)[]> {
+async function claimEmails(db: Database, projectId: string, emailIds: string[]): Promise<(Email | undefined)[]> {
   const now = new Date();
   const results = await runBatch(
     db,
@@ -47,7 +47,7 @@ async function claimEmails(db: Database, emailIds: string[]): Promise<(Email | u
       db
         .update(emails)
         .set({ status: "SENDING", sendingAt: now, updatedAt: now, attempts: sql`${emails.attempts} + 1` })
-        .where(and(eq(emails.id, id), eq(emails.status, "QUEUED"), projectEnabled))
+        .where(and(eq(emails.id, id), eq(emails.projectId, projectId), eq(emails.status, "QUEUED"), projectEnabled))
         .returning(),
     ),
   );
@@ -78,8 +78,12 @@ async function markOutcome(db: Database, emailId: string, set: SQLiteUpdateSetSo
     .where(and(eq(emails.id, emailId), eq(emails.status, "SENDING")));
 }
 
-/** Largest raw message the provider takes (SES v2: 10 MB after MIME encoding). */
-export const MAX_RAW_MESSAGE_BYTES = 10 * 1024 * 1024;
+/**
+ * Largest raw message the provider takes: SES v2 accepts 40 MB after MIME
+ * encoding (10 MB was the v1 SendRawEmail limit). /v1/send accepts 10 MB of
+ * attachments, about 13.4 MB once base64-encoded, so accepted mail fits.
+ */
+export const MAX_RAW_MESSAGE_BYTES = 40 * 1024 * 1024;
 
 /** Sends one claimed email and records what happened; the queue message is acked or retried accordingly. */
 async function deliverOne(
@@ -187,11 +191,11 @@ export async function handleSendBatch(batch: MessageBatch<SendEmailMessage>, env
           failedAt: now,
           updatedAt: now,
           error: PROJECT_DISABLED_REASON,
-        });
+        }, projectId); // only the project's own emails: a message naming another project's email changes nothing
         for (const m of messages) m.ack();
         return;
       }
-      const claims = await claimEmails(db, messages.map((m) => m.body.emailId));
+      const claims = await claimEmails(db, projectId, messages.map((m) => m.body.emailId));
       const claimed: [Message<SendEmailMessage>, Email][] = [];
       messages.forEach((m, i) => {
         const email = claims[i];
@@ -287,11 +291,18 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
 const emailIdsOf = (batch: MessageBatch<SendEmailMessage>) =>
   batch.messages.map((m) => (m.body as Partial<SendEmailMessage>)?.emailId).filter((id): id is string => typeof id === "string");
 
-/** Updates the emails with these ids that are in one of `statuses`: statements under D1's 100-parameter limit, in one batch. */
-async function updateEmailsById(db: Database, ids: string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>) {
+/** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's 100-parameter limit, in one batch. */
+async function updateEmailsById(
+  db: Database,
+  ids: string[],
+  statuses: EmailStatus[],
+  set: SQLiteUpdateSetSource<typeof emails>,
+  projectId?: string,
+) {
   const statements = [];
   for (let i = 0; i < ids.length; i += 90) {
-    statements.push(db.update(emails).set(set).where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, statuses))));
+    const ofProject = projectId === undefined ? undefined : eq(emails.projectId, projectId);
+    statements.push(db.update(emails).set(set).where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, statuses), ofProject)));
   }
   await runBatch(db, statements);
 }
