@@ -52,6 +52,12 @@ export interface Env {
   SES_TIMEOUT_MS?: string;
   /** SES configuration set for sends (event publishing to SNS for bounces/complaints). */
   SES_CONFIGURATION_SET?: string;
+  /** Per-project quotas (defaults in src/services/quotas.ts, README "Limits and quotas"). */
+  QUOTA_CONTACTS?: string;
+  QUOTA_EVENTS_PER_DAY?: string;
+  QUOTA_EMAILS_PER_DAY?: string;
+  QUOTA_DOMAINS?: string;
+  QUOTA_STORED_BYTES?: string;
   /** Producer for send-email work: messages {emailId, projectId}. */
   EMAIL_QUEUE: Queue<SendEmailMessage>;
 }

@@ -1,6 +1,6 @@
 import { getDb } from "./db/client";
 import type { Env } from "./env";
-import { runDomainChecks } from "./services/domains";
+import { releaseUnverifiedDomains, runDomainChecks } from "./services/domains";
 import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/deliver";
 
@@ -13,6 +13,7 @@ export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
  */
 export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   domainChecks: (env, now) => runDomainChecks(getDb(env.DB), env, now),
+  unverifiedDomains: (env, now) => releaseUnverifiedDomains(getDb(env.DB), env, now),
   stuckEmails: (env, now) => sweepStuckEmails(env, now),
   idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(getDb(env.DB), now),
 };

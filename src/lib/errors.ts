@@ -25,6 +25,7 @@ export type ErrorCode =
   | "PAYLOAD_TOO_LARGE"
   | "VALIDATION_ERROR"
   | "RATE_LIMITED"
+  | "QUOTA_EXCEEDED"
   | "INTERNAL_ERROR";
 
 /**

@@ -71,7 +71,7 @@ const createDomainRoute = createRoute({
   path: "/domains",
   tags,
   summary: "Add a sending domain",
-  description: `The name is normalised (lower-case, IDN to punycode, trailing dot dropped); IP addresses and bare top-level domains are refused (422). A domain belongs to one project at most: adding one that any project already has is 409 CONFLICT. The service generates a 2048-bit RSA DKIM key for the domain and answers the records to publish; it checks DNS once right away. ${STATES}`,
+  description: `The name is normalised (lower-case, IDN to punycode, trailing dot dropped); IP addresses and bare top-level domains are refused (422). A domain belongs to one project at most: adding one that any project already has is 409 CONFLICT, and so is one whose identity already exists in the shared Amazon SES account (its DKIM key is never replaced). A project may have at most QUOTA_DOMAINS domains (default 50; past it 403 QUOTA_EXCEEDED). A domain not verified within 72 hours of being added is FAILED (check-now can still verify it), and one still never verified 7 days after it was added is released: deleted, with its SES identity, so the name is free again. The service generates a 2048-bit RSA DKIM key for the domain and answers the records to publish; it checks DNS once right away. ${STATES}`,
   security: securityScheme,
   request: {
     body: jsonBody(
@@ -113,7 +113,7 @@ const deleteRoute = createRoute({
   tags,
   summary: "Remove a sending domain",
   description:
-    "Refused with 400 INVALID_STATE while a template's `from` address is on this domain (and, once campaigns exist, an unsent campaign's).",
+    "Refused with 400 INVALID_STATE while a template's `from` address is on this domain (and, once campaigns exist, an unsent campaign's). With Amazon SES as the provider, the domain's identity is deleted from the SES account too (if SES cannot be reached, nothing is deleted: 503, retry).",
   security: securityScheme,
   request: { params: IdParamSchema },
   responses: { 204: { description: "Deleted" }, ...commonErrors },
@@ -143,6 +143,6 @@ export const domainsRouter = createRouter()
     return c.json(toDomainView(domain), 200);
   })
   .openapi(deleteRoute, async (c) => {
-    await deleteDomain(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
+    await deleteDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id);
     return c.body(null, 204);
   });

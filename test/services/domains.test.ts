@@ -115,20 +115,19 @@ describe("SES BYODKIM", () => {
     expect(calls[0].auth).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/ses\/aws4_request, SignedHeaders=.*, Signature=[0-9a-f]{64}$/);
   });
 
-  it("an identity that already exists gets its key replaced (PutEmailIdentityDkimSigningAttributes)", async () => {
+  it("an identity that already exists in the SES account is refused, never given a new key", async () => {
     const paths: string[] = [];
     vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
       const request = new Request(input as RequestInfo, init);
       paths.push(`${request.method} ${new URL(request.url).pathname}`);
-      if (request.method === "POST") return Response.json({ message: "exists" }, { status: 409 });
-      expect(await request.json()).toEqual({
-        SigningAttributesOrigin: "EXTERNAL",
-        SigningAttributes: { DomainSigningSelector: "em1", DomainSigningPrivateKey: "S0VZ" },
-      });
-      return Response.json({});
+      return Response.json({ message: "exists" }, { status: 409, headers: { "x-amzn-ErrorType": "AlreadyExistsException" } });
     });
-    await registerDomainWithSes(sesEnv, "example.org", "em1", "S0VZ");
-    expect(paths).toEqual(["POST /v2/email/identities", "PUT /v2/email/identities/example.org/dkim/signing"]);
+    const err = await registerDomainWithSes(sesEnv, "example.org", "em1", "S0VZ").then(
+      () => null,
+      (e: unknown) => e as { alreadyExists?: boolean },
+    );
+    expect(err?.alreadyExists).toBe(true);
+    expect(paths).toEqual(["POST /v2/email/identities"]);
   });
 
   it("createDomain registers the decryptable key when EMAIL_PROVIDER=ses; an SES error saves nothing", async () => {

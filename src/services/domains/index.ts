@@ -2,7 +2,7 @@
  * Sending domains: create (with a DKIM key pair), list, get, check now,
  * delete, and the guard sending uses (`requireVerifiedDomain`).
  */
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, count, eq, isNull, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
@@ -12,9 +12,10 @@ import { listNewestFirst } from "../../lib/pagination";
 import { MIN_ENCRYPTION_KEY_LENGTH, dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim";
 import { domainOfAddress, normaliseDomainName } from "./names";
 import { domainRecordConfig, expectedRecords } from "./records";
-import { registerDomainWithSes, SesRegistrationError } from "./ses";
+import { quotaExceeded, quotaLimit } from "../quotas";
+import { deleteDomainFromSes, registerDomainWithSes, SesRegistrationError } from "./ses";
 import { findDomainUsage } from "./usage";
-import { checkDomain } from "./verification";
+import { checkDomain, VERIFICATION_WINDOW_MS } from "./verification";
 
 export { runDomainChecks } from "./verification";
 
@@ -106,8 +107,13 @@ function conflict(name: string, sameProject: boolean) {
 export async function createDomain(db: Database, env: Env, projectId: string, input: string, now = new Date()) {
   const name = parseDomainName(input);
   const secret = requireEncryptionKey(env);
-  const existing = await db.query.domains.findFirst({ where: eq(domains.name, name), columns: { projectId: true } });
+  const [existing, [{ owned }]] = await Promise.all([
+    db.query.domains.findFirst({ where: eq(domains.name, name), columns: { projectId: true } }),
+    db.select({ owned: count() }).from(domains).where(eq(domains.projectId, projectId)),
+  ]);
   if (existing) throw conflict(name, existing.projectId === projectId);
+  const cap = quotaLimit(env, "QUOTA_DOMAINS");
+  if (owned >= cap) throw quotaExceeded("QUOTA_DOMAINS", cap);
 
   const keys = await generateDkimKeyPair();
   const selector = dkimSelectorFor(now);
@@ -137,6 +143,12 @@ export async function createDomain(db: Database, env: Env, projectId: string, in
       await registerDomainWithSes(env, name, selector, keys.privateKeyPkcs8);
     } catch (err) {
       await db.delete(domains).where(eq(domains.id, inserted.id));
+      if (err instanceof SesRegistrationError && err.alreadyExists) {
+        throw new ApiError(409, "CONFLICT", `The domain ${name} already exists in this service's Amazon SES account; it was left unchanged`, {
+          suggestion:
+            "The email provider account is shared by every project: a domain set up there outside this service cannot be added. An operator must remove that identity from SES first.",
+        });
+      }
       const message = err instanceof SesRegistrationError ? err.message : "SES could not be reached";
       throw new ApiError(500, "INTERNAL_ERROR", `The domain could not be registered with Amazon SES: ${message}`, {
         suggestion: "Nothing was saved; retry later. If it persists, an operator should check the SES credentials.",
@@ -170,8 +182,13 @@ export async function listDomains(db: Database, projectId: string, query: ListDo
   return listNewestFirst(db, domains, and(...filters), query);
 }
 
-/** Deletes the domain unless something still sends from it (400 INVALID_STATE). */
-export async function deleteDomain(db: Database, projectId: string, id: string): Promise<void> {
+/**
+ * Deletes the domain unless something still sends from it (400 INVALID_STATE),
+ * and with it its identity in the SES account (when SES is the provider), so
+ * the name is free again for whoever owns it. If SES cannot remove the
+ * identity, nothing is deleted (503; retry).
+ */
+export async function deleteDomain(db: Database, env: Env, projectId: string, id: string): Promise<void> {
   const domain = await getDomain(db, projectId, id);
   const usedBy = await findDomainUsage(db, projectId, domain.name);
   if (usedBy) {
@@ -180,7 +197,60 @@ export async function deleteDomain(db: Database, projectId: string, id: string):
       "Change the from address of everything that uses this domain, then delete it.",
     );
   }
+  if (env.EMAIL_PROVIDER === "ses") {
+    try {
+      await deleteDomainFromSes(env, domain.name);
+    } catch (err) {
+      const message = err instanceof SesRegistrationError ? err.message : "SES could not be reached";
+      throw new ApiError(503, "INTERNAL_ERROR", `The domain could not be removed from Amazon SES: ${message}`, {
+        suggestion: "Nothing was deleted; retry later.",
+      });
+    }
+  }
   await db.delete(domains).where(and(eq(domains.id, id), eq(domains.projectId, projectId)));
+}
+
+/** Domains released per cron tick (each costs one SES call). */
+const RELEASE_BATCH = 10;
+/**
+ * A never-verified domain is released this long after it was added: it is
+ * FAILED after its 72-hour verification window, and "check now" can still
+ * rescue it for the rest of the week.
+ */
+export const UNVERIFIED_RELEASE_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * Scheduled: a domain never verified (status FAILED, no verifiedAt) is
+ * released UNVERIFIED_RELEASE_MS after it was added: its SES identity and its
+ * record are deleted, so no project can hold a name it cannot prove it owns.
+ * A domain that was verified once and then lost its records stays (it is its
+ * owner's). Bounded: RELEASE_BATCH domains per tick, oldest first.
+ */
+export async function releaseUnverifiedDomains(db: Database, env: Env, now = new Date()) {
+  const expired = await db
+    .select({ id: domains.id, name: domains.name })
+    .from(domains)
+    .where(
+      and(
+        eq(domains.status, "FAILED"),
+        isNull(domains.verifiedAt),
+        lt(domains.createdAt, new Date(now.getTime() - Math.max(UNVERIFIED_RELEASE_MS, VERIFICATION_WINDOW_MS))),
+      ),
+    )
+    .orderBy(domains.createdAt)
+    .limit(RELEASE_BATCH);
+  let released = 0;
+  for (const domain of expired) {
+    try {
+      if (env.EMAIL_PROVIDER === "ses") await deleteDomainFromSes(env, domain.name);
+      await db.delete(domains).where(and(eq(domains.id, domain.id), isNull(domains.verifiedAt)));
+      released++;
+    } catch (err) {
+      // Tried again on the next tick.
+      console.error("releasing an unverified domain failed", domain.name, err);
+    }
+  }
+  return { released, failed: expired.length - released };
 }
 
 /**

@@ -5,10 +5,15 @@
  */
 import { sesApi, sesErrorMessage, SES_NOT_CONFIGURED, type SesEnv } from "../providers/ses-client";
 
+/** SES identity calls happen inside API requests: bounded well under a request's patience. */
+const SES_IDENTITY_TIMEOUT_MS = 10_000;
+
 export class SesRegistrationError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    /** The identity already exists in the SES account (created outside this project). */
+    readonly alreadyExists = false,
   ) {
     super(message);
     this.name = "SesRegistrationError";
@@ -16,9 +21,10 @@ export class SesRegistrationError extends Error {
 }
 
 /**
- * `CreateEmailIdentity` with `DkimSigningAttributes`; when the identity
- * already exists in the SES account (409), its key is replaced with
- * `PutEmailIdentityDkimSigningAttributes` instead.
+ * `CreateEmailIdentity` with `DkimSigningAttributes`. The SES account is
+ * shared by every project, so an identity that already exists there (409) is
+ * never touched: replacing its DKIM key would take over, or break, a domain
+ * someone else set up. That is refused (`alreadyExists`).
  */
 export async function registerDomainWithSes(
   env: SesEnv,
@@ -34,18 +40,27 @@ export async function registerDomainWithSes(
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ EmailIdentity: domain, DkimSigningAttributes: signing }),
+    signal: AbortSignal.timeout(SES_IDENTITY_TIMEOUT_MS),
   });
   if (created.ok) return;
-  if (created.status !== 409) {
-    throw new SesRegistrationError(`SES CreateEmailIdentity failed: ${await sesErrorMessage(created)}`, created.status);
+  if (created.status === 409) {
+    await created.body?.cancel();
+    throw new SesRegistrationError(`The identity ${domain} already exists in the SES account`, 409, true);
   }
-  await created.body?.cancel();
-  const put = await client.fetch(`${base}/v2/email/identities/${encodeURIComponent(domain)}/dkim/signing`, {
-    method: "PUT",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ SigningAttributesOrigin: "EXTERNAL", SigningAttributes: signing }),
+  throw new SesRegistrationError(`SES CreateEmailIdentity failed: ${await sesErrorMessage(created)}`, created.status);
+}
+
+/** `DeleteEmailIdentity`: the identity is gone afterwards (also when SES did not know it). */
+export async function deleteDomainFromSes(env: SesEnv, domain: string): Promise<void> {
+  const ses = sesApi(env);
+  if (!ses) throw new SesRegistrationError(SES_NOT_CONFIGURED);
+  const response = await ses.client.fetch(`${ses.baseUrl}/v2/email/identities/${encodeURIComponent(domain)}`, {
+    method: "DELETE",
+    signal: AbortSignal.timeout(SES_IDENTITY_TIMEOUT_MS),
   });
-  if (!put.ok) {
-    throw new SesRegistrationError(`SES PutEmailIdentityDkimSigningAttributes failed: ${await sesErrorMessage(put)}`, put.status);
+  if (response.ok || response.status === 404) {
+    await response.body?.cancel();
+    return;
   }
+  throw new SesRegistrationError(`SES DeleteEmailIdentity failed: ${await sesErrorMessage(response)}`, response.status);
 }
