@@ -22,7 +22,11 @@ export interface Env {
   SPF_INCLUDE?: string;
   /** Label of the return-path / MAIL FROM subdomain (default "mail", i.e. mail.<domain>). */
   MAIL_FROM_SUBDOMAIN?: string;
-  /** Email provider: "ses" (Amazon SES v2; DKIM keys are registered with it) or "capture" (local development; keeps mail for GET /dev/outbox). */
+  /**
+   * Email provider: "ses" (Amazon SES v2; DKIM keys are registered with it), "cloudflare"
+   * (Cloudflare Email Service through the EMAIL binding) or "capture" (local development;
+   * keeps mail for GET /dev/outbox).
+   */
   EMAIL_PROVIDER?: string;
   /** AWS region of SES (default us-east-1); also names the return-path MX host. */
   SES_REGION?: string;
@@ -58,6 +62,8 @@ export interface Env {
   QUOTA_EMAILS_PER_DAY?: string;
   QUOTA_DOMAINS?: string;
   QUOTA_STORED_BYTES?: string;
+  /** Cloudflare Email Service `send_email` binding, used when EMAIL_PROVIDER=cloudflare. */
+  EMAIL?: SendEmail;
   /** Producer for send-email work: messages {emailId, projectId}. */
   EMAIL_QUEUE: Queue<SendEmailMessage>;
 }

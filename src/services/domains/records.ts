@@ -9,18 +9,29 @@ import { dkimRecordValue } from "./dkim";
 export interface DomainRecordConfig {
   spfInclude: string;
   mailFromSubdomain: string;
-  sesRegion: string;
+  /** Mail server of the return-path subdomain's MX record. */
+  returnPathMx: string;
 }
 
+/**
+ * The records follow the provider. SES: SPF include:amazonses.com, MAIL FROM
+ * on mail.<domain> with MX feedback-smtp.<region>.amazonses.com. Cloudflare
+ * Email Service publishes (and locks) its own records when a domain is
+ * onboarded: SPF include:_spf.mx.cloudflare.net and MX route1-3.mx.cloudflare.net
+ * on cf-bounce.<domain>, so the defaults check for exactly those.
+ */
 export function domainRecordConfig(env: {
   SPF_INCLUDE?: string;
   MAIL_FROM_SUBDOMAIN?: string;
   SES_REGION?: string;
+  EMAIL_PROVIDER?: string;
 }): DomainRecordConfig {
+  const cloudflare = env.EMAIL_PROVIDER === "cloudflare";
+  const sesRegion = (env.SES_REGION || "us-east-1").trim().toLowerCase();
   return {
-    spfInclude: (env.SPF_INCLUDE || "amazonses.com").trim().toLowerCase(),
-    mailFromSubdomain: (env.MAIL_FROM_SUBDOMAIN || "mail").trim().toLowerCase(),
-    sesRegion: (env.SES_REGION || "us-east-1").trim().toLowerCase(),
+    spfInclude: (env.SPF_INCLUDE || (cloudflare ? "_spf.mx.cloudflare.net" : "amazonses.com")).trim().toLowerCase(),
+    mailFromSubdomain: (env.MAIL_FROM_SUBDOMAIN || (cloudflare ? "cf-bounce" : "mail")).trim().toLowerCase(),
+    returnPathMx: cloudflare ? "route1.mx.cloudflare.net" : `feedback-smtp.${sesRegion}.amazonses.com`,
   };
 }
 
@@ -54,7 +65,7 @@ export function expectedRecords(
       purpose: "RETURN_PATH_MX",
       type: "MX",
       name: mailFrom,
-      value: `feedback-smtp.${config.sesRegion}.amazonses.com`,
+      value: config.returnPathMx,
       priority: 10,
       required: false,
       status: "PENDING",

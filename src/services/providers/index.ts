@@ -2,6 +2,7 @@ import type { Database } from "../../db/client";
 import type { Env } from "../../env";
 import { isDevelopment } from "../../env";
 import { CaptureProvider } from "./capture";
+import { CloudflareEmailProvider } from "./cloudflare";
 import { SesProvider } from "./ses";
 import { ProviderError, type EmailProvider } from "./types";
 
@@ -15,11 +16,12 @@ export type { EmailProvider, OutgoingMessage } from "./types";
 export function getProvider(env: Env, db: Database): EmailProvider {
   const name = env.EMAIL_PROVIDER || "ses";
   if (name === "ses") return new SesProvider(env);
+  if (name === "cloudflare") return new CloudflareEmailProvider(env);
   if (name === "capture" && (isDevelopment(env) || env.ENVIRONMENT === "test")) return new CaptureProvider(db);
   throw new ProviderError(
     name === "capture"
       ? "EMAIL_PROVIDER=capture is only allowed when ENVIRONMENT=development"
-      : `Unknown EMAIL_PROVIDER "${name}" (use "ses")`,
+      : `Unknown EMAIL_PROVIDER "${name}" (use "ses" or "cloudflare")`,
     true,
   );
 }

@@ -1,4 +1,9 @@
-/** What the queue consumer hands to a provider: one finished RFC 5322 message for one recipient. */
+/**
+ * What the queue consumer hands to a provider: one message for one recipient,
+ * both as the finished RFC 5322 text (`raw`: SES, capture) and as the parts it
+ * was built from (`parts`: APIs that take a structured message, such as
+ * Cloudflare Email Service). Both carry the same tracked HTML and headers.
+ */
 export interface OutgoingMessage {
   emailId: string;
   projectId: string;
@@ -6,6 +11,19 @@ export interface OutgoingMessage {
   to: string;
   subject: string;
   raw: string;
+  parts: MessageParts;
+}
+
+export interface MessageParts {
+  fromName?: string;
+  toName?: string;
+  replyTo?: string;
+  html: string;
+  text: string;
+  /** Custom headers and List-Unsubscribe(-Post); never From/To/Subject/Message-ID. */
+  headers: Record<string, string>;
+  /** Content is base64. */
+  attachments: { filename: string; contentType: string; content: string }[];
 }
 
 export interface ProviderResult {

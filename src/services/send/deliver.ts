@@ -5,9 +5,10 @@ import { emails, projects, type Email, type EmailStatus } from "../../db/schema"
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
+import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { loadAttachments } from "./attachments";
-import { buildMime } from "./mime";
+import { buildMime, messageHeaders, plainTextOf } from "./mime";
 
 /** A claim older than this is taken to belong to a consumer that died mid-send. */
 export const CLAIM_LEASE_MS = 15 * 60 * 1000;
@@ -54,7 +55,12 @@ async function claimEmails(db: Database, projectId: string, emailIds: string[]):
   return results.map((rows) => (rows as Email[])[0]);
 }
 
-async function composeMessage(db: Database, env: Env, email: Email, trackingEnabled: boolean): Promise<string> {
+async function composeMessage(
+  db: Database,
+  env: Env,
+  email: Email,
+  trackingEnabled: boolean,
+): Promise<{ raw: string; parts: MessageParts }> {
   const baseUrl = publicUrl(env);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   const html = trackingEnabled
@@ -62,13 +68,22 @@ async function composeMessage(db: Database, env: Env, email: Email, trackingEnab
     : email.html;
   const attachments = email.hasAttachments ? await loadAttachments(db, email.sendId) : [];
   const fromDomain = email.fromAddress.split("@")[1];
-  return buildMime(email, {
-    html,
-    attachments,
-    listUnsubscribe: email.marketing
-      ? { url: await unsubscribeUrl(baseUrl, secret, email.id), mailto: `mailto:unsubscribe@${fromDomain}?subject=unsubscribe` }
-      : undefined,
-  });
+  const listUnsubscribe = email.marketing
+    ? { url: await unsubscribeUrl(baseUrl, secret, email.id), mailto: `mailto:unsubscribe@${fromDomain}?subject=unsubscribe` }
+    : undefined;
+  const text = plainTextOf(html);
+  return {
+    raw: buildMime(email, { html, text, attachments, listUnsubscribe }),
+    parts: {
+      fromName: email.fromName ?? undefined,
+      toName: email.toName ?? undefined,
+      replyTo: email.replyTo ?? undefined,
+      html,
+      text,
+      headers: messageHeaders(email, { listUnsubscribe }),
+      attachments,
+    },
+  };
 }
 
 async function markOutcome(db: Database, emailId: string, set: SQLiteUpdateSetSource<typeof emails>) {
@@ -96,11 +111,12 @@ async function deliverOne(
 ): Promise<void> {
   let providerMessageId: string;
   try {
-    let raw: string | null = await composeMessage(db, env, email, trackingEnabled);
+    const composed = await composeMessage(db, env, email, trackingEnabled);
+    let raw: string | null = composed.raw;
     if (raw.length > MAX_RAW_MESSAGE_BYTES) {
       throw new ProviderError(`The message is ${raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`, false);
     }
-    const outgoing = { emailId: email.id, projectId: email.projectId, from: email.fromAddress, to: email.toAddress, subject: email.subject, raw };
+    const outgoing = { emailId: email.id, projectId: email.projectId, from: email.fromAddress, to: email.toAddress, subject: email.subject, raw, parts: composed.parts };
     raw = null;
     ({ providerMessageId } = await provider.send(outgoing));
   } catch (err) {

@@ -28,9 +28,26 @@ export function encodeHeaderWords(text: string): string {
 
 export interface MimeOptions {
   html: string;
+  /** The plain-text part; made from `html` when absent. */
+  text?: string;
   attachments: StoredAttachment[];
   /** Marketing mail: one-click unsubscribe (RFC 8058) plus a mailto fallback. */
   listUnsubscribe?: { url: string; mailto: string };
+}
+
+/** The plain-text alternative of an HTML body (images dropped, 78-column lines). */
+export function plainTextOf(html: string): string {
+  return convert(html, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] });
+}
+
+/** The sender's custom headers plus, on marketing mail, RFC 8058 one-click unsubscribe with a mailto fallback. */
+export function messageHeaders(email: Email, options: Pick<MimeOptions, "listUnsubscribe">): Record<string, string> {
+  const headers: Record<string, string> = { ...(email.headers ?? {}) };
+  if (options.listUnsubscribe) {
+    headers["List-Unsubscribe"] = `<${options.listUnsubscribe.url}>, <${options.listUnsubscribe.mailto}>`;
+    headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click";
+  }
+  return headers;
 }
 
 /**
@@ -51,12 +68,8 @@ export function buildMime(email: Email, options: MimeOptions): string {
   );
   if (subjectField) subjectField.dump = (value) => encodeHeaderWords(String(value));
   msg.setHeader("Message-ID", `<${email.messageId}>`);
-  for (const [name, value] of Object.entries(email.headers ?? {})) msg.setHeader(name, value);
-  if (options.listUnsubscribe) {
-    msg.setHeader("List-Unsubscribe", `<${options.listUnsubscribe.url}>, <${options.listUnsubscribe.mailto}>`);
-    msg.setHeader("List-Unsubscribe-Post", "List-Unsubscribe=One-Click");
-  }
-  const text = convert(options.html, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] });
+  for (const [name, value] of Object.entries(messageHeaders(email, options))) msg.setHeader(name, value);
+  const text = options.text ?? plainTextOf(options.html);
   msg.addMessage({ contentType: "text/plain", data: wrap76(utf8ToBase64(text)), encoding: "base64" });
   msg.addMessage({ contentType: "text/html", data: wrap76(utf8ToBase64(options.html)), encoding: "base64" });
   for (const attachment of options.attachments) {
