@@ -56,6 +56,10 @@ export interface Env {
   SES_TIMEOUT_MS?: string;
   /** SES configuration set for sends (event publishing to SNS for bounces/complaints). */
   SES_CONFIGURATION_SET?: string;
+  /** Days email HTML is kept (default 30); the record and its status stay. */
+  EMAIL_HTML_RETENTION_DAYS?: string;
+  /** Days events are kept (default 365). */
+  EVENT_RETENTION_DAYS?: string;
   /** Per-project quotas (defaults in src/services/quotas.ts, README "Limits and quotas"). */
   QUOTA_CONTACTS?: string;
   QUOTA_EVENTS_PER_DAY?: string;

@@ -3,6 +3,7 @@ import type { Env } from "./env";
 import { releaseUnverifiedDomains, runDomainChecks } from "./services/domains";
 import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/deliver";
+import { runRetention } from "./services/retention";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]). */
 export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
@@ -16,6 +17,7 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   unverifiedDomains: (env, now) => releaseUnverifiedDomains(getDb(env.DB), env, now),
   stuckEmails: (env, now) => sweepStuckEmails(env, now),
   idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(getDb(env.DB), now),
+  retention: (env, now) => runRetention(env, now),
 };
 
 /** Runs every scheduled job for this tick; `now` is the tick's scheduled time. */

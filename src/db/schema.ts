@@ -20,6 +20,12 @@ export const projects = sqliteTable("projects", {
   name: text("name").notNull(),
   disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
   trackingEnabled: integer("tracking_enabled", { mode: "boolean" }).notNull().default(true),
+  /**
+   * Bytes of mail the project has stored (email HTML and attachments), for the
+   * QUOTA_STORED_BYTES quota: added when a send is accepted, taken off when
+   * retention drops the HTML or the attachments.
+   */
+  storedBytes: integer("stored_bytes").notNull().default(0),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });
@@ -222,6 +228,8 @@ export const emails = sqliteTable(
     index("emails_provider_message_idx").on(t.providerMessageId),
     // The stuck-mail sweep looks for QUEUED/SENDING rows by age.
     index("emails_status_updated_idx").on(t.status, t.updatedAt),
+    // Retention walks the emails that still hold their HTML, oldest (lowest UUIDv7) first.
+    index("emails_html_kept_idx").on(t.id).where(sql`html != ''`),
   ],
 );
 

@@ -6,3 +6,12 @@ import { v7 as uuidv7 } from "uuid";
  * created_at tiebreaker.
  */
 export const newId = (): string => uuidv7();
+
+/**
+ * The lowest UUIDv7 of a moment: every id made at or after `ms` sorts at or
+ * above it. Lets "created before T" and "created today" use the id indexes.
+ */
+export function idAtTime(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0").slice(-12);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}

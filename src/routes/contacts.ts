@@ -1,3 +1,4 @@
+import { assertContactQuota } from "../services/quotas";
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
@@ -146,7 +147,9 @@ export const contactsRouter = createRouter()
     );
   })
   .openapi(upsertRoute, async (c) => {
-    const { contact, isNew } = await upsertContact(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("json"));
+    const input = c.req.valid("json");
+    await assertContactQuota(getDb(c.env.DB), c.env, c.get("auth").projectId, [input.email.toLowerCase()]);
+    const { contact, isNew } = await upsertContact(getDb(c.env.DB), c.get("auth").projectId, input);
     const body = { ...toContactView(contact), _meta: { isNew, isUpdate: !isNew } };
     return isNew ? c.json(body, 201) : c.json(body, 200);
   })

@@ -1,3 +1,4 @@
+import { assertContactQuota, assertDailyQuota } from "../services/quotas";
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
@@ -54,7 +55,11 @@ const trackRoute = createRoute({
 
 export const trackRouter = createRouter().openapi(trackRoute, async (c) => {
   const { projectId, keyKind } = c.get("auth");
-  const result = await trackEvent(getDb(c.env.DB), projectId, c.req.valid("json"), { publicKey: keyKind === "public" });
+  const input = c.req.valid("json");
+  const db = getDb(c.env.DB);
+  await assertDailyQuota(db, c.env, projectId, "QUOTA_EVENTS_PER_DAY", 1);
+  await assertContactQuota(db, c.env, projectId, [input.email.toLowerCase()]);
+  const result = await trackEvent(db, projectId, input, { publicKey: keyKind === "public" });
   return c.json(
     {
       success: true as const,

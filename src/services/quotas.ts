@@ -1,5 +1,9 @@
+import { and, count, eq, gte, inArray, sql } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { contacts, emails, events, projects } from "../db/schema";
 import type { Env } from "../env";
 import { ApiError } from "../lib/errors";
+import { idAtTime } from "../lib/ids";
 
 /**
  * Per-project quotas. One tenant must not be able to fill the shared D1 or
@@ -59,4 +63,74 @@ export function quotaExceeded(name: QuotaName, limit: number, now = new Date()):
   return new ApiError(403, "QUOTA_EXCEEDED", message, {
     suggestion: `Delete what is no longer needed, or ask an operator to raise ${name}.`,
   });
+}
+
+/*
+ * The checks run before the write they guard. Two requests racing at the very
+ * edge of a quota can both pass (a quota may be passed by one request's worth);
+ * the counts read are exact.
+ */
+
+/** Start of the current UTC day, in ms. */
+const utcDayStart = (now: Date) => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+
+/**
+ * QUOTA_CONTACTS: refuses a write that would create contacts past the quota.
+ * Addresses that already are contacts of the project cost nothing, so updates
+ * always pass; the project's contacts are only counted when a new one would be made.
+ */
+export async function assertContactQuota(db: Database, env: Env, projectId: string, addresses: string[]): Promise<void> {
+  if (addresses.length === 0) return;
+  const existing = new Set<string>();
+  for (let i = 0; i < addresses.length; i += 90) {
+    const rows = await db
+      .select({ email: contacts.email })
+      .from(contacts)
+      .where(and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses.slice(i, i + 90))));
+    for (const row of rows) existing.add(row.email);
+  }
+  const created = new Set(addresses.filter((a) => !existing.has(a))).size;
+  if (created === 0) return;
+  const limit = quotaLimit(env, "QUOTA_CONTACTS");
+  const [{ total }] = await db.select({ total: count() }).from(contacts).where(eq(contacts.projectId, projectId));
+  if (total + created > limit) throw quotaExceeded("QUOTA_CONTACTS", limit);
+}
+
+/**
+ * QUOTA_EMAILS_PER_DAY / QUOTA_EVENTS_PER_DAY: what the project recorded since
+ * 00:00 UTC plus `adding` must stay within the quota. Today's rows are an id
+ * range (UUIDv7) on the (project_id, id) index.
+ */
+export async function assertDailyQuota(
+  db: Database,
+  env: Env,
+  projectId: string,
+  name: "QUOTA_EMAILS_PER_DAY" | "QUOTA_EVENTS_PER_DAY",
+  adding: number,
+  now = new Date(),
+): Promise<void> {
+  if (adding <= 0) return;
+  const limit = quotaLimit(env, name);
+  const since = idAtTime(utcDayStart(now));
+  const table = name === "QUOTA_EMAILS_PER_DAY" ? emails : events;
+  const [{ today }] = await db
+    .select({ today: count() })
+    .from(table)
+    .where(and(eq(table.projectId, projectId), gte(table.id, since)));
+  if (today + adding > limit) throw quotaExceeded(name, limit, now);
+}
+
+/** QUOTA_STORED_BYTES: the project's stored mail plus `adding` bytes must stay within the quota. */
+export async function assertStoredBytesQuota(db: Database, env: Env, projectId: string, adding: number): Promise<void> {
+  const limit = quotaLimit(env, "QUOTA_STORED_BYTES");
+  const [project] = await db.select({ storedBytes: projects.storedBytes }).from(projects).where(eq(projects.id, projectId));
+  if ((project?.storedBytes ?? 0) + adding > limit) throw quotaExceeded("QUOTA_STORED_BYTES", limit);
+}
+
+/** The statement that adds `bytes` to the project's stored-bytes count (run in the same batch as the write). */
+export function addStoredBytes(db: Database, projectId: string, bytes: number) {
+  return db
+    .update(projects)
+    .set({ storedBytes: sql`${projects.storedBytes} + ${bytes}` })
+    .where(eq(projects.id, projectId));
 }

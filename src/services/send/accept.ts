@@ -9,9 +9,10 @@ import { newId } from "../../lib/ids";
 import { buildContactUpsert, splitPersistentData } from "../contacts";
 import { requireVerifiedDomain } from "../domains";
 import { findSuppressed } from "../suppressions";
+import { addStoredBytes, assertContactQuota, assertDailyQuota, assertStoredBytesQuota } from "../quotas";
 import { unsubscribeUrl } from "../tracking/links";
 import type { SendRequest } from "../../routes/send";
-import { buildAttachmentInserts } from "./attachments";
+import { base64DecodedSize, buildAttachmentInserts } from "./attachments";
 import { renderBody, renderSubject } from "./render";
 
 export const MAX_RECIPIENTS = 50;
@@ -180,6 +181,16 @@ export async function acceptSend(
     }),
   );
 
+  // Per-project quotas (src/services/quotas.ts): emails today, new contacts, stored mail.
+  const storedBytes =
+    prepared.length === 0
+      ? 0
+      : prepared.reduce((sum, p) => sum + new TextEncoder().encode(p.html).length, 0) +
+        (body.attachments ?? []).reduce((sum, a) => sum + (base64DecodedSize(a.content) ?? 0), 0);
+  await assertDailyQuota(db, env, projectId, "QUOTA_EMAILS_PER_DAY", prepared.length, now);
+  await assertContactQuota(db, env, projectId, prepared.map((p) => p.address));
+  await assertStoredBytesQuota(db, env, projectId, storedBytes);
+
   const response: SendResult = { emails: [], suppressed, timestamp: now.toISOString() };
   const upserts = prepared.map((p) =>
     buildContactUpsert(db, projectId, { email: p.address, subscribed: body.subscribed, data: persistent }, false),
@@ -230,6 +241,7 @@ export async function acceptSend(
       ...upserts.map((u) => u.query),
       ...emailInserts,
       ...(prepared.length > 0 ? buildAttachmentInserts(db, sendId, body.attachments ?? []) : []),
+      ...(storedBytes > 0 ? [addStoredBytes(db, projectId, storedBytes)] : []),
     ]);
   } catch (err) {
     if (options.idempotencyKey && isUniqueViolation(err)) {

@@ -1,0 +1,135 @@
+import { and, asc, eq, inArray, lt, notInArray, sql } from "drizzle-orm";
+import { getDb, runBatch, type Database } from "../db/client";
+import { blobChunks, capturedMessages, emailAttachments, emails, events, projects } from "../db/schema";
+import type { Env } from "../env";
+import { idAtTime } from "../lib/ids";
+
+/**
+ * Retention, run by the cron in bounded batches so one tick never does
+ * unbounded work and one tenant cannot fill the shared D1 for ever:
+ * - attachments (and their blob chunks) are deleted once every email of their
+ *   send is final (no longer QUEUED or SENDING): nothing will read them again;
+ * - email HTML is dropped EMAIL_HTML_RETENTION_DAYS (default 30) after the
+ *   email was created; the record, its status, subject and counters stay;
+ * - events are deleted EVENT_RETENTION_DAYS (default 365) after they happened;
+ * - mail kept by the local `capture` provider goes with the HTML.
+ * Ids are UUIDv7, so "older than" is an id range on the primary key.
+ */
+export const RETENTION_DEFAULTS = { EMAIL_HTML_RETENTION_DAYS: 30, EVENT_RETENTION_DAYS: 365 } as const;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Sends whose attachments one tick deletes (an attachment is up to ~10 MB in 1 MB chunks). */
+const ATTACHMENT_SENDS_PER_TICK = 20;
+const HTML_ROWS_PER_TICK = 500;
+const EVENT_ROWS_PER_TICK = 2000;
+const CAPTURED_ROWS_PER_TICK = 200;
+/** Ids per IN list: D1 allows 100 bound parameters per statement. */
+const CHUNK = 90;
+
+function retentionDays(env: Env, name: keyof typeof RETENTION_DEFAULTS): number {
+  const configured = Number((env as unknown as Record<string, unknown>)[name]);
+  return Number.isFinite(configured) && configured > 0 ? configured : RETENTION_DEFAULTS[name];
+}
+
+const chunks = <T>(items: T[]) => Array.from({ length: Math.ceil(items.length / CHUNK) }, (_, i) => items.slice(i * CHUNK, (i + 1) * CHUNK));
+
+/** Takes `bytes` off each project's stored-bytes count (never below zero). */
+function releaseStoredBytes(db: Database, byProject: Map<string, number>) {
+  return [...byProject]
+    .filter(([, bytes]) => bytes > 0)
+    .map(([projectId, bytes]) =>
+      db
+        .update(projects)
+        .set({ storedBytes: sql`MAX(0, ${projects.storedBytes} - ${bytes})` })
+        .where(eq(projects.id, projectId)),
+    );
+}
+
+/** Attachments of sends whose every email is final: rows, blob chunks, and their bytes off the project's count. */
+export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT_SENDS_PER_TICK) {
+  const pending = db
+    .select({ sendId: emails.sendId })
+    .from(emails)
+    .where(and(eq(emails.sendId, emailAttachments.sendId), inArray(emails.status, ["QUEUED", "SENDING"])));
+  const rows = await db
+    .selectDistinct({ sendId: emailAttachments.sendId })
+    .from(emailAttachments)
+    .where(sql`NOT EXISTS ${pending}`)
+    .limit(limit);
+  const sendIds = rows.map((r) => r.sendId);
+  if (sendIds.length === 0) return 0;
+  const attachments = await db
+    .select({
+      sendId: emailAttachments.sendId,
+      blobId: emailAttachments.blobId,
+      size: emailAttachments.size,
+      projectId: sql<string | null>`(SELECT ${emails.projectId} FROM ${emails} WHERE ${emails.sendId} = ${emailAttachments.sendId} LIMIT 1)`,
+    })
+    .from(emailAttachments)
+    .where(inArray(emailAttachments.sendId, sendIds));
+  const bytes = new Map<string, number>();
+  for (const a of attachments) if (a.projectId) bytes.set(a.projectId, (bytes.get(a.projectId) ?? 0) + a.size);
+  await runBatch(db, [
+    ...chunks(attachments.map((a) => a.blobId)).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
+    ...chunks(sendIds).map((ids) => db.delete(emailAttachments).where(inArray(emailAttachments.sendId, ids))),
+    ...releaseStoredBytes(db, bytes),
+  ]);
+  return sendIds.length;
+}
+
+/** Empties the HTML of emails older than the retention, oldest first; the records stay. */
+export async function dropOldEmailHtml(db: Database, env: Env, now = new Date(), limit = HTML_ROWS_PER_TICK) {
+  const cutoff = idAtTime(now.getTime() - retentionDays(env, "EMAIL_HTML_RETENTION_DAYS") * DAY_MS);
+  // `html != ''` exactly as the partial index emails_html_kept_idx is defined.
+  const rows = await db
+    .select({ id: emails.id, projectId: emails.projectId, bytes: sql<number>`length(CAST(${emails.html} AS BLOB))` })
+    .from(emails)
+    .where(and(sql`${emails.html} != ''`, lt(emails.id, cutoff), notInArray(emails.status, ["QUEUED", "SENDING"])))
+    .orderBy(asc(emails.id))
+    .limit(limit);
+  if (rows.length === 0) return 0;
+  const bytes = new Map<string, number>();
+  for (const r of rows) bytes.set(r.projectId, (bytes.get(r.projectId) ?? 0) + Number(r.bytes));
+  await runBatch(db, [
+    ...chunks(rows.map((r) => r.id)).map((ids) => db.update(emails).set({ html: "" }).where(inArray(emails.id, ids))),
+    ...releaseStoredBytes(db, bytes),
+  ]);
+  return rows.length;
+}
+
+/** Deletes events older than the retention, oldest first. */
+export async function pruneOldEvents(db: Database, env: Env, now = new Date(), limit = EVENT_ROWS_PER_TICK) {
+  const cutoff = idAtTime(now.getTime() - retentionDays(env, "EVENT_RETENTION_DAYS") * DAY_MS);
+  const oldest = db.select({ id: events.id }).from(events).where(lt(events.id, cutoff)).orderBy(asc(events.id)).limit(limit);
+  const deleted = await db.delete(events).where(inArray(events.id, oldest)).returning({ id: events.id });
+  return deleted.length;
+}
+
+/** Mail kept by the capture provider (local development) goes with the HTML retention. */
+export async function pruneCapturedMail(db: Database, env: Env, now = new Date(), limit = CAPTURED_ROWS_PER_TICK) {
+  const cutoff = idAtTime(now.getTime() - retentionDays(env, "EMAIL_HTML_RETENTION_DAYS") * DAY_MS);
+  const rows = await db
+    .select({ id: capturedMessages.id, blobId: capturedMessages.blobId })
+    .from(capturedMessages)
+    .where(lt(capturedMessages.id, cutoff))
+    .limit(limit);
+  if (rows.length === 0) return 0;
+  await runBatch(db, [
+    ...chunks(rows.map((r) => r.blobId)).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
+    ...chunks(rows.map((r) => r.id)).map((ids) => db.delete(capturedMessages).where(inArray(capturedMessages.id, ids))),
+  ]);
+  return rows.length;
+}
+
+/** The cron job: one bounded batch of each kind. */
+export async function runRetention(env: Env, now = new Date()) {
+  const db = getDb(env.DB);
+  return {
+    attachments: await deleteFinishedAttachments(db),
+    html: await dropOldEmailHtml(db, env, now),
+    events: await pruneOldEvents(db, env, now),
+    captured: await pruneCapturedMail(db, env, now),
+  };
+}
+
+

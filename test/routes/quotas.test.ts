@@ -1,0 +1,82 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Env } from "../../src/env";
+import worker from "../../src/index";
+import { BASE, expectError, newProject, type JsonResponse } from "../helpers";
+import { sendingSetup } from "../sending";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** A request through the Worker with some settings changed. */
+async function request(key: string, method: string, path: string, body: unknown, settings: Partial<Env>): Promise<JsonResponse> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request(BASE + path, {
+      method,
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    }),
+    { ...env, ...settings },
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+}
+
+describe("per-project quotas", () => {
+  it("QUOTA_CONTACTS: a new contact past it is 403 QUOTA_EXCEEDED on /contacts and /v1/track; updates still pass", async () => {
+    const p = await newProject();
+    const other = await newProject();
+    const limits = { QUOTA_CONTACTS: "2" };
+    expect((await request(p.secretKey, "POST", "/contacts", { email: "a@example.com" }, limits)).status).toBe(201);
+    expect((await request(p.secretKey, "POST", "/contacts", { email: "b@example.com" }, limits)).status).toBe(201);
+    const err = expectError(await request(p.secretKey, "POST", "/contacts", { email: "c@example.com" }, limits), 403, "QUOTA_EXCEEDED");
+    expect(err.message).toContain("2 contacts");
+    expectError(await request(p.publicKey, "POST", "/v1/track", { email: "c@example.com", event: "visit" }, limits), 403, "QUOTA_EXCEEDED");
+    expect((await request(p.secretKey, "POST", "/contacts", { email: "A@example.com", data: { plan: "pro" } }, limits)).status).toBe(200);
+    expect((await request(p.publicKey, "POST", "/v1/track", { email: "b@example.com", event: "visit" }, limits)).status).toBe(200);
+    expect((await p.api.get("/contacts")).body.total).toBe(2);
+    // Another project has its own count.
+    expect((await request(other.secretKey, "POST", "/contacts", { email: "c@example.com" }, limits)).status).toBe(201);
+  });
+
+  it("QUOTA_EVENTS_PER_DAY: /v1/track past it is 429 QUOTA_EXCEEDED with Retry-After until 00:00 UTC", async () => {
+    const p = await newProject();
+    const limits = { QUOTA_EVENTS_PER_DAY: "2" };
+    for (let i = 0; i < 2; i++) {
+      expect((await request(p.publicKey, "POST", "/v1/track", { email: "a@example.com", event: "visit" }, limits)).status).toBe(200);
+    }
+    const res = await request(p.publicKey, "POST", "/v1/track", { email: "a@example.com", event: "visit" }, limits);
+    expectError(res, 429, "QUOTA_EXCEEDED");
+    const retryAfter = Number(res.headers.get("Retry-After"));
+    const now = new Date();
+    const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(Math.abs(retryAfter - (midnight - Date.now()) / 1000)).toBeLessThan(5);
+    expect((await p.api.get("/events")).body.data.total).toBe(2);
+  });
+
+  it("QUOTA_EMAILS_PER_DAY: a send that would pass it is 429, and nothing of it is stored or queued", async () => {
+    const s = await sendingSetup({ QUOTA_EMAILS_PER_DAY: "3" });
+    const message = (to: string[]) => ({ to, from: s.from, subject: "Hi", body: "<p>hi</p>" });
+    expect((await s.send(message(["a@example.com", "b@example.com"]))).status).toBe(200);
+    const refused = await s.send(message(["c@example.com", "d@example.com"]));
+    expectError(refused as JsonResponse, 429, "QUOTA_EXCEEDED");
+    expect(s.queue.messages).toHaveLength(2);
+    expect((await s.get("/emails")).body.data.total).toBe(2);
+    expect((await s.send(message(["c@example.com"]))).status).toBe(200);
+  });
+
+  it("QUOTA_STORED_BYTES: a send whose HTML and attachments would pass it is 403", async () => {
+    const s = await sendingSetup({ QUOTA_STORED_BYTES: "6000" });
+    const body = `<p>${"x".repeat(4000)}</p>`;
+    expect((await s.send({ to: "a@example.com", from: s.from, subject: "Hi", body })).status).toBe(200);
+    const err = expectError((await s.send({ to: "b@example.com", from: s.from, subject: "Hi", body })) as JsonResponse, 403, "QUOTA_EXCEEDED");
+    expect(err.message).toContain("6000 bytes");
+    expect(s.queue.messages).toHaveLength(1);
+  });
+});
