@@ -60,7 +60,16 @@ export async function verifiedDomain(project: TestProject, dns: ReturnType<typeo
  */
 export async function sendingSetup(overrides: Partial<Env> = {}) {
   const ses = fakeSes();
-  const dns = fakeDns((request) => (request.url.startsWith(SES_ENDPOINT) ? ses.handle(request) : new Response("no", { status: 599 })));
+  /** More of the outside world (e.g. the fake SNS), added with `serve`. */
+  const others: ((request: Request) => Response | undefined | Promise<Response | undefined>)[] = [];
+  const dns = fakeDns(async (request) => {
+    if (request.url.startsWith(SES_ENDPOINT)) return ses.handle(request);
+    for (const handler of others) {
+      const response = await handler(request);
+      if (response) return response;
+    }
+    return new Response("no", { status: 599 });
+  });
   const queue = recordingQueue();
   const testEnv = {
     ...env,
@@ -123,6 +132,10 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
     project,
     domain,
     tick,
+    /** Answers outgoing requests the handler knows (it returns undefined for others). */
+    serve(handler: (request: Request) => Response | undefined | Promise<Response | undefined>) {
+      others.push(handler);
+    },
     from: `hello@${domain}`,
     ses,
     dns,

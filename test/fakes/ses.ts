@@ -12,6 +12,8 @@ export const SES_ENDPOINT = "https://ses.fake.test";
 export const SES_CREDENTIALS = { SES_ACCESS_KEY_ID: "AKIDTESTFAKE", SES_SECRET_ACCESS_KEY: "fake-secret-key", SES_REGION: "eu-west-1" };
 
 export interface SesCall {
+  /** The MessageId the fake answered with. */
+  messageId: string;
   authorization: string;
   from: string;
   to: string[];
@@ -80,7 +82,9 @@ export function fakeSes() {
         { status: next.status, headers: next.errorType ? { "x-amzn-ErrorType": `${next.errorType}:http://internal.amazon.com/` } : {} },
       );
     }
+    const messageId = `ses-${++counter}`;
     calls.push({
+      messageId,
       authorization,
       from: payload.FromEmailAddress,
       to: payload.Destination.ToAddresses,
@@ -88,7 +92,7 @@ export function fakeSes() {
       raw,
       mime: parseMime(raw),
     });
-    return Response.json({ MessageId: `ses-${++counter}` });
+    return Response.json({ MessageId: messageId });
   }
 
   return {

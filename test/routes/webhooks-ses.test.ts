@@ -7,64 +7,12 @@ import { contacts, emails, events, suppressions } from "../../src/db/schema";
 import { recordEngagement } from "../../src/services/emails/status";
 import { clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/services/feedback/sns";
 import { findSuppressed } from "../../src/services/suppressions";
-import certPem from "../fixtures/sns/sns-test-cert.pem?raw";
-import keyPem from "../fixtures/sns/sns-test-key.pem?raw";
+import { CERT_URL, certPem, notification, sign, TOPIC, type Sns } from "../fakes/sns";
 import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../fixtures/emails";
 import { call, expectError, newProject } from "../helpers";
 
-const CERT_URL = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-test.pem";
-const TOPIC = "arn:aws:sns:us-east-1:123456789012:ses-feedback";
 const CN_CERT_URL = "https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-test.pem";
 const SUBSCRIBE_URL = `https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=abc123`;
-
-// ---- signing SNS messages with the test key ----
-
-function pemBody(pem: string, label: string): Uint8Array {
-  const b64 = pem.split(`-----BEGIN ${label}-----`)[1].split(`-----END ${label}-----`)[0].replace(/\s+/g, "");
-  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-}
-
-const keys = new Map<string, Promise<CryptoKey>>();
-function signingKey(hash: "SHA-1" | "SHA-256") {
-  if (!keys.has(hash)) {
-    keys.set(hash, crypto.subtle.importKey("pkcs8", pemBody(keyPem, "PRIVATE KEY"), { name: "RSASSA-PKCS1-v1_5", hash }, false, ["sign"]));
-  }
-  return keys.get(hash)!;
-}
-
-type Sns = Record<string, string>;
-
-/** The string to sign, written out here from AWS's documentation (independent of the Worker's code). */
-function canonical(m: Sns): string {
-  const names =
-    m.Type === "Notification"
-      ? ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"]
-      : ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"];
-  return names
-    .filter((n) => m[n] !== undefined)
-    .map((n) => `${n}\n${m[n]}\n`)
-    .join("");
-}
-
-async function sign(fields: Sns, options: { version?: "1" | "2"; certUrl?: string; hash?: "SHA-1" | "SHA-256" } = {}): Promise<Sns> {
-  const version = options.version ?? "2";
-  const m: Sns = { ...fields, SignatureVersion: version, SigningCertURL: options.certUrl ?? CERT_URL };
-  const hash = options.hash ?? (version === "1" ? "SHA-1" : "SHA-256");
-  const signature = await crypto.subtle.sign("RSASSA-PKCS1-v1_5", await signingKey(hash), new TextEncoder().encode(canonical(m)));
-  m.Signature = btoa(String.fromCharCode(...new Uint8Array(signature)));
-  return m;
-}
-
-function notification(ses: unknown, extra: Partial<Sns> = {}): Sns {
-  return {
-    Type: "Notification",
-    MessageId: crypto.randomUUID(),
-    TopicArn: TOPIC,
-    Message: JSON.stringify(ses),
-    Timestamp: new Date().toISOString(),
-    ...extra,
-  };
-}
 
 const mail = (messageId: string, to: string) => ({
   timestamp: new Date().toISOString(),
