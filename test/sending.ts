@@ -143,6 +143,8 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
     env: testEnv,
     send: (body: unknown, headers?: Record<string, string>) => request("POST", "/v1/send", body, headers),
     get: (path: string) => request("GET", path),
+    /** Any API call through the Worker with this setup's env (e.g. EMAIL_PROVIDER=ses for POST /domains). */
+    post: (path: string, body?: unknown) => request("POST", path, body),
     deliver,
     ctx: () => createExecutionContext(),
   };

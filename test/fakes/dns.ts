@@ -5,8 +5,10 @@ import { vi } from "vitest";
  * `fetch` to DOH_URL in the JSON format Cloudflare and Google serve
  * (`{Status, Answer: [{name, type, TTL, data}]}`; TXT data are quoted
  * character-strings split at 255 characters; MX data "10 host."), with
- * NXDOMAIN for names without records, and SERVFAIL or a slow answer (that
- * honours the request's AbortSignal) on demand. Other URLs go to `other`.
+ * NXDOMAIN for names without records, CNAME chains followed as a recursive
+ * resolver does (the CNAME records first in Answer, then the records of the
+ * chain's end), and SERVFAIL or a slow answer (that honours the request's
+ * AbortSignal) on demand. Other URLs go to `other`.
  */
 export const DOH_URL = "https://doh.test/dns-query";
 const TYPES: Record<string, number> = { A: 1, CNAME: 5, MX: 15, TXT: 16, AAAA: 28 };
@@ -19,6 +21,8 @@ export function quoteTxt(value: string): string {
 
 export function fakeDns(other?: (request: Request) => Promise<Response> | Response) {
   const zone = new Map<string, Map<RType, string[]>>();
+  /** name -> CNAME target. */
+  const aliases = new Map<string, string>();
   const failing = new Map<string, "SERVFAIL" | "SLOW">();
   const requests: { name: string; type: string }[] = [];
 
@@ -47,11 +51,31 @@ export function fakeDns(other?: (request: Request) => Promise<Response> | Respon
     const json = (body: unknown) => new Response(JSON.stringify(body), { headers: { "content-type": "application/dns-json" } });
     const question = [{ name: `${name}.`, type: TYPES[type] }];
     if (mode === "SERVFAIL") return json({ Status: 2, TC: false, RD: true, RA: true, Question: question });
-    const records = zone.get(name);
+    // A recursive resolver follows CNAMEs: the chain comes first in Answer, then the records of its end.
+    const chain: { name: string; type: number; TTL: number; data: string }[] = [];
+    let owner = name;
+    while (aliases.has(owner) && type !== "CNAME" && chain.length < 8) {
+      const target = aliases.get(owner)!;
+      chain.push({ name: `${owner}.`, type: TYPES.CNAME, TTL: 300, data: `${target}.` });
+      owner = target;
+    }
+    const records = zone.get(owner);
     if (!records) {
-      return json({ Status: 3, TC: false, RD: true, RA: true, Question: question, Authority: [{ name: "test.", type: 6, TTL: 900, data: "ns.test. admin.test. 1 7200 900 1209600 86400" }] });
+      return json({
+        Status: 3,
+        TC: false,
+        RD: true,
+        RA: true,
+        Question: question,
+        ...(chain.length ? { Answer: chain } : {}),
+        Authority: [{ name: "test.", type: 6, TTL: 900, data: "ns.test. admin.test. 1 7200 900 1209600 86400" }],
+      });
     }
     const values = records.get(type as RType) ?? [];
+    const answers = [
+      ...chain,
+      ...values.map((v) => ({ name: `${owner}.`, type: TYPES[type], TTL: 300, data: type === "TXT" ? quoteTxt(v) : v })),
+    ];
     return json({
       Status: 0,
       TC: false,
@@ -60,16 +84,7 @@ export function fakeDns(other?: (request: Request) => Promise<Response> | Respon
       AD: false,
       CD: false,
       Question: question,
-      ...(values.length
-        ? {
-            Answer: values.map((v) => ({
-              name: `${name}.`,
-              type: TYPES[type],
-              TTL: 300,
-              data: type === "TXT" ? quoteTxt(v) : v,
-            })),
-          }
-        : {}),
+      ...(answers.length ? { Answer: answers } : {}),
     });
   });
 
@@ -81,6 +96,11 @@ export function fakeDns(other?: (request: Request) => Promise<Response> | Respon
       const key = name.toLowerCase();
       if (!zone.has(key)) zone.set(key, new Map());
       zone.get(key)!.set(type, values);
+      return api;
+    },
+    /** Makes `name` a CNAME to `target` (its own records are then hidden, as DNS requires). */
+    cname(name: string, target: string) {
+      aliases.set(name.toLowerCase(), target.toLowerCase());
       return api;
     },
     /** The name exists (NOERROR) but has no records. */

@@ -1,15 +1,32 @@
-import { AwsV4Signer } from "aws4fetch";
 import { expect } from "vitest";
+import { reportViolation } from "./violations";
+import { verifySigV4 } from "./sigv4";
 
 /**
  * A fake AWS SES v2 endpoint at the HTTP boundary. It accepts only what real
- * SES accepts from us: POST /v2/email/outbound-emails with a SigV4
- * Authorization header (recomputed and compared here), JSON with the raw
- * message base64 in Content.Raw.Data. Each call's decoded MIME is kept.
- * Answers are scripted: 200 with a MessageId by default, or queued failures.
+ * SES accepts from us, checked with an independent SigV4 implementation
+ * (./sigv4.ts: credential scope, signed host and x-amz-* headers, clock
+ * skew, signature):
+ * - POST /v2/email/outbound-emails (SendEmail): JSON with the raw message
+ *   base64 in Content.Raw.Data; FromEmailAddress and Destination must agree
+ *   with the message's From and To headers. Each call's decoded MIME is kept.
+ *   Answers are scripted: 200 with a MessageId by default, or queued failures.
+ * - POST /v2/email/identities (CreateEmailIdentity with BYODKIM
+ *   DkimSigningAttributes; 409 AlreadyExistsException for a known identity) and
+ *   PUT /v2/email/identities/{domain}/dkim/signing
+ *   (PutEmailIdentityDkimSigningAttributes, 404 for an unknown identity).
+ * Anything the fake finds wrong with a request (a bug in our client, not an
+ * SES answer) is also reported as a violation, which fails the running test
+ * (see ./violations.ts) even if the Worker would treat the answer as retryable.
  */
 export const SES_ENDPOINT = "https://ses.fake.test";
 export const SES_CREDENTIALS = { SES_ACCESS_KEY_ID: "AKIDTESTFAKE", SES_SECRET_ACCESS_KEY: "fake-secret-key", SES_REGION: "eu-west-1" };
+const CREDENTIALS = {
+  accessKeyId: SES_CREDENTIALS.SES_ACCESS_KEY_ID,
+  secretAccessKey: SES_CREDENTIALS.SES_SECRET_ACCESS_KEY,
+  region: SES_CREDENTIALS.SES_REGION,
+  service: "ses",
+};
 
 export interface SesCall {
   /** The MessageId the fake answered with. */
@@ -22,84 +39,125 @@ export interface SesCall {
   mime: ParsedMime;
 }
 
+/** A BYODKIM identity as SES keeps it. */
+export interface SesIdentity {
+  selector: string;
+  privateKey: string;
+  /** How it got there: CreateEmailIdentity or PutEmailIdentityDkimSigningAttributes. */
+  via: ("create" | "put")[];
+}
+
 /** A scripted answer: an HTTP error, or `network: true` for a connection that fails before any answer. */
 type Scripted = { status: number; errorType?: string; message?: string } | { network: true };
+
+const awsError = (status: number, type: string, message: string) =>
+  Response.json({ message }, { status, headers: { "x-amzn-ErrorType": `${type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } });
+
+/** The address inside a From/To header value ("Name <a@b>" or "a@b", names possibly encoded-words). */
+const addressOf = (value: string | undefined) => (/<([^>]+)>\s*$/.exec(value ?? "")?.[1] ?? value ?? "").trim().toLowerCase();
 
 export function fakeSes() {
   const calls: SesCall[] = [];
   /** Every request that reached the fake, accepted or not (status 0: the connection failed). */
-  const requests: { status: number }[] = [];
+  const requests: { method: string; path: string; status: number }[] = [];
+  const identities = new Map<string, SesIdentity>();
   const script: Scripted[] = [];
   let counter = 0;
 
-  async function handle(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    if (request.method !== "POST" || url.pathname !== "/v2/email/outbound-emails") {
-      return Response.json({ message: `No route ${request.method} ${url.pathname}` }, { status: 404 });
+  /** A request we should never have sent: fails the test, and answers as SES would (4xx). */
+  function violation(status: number, type: string, message: string): Response {
+    reportViolation(`fake SES: ${message}`);
+    return awsError(status, type, message);
+  }
+
+  async function route(request: Request, path: string, body: string): Promise<Response> {
+    const problem = await verifySigV4({ method: request.method, url: request.url, headers: request.headers, body }, CREDENTIALS);
+    if (problem) return violation(403, "SignatureDoesNotMatch", problem);
+    let payload: any;
+    try {
+      payload = JSON.parse(body);
+    } catch {
+      return violation(400, "BadRequestException", "The body is not JSON");
     }
-    const body = await request.text();
-    const authorization = request.headers.get("authorization") ?? "";
-    const match =
-      /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([a-z0-9-]+)\/ses\/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/.exec(
-        authorization,
-      );
-    const amzDate = request.headers.get("x-amz-date") ?? "";
-    if (!match || match[1] !== SES_CREDENTIALS.SES_ACCESS_KEY_ID || match[3] !== SES_CREDENTIALS.SES_REGION || !amzDate.startsWith(match[2])) {
-      return Response.json({ message: "The security token included in the request is invalid." }, { status: 403 });
+
+    if (request.method === "POST" && path === "/v2/email/identities") {
+      const name = String(payload.EmailIdentity ?? "");
+      const dkim = payload.DkimSigningAttributes;
+      if (!name || typeof dkim?.DomainSigningSelector !== "string" || typeof dkim?.DomainSigningPrivateKey !== "string") {
+        return violation(400, "BadRequestException", "CreateEmailIdentity needs EmailIdentity and DkimSigningAttributes {DomainSigningSelector, DomainSigningPrivateKey}");
+      }
+      if (identities.has(name)) return awsError(409, "AlreadyExistsException", `Email identity ${name} already exist.`);
+      identities.set(name, { selector: dkim.DomainSigningSelector, privateKey: dkim.DomainSigningPrivateKey, via: ["create"] });
+      return Response.json({ IdentityType: "DOMAIN", VerifiedForSendingStatus: false, DkimAttributes: { SigningAttributesOrigin: "EXTERNAL", Status: "PENDING" } });
     }
-    const headers = new Headers(request.headers);
-    headers.delete("authorization");
-    const expected = await new AwsV4Signer({
-      method: "POST",
-      url: request.url,
-      headers,
-      body,
-      accessKeyId: SES_CREDENTIALS.SES_ACCESS_KEY_ID,
-      secretAccessKey: SES_CREDENTIALS.SES_SECRET_ACCESS_KEY,
-      service: "ses",
-      region: SES_CREDENTIALS.SES_REGION,
-      datetime: amzDate,
-    }).signature();
-    if (expected !== match[5]) {
-      return Response.json({ message: "The request signature we calculated does not match" }, { status: 403 });
+    const dkimSigning = /^\/v2\/email\/identities\/([^/]+)\/dkim\/signing$/.exec(path);
+    if (request.method === "PUT" && dkimSigning) {
+      const name = decodeURIComponent(dkimSigning[1]);
+      const attributes = payload.SigningAttributes;
+      if (payload.SigningAttributesOrigin !== "EXTERNAL" || typeof attributes?.DomainSigningSelector !== "string" || typeof attributes?.DomainSigningPrivateKey !== "string") {
+        return violation(400, "BadRequestException", "PutEmailIdentityDkimSigningAttributes needs SigningAttributesOrigin EXTERNAL and SigningAttributes");
+      }
+      const identity = identities.get(name);
+      if (!identity) return awsError(404, "NotFoundException", `Email identity ${name} does not exist.`);
+      identities.set(name, { selector: attributes.DomainSigningSelector, privateKey: attributes.DomainSigningPrivateKey, via: [...identity.via, "put"] });
+      return Response.json({ DkimStatus: "PENDING", DkimTokens: [] });
     }
-    const payload = JSON.parse(body) as {
-      FromEmailAddress: string;
-      Destination: { ToAddresses: string[] };
-      Content: { Raw: { Data: string } };
-      ConfigurationSetName?: string;
-    };
-    const raw = new TextDecoder().decode(Uint8Array.from(atob(payload.Content.Raw.Data), (c) => c.charCodeAt(0)));
+    if (request.method !== "POST" || path !== "/v2/email/outbound-emails") {
+      return violation(404, "NotFoundException", `No route ${request.method} ${path}`);
+    }
+
+    const raw = new TextDecoder().decode(Uint8Array.from(atob(payload.Content?.Raw?.Data ?? ""), (c) => c.charCodeAt(0)));
+    const mime = parseMime(raw);
+    const from = String(payload.FromEmailAddress ?? "");
+    const to: string[] = payload.Destination?.ToAddresses ?? [];
+    if (addressOf(mime.headers.from) !== from.toLowerCase()) {
+      return violation(400, "BadRequestException", `FromEmailAddress ${from} is not the message's From (${mime.headers.from})`);
+    }
+    const headerTo = (mime.headers.to ?? "").split(",").map(addressOf).filter(Boolean);
+    if (to.length === 0 || to.map((a) => a.toLowerCase()).join(",") !== headerTo.join(",")) {
+      return violation(400, "BadRequestException", `Destination ${JSON.stringify(to)} is not the message's To (${mime.headers.to})`);
+    }
     const next = script.shift();
     if (next && "network" in next) {
-      requests.push({ status: 0 });
+      requests[requests.length - 1].status = 0;
       throw new TypeError("Network connection lost.");
     }
-    requests.push({ status: next?.status ?? 200 });
     if (next && next.status !== 200) {
+      requests[requests.length - 1].status = next.status;
       return Response.json(
         { message: next.message ?? "scripted failure" },
         { status: next.status, headers: next.errorType ? { "x-amzn-ErrorType": `${next.errorType}:http://internal.amazon.com/` } : {} },
       );
     }
     const messageId = `ses-${++counter}`;
-    calls.push({
-      messageId,
-      authorization,
-      from: payload.FromEmailAddress,
-      to: payload.Destination.ToAddresses,
-      configurationSet: payload.ConfigurationSetName,
-      raw,
-      mime: parseMime(raw),
-    });
+    calls.push({ messageId, authorization: request.headers.get("authorization") ?? "", from, to, configurationSet: payload.ConfigurationSetName, raw, mime });
     return Response.json({ MessageId: messageId });
+  }
+
+  async function handle(request: Request): Promise<Response> {
+    const path = new URL(request.url).pathname;
+    const entry = { method: request.method, path, status: 200 };
+    requests.push(entry);
+    const body = await request.text();
+    let response: Response;
+    try {
+      response = await route(request, path, body);
+    } catch (err) {
+      // A scripted network failure is meant to reach the Worker; anything else thrown here is a fake's assertion.
+      if (err instanceof TypeError && err.message === "Network connection lost.") throw err;
+      response = violation(400, "BadRequestException", `the fake could not read the request: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (entry.status === 200) entry.status = response.status;
+    return response;
   }
 
   return {
     calls,
+    /** Every request, in order, with the status it was answered (0: the connection failed). */
     requests,
+    identities,
     handle,
-    /** The next answers, in order (then 200s again). */
+    /** The next SendEmail answers, in order (then 200s again). */
     failNext(...answers: Scripted[]) {
       script.push(...answers);
     },
