@@ -145,6 +145,7 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
     get: (path: string) => request("GET", path),
     /** Any API call through the Worker with this setup's env (e.g. EMAIL_PROVIDER=ses for POST /domains). */
     post: (path: string, body?: unknown) => request("POST", path, body),
+    request,
     deliver,
     ctx: () => createExecutionContext(),
   };

@@ -25,6 +25,8 @@ export function fakeDns(other?: (request: Request) => Promise<Response> | Respon
   const aliases = new Map<string, string>();
   const failing = new Map<string, "SERVFAIL" | "SLOW">();
   const requests: { name: string; type: string }[] = [];
+  /** Slow lookups the Worker gave up on, with the abort reason (e.g. TimeoutError). */
+  const aborted: { name: string; type: string; reason: string }[] = [];
 
   const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
     const request = input instanceof Request ? input : new Request(String(input), init);
@@ -39,11 +41,13 @@ export function fakeDns(other?: (request: Request) => Promise<Response> | Respon
     if (request.headers.get("accept") !== "application/dns-json") return new Response("bad accept", { status: 415 });
     const mode = failing.get(name);
     if (mode === "SLOW") {
+      // Never answers: only the caller's AbortSignal ends the wait (recorded in `aborted`).
       const signal = init?.signal ?? request.signal;
       await new Promise<never>((_, reject) => {
         const timer = setTimeout(() => reject(new Error("fake resolver gave up")), 10_000);
         signal?.addEventListener("abort", () => {
           clearTimeout(timer);
+          aborted.push({ name, type, reason: (signal.reason as Error | undefined)?.name ?? String(signal.reason) });
           reject(signal.reason);
         });
       });
@@ -91,6 +95,7 @@ export function fakeDns(other?: (request: Request) => Promise<Response> | Respon
   const api = {
     spy,
     requests,
+    aborted,
     /** Sets (replaces) the records of one type at a name; [] keeps the name existing without records. */
     set(name: string, type: RType, values: string[]) {
       const key = name.toLowerCase();

@@ -144,8 +144,8 @@ describe("the fake SES", () => {
     expect((await send({ FromEmailAddress: "a@x.test", Destination: { ToAddresses: ["c@y.test"] }, Content: { Raw: { Data: raw("a@x.test", "b@y.test") } } })).status).toBe(400);
     expect(takeViolations()).toEqual([expect.stringMatching(/Destination .* is not the message's To/)]);
 
-    expect((await sesRequest("DELETE", "/v2/email/identities/x.test", {}).then(ses.handle)).status).toBe(404);
-    expect(takeViolations()).toEqual([expect.stringMatching(/No route DELETE/)]);
+    expect((await sesRequest("PATCH", "/v2/email/identities/x.test", {}).then(ses.handle)).status).toBe(404);
+    expect(takeViolations()).toEqual([expect.stringMatching(/No route PATCH/)]);
 
     // An assertion failing inside the fake (no header/body separator) is a finding, not a thrown error the Worker retries.
     expect((await send({ FromEmailAddress: "a@x.test", Destination: { ToAddresses: ["b@y.test"] }, Content: { Raw: { Data: btoa("garbage") } } })).status).toBe(400);
@@ -161,32 +161,31 @@ describe("the fake SES", () => {
     expect((await s.get(`/emails/${res.body.data.emails[0].email}`)).body).toMatchObject({ status: "FAILED", error: expect.stringContaining("SES 403") });
   });
 
-  it("BYODKIM: adding a domain with EMAIL_PROVIDER=ses registers its selector and the private key of the published DKIM record", async () => {
+  it("BYODKIM: adding a domain with EMAIL_PROVIDER=ses registers its selector and the private key of its DKIM record; deleting it removes the identity", async () => {
     const s = await sendingSetup();
+    const identityCalls = () => s.ses.requests.filter((r) => r.path.startsWith("/v2/email/identities")).map((r) => [r.method, r.path, r.status]);
     const name = `byodkim-${crypto.randomUUID().slice(0, 8)}.test`;
     const created = await s.post("/domains", { domain: name });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(s.ses.requests.filter((r) => r.path.startsWith("/v2/email/identities")).map((r) => [r.method, r.path, r.status])).toEqual([
-      ["POST", "/v2/email/identities", 200],
-    ]);
+    expect(identityCalls()).toEqual([["POST", "/v2/email/identities", 200]]);
     const identity = s.ses.identities.get(name)!;
-    expect(identity.via).toEqual(["create"]);
+    expect(identity.via).toBe("create");
     const dkim = created.body.records.find((r: { purpose: string }) => r.purpose === "DKIM");
     expect(dkim.name).toBe(`${identity.selector}._domainkey.${name}`);
     await expectKeyPair(identity.privateKey, dkim.value);
 
-    // The identity is already in the SES account (e.g. the domain was removed and added again): its key is replaced.
-    const again = `byodkim-again-${crypto.randomUUID().slice(0, 8)}.test`;
-    s.ses.identities.set(again, { selector: "old", privateKey: "old-key", via: ["create"] });
-    const replaced = await s.post("/domains", { domain: again });
-    expect(replaced.status, JSON.stringify(replaced.body)).toBe(201);
-    expect(s.ses.requests.filter((r) => r.path.includes(again) || r.path === "/v2/email/identities").slice(-2).map((r) => [r.method, r.path, r.status])).toEqual([
-      ["POST", "/v2/email/identities", 409],
-      ["PUT", `/v2/email/identities/${again}/dkim/signing`, 200],
-    ]);
-    const updated = s.ses.identities.get(again)!;
-    expect(updated.via).toEqual(["create", "put"]);
-    await expectKeyPair(updated.privateKey, replaced.body.records.find((r: { purpose: string }) => r.purpose === "DKIM").value);
+    const deleted = await s.request("DELETE", `/domains/${created.body.id}`);
+    expect(deleted.status).toBe(204);
+    expect(identityCalls().at(-1)).toEqual(["DELETE", `/v2/email/identities/${name}`, 200]);
+    expect(s.ses.identities.has(name)).toBe(false);
+
+    // An identity someone set up in the shared SES account is never touched: 409, its key unchanged.
+    const theirs = `byodkim-theirs-${crypto.randomUUID().slice(0, 8)}.test`;
+    s.ses.identities.set(theirs, { selector: "theirs", privateKey: "their-key", via: "elsewhere" });
+    const refused = await s.post("/domains", { domain: theirs });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect(identityCalls().at(-1)).toEqual(["POST", "/v2/email/identities", 409]);
+    expect(s.ses.identities.get(theirs)).toEqual({ selector: "theirs", privateKey: "their-key", via: "elsewhere" });
   });
 });
 

@@ -13,8 +13,8 @@ import { verifySigV4 } from "./sigv4";
  *   Answers are scripted: 200 with a MessageId by default, or queued failures.
  * - POST /v2/email/identities (CreateEmailIdentity with BYODKIM
  *   DkimSigningAttributes; 409 AlreadyExistsException for a known identity) and
- *   PUT /v2/email/identities/{domain}/dkim/signing
- *   (PutEmailIdentityDkimSigningAttributes, 404 for an unknown identity).
+ *   DELETE /v2/email/identities/{domain} (DeleteEmailIdentity, 404 for an
+ *   unknown identity).
  * Anything the fake finds wrong with a request (a bug in our client, not an
  * SES answer) is also reported as a violation, which fails the running test
  * (see ./violations.ts) even if the Worker would treat the answer as retryable.
@@ -43,8 +43,8 @@ export interface SesCall {
 export interface SesIdentity {
   selector: string;
   privateKey: string;
-  /** How it got there: CreateEmailIdentity or PutEmailIdentityDkimSigningAttributes. */
-  via: ("create" | "put")[];
+  /** How it got there: CreateEmailIdentity, or set up outside this service. */
+  via: "create" | "elsewhere";
 }
 
 /** A scripted answer: an HTTP error, or `network: true` for a connection that fails before any answer. */
@@ -73,9 +73,9 @@ export function fakeSes() {
   async function route(request: Request, path: string, body: string): Promise<Response> {
     const problem = await verifySigV4({ method: request.method, url: request.url, headers: request.headers, body }, CREDENTIALS);
     if (problem) return violation(403, "SignatureDoesNotMatch", problem);
-    let payload: any;
+    let payload: any = {};
     try {
-      payload = JSON.parse(body);
+      if (request.method !== "DELETE") payload = JSON.parse(body);
     } catch {
       return violation(400, "BadRequestException", "The body is not JSON");
     }
@@ -87,20 +87,14 @@ export function fakeSes() {
         return violation(400, "BadRequestException", "CreateEmailIdentity needs EmailIdentity and DkimSigningAttributes {DomainSigningSelector, DomainSigningPrivateKey}");
       }
       if (identities.has(name)) return awsError(409, "AlreadyExistsException", `Email identity ${name} already exist.`);
-      identities.set(name, { selector: dkim.DomainSigningSelector, privateKey: dkim.DomainSigningPrivateKey, via: ["create"] });
+      identities.set(name, { selector: dkim.DomainSigningSelector, privateKey: dkim.DomainSigningPrivateKey, via: "create" });
       return Response.json({ IdentityType: "DOMAIN", VerifiedForSendingStatus: false, DkimAttributes: { SigningAttributesOrigin: "EXTERNAL", Status: "PENDING" } });
     }
-    const dkimSigning = /^\/v2\/email\/identities\/([^/]+)\/dkim\/signing$/.exec(path);
-    if (request.method === "PUT" && dkimSigning) {
-      const name = decodeURIComponent(dkimSigning[1]);
-      const attributes = payload.SigningAttributes;
-      if (payload.SigningAttributesOrigin !== "EXTERNAL" || typeof attributes?.DomainSigningSelector !== "string" || typeof attributes?.DomainSigningPrivateKey !== "string") {
-        return violation(400, "BadRequestException", "PutEmailIdentityDkimSigningAttributes needs SigningAttributesOrigin EXTERNAL and SigningAttributes");
-      }
-      const identity = identities.get(name);
-      if (!identity) return awsError(404, "NotFoundException", `Email identity ${name} does not exist.`);
-      identities.set(name, { selector: attributes.DomainSigningSelector, privateKey: attributes.DomainSigningPrivateKey, via: [...identity.via, "put"] });
-      return Response.json({ DkimStatus: "PENDING", DkimTokens: [] });
+    const identityPath = /^\/v2\/email\/identities\/([^/]+)$/.exec(path);
+    if (request.method === "DELETE" && identityPath) {
+      const name = decodeURIComponent(identityPath[1]);
+      if (!identities.delete(name)) return awsError(404, "NotFoundException", `Email identity ${name} does not exist.`);
+      return Response.json({});
     }
     if (request.method !== "POST" || path !== "/v2/email/outbound-emails") {
       return violation(404, "NotFoundException", `No route ${request.method} ${path}`);
