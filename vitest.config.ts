@@ -30,6 +30,10 @@ export default defineConfig(async () => {
     test: {
       include: ["test/**/*.test.ts"],
       setupFiles: ["./test/setup.ts"],
+      // Tests wait on events and injected clocks, never on wall time; this only
+      // bounds a hung test, generously, since CI runners are shared and slow.
+      testTimeout: 30_000,
+      hookTimeout: 30_000,
     },
   };
 });

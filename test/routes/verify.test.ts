@@ -145,13 +145,11 @@ describe("POST /v1/verify", () => {
   });
 
   it("a resolver that times out answers within the timeout with a clear reason, not a hang or a 500", async () => {
-    const started = Date.now();
     const res = await verify("ada@slow-corp.com");
-    const elapsed = Date.now() - started;
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ ...invalid, reasons: [`${REASONS.dnsFailed} (resolver timed out after 300 ms); try again later`] });
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(2000);
+    // The answer came from the Worker's own timeout: the resolver never answered, the lookup was aborted by it.
+    expect(dns.aborted).toEqual([{ name: "slow-corp.com", type: "MX", reason: "TimeoutError" }]);
     // Failures are not cached: the next check asks again.
     dns.heal("slow-corp.com").set("slow-corp.com", "MX", ["10 mx.slow-corp.com."]);
     expect((await verify("ada@slow-corp.com")).body.data.valid).toBe(true);
