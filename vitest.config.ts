@@ -1,7 +1,11 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+// @ts-expect-error: a plain .mjs script without type declarations
+import { copyDocsAssets } from "./scripts/docs-assets.mjs";
 
 export default defineConfig(async () => {
+  // Static assets (the /docs UI) must exist before wrangler.toml's [assets] directory is read.
+  copyDocsAssets();
   const migrations = await readD1Migrations("migrations");
   return {
     plugins: [
@@ -28,12 +32,32 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
-      include: ["test/**/*.test.ts"],
-      setupFiles: ["./test/setup.ts"],
-      // Tests wait on events and injected clocks, never on wall time; this only
-      // bounds a hung test, generously, since CI runners are shared and slow.
-      testTimeout: 30_000,
-      hookTimeout: 30_000,
+      projects: [
+        // Everything that runs inside workerd, with the plugin above.
+        {
+          extends: true,
+          test: {
+            name: "workers",
+            include: ["test/**/*.test.ts"],
+            exclude: [...configDefaults.exclude, "test/browser/**"],
+            setupFiles: ["./test/setup.ts"],
+            // Tests wait on events and injected clocks, never on wall time; this only
+            // bounds a hung test, generously, since CI runners are shared and slow.
+            testTimeout: 30_000,
+            hookTimeout: 30_000,
+          },
+        },
+        // Real headless Chromium against `wrangler dev` (Node side, no workerd pool).
+        {
+          test: {
+            name: "browser",
+            include: ["test/browser/**/*.browser.test.ts"],
+            environment: "node",
+            hookTimeout: 120_000,
+            testTimeout: 60_000,
+          },
+        },
+      ],
     },
   };
 });

@@ -1,4 +1,3 @@
-import { Scalar } from "@scalar/hono-api-reference";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { ApiError, handleError, handleNotFound } from "./lib/errors";
@@ -10,6 +9,7 @@ import { contactsRouter } from "./routes/contacts";
 import { devOutboxRouter } from "./routes/dev-outbox";
 import { emailsRouter } from "./routes/emails";
 import { sendRouter } from "./routes/send";
+import { docsPage } from "./routes/docs";
 import { domainsRouter } from "./routes/domains";
 import { healthRouter } from "./routes/health";
 import { verifyRouter } from "./routes/verify";
@@ -98,7 +98,7 @@ export function createApp(options: AppOptions = {}) {
       ].join("\n"),
     },
   });
-  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Edge Mail API" }));
+  app.get("/docs", docsPage);
 
   app.notFound(handleNotFound);
   app.onError(handleError);

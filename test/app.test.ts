@@ -173,4 +173,16 @@ describe("API reference", () => {
     expect(res.body).toMatch(/<html/i);
     expect(res.body).toContain("/openapi.json");
   });
+
+  it("GET /docs loads its UI only from this origin (static assets), under a CSP that allows nothing else", async () => {
+    const res = await call("GET", "/docs");
+    const csp = res.headers.get("Content-Security-Policy") ?? "";
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    const urls = [...(res.body as string).matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    expect(urls.length).toBeGreaterThanOrEqual(3);
+    for (const url of urls) expect(url, url).toMatch(/^\/[^/]/);
+    expect(res.body).not.toMatch(/<script>|<script [^>]*>[^<]/); // no inline script
+    // The files themselves come from Workers static assets, which this pool does not serve: test/browser/docs.browser.test.ts loads them.
+  });
 });

@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** A free TCP port on 127.0.0.1 (never 8787, which `npm run dev` uses). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface DevServer {
+  url: string;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+/**
+ * `wrangler dev --local` on its own port with throwaway local state, as a
+ * reader runs it: the committed wrangler.toml, its [build] step and static
+ * assets. Resolves once the Worker answers /health.
+ */
+export async function startWranglerDev(vars: Record<string, string> = {}, timeoutMs = 60_000): Promise<DevServer> {
+  const port = await freePort();
+  const state = mkdtempSync(join(tmpdir(), "edge-mail-dev-"));
+  const args = ["wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false"];
+  for (const [name, value] of Object.entries(vars)) args.push("--var", `${name}:${value}`);
+  const child: ChildProcess = spawn("npx", args, {
+    env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let log = "";
+  child.stdout!.on("data", (d) => (log += d));
+  child.stderr!.on("data", (d) => (log += d));
+  const url = `http://127.0.0.1:${port}`;
+
+  const stop = async () => {
+    if (child.exitCode === null && child.pid) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      // The whole process group: npx, wrangler and its workerd.
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    if (existsSync(state)) rmSync(state, { recursive: true, force: true });
+  };
+
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    try {
+      const res = await fetch(`${url}/health`);
+      if (res.ok) return { url, output: () => log, stop };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await stop();
+  throw new Error(`wrangler dev did not answer on ${url} within ${timeoutMs} ms:\n${log}`);
+}
