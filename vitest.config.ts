@@ -38,8 +38,9 @@ export default defineConfig(async () => {
           extends: true,
           test: {
             name: "workers",
+            sequence: { groupOrder: 0 },
             include: ["test/**/*.test.ts"],
-            exclude: [...configDefaults.exclude, "test/browser/**"],
+            exclude: [...configDefaults.exclude, "test/browser/**", "test/scripts/**"],
             setupFiles: ["./test/setup.ts"],
             // Tests wait on events and injected clocks, never on wall time; this only
             // bounds a hung test, generously, since CI runners are shared and slow.
@@ -47,11 +48,13 @@ export default defineConfig(async () => {
             hookTimeout: 30_000,
           },
         },
-        // Real headless Chromium against `wrangler dev` (Node side, no workerd pool).
+        // Node side, no workerd pool: real headless Chromium against `wrangler dev`, and the scripts.
         {
           test: {
-            name: "browser",
-            include: ["test/browser/**/*.browser.test.ts"],
+            name: "node",
+            // After the workerd suites, not beside them: wrangler dev and Chromium would compete for the CPU.
+            sequence: { groupOrder: 1 },
+            include: ["test/browser/**/*.browser.test.ts", "test/scripts/**/*.test.ts"],
             environment: "node",
             hookTimeout: 120_000,
             testTimeout: 60_000,

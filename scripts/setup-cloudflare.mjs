@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// `npm run setup:cloudflare`: prepares a Cloudflare account for this Worker, once
+// or again (a second run changes nothing):
+//   1. the D1 database named in wrangler.toml (created if missing; its id written
+//      into wrangler.toml when that still holds another id),
+//   2. every queue wrangler.toml names, dead-letter queues included (created if missing),
+//   3. the D1 migrations, applied remotely (wrangler applies only the new ones),
+//   4. the secrets still to set, printed with the command for each.
+// It drives the wrangler CLI of this project (WRANGLER overrides the command,
+// e.g. for tests), so it uses whatever login wrangler has: `npx wrangler login`
+// or CLOUDFLARE_API_TOKEN (+ CLOUDFLARE_ACCOUNT_ID).
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+
+const CONFIG = process.env.WRANGLER_CONFIG ?? "wrangler.toml";
+const wranglerCommand = (process.env.WRANGLER ?? "npx wrangler").split(" ").filter(Boolean);
+const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
+
+/** Runs wrangler; returns {status, out} with stdout and stderr together. */
+function wrangler(args, { quiet = true } = {}) {
+  const [cmd, ...pre] = wranglerCommand;
+  const result = spawnSync(cmd, [...pre, ...args], { env, encoding: "utf8", stdio: quiet ? "pipe" : "inherit" });
+  if (result.error) throw result.error;
+  return { status: result.status ?? 1, out: `${result.stdout ?? ""}${result.stderr ?? ""}` };
+}
+
+function fail(message, out = "") {
+  console.error(`\n✗ ${message}${out ? `\n${out.trim()}` : ""}`);
+  process.exit(1);
+}
+
+/** The parts of wrangler.toml this script needs (plain lines; the file is ours). */
+function readConfig(text) {
+  const database = /\[\[d1_databases\]\][^[]*?database_name\s*=\s*"([^"]+)"/s.exec(text)?.[1];
+  const databaseId = /\[\[d1_databases\]\][^[]*?database_id\s*=\s*"([^"]*)"/s.exec(text)?.[1];
+  const queues = [...text.matchAll(/^\s*(?:queue|dead_letter_queue)\s*=\s*"([^"]+)"/gm)].map((m) => m[1]);
+  const provider = /^\s*EMAIL_PROVIDER\s*=\s*"([^"]*)"/m.exec(text)?.[1] ?? "ses";
+  return { database, databaseId, queues: [...new Set(queues)], provider };
+}
+
+const text = readFileSync(CONFIG, "utf8");
+const config = readConfig(text);
+if (!config.database) fail(`${CONFIG} names no [[d1_databases]] database_name`);
+
+// 0. Logged in?
+const whoami = wrangler(["whoami"]);
+if (whoami.status !== 0 || /not authenticated/i.test(whoami.out)) {
+  fail("wrangler is not logged in: run `npx wrangler login`, or set CLOUDFLARE_API_TOKEN (and CLOUDFLARE_ACCOUNT_ID)", whoami.out);
+}
+
+// 1. D1 database.
+function findDatabase() {
+  const list = wrangler(["d1", "list", "--json"]);
+  if (list.status !== 0) fail("wrangler d1 list failed", list.out);
+  const start = list.out.indexOf("[");
+  let rows;
+  try {
+    rows = JSON.parse(list.out.slice(start));
+  } catch {
+    fail("could not read `wrangler d1 list --json`", list.out);
+  }
+  return rows.find((row) => row.name === config.database);
+}
+let database = findDatabase();
+if (database) {
+  console.log(`✓ D1 database ${config.database} exists (${database.uuid})`);
+} else {
+  const created = wrangler(["d1", "create", config.database]);
+  if (created.status !== 0) fail(`wrangler d1 create ${config.database} failed`, created.out);
+  database = findDatabase();
+  if (!database) fail(`created D1 database ${config.database} but cannot find it in wrangler d1 list`);
+  console.log(`+ created D1 database ${config.database} (${database.uuid})`);
+}
+if (config.databaseId !== database.uuid) {
+  const updated = text.replace(
+    /(\[\[d1_databases\]\][^[]*?database_id\s*=\s*")([^"]*)(")/s,
+    (_, before, _old, after) => `${before}${database.uuid}${after}`,
+  );
+  writeFileSync(CONFIG, updated);
+  console.log(`+ ${CONFIG}: database_id = "${database.uuid}" (commit this change)`);
+}
+
+// 2. Queues, dead-letter queues included.
+for (const queue of config.queues) {
+  const info = wrangler(["queues", "info", queue]);
+  if (info.status === 0) {
+    console.log(`✓ queue ${queue} exists`);
+    continue;
+  }
+  if (!/does not exist/i.test(info.out)) fail(`wrangler queues info ${queue} failed`, info.out);
+  const created = wrangler(["queues", "create", queue]);
+  if (created.status !== 0) fail(`wrangler queues create ${queue} failed`, created.out);
+  console.log(`+ created queue ${queue}`);
+}
+
+// 3. Migrations (wrangler keeps the list of applied ones in the database itself).
+const migrations = wrangler(["d1", "migrations", "apply", "DB", "--remote"]);
+if (migrations.status !== 0) fail("wrangler d1 migrations apply DB --remote failed", migrations.out);
+console.log(/no migrations to apply/i.test(migrations.out) ? "✓ D1 migrations: all applied" : "+ applied the new D1 migrations");
+
+// 4. Secrets still to set (the Worker may not exist before its first deploy: then none are set).
+const required = [
+  ["LINK_SIGNING_SECRET", "signs tracking and unsubscribe links", "openssl rand -base64 32 | npx wrangler secret put LINK_SIGNING_SECRET"],
+  ["DKIM_ENCRYPTION_KEY", "encrypts each sending domain's DKIM private key", "openssl rand -base64 32 | npx wrangler secret put DKIM_ENCRYPTION_KEY"],
+  ...(config.provider === "ses"
+    ? [
+        ["SES_ACCESS_KEY_ID", "AWS access key id for SES (EMAIL_PROVIDER=ses)", "npx wrangler secret put SES_ACCESS_KEY_ID"],
+        ["SES_SECRET_ACCESS_KEY", "AWS secret access key for SES (EMAIL_PROVIDER=ses)", "npx wrangler secret put SES_SECRET_ACCESS_KEY"],
+      ]
+    : []),
+];
+const listed = wrangler(["secret", "list", "--format", "json"]);
+let set = new Set();
+if (listed.status === 0) {
+  try {
+    set = new Set(JSON.parse(listed.out.slice(listed.out.indexOf("["))).map((s) => s.name));
+  } catch {
+    // unreadable: report every secret as still to set
+  }
+}
+const missing = required.filter(([name]) => !set.has(name));
+if (missing.length === 0) {
+  console.log("✓ secrets: all set");
+} else {
+  console.log(`\nSecrets still to set (${missing.length}):`);
+  for (const [name, what, command] of missing) console.log(`  ${name}: ${what}\n    ${command}`);
+}
+console.log("\nNext: set PUBLIC_URL in wrangler.toml [vars], then `npm run deploy`. README.md \"Deploy\" has the rest.");

@@ -1,0 +1,107 @@
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+
+/**
+ * scripts/setup-cloudflare.mjs against a fake wrangler CLI
+ * (test/scripts/fake-wrangler.mjs) holding a fake account, on a copy of the
+ * committed wrangler.toml and migrations/.
+ */
+const root = resolve(__dirname, "../..");
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Account {
+  loggedIn: boolean;
+  databases: { name: string; uuid: string; applied: string[] }[];
+  queues: string[];
+  secrets: string[];
+  workerDeployed: boolean;
+  calls?: string[];
+}
+
+function workspace(initial: Partial<Account> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "edge-mail-setup-"));
+  dirs.push(dir);
+  cpSync(join(root, "wrangler.toml"), join(dir, "wrangler.toml"));
+  cpSync(join(root, "migrations"), join(dir, "migrations"), { recursive: true });
+  const statePath = join(dir, "account.json");
+  writeFileSync(statePath, JSON.stringify({ loggedIn: true, databases: [], queues: [], secrets: [], workerDeployed: false, ...initial }));
+  const run = () => {
+    const result = spawnSync(process.execPath, [join(root, "scripts/setup-cloudflare.mjs")], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, WRANGLER: `${process.execPath} ${join(root, "test/scripts/fake-wrangler.mjs")}`, FAKE_WRANGLER_STATE: statePath },
+    });
+    return { status: result.status, output: result.stdout + result.stderr };
+  };
+  const account = (): Account => JSON.parse(readFileSync(statePath, "utf8"));
+  const toml = () => readFileSync(join(dir, "wrangler.toml"), "utf8");
+  return { run, account, toml };
+}
+
+const committed = readFileSync(join(root, "wrangler.toml"), "utf8");
+const queuesInConfig = [...new Set([...committed.matchAll(/^\s*(?:queue|dead_letter_queue)\s*=\s*"([^"]+)"/gm)].map((m) => m[1]))];
+const migrationFiles = spawnSync("ls", [join(root, "migrations")], { encoding: "utf8" })
+  .stdout.split("\n")
+  .filter((f) => f.endsWith(".sql"));
+
+describe("npm run setup:cloudflare", () => {
+  it("creates the database, every queue (dead-letter too), applies migrations, writes database_id, lists the secrets; a second run changes nothing", async () => {
+    expect(queuesInConfig).toEqual(expect.arrayContaining(["edge-mail-send", "edge-mail-send-dlq"]));
+    const w = workspace();
+    const first = w.run();
+    expect(first.status, first.output).toBe(0);
+    const after = w.account();
+    expect(after.databases).toHaveLength(1);
+    expect(after.databases[0]).toMatchObject({ name: "edge-mail", applied: migrationFiles });
+    expect(after.queues.sort()).toEqual([...queuesInConfig].sort());
+    expect(w.toml()).toContain(`database_id = "${after.databases[0].uuid}"`);
+    expect(w.toml().replace(after.databases[0].uuid, "00000000-0000-0000-0000-000000000000")).toBe(committed);
+    for (const secret of ["LINK_SIGNING_SECRET", "DKIM_ENCRYPTION_KEY", "SES_ACCESS_KEY_ID", "SES_SECRET_ACCESS_KEY"]) {
+      expect(first.output).toContain(`${secret}:`);
+    }
+
+    const tomlAfterFirst = w.toml();
+    const callsBefore = after.calls!.length;
+    const second = w.run();
+    expect(second.status, second.output).toBe(0);
+    const again = w.account();
+    const secondCalls = again.calls!.slice(callsBefore);
+    expect(secondCalls.filter((c) => / create /.test(` ${c} `))).toEqual([]);
+    expect(w.toml()).toBe(tomlAfterFirst);
+    expect({ ...again, calls: [] }).toEqual({ ...after, calls: [] });
+    expect(second.output).toContain("✓ D1 database edge-mail exists");
+    expect(second.output).toContain("✓ D1 migrations: all applied");
+    expect(second.output).not.toContain("+ ");
+  });
+
+  it("uses what already exists and only reports the secrets that are missing", async () => {
+    const w = workspace({
+      databases: [{ name: "edge-mail", uuid: "11111111-2222-3333-4444-555555555555", applied: [] }],
+      queues: ["edge-mail-send"],
+      secrets: ["LINK_SIGNING_SECRET", "DKIM_ENCRYPTION_KEY", "SES_ACCESS_KEY_ID"],
+      workerDeployed: true,
+    });
+    const result = w.run();
+    expect(result.status, result.output).toBe(0);
+    expect(w.account().databases).toHaveLength(1);
+    expect(w.toml()).toContain('database_id = "11111111-2222-3333-4444-555555555555"');
+    expect(w.account().queues.sort()).toEqual([...queuesInConfig].sort());
+    expect(result.output).toContain("SES_SECRET_ACCESS_KEY:");
+    expect(result.output).not.toContain("LINK_SIGNING_SECRET:");
+  });
+
+  it("stops with the login instructions, creating nothing, when wrangler is not logged in", async () => {
+    const w = workspace({ loggedIn: false });
+    const result = w.run();
+    expect(result.status).toBe(1);
+    expect(result.output).toContain("npx wrangler login");
+    expect(w.account().calls).toEqual(["whoami"]);
+    expect(w.toml()).toBe(committed);
+  });
+});
