@@ -39,8 +39,10 @@ export default defineConfig(async () => {
           test: {
             name: "workers",
             sequence: { groupOrder: 0 },
+            // A few suites do seconds of real D1 work per test; 5 s is too tight on a busy 2-core CI machine.
+            testTimeout: 15_000,
             include: ["test/**/*.test.ts"],
-            exclude: [...configDefaults.exclude, "test/browser/**", "test/scripts/**"],
+            exclude: [...configDefaults.exclude, "test/browser/**", "test/scripts/**", "test/e2e/**"],
             setupFiles: ["./test/setup.ts"],
             // Tests wait on events and injected clocks, never on wall time; this only
             // bounds a hung test, generously, since CI runners are shared and slow.
@@ -48,13 +50,13 @@ export default defineConfig(async () => {
             hookTimeout: 30_000,
           },
         },
-        // Node side, no workerd pool: real headless Chromium against `wrangler dev`, and the scripts.
+        // Node side, no workerd pool: real headless Chromium and the Email Service simulation against `wrangler dev`, and the scripts.
         {
           test: {
             name: "node",
             // After the workerd suites, not beside them: wrangler dev and Chromium would compete for the CPU.
             sequence: { groupOrder: 1 },
-            include: ["test/browser/**/*.browser.test.ts", "test/scripts/**/*.test.ts"],
+            include: ["test/browser/**/*.browser.test.ts", "test/scripts/**/*.test.ts", "test/e2e/**/*.e2e.test.ts"],
             environment: "node",
             hookTimeout: 120_000,
             testTimeout: 60_000,

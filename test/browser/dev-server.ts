@@ -23,14 +23,21 @@ export interface DevServer {
 }
 
 /**
- * `wrangler dev --local` on its own port with throwaway local state, as a
- * reader runs it: the committed wrangler.toml, its [build] step and static
- * assets. Resolves once the Worker answers /health.
+ * `wrangler dev --local` on its own port with throwaway local state (or the
+ * state in `persistTo`, kept), as a reader runs it: the committed wrangler.toml
+ * (or `config`), its [build] step and static assets; `vars` as `--var`.
+ * Resolves once the Worker answers /health.
  */
-export async function startWranglerDev(vars: Record<string, string> = {}, timeoutMs = 60_000): Promise<DevServer> {
+export async function startWranglerDev(
+  vars: Record<string, string> = {},
+  options: { persistTo?: string; config?: string; timeoutMs?: number } = {},
+): Promise<DevServer> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
   const port = await freePort();
-  const state = mkdtempSync(join(tmpdir(), "edge-mail-dev-"));
+  const ownState = !options.persistTo;
+  const state = options.persistTo ?? mkdtempSync(join(tmpdir(), "edge-mail-dev-"));
   const args = ["wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false"];
+  if (options.config) args.push("--config", options.config);
   for (const [name, value] of Object.entries(vars)) args.push("--var", `${name}:${value}`);
   const child: ChildProcess = spawn("npx", args, {
     env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
@@ -58,7 +65,7 @@ export async function startWranglerDev(vars: Record<string, string> = {}, timeou
         // already gone
       }
     }
-    if (existsSync(state)) rmSync(state, { recursive: true, force: true });
+    if (ownState && existsSync(state)) rmSync(state, { recursive: true, force: true });
   };
 
   const deadline = Date.now() + timeoutMs;
