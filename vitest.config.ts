@@ -39,8 +39,6 @@ export default defineConfig(async () => {
           test: {
             name: "workers",
             sequence: { groupOrder: 0 },
-            // A few suites do seconds of real D1 work per test; 5 s is too tight on a busy 2-core CI machine.
-            testTimeout: 15_000,
             include: ["test/**/*.test.ts"],
             exclude: [...configDefaults.exclude, "test/browser/**", "test/scripts/**", "test/e2e/**"],
             setupFiles: ["./test/setup.ts"],
