@@ -47,9 +47,15 @@ export class CloudflareEmailProvider implements EmailProvider {
       throw classifyEmailServiceError(err);
     }
     // Accepted: never retried from here on, even if the answer lacks an id.
-    return { providerMessageId: typeof result?.messageId === "string" ? result.messageId : "" };
+    return { providerMessageId: typeof result?.messageId === "string" ? normalizeMessageId(result.messageId) : "" };
   }
 }
+
+/**
+ * send() answers with a Message-ID such as "<id@domain>"; delivery events may
+ * carry the id without brackets. Stored and matched without them.
+ */
+export const normalizeMessageId = (id: string): string => id.trim().replace(/^<(.*)>$/, "$1");
 
 export const CLOUDFLARE_NOT_CONFIGURED =
   'EMAIL_PROVIDER=cloudflare needs a send_email binding named EMAIL ([[send_email]] name = "EMAIL" in wrangler.toml)';

@@ -1,0 +1,152 @@
+import { and, eq, notExists, sql } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { contacts, emails, events, type JsonObject } from "../../db/schema";
+import { advanceStatusSql, buildEmailEventInsert } from "../emails/status";
+import { buildSuppression } from "../suppressions";
+
+/**
+ * Delivery feedback from any provider (SES through SNS, Cloudflare Email
+ * Service through a Queues event subscription), applied the same way: the
+ * email record is found by the provider's message id
+ * (emails.provider_message_id);
+ * - delivered: DELIVERED, deliveredAt;
+ * - permanent bounce: BOUNCED with the reason, an `email.bounced` event, the
+ *   address suppressed (BOUNCE) and the contact unsubscribed;
+ * - transient bounce: only the `email.bounced` event;
+ * - complaint: COMPLAINED, an `email.complained` event, suppressed
+ *   (COMPLAINT), unsubscribed;
+ * - failed after acceptance: FAILED with the reason (only from SENT).
+ *
+ * Idempotent: statuses only advance, timestamps are set once, suppressions
+ * keep their first reason, and each event is stored once per feedbackId, so
+ * redeliveries change nothing.
+ */
+
+export type FeedbackOutcome =
+  | "delivered"
+  | "bounced"
+  | "transient-bounce"
+  | "complained"
+  | "failed"
+  | "unknown-email"
+  | "ignored";
+
+export type Feedback =
+  | { kind: "delivered"; providerMessageId: string; at?: Date }
+  | {
+      kind: "bounce";
+      providerMessageId: string;
+      permanent: boolean;
+      /** Stored with the event; redeliveries with the same id add nothing. */
+      feedbackId: string;
+      /** The event's data (bounceType, diagnosticCode, ...); feedbackId is added. */
+      data: JsonObject;
+      /** The email's error text for a permanent bounce. */
+      reason: string;
+      at?: Date;
+    }
+  | { kind: "complaint"; providerMessageId: string; feedbackId: string; data: JsonObject; detail: string; at?: Date }
+  | { kind: "failed"; providerMessageId: string; reason: string; at?: Date };
+
+/** An event for the email's contact, stored only once per (email, name, feedbackId). */
+function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date) {
+  const duplicate = db
+    .select({ one: sql`1` })
+    .from(events)
+    .where(
+      and(
+        eq(events.projectId, emails.projectId),
+        eq(events.name, name),
+        eq(events.emailId, emailId),
+        sql`json_extract(${events.data}, '$.feedbackId') = ${data.feedbackId}`,
+      ),
+    );
+  return buildEmailEventInsert(db, emailId, name, data, now, notExists(duplicate));
+}
+
+interface EmailRef {
+  id: string;
+  projectId: string;
+  contactId: string | null;
+  toAddress: string;
+}
+
+function buildUnsubscribeContact(db: Database, email: EmailRef, now: Date) {
+  const which = email.contactId
+    ? eq(contacts.id, email.contactId)
+    : and(eq(contacts.projectId, email.projectId), eq(contacts.email, email.toAddress.toLowerCase()));
+  return db
+    .update(contacts)
+    .set({ subscribed: false, updatedAt: now })
+    .where(and(which, eq(contacts.subscribed, true)));
+}
+
+export async function applyFeedback(db: Database, feedback: Feedback): Promise<FeedbackOutcome> {
+  const [email] = await db
+    .select({ id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress })
+    .from(emails)
+    .where(eq(emails.providerMessageId, feedback.providerMessageId))
+    .limit(1);
+  if (!email) return "unknown-email";
+  const now = new Date();
+  const when = feedback.at ?? now;
+
+  if (feedback.kind === "delivered") {
+    await db
+      .update(emails)
+      .set({
+        status: advanceStatusSql("DELIVERED"),
+        deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
+        updatedAt: now,
+      })
+      .where(eq(emails.id, email.id));
+    return "delivered";
+  }
+
+  if (feedback.kind === "failed") {
+    // Only mail still waiting for its outcome: a failure report never undoes a delivery, bounce or complaint.
+    await db
+      .update(emails)
+      .set({ status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now })
+      .where(and(eq(emails.id, email.id), eq(emails.status, "SENT")));
+    return "failed";
+  }
+
+  if (feedback.kind === "bounce") {
+    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now);
+    if (!feedback.permanent) {
+      await event;
+      return "transient-bounce";
+    }
+    await db.batch([
+      event,
+      db
+        .update(emails)
+        .set({
+          status: advanceStatusSql("BOUNCED"),
+          bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`,
+          error: feedback.reason,
+          updatedAt: now,
+        })
+        .where(eq(emails.id, email.id)),
+      buildSuppression(db, email.projectId, email.toAddress, "BOUNCE", feedback.reason),
+      buildUnsubscribeContact(db, email, now),
+    ]);
+    return "bounced";
+  }
+
+  await db.batch([
+    buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now),
+    db
+      .update(emails)
+      .set({
+        status: advanceStatusSql("COMPLAINED"),
+        complainedAt: sql`COALESCE(${emails.complainedAt}, ${when.getTime()})`,
+        updatedAt: now,
+      })
+      .where(eq(emails.id, email.id)),
+    buildSuppression(db, email.projectId, email.toAddress, "COMPLAINT", feedback.detail),
+    buildUnsubscribeContact(db, email, now),
+  ]);
+  return "complained";
+}

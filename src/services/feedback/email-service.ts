@@ -1,0 +1,120 @@
+import { getDb } from "../../db/client";
+import type { Env } from "../../env";
+import { normalizeMessageId } from "../providers/cloudflare";
+import { applyFeedback, type Feedback } from "./apply";
+
+/**
+ * Cloudflare Email Service feedback. Email Sending publishes lifecycle events
+ * of a sending domain to a Queue through an event subscription
+ * (https://developers.cloudflare.com/email-service/platform/event-subscriptions/),
+ * consumed here from EMAIL_EVENTS_QUEUE. Mapped to the same outcomes as SES's
+ * (./apply.ts):
+ * - message.delivered: DELIVERED;
+ * - message.bounced, hard (or classification permanent_failure): BOUNCED,
+ *   suppression, contact unsubscribed; a soft one (retries exhausted on a
+ *   temporary failure) is recorded as a Transient email.bounced event, like
+ *   SES's transient bounces;
+ * - message.complained: COMPLAINED, suppression, contact unsubscribed;
+ * - message.failed / message.rejected (after send() accepted the message):
+ *   FAILED with the reason;
+ * - message.deferred: nothing (a retry is pending; its outcome comes later).
+ * Events are matched by message id (stored without angle brackets).
+ */
+export const EMAIL_EVENTS_QUEUE = "edge-mail-email-events";
+
+const PREFIX = "cf.email.sending.message.";
+const MAX_ID_LENGTH = 998;
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+const str = (v: unknown, max = 2000): string | undefined => (typeof v === "string" && v.length > 0 ? v.slice(0, max) : undefined);
+const when = (v: unknown): Date | undefined => {
+  const parsed = typeof v === "string" ? Date.parse(v) : NaN;
+  return Number.isNaN(parsed) ? undefined : new Date(parsed);
+};
+
+
+/** The feedback an event stands for, or null when it changes nothing (deferred, other sources, malformed). */
+export function parseEmailServiceEvent(body: unknown): Feedback | null {
+  if (!isObj(body) || !isObj(body.payload)) return null;
+  const type = str(body.type, 100);
+  if (!type?.startsWith(PREFIX)) return null;
+  const payload = body.payload;
+  const rawId = str(payload.messageId, MAX_ID_LENGTH);
+  if (!rawId) return null;
+  const providerMessageId = normalizeMessageId(rawId);
+  const at = when(isObj(body.metadata) ? body.metadata.eventTimestamp : undefined);
+  const feedbackId = str(payload.eventId, 200) ?? `${type}:${providerMessageId}`;
+  const delivery = isObj(payload.delivery) ? payload.delivery : {};
+
+  switch (type.slice(PREFIX.length)) {
+    case "delivered":
+      return { kind: "delivered", providerMessageId, at };
+    case "bounced": {
+      const bounce = isObj(payload.bounce) ? payload.bounce : {};
+      const permanent = bounce.type === "hard" || bounce.classification === "permanent_failure";
+      const diagnosticCode = str(bounce.reason) ?? str(delivery.smtpResponse);
+      const classification = str(bounce.classification, 100);
+      const smtpStatus = str(delivery.smtpEnhancedStatusCode, 20);
+      return {
+        kind: "bounce",
+        providerMessageId,
+        permanent,
+        feedbackId,
+        data: {
+          bounceType: permanent ? "Permanent" : "Transient",
+          ...(classification ? { bounceSubType: classification } : {}),
+          ...(diagnosticCode ? { diagnosticCode } : {}),
+          ...(smtpStatus ? { smtpStatus } : {}),
+        },
+        reason: diagnosticCode ?? "Permanent bounce",
+        at,
+      };
+    }
+    case "complained": {
+      const complaintType = str(isObj(payload.complaint) ? payload.complaint.type : undefined, 100);
+      return {
+        kind: "complaint",
+        providerMessageId,
+        feedbackId,
+        data: complaintType ? { complaintFeedbackType: complaintType } : {},
+        detail: `Complaint${complaintType ? ` (${complaintType})` : ""}`,
+        at,
+      };
+    }
+    case "failed": {
+      const reason = str(isObj(payload.failure) ? payload.failure.reason : undefined, 500) ?? "failed";
+      return { kind: "failed", providerMessageId, reason: `Cloudflare Email Service could not deliver: ${reason}`, at };
+    }
+    case "rejected": {
+      const rejection = isObj(payload.rejection) ? payload.rejection : {};
+      const reason = [str(rejection.reason, 200), str(rejection.detail, 500)].filter(Boolean).join(": ") || "rejected";
+      return { kind: "failed", providerMessageId, reason: `Rejected by Cloudflare Email Service: ${reason}`, at };
+    }
+    default:
+      return null;
+  }
+}
+
+/**
+ * Consumer of EMAIL_EVENTS_QUEUE. Every event is applied on its own (a batch
+ * holds at most max_batch_size of them); events that change nothing (deferred,
+ * unknown mail, malformed) are acked, a database failure is retried.
+ */
+export async function handleEmailServiceEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const db = getDb(env.DB);
+  for (const message of batch.messages) {
+    const feedback = parseEmailServiceEvent(message.body);
+    if (!feedback) {
+      message.ack();
+      continue;
+    }
+    try {
+      await applyFeedback(db, feedback);
+      message.ack();
+    } catch (err) {
+      console.error("applying an Email Service event failed", message.id, err);
+      message.retry({ delaySeconds: 30 });
+    }
+  }
+}
