@@ -59,7 +59,7 @@ describe("npm run setup:cloudflare", () => {
     const after = w.account();
     expect(after.databases).toHaveLength(1);
     expect(after.databases[0]).toMatchObject({ name: "edge-mail", applied: migrationFiles });
-    expect(after.queues.sort()).toEqual([...queuesInConfig].sort());
+    expect([...after.queues].sort()).toEqual([...queuesInConfig].sort());
     expect(w.toml()).toContain(`database_id = "${after.databases[0].uuid}"`);
     expect(w.toml().replace(after.databases[0].uuid, "00000000-0000-0000-0000-000000000000")).toBe(committed);
     for (const secret of ["LINK_SIGNING_SECRET", "DKIM_ENCRYPTION_KEY", "SES_ACCESS_KEY_ID", "SES_SECRET_ACCESS_KEY"]) {
