@@ -19,6 +19,9 @@ import { trackRouter } from "./routes/track";
 import { trackingRouter } from "./routes/tracking";
 import { unsubscribeRouter } from "./routes/unsubscribe";
 import { webhooksRouter } from "./routes/webhooks";
+import { workflowsRouter } from "./routes/workflows";
+import { getDb } from "./db/client";
+import { dispatchWorkflowTriggers } from "./services/workflows/triggers";
 
 /** Largest accepted request body. /v1/send carries base64 attachments (10 MB decoded). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -27,7 +30,7 @@ export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
 // Each prefix once: Hono's "/x/*" also matches "/x", and a path listed twice
 // would run auth and the rate limiter twice for one request.
-const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/v1/verify", "/v1/send"];
+const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/v1/verify", "/v1/send", "/workflows/*"];
 
 export interface AppOptions {
   /** The clock of the rate limiter (default Date.now); tests inject a fixed one. */
@@ -39,6 +42,23 @@ export function createApp(options: AppOptions = {}) {
   const limitRate = rateLimit(options.now);
 
   app.use("*", requestId);
+  // Writes may have recorded workflow triggers (D1 triggers fill an outbox on
+  // every event, contact creation and subscription, whatever path made them):
+  // hand this project's to the workflow queue once the response is ready. The
+  // cron drains whatever a path without a key (unsubscribe pages) left.
+  app.use("*", async (c, next) => {
+    await next();
+    const auth = c.get("auth");
+    if (!auth || c.req.method === "GET" || c.res.status >= 400) return;
+    let waitUntil: (promise: Promise<unknown>) => void;
+    try {
+      const ctx = c.executionCtx;
+      waitUntil = (promise) => ctx.waitUntil(promise);
+    } catch {
+      return; // no execution context (direct app.fetch in a script): the cron drains
+    }
+    waitUntil(dispatchWorkflowTriggers(getDb(c.env.DB), c.env, auth.projectId).catch((err) => console.error("workflow trigger dispatch failed", err)));
+  });
   app.use("*", (c, next) =>
     bodyLimit({
       maxSize: c.req.path === "/v1/send" ? MAX_SEND_BODY_BYTES : MAX_BODY_BYTES,
@@ -73,6 +93,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", eventsRouter);
   app.route("/", sendRouter);
   app.route("/", emailsRouter);
+  app.route("/", workflowsRouter);
   app.route("/", devOutboxRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
   app.route("/", trackingRouter);

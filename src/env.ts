@@ -1,4 +1,5 @@
 import type { ProjectLimiter } from "./durable/project-limiter";
+import type { ExecutionParams, WorkflowQueueMessage } from "./services/workflows/executions";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
@@ -70,6 +71,10 @@ export interface Env {
   EMAIL?: SendEmail;
   /** Producer for send-email work: messages {emailId, projectId}. */
   EMAIL_QUEUE: Queue<SendEmailMessage>;
+  /** Workflow triggers and terminations (src/services/workflows/triggers.ts). */
+  WORKFLOW_QUEUE: Queue<WorkflowQueueMessage>;
+  /** Cloudflare Workflows binding of AutomationWorkflow: one instance per workflow execution. */
+  AUTOMATIONS: Workflow<ExecutionParams>;
 }
 
 /** A unit of send work: one email record. Redelivery is harmless (the record is claimed first). */

@@ -4,6 +4,7 @@ import { handleQueue } from "./queue";
 import { runScheduledJobs } from "./scheduled";
 
 export { ProjectLimiter } from "./durable/project-limiter";
+export { AutomationWorkflow } from "./workflows/automation";
 
 const app = createApp();
 

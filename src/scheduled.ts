@@ -4,6 +4,7 @@ import { releaseUnverifiedDomains, runDomainChecks } from "./services/domains";
 import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/deliver";
 import { runRetention } from "./services/retention";
+import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]). */
 export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
@@ -18,6 +19,8 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   stuckEmails: (env, now) => sweepStuckEmails(env, now),
   idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(getDb(env.DB), now),
   retention: (env, now) => runRetention(env, now),
+  // Workflow triggers from paths that do not hand them over themselves (see src/app.ts).
+  workflowTriggers: (env) => dispatchAllWorkflowTriggers(env),
 };
 
 /** Runs every scheduled job for this tick; `now` is the tick's scheduled time. */

@@ -308,3 +308,132 @@ export const capturedMessages = sqliteTable(
 );
 
 export type Email = typeof emails.$inferSelect;
+
+export const WORKFLOW_TRIGGER_TYPES = ["EVENT", "CONTACT_CREATED", "CONTACT_SUBSCRIBED"] as const;
+export type WorkflowTriggerType = (typeof WORKFLOW_TRIGGER_TYPES)[number];
+
+/**
+ * Automations (issue 11). The current definition lives on the row; every
+ * definition a workflow ever had is kept in workflow_versions, so a running
+ * execution keeps the version it started on. Deleting sets deleted_at: the
+ * executions stay readable in D1 as CANCELLED, the API answers 404.
+ */
+export const workflows = sqliteTable(
+  "workflows",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    description: text("description"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(false),
+    allowReentry: integer("allow_reentry", { mode: "boolean" }).notNull().default(false),
+    version: integer("version").notNull().default(1),
+    triggerType: text("trigger_type", { enum: WORKFLOW_TRIGGER_TYPES }).notNull(),
+    /** The event name of an EVENT trigger (null for the contact triggers). */
+    triggerEvent: text("trigger_event"),
+    steps: json<unknown[]>("steps").notNull().default([]),
+    /** The WEBHOOK signing secret, AES-GCM encrypted like DKIM keys; shown once at creation. */
+    webhookSecretEncrypted: text("webhook_secret_encrypted").notNull(),
+    deletedAt: timestamp("deleted_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("workflows_project_id_idx").on(t.projectId, t.id),
+    // Which enabled workflows start on a trigger (D1 triggers in migration 0006 and the trigger consumer).
+    index("workflows_project_trigger_idx").on(t.projectId, t.triggerType, t.triggerEvent, t.enabled),
+  ],
+);
+
+/** Every definition of a workflow, by version; executions run the version they started on. */
+export const workflowVersions = sqliteTable(
+  "workflow_versions",
+  {
+    workflowId: text("workflow_id")
+      .notNull()
+      .references(() => workflows.id, { onDelete: "cascade" }),
+    version: integer("version").notNull(),
+    triggerType: text("trigger_type", { enum: WORKFLOW_TRIGGER_TYPES }).notNull(),
+    triggerEvent: text("trigger_event"),
+    steps: json<unknown[]>("steps").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("workflow_versions_pk").on(t.workflowId, t.version)],
+);
+
+export const WORKFLOW_EXECUTION_STATUSES = ["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"] as const;
+export type WorkflowExecutionStatus = (typeof WORKFLOW_EXECUTION_STATUSES)[number];
+
+export interface WorkflowHistoryEntry {
+  stepId: string;
+  type: string;
+  status: "RUNNING" | "WAITING" | "COMPLETED" | "SKIPPED" | "FAILED";
+  outcome: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+}
+
+/**
+ * One row per execution (= one Cloudflare Workflows instance with the same id),
+ * written from inside the instance's steps so the API answers from D1 alone.
+ */
+export const workflowExecutions = sqliteTable(
+  "workflow_executions",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    workflowId: text("workflow_id")
+      .notNull()
+      .references(() => workflows.id, { onDelete: "cascade" }),
+    workflowVersion: integer("workflow_version").notNull(),
+    contactId: text("contact_id").notNull(),
+    /** What started it (`event:<id>`, `created:<contactId>`, `subscribed:<n>`): a redelivered trigger starts nothing twice. */
+    triggerKey: text("trigger_key").notNull(),
+    status: text("status", { enum: WORKFLOW_EXECUTION_STATUSES }).notNull().default("RUNNING"),
+    currentStepId: text("current_step_id"),
+    /** While a WAIT_FOR_EVENT step waits: the event name that resumes it (/v1/track looks it up). */
+    waitingEvent: text("waiting_event"),
+    resumeAt: timestamp("resume_at"),
+    error: text("error"),
+    history: json<WorkflowHistoryEntry[]>("history").notNull().default([]),
+    startedAt: timestamp("started_at").notNull(),
+    finishedAt: timestamp("finished_at"),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("workflow_executions_trigger_uq").on(t.workflowId, t.triggerKey),
+    index("workflow_executions_workflow_id_idx").on(t.workflowId, t.id),
+    index("workflow_executions_workflow_status_id_idx").on(t.workflowId, t.status, t.id),
+    // Re-entry checks and the contactId filter.
+    index("workflow_executions_workflow_contact_id_idx").on(t.workflowId, t.contactId, t.id),
+    // /v1/track resuming the contact's waiting executions.
+    index("workflow_executions_contact_waiting_idx").on(t.contactId, t.waitingEvent, t.status),
+  ],
+);
+
+/**
+ * Triggers waiting to be handed to the workflow queue. Rows are written by D1
+ * triggers (migration 0006) on every insert of an event or a contact and every
+ * subscription, whatever path wrote them, and only when an enabled workflow (or a
+ * waiting execution) wants them; the request path and the cron drain them.
+ */
+export const workflowTriggerOutbox = sqliteTable(
+  "workflow_trigger_outbox",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    projectId: text("project_id").notNull(),
+    contactId: text("contact_id").notNull(),
+    kind: text("kind", { enum: WORKFLOW_TRIGGER_TYPES }).notNull(),
+    eventName: text("event_name"),
+    eventId: text("event_id"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("workflow_trigger_outbox_project_idx").on(t.projectId, t.id)],
+);
+
+export type Workflow = typeof workflows.$inferSelect;
+export type WorkflowExecution = typeof workflowExecutions.$inferSelect;

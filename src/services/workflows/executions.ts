@@ -1,0 +1,156 @@
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
+import type { Env } from "../../env";
+import { ApiError } from "../../lib/errors";
+import { listNewestFirst } from "../../lib/pagination";
+
+/** A unit of work on the workflow queue. Redelivery is harmless (see triggers.ts). */
+export type WorkflowQueueMessage =
+  | {
+      kind: "trigger";
+      /** The outbox row it came from (a CONTACT_SUBSCRIBED trigger's identity). */
+      outboxId: number;
+      projectId: string;
+      contactId: string;
+      type: "EVENT" | "CONTACT_CREATED" | "CONTACT_SUBSCRIBED";
+      eventName: string | null;
+      eventId: string | null;
+    }
+  | { kind: "terminate"; executionIds: string[] };
+
+/** What an instance of the workflow class is started with; its id is the execution id. */
+export interface ExecutionParams {
+  executionId: string;
+  projectId: string;
+  workflowId: string;
+  /** The definition version this execution runs, whatever edits come later. */
+  version: number;
+  contactId: string;
+  eventId: string | null;
+}
+
+export const ACTIVE_STATUSES: WorkflowExecutionStatus[] = ["RUNNING", "WAITING"];
+export const TERMINATE_IDS_PER_MESSAGE = 10;
+
+export interface ExecutionView {
+  id: string;
+  workflowId: string;
+  workflowVersion: number;
+  contactId: string;
+  status: WorkflowExecutionStatus;
+  currentStepId: string | null;
+  resumeAt: string | null;
+  error: string | null;
+  history: WorkflowHistoryEntry[];
+  startedAt: string;
+  finishedAt: string | null;
+}
+
+export function toExecutionView(row: WorkflowExecution): ExecutionView {
+  return {
+    id: row.id,
+    workflowId: row.workflowId,
+    workflowVersion: row.workflowVersion,
+    contactId: row.contactId,
+    status: row.status,
+    currentStepId: row.currentStepId ?? null,
+    resumeAt: row.resumeAt ? row.resumeAt.toISOString() : null,
+    error: row.error ?? null,
+    history: row.history ?? [],
+    startedAt: row.startedAt.toISOString(),
+    finishedAt: row.finishedAt ? row.finishedAt.toISOString() : null,
+  };
+}
+
+export interface ListExecutionsQuery {
+  limit: number;
+  cursor?: string;
+  status?: WorkflowExecutionStatus;
+  contactId?: string;
+}
+
+/** Newest first (ids are UUIDv7), served by the (workflow_id, [status | contact_id], id) indexes. */
+export async function listExecutions(db: Database, workflowId: string, query: ListExecutionsQuery) {
+  const filters: SQL[] = [eq(workflowExecutions.workflowId, workflowId)];
+  if (query.status) filters.push(eq(workflowExecutions.status, query.status));
+  if (query.contactId) filters.push(eq(workflowExecutions.contactId, query.contactId));
+  const page = await listNewestFirst(db, workflowExecutions, and(...filters), query);
+  return { ...page, items: page.items.map(toExecutionView) };
+}
+
+export async function getExecution(db: Database, workflowId: string, executionId: string): Promise<WorkflowExecution> {
+  const row = await db.query.workflowExecutions.findFirst({
+    where: and(eq(workflowExecutions.id, executionId), eq(workflowExecutions.workflowId, workflowId)),
+  });
+  if (!row) throw ApiError.notFound("Execution");
+  return row;
+}
+
+export interface ProgressUpdate {
+  status: WorkflowExecutionStatus;
+  currentStepId: string | null;
+  history: WorkflowHistoryEntry[];
+  waitingEvent?: string | null;
+  resumeAt?: Date | null;
+  error?: string | null;
+}
+
+/**
+ * Writes an execution's progress from inside a step. Only a RUNNING or WAITING
+ * execution changes: false means it was cancelled (its workflow was deleted)
+ * and the instance should stop. The whole history is written each time, so a
+ * retried step writes the same thing again.
+ */
+export async function recordProgress(db: Database, executionId: string, update: ProgressUpdate): Promise<boolean> {
+  const now = new Date();
+  const finished = !ACTIVE_STATUSES.includes(update.status);
+  const rows = await db
+    .update(workflowExecutions)
+    .set({
+      status: update.status,
+      currentStepId: update.currentStepId,
+      history: update.history,
+      waitingEvent: update.waitingEvent ?? null,
+      resumeAt: update.resumeAt ?? null,
+      ...(update.error !== undefined ? { error: update.error } : {}),
+      ...(finished ? { finishedAt: now } : {}),
+      updatedAt: now,
+    })
+    .where(and(eq(workflowExecutions.id, executionId), inArray(workflowExecutions.status, ACTIVE_STATUSES)))
+    .returning({ id: workflowExecutions.id });
+  return rows.length > 0;
+}
+
+/** Whether the execution may still act (it has not been cancelled or finished). */
+export const executionIsActive = (executionId: string) =>
+  sql`EXISTS (SELECT 1 FROM ${workflowExecutions} WHERE ${workflowExecutions.id} = ${executionId} AND ${workflowExecutions.status} IN ('RUNNING', 'WAITING'))`;
+
+/**
+ * Marks a deleted workflow's running and waiting executions CANCELLED and
+ * queues the termination of their instances (10 per message, 100 messages per
+ * sendBatch). An instance that is not reached stops at its next step anyway:
+ * every step checks its execution is still active.
+ */
+export async function cancelExecutionsOf(db: Database, env: Env, workflowId: string): Promise<number> {
+  const now = new Date();
+  const cancelled = await db
+    .update(workflowExecutions)
+    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: "The workflow was deleted", updatedAt: now })
+    .where(and(eq(workflowExecutions.workflowId, workflowId), inArray(workflowExecutions.status, ACTIVE_STATUSES)))
+    .returning({ id: workflowExecutions.id });
+  const ids = cancelled.map((r) => r.id);
+  const messages: { body: WorkflowQueueMessage }[] = [];
+  for (let i = 0; i < ids.length; i += TERMINATE_IDS_PER_MESSAGE) {
+    messages.push({ body: { kind: "terminate", executionIds: ids.slice(i, i + TERMINATE_IDS_PER_MESSAGE) } });
+  }
+  for (let i = 0; i < messages.length; i += 100) {
+    try {
+      await env.WORKFLOW_QUEUE.sendBatch(messages.slice(i, i + 100));
+    } catch (err) {
+      // The executions are CANCELLED in D1; their instances stop at their next step.
+      console.error("queueing terminations failed", err);
+    }
+  }
+  return ids.length;
+}

@@ -1,0 +1,102 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { contacts, emails, templates } from "../../db/schema";
+import type { Env } from "../../env";
+import { publicUrl, requireSecret } from "../../lib/config";
+import { ApiError } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { requireVerifiedDomain } from "../domains";
+import { enqueueEmails } from "../send/accept";
+import { renderBody, renderSubject } from "../send/render";
+import { findSuppressed } from "../suppressions";
+import { unsubscribeUrl } from "../tracking/links";
+import { executionIsActive } from "./executions";
+
+/** A step that cannot succeed however often it is retried (the step fails the execution). */
+export class PermanentStepError extends Error {
+  override name = "NonRetryableError";
+}
+
+export type SendStepResult =
+  | { outcome: "queued"; emailId: string }
+  | { outcome: "skipped"; reason: string }
+  | { outcome: "cancelled" };
+
+/** All emails of one execution's step share this send id: the step's idempotency key. */
+export const workflowSendId = (executionId: string, stepId: string) => `wf:${executionId}:${stepId}`;
+
+/**
+ * A SEND_EMAIL step: one ordinary email record (QUEUED) rendered from the
+ * template for the contact as it is now, then queued on the send pipeline,
+ * where tracking, unsubscribe links, suppression, stats and the send rate apply
+ * as to any other mail. Idempotent per execution and step: a retried step finds
+ * its record (by send id) and only queues it again (the consumer's claim makes
+ * that harmless). Marketing mail to an unsubscribed contact, and any mail to a
+ * suppressed address, is skipped and reported as such.
+ */
+export async function sendWorkflowEmail(
+  db: Database,
+  env: Env,
+  input: { projectId: string; executionId: string; stepId: string; contactId: string; templateId: string },
+): Promise<SendStepResult> {
+  const sendId = workflowSendId(input.executionId, input.stepId);
+  const [existing] = await db
+    .select({ id: emails.id, status: emails.status })
+    .from(emails)
+    .where(and(eq(emails.projectId, input.projectId), eq(emails.sendId, sendId)))
+    .limit(1);
+  if (existing) {
+    if (existing.status === "QUEUED") await enqueueEmails(env, input.projectId, [existing.id]);
+    return { outcome: "queued", emailId: existing.id };
+  }
+
+  const [template, contact] = await Promise.all([
+    db.query.templates.findFirst({ where: and(eq(templates.id, input.templateId), eq(templates.projectId, input.projectId)) }),
+    db.query.contacts.findFirst({ where: and(eq(contacts.id, input.contactId), eq(contacts.projectId, input.projectId)) }),
+  ]);
+  if (!template) throw new PermanentStepError(`Template ${input.templateId} no longer exists`);
+  if (!contact) throw new PermanentStepError("The contact was deleted");
+  if (!template.from) throw new PermanentStepError("The template has no from address");
+
+  const suppressed = await findSuppressed(db, input.projectId, [contact.email]);
+  const reason = suppressed.get(contact.email);
+  if (reason) return { outcome: "skipped", reason: `address suppressed (${reason === "BOUNCE" ? "bounced" : "complained"})` };
+  const marketing = template.type === "MARKETING";
+  if (marketing && !contact.subscribed) return { outcome: "skipped", reason: "contact unsubscribed (MARKETING template)" };
+
+  let senderDomain: string;
+  try {
+    senderDomain = (await requireVerifiedDomain(db, input.projectId, template.from)).name;
+  } catch (err) {
+    if (err instanceof ApiError) throw new PermanentStepError(err.message);
+    throw err;
+  }
+  const emailId = newId();
+  const vars = {
+    data: contact.data ?? {},
+    email: contact.email,
+    unsubscribeUrl: await unsubscribeUrl(publicUrl(env), requireSecret(env, "LINK_SIGNING_SECRET"), emailId),
+  };
+  let subject: string;
+  let html: string;
+  try {
+    subject = (await renderSubject(template.subject, vars)).replace(/[\r\n]+/g, " ").trim();
+    html = await renderBody(template.body, vars);
+  } catch (err) {
+    throw new PermanentStepError(err instanceof ApiError ? err.details.errors?.[0]?.message ?? err.message : String(err));
+  }
+  const now = new Date();
+  // Inserted only while the execution is active: a workflow deleted meanwhile sends nothing.
+  const ms = now.getTime();
+  const inserted = await db.all<{ id: string }>(sql`
+    INSERT INTO emails (id, project_id, contact_id, send_id, template_id, from_address, from_name, to_address,
+                        reply_to, subject, html, marketing, status, message_id, queued_at, created_at, updated_at)
+    SELECT ${emailId}, ${input.projectId}, ${contact.id}, ${sendId}, ${template.id}, ${template.from}, ${template.fromName ?? null},
+           ${contact.email}, ${template.replyTo ?? null}, ${subject}, ${html}, ${marketing ? 1 : 0}, 'QUEUED',
+           ${`${emailId}@${senderDomain}`}, ${ms}, ${ms}, ${ms}
+    WHERE ${executionIsActive(input.executionId)}
+    RETURNING id`);
+  if (inserted.length === 0) return { outcome: "cancelled" };
+  await enqueueEmails(env, input.projectId, [emailId]);
+  return { outcome: "queued", emailId };
+}

@@ -1,0 +1,226 @@
+import { and, asc, eq, inArray, isNull } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { getDb } from "../../db/client";
+import { workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/schema";
+import type { Env } from "../../env";
+import { newId } from "../../lib/ids";
+import { ACTIVE_STATUSES, type ExecutionParams, type WorkflowQueueMessage } from "./executions";
+
+/** Outbox rows handed to the queue per drain (one sendBatch). */
+const OUTBOX_PAGE = 100;
+/** Most workflows one trigger starts, and most waiting executions one event resumes. */
+const MAX_MATCHES = 100;
+
+type TriggerMessage = Extract<WorkflowQueueMessage, { kind: "trigger" }>;
+
+/** The event type a WAIT_FOR_EVENT step waits for: derived from its step id (an allowed event type). */
+export const waitEventType = (stepId: string) => `wait-${stepId}`;
+
+/**
+ * Moves up to 100 outbox rows (of one project, or of any) to the workflow
+ * queue. The rows are claimed by deleting them (DELETE ... RETURNING), so two
+ * drains never hand the same row over; if the queue refuses them they are put
+ * back for the next drain. Returns how many were handed over.
+ */
+export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId?: string): Promise<number> {
+  const page = db
+    .select({ id: workflowTriggerOutbox.id })
+    .from(workflowTriggerOutbox)
+    .where(projectId ? eq(workflowTriggerOutbox.projectId, projectId) : undefined)
+    .orderBy(asc(workflowTriggerOutbox.id))
+    .limit(OUTBOX_PAGE);
+  const rows = await db.delete(workflowTriggerOutbox).where(inArray(workflowTriggerOutbox.id, page)).returning();
+  if (rows.length === 0) return 0;
+  try {
+    await env.WORKFLOW_QUEUE.sendBatch(
+      rows.map((row) => ({
+        body: {
+          kind: "trigger",
+          outboxId: row.id,
+          projectId: row.projectId,
+          contactId: row.contactId,
+          type: row.kind,
+          eventName: row.eventName ?? null,
+          eventId: row.eventId ?? null,
+        } satisfies TriggerMessage,
+      })),
+    );
+  } catch (err) {
+    console.error("queueing workflow triggers failed; they stay in the outbox", err);
+    for (let i = 0; i < rows.length; i += 12) await db.insert(workflowTriggerOutbox).values(rows.slice(i, i + 12)).onConflictDoNothing();
+    return 0;
+  }
+  return rows.length;
+}
+
+/** The cron's share: drains every project's outbox, at most 10 pages per tick. */
+export async function dispatchAllWorkflowTriggers(env: Env): Promise<number> {
+  const db = getDb(env.DB);
+  let total = 0;
+  for (let i = 0; i < 10; i++) {
+    const n = await dispatchWorkflowTriggers(db, env);
+    total += n;
+    if (n < OUTBOX_PAGE) break;
+  }
+  return total;
+}
+
+/** The identity of one trigger occurrence: a redelivered message maps to the same key, so it starts nothing twice. */
+function triggerKey(message: TriggerMessage): string {
+  if (message.type === "EVENT") return `event:${message.eventId}`;
+  if (message.type === "CONTACT_CREATED") return `created:${message.contactId}`;
+  return `subscribed:${message.outboxId}`;
+}
+
+/** Sends the event to the contact's executions waiting for it (an indexed lookup, then sendEvent). */
+async function resumeWaiting(db: Database, env: Env, message: TriggerMessage) {
+  if (message.type !== "EVENT" || !message.eventName) return;
+  const waiting = await db
+    .select({ id: workflowExecutions.id, stepId: workflowExecutions.currentStepId })
+    .from(workflowExecutions)
+    .where(
+      and(
+        eq(workflowExecutions.contactId, message.contactId),
+        eq(workflowExecutions.waitingEvent, message.eventName),
+        eq(workflowExecutions.status, "WAITING"),
+        eq(workflowExecutions.projectId, message.projectId),
+      ),
+    )
+    .limit(MAX_MATCHES);
+  await Promise.all(
+    waiting.map(async (execution) => {
+      const instance = await env.AUTOMATIONS.get(execution.id);
+      await instance.sendEvent({ type: waitEventType(execution.stepId ?? ""), payload: { eventId: message.eventId, eventName: message.eventName } });
+    }),
+  );
+}
+
+/**
+ * Starts the enabled workflows this trigger matches. Each start is one
+ * INSERT that only succeeds when the re-entry rule allows it (allowReentry
+ * false: the contact never had an execution of the workflow; true: none is
+ * running) and the trigger key is new; D1 runs it atomically, so concurrent
+ * triggers for one contact start one execution. Returns the instances to create.
+ */
+async function startExecutions(db: Database, env: Env, message: TriggerMessage): Promise<{ id: string; params: ExecutionParams }[]> {
+  const matching = await db
+    .select({ id: workflows.id, version: workflows.version, allowReentry: workflows.allowReentry })
+    .from(workflows)
+    .where(
+      and(
+        eq(workflows.projectId, message.projectId),
+        eq(workflows.triggerType, message.type),
+        message.type === "EVENT" ? eq(workflows.triggerEvent, message.eventName ?? "") : isNull(workflows.triggerEvent),
+        eq(workflows.enabled, true),
+        isNull(workflows.deletedAt),
+      ),
+    )
+    .limit(MAX_MATCHES);
+  if (matching.length === 0) return [];
+  const key = triggerKey(message);
+  const now = Date.now();
+  const planned = matching.map((workflow) => ({ workflow, id: newId() }));
+  // Raw D1 statements: an INSERT ... SELECT ... RETURNING with these guards, all in one atomic batch.
+  const inserts = planned.map(({ workflow, id }) =>
+    env.DB.prepare(
+      `INSERT INTO workflow_executions (id, project_id, workflow_id, workflow_version, contact_id, trigger_key, status, history, started_at, updated_at)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'RUNNING', '[]', ?7, ?7
+       WHERE EXISTS (SELECT 1 FROM contacts WHERE id = ?5 AND project_id = ?2)
+         AND NOT EXISTS (SELECT 1 FROM workflow_executions WHERE workflow_id = ?3 AND contact_id = ?5
+                         ${workflow.allowReentry ? "AND status IN ('RUNNING', 'WAITING')" : ""})
+       ON CONFLICT (workflow_id, trigger_key) DO NOTHING
+       RETURNING id`,
+    ).bind(id, message.projectId, workflow.id, workflow.version, message.contactId, key, now),
+  );
+  const results = (await env.DB.batch<{ id: string }>(inserts)).map((r) => r.results);
+  const toCreate: { id: string; params: ExecutionParams }[] = [];
+  const paramsFor = (id: string, workflow: (typeof matching)[number], version = workflow.version): ExecutionParams => ({
+    executionId: id,
+    projectId: message.projectId,
+    workflowId: workflow.id,
+    version,
+    contactId: message.contactId,
+    eventId: message.eventId,
+  });
+  planned.forEach(({ workflow, id }, i) => {
+    if (results[i].length > 0) toCreate.push({ id, params: paramsFor(id, workflow) });
+  });
+
+  // A redelivered message: its executions exist already. Create an instance
+  // only where the first delivery inserted the row but did not get that far.
+  const notInserted = planned.filter((_, i) => results[i].length === 0).map((p) => p.workflow);
+  if (notInserted.length > 0) {
+    const earlier = await db
+      .select({ id: workflowExecutions.id, workflowId: workflowExecutions.workflowId, version: workflowExecutions.workflowVersion })
+      .from(workflowExecutions)
+      .where(
+        and(
+          inArray(workflowExecutions.workflowId, notInserted.map((w) => w.id)),
+          eq(workflowExecutions.triggerKey, key),
+          inArray(workflowExecutions.status, ACTIVE_STATUSES),
+        ),
+      );
+    for (const execution of earlier) {
+      const exists = await env.AUTOMATIONS.get(execution.id).then(
+        () => true,
+        () => false,
+      );
+      const workflow = notInserted.find((w) => w.id === execution.workflowId)!;
+      if (!exists) toCreate.push({ id: execution.id, params: paramsFor(execution.id, workflow, execution.version) });
+    }
+  }
+  return toCreate;
+}
+
+/** Terminates instances of cancelled executions; one already finished or gone is fine. */
+async function terminate(env: Env, executionIds: string[]) {
+  await Promise.all(
+    executionIds.map(async (id) => {
+      try {
+        await (await env.AUTOMATIONS.get(id)).terminate();
+      } catch (err) {
+        console.log("terminate", id, err instanceof Error ? err.message : err);
+      }
+    }),
+  );
+}
+
+/**
+ * The workflow queue's consumer: starts executions for triggers (instances
+ * made with createBatch, up to 100 at a time), resumes waiting executions, and
+ * terminates cancelled ones. A failed message is retried; redelivery is
+ * harmless (unique trigger keys, instance lookups before creating).
+ */
+export async function handleWorkflowBatch(batch: MessageBatch<WorkflowQueueMessage>, env: Env): Promise<void> {
+  const db = getDb(env.DB);
+  const pending: { message: Message<WorkflowQueueMessage>; instances: { id: string; params: ExecutionParams }[] }[] = [];
+  for (const message of batch.messages) {
+    try {
+      if (message.body.kind === "terminate") {
+        await terminate(env, message.body.executionIds.slice(0, 100));
+        message.ack();
+        continue;
+      }
+      await resumeWaiting(db, env, message.body);
+      pending.push({ message, instances: await startExecutions(db, env, message.body) });
+    } catch (err) {
+      console.error("workflow trigger failed", err);
+      message.retry({ delaySeconds: 5 * message.attempts });
+    }
+  }
+  const all = pending.flatMap((p) => p.instances);
+  let failed = false;
+  for (let i = 0; i < all.length; i += 100) {
+    try {
+      await env.AUTOMATIONS.createBatch(all.slice(i, i + 100));
+    } catch (err) {
+      console.error("creating workflow instances failed", err);
+      failed = true;
+    }
+  }
+  for (const { message, instances } of pending) {
+    // Retrying re-creates only instances that are missing (see startExecutions).
+    if (failed && instances.length > 0) message.retry({ delaySeconds: 5 * message.attempts });
+    else message.ack();
+  }
+}
