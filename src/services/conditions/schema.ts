@@ -184,7 +184,11 @@ function conditionAt(level: number): z.ZodType<Condition> {
       conditions:
         level < MAX_DEPTH
           ? conditionAt(level + 1).optional()
-          : z.undefined({ message: `Conditions nest at most ${MAX_DEPTH} levels deep` }).optional(),
+          : z
+              .unknown()
+              .refine((v) => v === undefined, { message: `Conditions nest at most ${MAX_DEPTH} levels deep` })
+              .optional()
+              .openapi({ description: `Not allowed: conditions nest at most ${MAX_DEPTH} levels deep` }),
     })
     .strict()
     .refine((g) => g.filters.length > 0 || g.conditions !== undefined, {
