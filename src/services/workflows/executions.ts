@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
 import type { Env } from "../../env";
@@ -121,10 +121,6 @@ export async function recordProgress(db: Database, executionId: string, update: 
     .returning({ id: workflowExecutions.id });
   return rows.length > 0;
 }
-
-/** Whether the execution may still act (it has not been cancelled or finished). */
-export const executionIsActive = (executionId: string) =>
-  sql`EXISTS (SELECT 1 FROM ${workflowExecutions} WHERE ${workflowExecutions.id} = ${executionId} AND ${workflowExecutions.status} IN ('RUNNING', 'WAITING'))`;
 
 /**
  * Marks a deleted workflow's running and waiting executions CANCELLED and

@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, templates } from "../../db/schema";
 import type { Env } from "../../env";
@@ -8,9 +8,9 @@ import { newId } from "../../lib/ids";
 import { requireVerifiedDomain } from "../domains";
 import { enqueueEmails } from "../send/accept";
 import { renderBody, renderSubject } from "../send/render";
+import { assertDailyQuota, assertStoredBytesQuota } from "../quotas";
 import { findSuppressed } from "../suppressions";
 import { unsubscribeUrl } from "../tracking/links";
-import { executionIsActive } from "./executions";
 
 /** A step that cannot succeed however often it is retried (the step fails the execution). */
 export class PermanentStepError extends Error {
@@ -86,16 +86,48 @@ export async function sendWorkflowEmail(
     throw new PermanentStepError(err instanceof ApiError ? err.details.errors?.[0]?.message ?? err.message : String(err));
   }
   const now = new Date();
-  // Inserted only while the execution is active: a workflow deleted meanwhile sends nothing.
-  const ms = now.getTime();
-  const inserted = await db.all<{ id: string }>(sql`
-    INSERT INTO emails (id, project_id, contact_id, send_id, template_id, from_address, from_name, to_address,
-                        reply_to, subject, html, marketing, status, message_id, queued_at, created_at, updated_at)
-    SELECT ${emailId}, ${input.projectId}, ${contact.id}, ${sendId}, ${template.id}, ${template.from}, ${template.fromName ?? null},
-           ${contact.email}, ${template.replyTo ?? null}, ${subject}, ${html}, ${marketing ? 1 : 0}, 'QUEUED',
-           ${`${emailId}@${senderDomain}`}, ${ms}, ${ms}, ${ms}
-    WHERE ${executionIsActive(input.executionId)}
-    RETURNING id`);
+  // Quotas as on /v1/send (src/services/quotas.ts): a step over a quota is skipped and says so.
+  const storedBytes = new TextEncoder().encode(html).length;
+  try {
+    await assertDailyQuota(db, env, input.projectId, "QUOTA_EMAILS_PER_DAY", 1, now);
+    await assertStoredBytesQuota(db, env, input.projectId, storedBytes);
+  } catch (err) {
+    if (err instanceof ApiError) return { outcome: "skipped", reason: err.message };
+    throw err;
+  }
+  // Inserted only while the execution is active (a workflow deleted meanwhile
+  // sends nothing), with the stored-bytes count in the same atomic batch.
+  const [insert] = await env.DB.batch<{ id: string }>([
+    env.DB.prepare(
+      `INSERT INTO emails (id, project_id, contact_id, send_id, template_id, from_address, from_name, to_address,
+                           reply_to, subject, html, marketing, status, message_id, queued_at, created_at, updated_at)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'QUEUED', ?13, ?14, ?14, ?14
+       WHERE EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?15 AND status IN ('RUNNING', 'WAITING'))
+       RETURNING id`,
+    ).bind(
+      emailId,
+      input.projectId,
+      contact.id,
+      sendId,
+      template.id,
+      template.from,
+      template.fromName ?? null,
+      contact.email,
+      template.replyTo ?? null,
+      subject,
+      html,
+      marketing ? 1 : 0,
+      `${emailId}@${senderDomain}`,
+      now.getTime(),
+      input.executionId,
+    ),
+    env.DB.prepare(`UPDATE projects SET stored_bytes = stored_bytes + ?1 WHERE id = ?2 AND EXISTS (SELECT 1 FROM emails WHERE id = ?3)`).bind(
+      storedBytes,
+      input.projectId,
+      emailId,
+    ),
+  ]);
+  const inserted = insert.results;
   if (inserted.length === 0) return { outcome: "cancelled" };
   await enqueueEmails(env, input.projectId, [emailId]);
   return { outcome: "queued", emailId };
