@@ -1,0 +1,108 @@
+import { createScheduledController } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { getDb } from "../../src/db/client";
+import { workflowTriggerOutbox } from "../../src/db/schema";
+import worker from "../../src/index";
+import { automationProject, eventually } from "./harness";
+
+vi.setConfig({ testTimeout: 60_000 });
+afterEach(() => vi.restoreAllMocks());
+
+describe("contact triggers", () => {
+  it("CONTACT_CREATED starts for a contact created by POST /contacts and by /v1/track, not for an update", async () => {
+    const a = await automationProject();
+    const workflow = await a.createWorkflow({ name: "onboard", trigger: { type: "CONTACT_CREATED" }, steps: [] });
+    const created = await a.project.api.post("/contacts", { email: "new@example.org" });
+    expect(created.status).toBe(201);
+    await a.executionWhere(workflow.id, (e) => e.contactId === created.body.id && e.status === "COMPLETED");
+    const { contact } = await a.track("tracked@example.org", "anything");
+    await a.executionWhere(workflow.id, (e) => e.contactId === contact && e.status === "COMPLETED");
+    // An update of an existing contact creates nothing: no trigger is recorded at all.
+    await a.project.api.post("/contacts", { email: "new@example.org", data: { x: 1 } });
+    const outbox = await getDb(env.DB).select().from(workflowTriggerOutbox).where(eq(workflowTriggerOutbox.projectId, a.project.id));
+    expect(outbox).toHaveLength(0);
+    expect(await a.executions(workflow.id)).toHaveLength(2);
+  });
+
+  it("CONTACT_SUBSCRIBED starts when a contact becomes subscribed (created subscribed, or switched on), not when unsubscribed", async () => {
+    const a = await automationProject();
+    const workflow = await a.createWorkflow({ name: "subscribed", trigger: { type: "CONTACT_SUBSCRIBED" }, allowReentry: true, steps: [] });
+    const off = await a.project.api.post("/contacts", { email: "quiet@example.org", subscribed: false });
+    const on = await a.project.api.post("/contacts", { email: "keen@example.org" });
+    await a.executionWhere(workflow.id, (e) => e.contactId === on.body.id);
+    expect((await a.executions(workflow.id)).map((e) => e.contactId)).toEqual([on.body.id]);
+    const patched = await a.project.api.patch(`/contacts/${off.body.id}`, { subscribed: true });
+    expect(patched.status).toBe(200);
+    await a.executionWhere(workflow.id, (e) => e.contactId === off.body.id && e.status === "COMPLETED");
+    await a.project.api.patch(`/contacts/${off.body.id}`, { subscribed: false });
+    await a.project.api.patch(`/contacts/${off.body.id}`, { subscribed: true });
+    // Re-subscribing is a new subscription: a second execution (re-entry allowed).
+    await eventually(async () => expect((await a.executions(workflow.id, `?contactId=${off.body.id}`)).length).toBe(2));
+  });
+
+  it("the cron hands over triggers recorded by paths without a key", async () => {
+    const a = await automationProject();
+    const workflow = await a.createWorkflow({ name: "cron", eventName: "offline", steps: [] });
+    // An event written directly (as the unsubscribe page or a future path would) fills the outbox.
+    const { contact } = await a.track("pat@example.org", "warmup");
+    await getDb(env.DB).run(
+      (await import("drizzle-orm")).sql`INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES (${crypto.randomUUID()}, ${a.project.id}, ${contact}, 'offline', '{}', ${Date.now()})`,
+    );
+    expect(await getDb(env.DB).select().from(workflowTriggerOutbox).where(eq(workflowTriggerOutbox.projectId, a.project.id))).toHaveLength(1);
+    await worker.scheduled!(createScheduledController({ scheduledTime: new Date(), cron: "* * * * *" }), env, { waitUntil() {}, passThroughOnException() {} } as unknown as ExecutionContext);
+    await a.executionWhere(workflow.id, (e) => e.contactId === contact && e.status === "COMPLETED");
+  });
+});
+
+describe("steps on the contact", () => {
+  it("UPDATE_CONTACT writes the contact; a MARKETING email to an unsubscribed contact is skipped and recorded", async () => {
+    const a = await automationProject();
+    const news = await a.template("News", { type: "MARKETING" });
+    const workflow = await a.createWorkflow({
+      name: "tidy",
+      eventName: "churned",
+      steps: [
+        { id: "mark", type: "UPDATE_CONTACT", config: { data: { churned: true, plan: null }, subscribed: false }, next: "news" },
+        { id: "news", type: "SEND_EMAIL", config: { templateId: news } },
+      ],
+    });
+    const { contact } = await a.track("quinn@example.org", "churned", { plan: "pro", firstName: "Quinn" });
+    const execution = await a.executionWhere(workflow.id, (e) => e.status === "COMPLETED");
+    expect(execution.history.map((h: any) => [h.stepId, h.status, h.outcome])).toEqual([
+      ["mark", "COMPLETED", "updated data churned, plan; subscribed=false"],
+      ["news", "SKIPPED", "skipped: contact unsubscribed (MARKETING template)"],
+    ]);
+    const after = await a.project.api.get(`/contacts/${contact}`);
+    expect(after.body).toMatchObject({ subscribed: false, data: { firstName: "Quinn", churned: true } });
+    expect(after.body.data.plan).toBeUndefined();
+    expect((await a.project.api.get("/emails")).body.data.total).toBe(0);
+  });
+
+  it("executions list: newest first, status and contactId filters, 404 for an unknown execution", async () => {
+    const a = await automationProject();
+    const workflow = await a.createWorkflow({
+      name: "list",
+      eventName: "go",
+      steps: [{ id: "hold", type: "WAIT_FOR_EVENT", config: { eventName: "never", timeout: { amount: 1, unit: "days" } } }],
+    });
+    const done = await a.createWorkflow({ name: "list-done", eventName: "go", steps: [] });
+    const first = await a.track("r1@example.org", "go");
+    await a.executionWhere(workflow.id, (e) => e.contactId === first.contact);
+    const second = await a.track("r2@example.org", "go");
+    await a.executionWhere(workflow.id, (e) => e.contactId === second.contact);
+    const all = await a.executions(workflow.id, "?limit=1");
+    expect(all.map((e) => e.contactId)).toEqual([second.contact]);
+    expect(await a.executions(workflow.id, "?status=COMPLETED")).toEqual([]);
+    expect((await a.executions(workflow.id, "?status=WAITING")).length).toBe(2);
+    expect((await a.executions(workflow.id, `?contactId=${first.contact}`)).map((e) => e.contactId)).toEqual([first.contact]);
+    const bad = await a.project.api.get(`/workflows/${workflow.id}/executions?status=DONE`);
+    expect(bad.status).toBe(422);
+    const missing = await a.project.api.get(`/workflows/${workflow.id}/executions/nope`);
+    expect(missing.status).toBe(404);
+    // An execution of another workflow is not found under this one.
+    const other = (await a.executions(done.id))[0];
+    if (other) expect((await a.project.api.get(`/workflows/${workflow.id}/executions/${other.id}`)).status).toBe(404);
+  });
+});
