@@ -29,6 +29,9 @@ const LATENCY_SAMPLES = 50;
 const SEND_EMAILS = Number(process.env.BENCH_EMAILS ?? 10_000);
 const SEND_TIMEOUT_S = Number(process.env.BENCH_SEND_TIMEOUT ?? 240);
 const BENCH_DOMAIN = "bench.test";
+const WORKFLOW_EVENTS = Number(process.env.BENCH_WORKFLOW_EVENTS ?? 500);
+/** Only the sections whose title contains this text (default: all). */
+const ONLY = process.env.BENCH_ONLY ?? "";
 const PAGE = 20;
 const env = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" };
 const started = performance.now();
@@ -227,6 +230,57 @@ const SECTIONS = [
     },
   },
   {
+    title: "Workflows (Cloudflare Workflows, local engine)",
+    async run(ctx) {
+      const key = ctx.bench.secretKey;
+      const createWorkflow = async (body) => {
+        const res = await send(ctx.base, { method: "POST", path: "/workflows", key, body: { enabled: true, steps: [], ...body } });
+        if (res.status !== 201) throw new Error(`POST /workflows answered ${res.status}: ${res.text.slice(0, 200)}`);
+        return JSON.parse(res.text).id;
+      };
+      const executionsOf = async (id) => {
+        const stats = JSON.parse((await send(ctx.base, { path: `/workflows/${id}`, key })).text).stats;
+        return Object.values(stats).reduce((a, b) => a + b, 0);
+      };
+      // The cost of /v1/track: an event no workflow starts on vs one that starts a workflow (a new contact each time).
+      await createWorkflow({ name: "bench start", eventName: "wf-start" });
+      const track = (event) => (i) => ({ method: "POST", path: "/v1/track", key: ctx.bench.publicKey, body: { email: `${event}${i}@bench.test`, event } });
+      const none = await throughput(ctx.base, track("wf-none"), [200]);
+      printThroughput("POST /v1/track, event starts no workflow", none);
+      const starts = await throughput(ctx.base, track("wf-start"), [200]);
+      printThroughput("POST /v1/track, event starts a workflow", starts);
+      report("track cost ratio (starts / none)", `${fmt(none.rps / starts.rps, 2)}x`, `(throughput; median latency ${fmt(starts.median / none.median, 2)}x)`);
+
+      // Executions started per second: WORKFLOW_EVENTS tracked events, timed until every execution exists in D1.
+      const burst = await createWorkflow({ name: "bench burst", eventName: "wf-burst" });
+      const t0 = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < WORKFLOW_EVENTS) {
+            const i = next++;
+            const res = await send(ctx.base, track("wf-burst")(i));
+            if (res.status !== 200) throw new Error(`/v1/track answered ${res.status}`);
+          }
+        }),
+      );
+      const trackedSeconds = (performance.now() - t0) / 1000;
+      let started = 0;
+      const deadline = performance.now() + 120_000;
+      while (performance.now() < deadline) {
+        started = await executionsOf(burst);
+        if (started >= WORKFLOW_EVENTS) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      report(
+        `executions started from ${WORKFLOW_EVENTS} tracked events`,
+        `${fmt(started / seconds, 0)} exec/s`,
+        `(${started} of ${WORKFLOW_EVENTS} in ${fmt(seconds)} s; events tracked in ${fmt(trackedSeconds)} s)`,
+      );
+    },
+  },
+  {
     title: "Sending (capture provider, send rate lifted)",
     async run(ctx) {
       const from = `hello@${BENCH_DOMAIN}`;
@@ -339,7 +393,7 @@ async function main() {
   console.log(`\nEdge Mail benchmark  ${new Date().toISOString()}  node ${process.version}  ${base}`);
   console.log(`concurrency ${CONCURRENCY}, ${SECONDS}s per throughput figure; rate limit ${probe.headers.get("RateLimit-Limit")}/min`);
   console.log(`seeded ${LIST_CONTACTS} contacts by SQL in ${fmt(insertSeconds)} s`);
-  for (const section of SECTIONS) {
+  for (const section of SECTIONS.filter((s) => s.title.includes(ONLY))) {
     console.log(`\n## ${section.title}`);
     await section.run(ctx);
   }
