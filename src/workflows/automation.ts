@@ -174,7 +174,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         if (started.stopped) return started;
         await step.sleep(`${s.id}:sleep`, ms);
         return step.do(`${s.id}:done`, DB_STEP, () =>
-          finish({ ...started.entry, status: "COMPLETED", outcome: `waited ${s.config.amount} ${s.config.unit}`, finishedAt: iso() }, s.next ?? null),
+          finish({ ...started.entry, status: "COMPLETED", outcome: `waited ${s.config.amount} ${s.config.amount === 1 ? s.config.unit.replace(/s$/, "") : s.config.unit}`, finishedAt: iso() }, s.next ?? null),
         );
       }
       case "WAIT_FOR_EVENT": {
