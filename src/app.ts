@@ -8,6 +8,7 @@ import { requestId } from "./middleware/request-id";
 import { contactsRouter } from "./routes/contacts";
 import { devOutboxRouter } from "./routes/dev-outbox";
 import { emailsRouter } from "./routes/emails";
+import { segmentsRouter } from "./routes/segments";
 import { sendRouter } from "./routes/send";
 import { docsPage } from "./routes/docs";
 import { domainsRouter } from "./routes/domains";
@@ -30,7 +31,7 @@ export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
 // Each prefix once: Hono's "/x/*" also matches "/x", and a path listed twice
 // would run auth and the rate limiter twice for one request.
-const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/v1/verify", "/v1/send", "/workflows/*"];
+const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/segments/*", "/campaigns/*", "/v1/verify", "/v1/send", "/workflows/*"];
 
 export interface AppOptions {
   /** The clock of the rate limiter (default Date.now); tests inject a fixed one. */
@@ -94,6 +95,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", sendRouter);
   app.route("/", emailsRouter);
   app.route("/", workflowsRouter);
+  app.route("/", segmentsRouter);
   app.route("/", devOutboxRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
   app.route("/", trackingRouter);

@@ -86,6 +86,8 @@ export const events = sqliteTable(
     index("events_project_id_idx").on(t.projectId, t.id),
     index("events_project_name_id_idx").on(t.projectId, t.name, t.id),
     index("events_contact_id_idx").on(t.contactId, t.id),
+    // Condition filters on event.<name>: EXISTS / max(created_at) per contact and name.
+    index("events_contact_name_created_idx").on(t.contactId, t.name, t.createdAt),
   ],
 );
 
@@ -197,6 +199,10 @@ export const emails = sqliteTable(
     /** Marketing mail gets List-Unsubscribe headers and is only sent to subscribed contacts. */
     marketing: integer("marketing", { mode: "boolean" }).notNull().default(false),
     hasAttachments: integer("has_attachments", { mode: "boolean" }).notNull().default(false),
+    /** Open and click tracking for this email (off for campaign test sends); the project's switch still applies. */
+    tracked: integer("tracked", { mode: "boolean" }).notNull().default(true),
+    /** Bulk mail (campaigns, MARKETING workflow steps) travels on the bulk queue and yields the sending rate to transactional mail. */
+    bulk: integer("bulk", { mode: "boolean" }).notNull().default(false),
     status: text("status", { enum: EMAIL_STATUSES }).notNull().default("QUEUED"),
     error: text("error"),
     /** Message-ID header value (without angle brackets), on the sender's domain. */
@@ -228,6 +234,11 @@ export const emails = sqliteTable(
     index("emails_provider_message_idx").on(t.providerMessageId),
     // The stuck-mail sweep looks for QUEUED/SENDING rows by age.
     index("emails_status_updated_idx").on(t.status, t.updatedAt),
+    // One email per campaign and contact: a redelivered audience page inserts nothing twice.
+    uniqueIndex("emails_campaign_contact_uq").on(t.campaignId, t.contactId),
+    // Campaign completion and stats; GET /emails?campaignId=.
+    index("emails_campaign_status_idx").on(t.campaignId, t.status),
+    index("emails_project_campaign_id_idx").on(t.projectId, t.campaignId, t.id),
     // Retention walks the emails that still hold their HTML, oldest (lowest UUIDv7) first.
     index("emails_html_kept_idx").on(t.id).where(sql`html != ''`),
   ],
@@ -437,3 +448,70 @@ export const workflowTriggerOutbox = sqliteTable(
 
 export type Workflow = typeof workflows.$inferSelect;
 export type WorkflowExecution = typeof workflowExecutions.$inferSelect;
+
+/** A saved audience: the contacts matching `condition` (the condition language), counted live. */
+export const segments = sqliteTable(
+  "segments",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    description: text("description"),
+    condition: json<unknown>("condition").notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("segments_project_id_idx").on(t.projectId, t.id)],
+);
+
+export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT"] as const;
+export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
+export const AUDIENCE_TYPES = ["ALL", "SEGMENT", "FILTERED"] as const;
+export type AudienceType = (typeof AUDIENCE_TYPES)[number];
+
+export const campaigns = sqliteTable(
+  "campaigns",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    description: text("description"),
+    subject: text("subject").notNull(),
+    body: text("body").notNull(),
+    from: text("from_address").notNull(),
+    fromName: text("from_name"),
+    replyTo: text("reply_to"),
+    audienceType: text("audience_type", { enum: AUDIENCE_TYPES }).notNull(),
+    segmentId: text("segment_id"),
+    audienceFilter: json<unknown>("audience_filter"),
+    status: text("status", { enum: CAMPAIGN_STATUSES }).notNull().default("DRAFT"),
+    scheduledAt: timestamp("scheduled_at"),
+    sentAt: timestamp("sent_at"),
+    /** When sending started; with `audienceUpperId`, fixes who the audience is. */
+    startedAt: timestamp("started_at"),
+    /** The audience condition as it was when sending started (a segment may change later). */
+    sendCondition: json<unknown>("send_condition"),
+    /** Contacts with a larger id (created after the send started) are not added. */
+    audienceUpperId: text("audience_upper_id"),
+    /** Last contact id whose page was written; the next page starts after it. */
+    sendCursor: text("send_cursor"),
+    /** Every audience page is written (then SENT once every email is final). */
+    audienceDone: integer("audience_done", { mode: "boolean" }).notNull().default(false),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("campaigns_project_id_idx").on(t.projectId, t.id),
+    index("campaigns_project_status_id_idx").on(t.projectId, t.status, t.id),
+    // The cron finds due SCHEDULED and unfinished SENDING campaigns.
+    index("campaigns_status_scheduled_idx").on(t.status, t.scheduledAt),
+    index("campaigns_segment_idx").on(t.segmentId),
+  ],
+);
+
+export type Segment = typeof segments.$inferSelect;
+export type Campaign = typeof campaigns.$inferSelect;
