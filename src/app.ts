@@ -8,6 +8,7 @@ import { requestId } from "./middleware/request-id";
 import { contactsRouter } from "./routes/contacts";
 import { devOutboxRouter } from "./routes/dev-outbox";
 import { emailsRouter } from "./routes/emails";
+import { campaignsRouter } from "./routes/campaigns";
 import { segmentsRouter } from "./routes/segments";
 import { sendRouter } from "./routes/send";
 import { docsPage } from "./routes/docs";
@@ -96,6 +97,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", emailsRouter);
   app.route("/", workflowsRouter);
   app.route("/", segmentsRouter);
+  app.route("/", campaignsRouter);
   app.route("/", devOutboxRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
   app.route("/", trackingRouter);

@@ -75,6 +75,8 @@ export interface Env {
   WORKFLOW_QUEUE: Queue<WorkflowQueueMessage>;
   /** Cloudflare Workflows binding of AutomationWorkflow: one instance per workflow execution. */
   AUTOMATIONS: Workflow<ExecutionParams>;
+  /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
+  EMAIL_BULK_QUEUE: Queue<unknown>;
 }
 
 /** A unit of send work: one email record. Redelivery is harmless (the record is claimed first). */

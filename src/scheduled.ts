@@ -1,5 +1,6 @@
 import { getDb } from "./db/client";
 import type { Env } from "./env";
+import { runCampaignJobs } from "./services/campaigns/audience";
 import { releaseUnverifiedDomains, runDomainChecks } from "./services/domains";
 import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/deliver";
@@ -17,6 +18,7 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   domainChecks: (env, now) => runDomainChecks(getDb(env.DB), env, now),
   unverifiedDomains: (env, now) => releaseUnverifiedDomains(getDb(env.DB), env, now),
   stuckEmails: (env, now) => sweepStuckEmails(env, now),
+  campaigns: (env, now) => runCampaignJobs(env, now),
   idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(getDb(env.DB), now),
   retention: (env, now) => runRetention(env, now),
   // Workflow triggers from paths that do not hand them over themselves (see src/app.ts).

@@ -49,12 +49,13 @@ const listRoute = createRoute({
   path: "/emails",
   tags,
   summary: "List emails",
-  description: "Newest first, cursor pagination. Filter by `status` and `contactId`.",
+  description: "Newest first, cursor pagination. Filter by `status`, `contactId` and `campaignId`.",
   security: securityScheme,
   request: {
     query: PaginationQuerySchema.extend({
       status: z.enum(EMAIL_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
       contactId: z.string().min(1).max(64).optional().openapi({ param: { name: "contactId", in: "query" } }),
+      campaignId: z.string().min(1).max(64).optional().openapi({ param: { name: "campaignId", in: "query" }, description: "Only this campaign's emails (test sends are not linked to it)" }),
     }),
   },
   responses: { 200: jsonResponse(listEnvelope(EmailSchema), "A page of emails"), ...commonErrors },

@@ -49,6 +49,7 @@ export interface ListEmailsQuery {
   cursor?: string;
   status?: EmailStatus;
   contactId?: string;
+  campaignId?: string;
 }
 
 /** Newest first, keyset pagination on id; filters use (project_id, status, id) and (contact_id, id). */
@@ -56,6 +57,7 @@ export async function listEmails(db: Database, projectId: string, query: ListEma
   const filters: SQL[] = [eq(emails.projectId, projectId)];
   if (query.status) filters.push(eq(emails.status, query.status));
   if (query.contactId) filters.push(eq(emails.contactId, query.contactId));
+  if (query.campaignId) filters.push(eq(emails.campaignId, query.campaignId));
   const page = await listNewestFirst(db, emails, and(...filters), query);
   return { ...page, items: page.items.map(toEmailView) };
 }

@@ -63,7 +63,8 @@ async function composeMessage(
 ): Promise<{ raw: string; parts: MessageParts }> {
   const baseUrl = publicUrl(env);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
-  const html = trackingEnabled
+  // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says.
+  const html = trackingEnabled && email.tracked
     ? await addTracking(email.html, { emailId: email.id, baseUrl, secret, trackOpens: true, trackClicks: true })
     : email.html;
   const attachments = email.hasAttachments ? await loadAttachments(db, email.sendId) : [];

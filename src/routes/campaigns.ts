@@ -1,0 +1,302 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { getDb } from "../db/client";
+import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from "../db/schema";
+import { ApiError } from "../lib/errors";
+import { commonErrors, EmailSchema, headerText, IdParamSchema, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { createRouter } from "../lib/router";
+import { ConditionSchema } from "../services/conditions";
+import {
+  campaignStats,
+  cancelCampaign,
+  createCampaign,
+  deleteCampaign,
+  getCampaign,
+  listCampaigns,
+  sendCampaign,
+  sendTestEmail,
+  toCampaignView,
+  updateCampaign,
+  type CampaignInput,
+} from "../services/campaigns";
+
+export const MAX_CAMPAIGN_NAME = 200;
+export const MAX_CAMPAIGN_DESCRIPTION = 1000;
+export const MAX_CAMPAIGN_SUBJECT = 998;
+export const MAX_CAMPAIGN_BODY_BYTES = 512 * 1024;
+
+const CampaignSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    subject: z.string(),
+    body: z.string(),
+    from: z.string(),
+    fromName: z.string().nullable(),
+    replyTo: z.string().nullable(),
+    type: z.enum(AUDIENCE_TYPES).openapi({ description: "Repeats audienceType (the spec's sample calls it type)" }),
+    audienceType: z.enum(AUDIENCE_TYPES),
+    segmentId: z.string().nullable(),
+    audienceFilter: ConditionSchema.nullable(),
+    status: z.enum(CAMPAIGN_STATUSES).openapi({
+      description: "DRAFT -> SENDING -> SENT; DRAFT -> SCHEDULED -> SENDING (at scheduledAt, by the cron) -> SENT; SCHEDULED -> DRAFT by cancel",
+    }),
+    scheduledAt: z.string().datetime().nullable(),
+    sentAt: z.string().datetime().nullable(),
+    createdAt: z.string().datetime(),
+    updatedAt: z.string().datetime(),
+  })
+  .openapi("Campaign");
+
+const StatsSchema = z
+  .object({
+    totalRecipients: z.number().int(),
+    sentCount: z.number().int().openapi({ description: "Handed to the provider (every status from SENT on)" }),
+    deliveredCount: z.number().int().openapi({ description: "Confirmed by provider feedback" }),
+    openedCount: z.number().int(),
+    clickedCount: z.number().int(),
+    bouncedCount: z.number().int(),
+    complainedCount: z.number().int(),
+    unsubscribedCount: z.number().int(),
+    failedCount: z.number().int(),
+    openRate: z.number(),
+    clickRate: z.number(),
+    bounceRate: z.number(),
+    deliveryRate: z.number(),
+    complaintRate: z.number(),
+    unsubscribeRate: z.number(),
+  })
+  .openapi("CampaignStats", { description: "Counts are recipients (two opens by one person are one open); rates are percentages of sentCount, two decimals, 0 when nothing was sent; test emails never count" });
+
+const body = z
+  .string()
+  .min(1)
+  .refine((value) => new TextEncoder().encode(value).length <= MAX_CAMPAIGN_BODY_BYTES, { message: `Body may be at most ${MAX_CAMPAIGN_BODY_BYTES / 1024} KB` })
+  .openapi({ description: "HTML with {{variables}}; an unsubscribe link is added at the end when the body has no {{unsubscribeUrl}}" });
+
+const fields = {
+  name: headerText(MAX_CAMPAIGN_NAME).min(1),
+  description: z.string().trim().max(MAX_CAMPAIGN_DESCRIPTION).nullable().optional(),
+  subject: headerText(MAX_CAMPAIGN_SUBJECT).min(1),
+  body,
+  from: EmailSchema.openapi({ description: "On a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED otherwise)" }),
+  fromName: headerText(200).min(1).nullable().optional(),
+  replyTo: EmailSchema.nullable().optional(),
+  audienceType: z.enum(AUDIENCE_TYPES),
+  segmentId: z.string().min(1).max(64).nullable().optional().openapi({ description: "Required when audienceType is SEGMENT" }),
+  audienceFilter: ConditionSchema.nullable().optional().openapi({ description: "Required when audienceType is FILTERED" }),
+  audienceCondition: ConditionSchema.nullable().optional().openapi({ description: "Alias of audienceFilter (Plunk's name)" }),
+};
+
+/** `audienceCondition` (Plunk's name) is accepted for `audienceFilter`. */
+const withAlias = <T extends { audienceFilter?: unknown; audienceCondition?: unknown }>(input: T) => {
+  const { audienceCondition, ...rest } = input;
+  return { ...rest, audienceFilter: rest.audienceFilter !== undefined ? rest.audienceFilter : audienceCondition };
+};
+
+const CreateCampaignSchema = z.object(fields).strict().openapi("CreateCampaign");
+const UpdateCampaignSchema = z
+  .object({
+    name: fields.name.optional(),
+    description: fields.description,
+    subject: fields.subject.optional(),
+    body: fields.body.optional(),
+    from: fields.from.optional(),
+    fromName: fields.fromName,
+    replyTo: fields.replyTo,
+    audienceType: fields.audienceType.optional(),
+    segmentId: fields.segmentId,
+    audienceFilter: fields.audienceFilter,
+    audienceCondition: fields.audienceCondition,
+  })
+  .strict()
+  .openapi("UpdateCampaign");
+
+const SendSchema = z
+  .object({
+    scheduledFor: z
+      .string()
+      .datetime({ offset: true, message: "scheduledFor must be an ISO 8601 date-time, e.g. 2030-01-01T09:00:00Z" })
+      .nullable()
+      .optional()
+      .openapi({ description: "Future ISO 8601 date-time: SCHEDULED until then; omitted or null: send now" }),
+  })
+  .strict();
+
+const tags = ["Campaigns"];
+const envelope = (description: string) => jsonResponse(successEnvelope(CampaignSchema), description);
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/campaigns",
+  tags,
+  summary: "List campaigns",
+  description:
+    "Newest first. Page with `page` (1-based) or with the opaque `cursor` from `nextCursor` (stable while campaigns are added). `limit` is the page size (1-100).",
+  security: securityScheme,
+  request: {
+    query: z.object({
+      limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ param: { name: "limit", in: "query" } }),
+      page: z.coerce.number().int().min(1).max(100000).optional().openapi({ param: { name: "page", in: "query" } }),
+      cursor: z.string().max(512).optional().openapi({ param: { name: "cursor", in: "query" } }),
+      status: z.enum(CAMPAIGN_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
+    }),
+  },
+  responses: {
+    200: jsonResponse(
+      z.object({
+        campaigns: z.array(CampaignSchema),
+        page: z.number().int(),
+        pageSize: z.number().int(),
+        total: z.number().int(),
+        totalPages: z.number().int(),
+        hasMore: z.boolean(),
+        nextCursor: z.string().nullable(),
+      }),
+      "A page of campaigns",
+    ),
+    ...commonErrors,
+  },
+});
+
+const createCampaignRoute = createRoute({
+  method: "post",
+  path: "/campaigns",
+  tags,
+  summary: "Create a campaign (DRAFT)",
+  security: securityScheme,
+  request: { body: jsonBody(CreateCampaignSchema) },
+  responses: { 201: envelope("The new campaign"), ...commonErrors },
+});
+
+const getRoute = createRoute({
+  method: "get",
+  path: "/campaigns/{id}",
+  tags,
+  summary: "Get a campaign",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: envelope("The campaign"), ...commonErrors },
+});
+
+const updateRoute = createRoute({
+  method: "patch",
+  path: "/campaigns/{id}",
+  tags,
+  summary: "Update a campaign",
+  description: "Only in DRAFT or SCHEDULED (400 INVALID_STATE otherwise); only the fields given change.",
+  security: securityScheme,
+  request: { params: IdParamSchema, body: jsonBody(UpdateCampaignSchema) },
+  responses: { 200: envelope("The updated campaign"), ...commonErrors },
+});
+
+const deleteRoute = createRoute({
+  method: "delete",
+  path: "/campaigns/{id}",
+  tags,
+  summary: "Delete a DRAFT campaign",
+  description: "Only DRAFT campaigns (cancel a SCHEDULED one first); sent campaigns stay for their statistics.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 204: { description: "Deleted" }, ...commonErrors },
+});
+
+const sendRoute = createRoute({
+  method: "post",
+  path: "/campaigns/{id}/send",
+  tags,
+  summary: "Send now or schedule",
+  description:
+    "Body (optional): `{scheduledFor?: string | null}`. From DRAFT or SCHEDULED. Without `scheduledFor`: SENDING now; the audience (subscribed, unsuppressed contacts matching it when sending starts; contacts created later are not added) gets one email each, and the campaign becomes SENT when every email is sent or failed. With a future `scheduledFor`: SCHEDULED. An empty audience is 400 INVALID_STATE; a past or malformed `scheduledFor` is 422. The body may be omitted.",
+  security: securityScheme,
+  // The body is optional (the spec allows none), so it is parsed in the handler rather than by the validator.
+  request: { params: IdParamSchema },
+  responses: { 200: envelope("The campaign, SENDING or SCHEDULED"), ...commonErrors },
+});
+
+const cancelRoute = createRoute({
+  method: "post",
+  path: "/campaigns/{id}/cancel",
+  tags,
+  summary: "Cancel a scheduled campaign",
+  description: "SCHEDULED -> DRAFT with scheduledAt null; any other state is 400 INVALID_STATE.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: envelope("The campaign, back in DRAFT"), ...commonErrors },
+});
+
+const testRoute = createRoute({
+  method: "post",
+  path: "/campaigns/{id}/test",
+  tags,
+  summary: "Send a test email",
+  description:
+    "One email to `email`, subject prefixed `[TEST] `, rendered with that contact's data when the address is a contact. Not tracked and never counted in the campaign's stats; it goes out with transactional mail.",
+  security: securityScheme,
+  request: { params: IdParamSchema, body: jsonBody(z.object({ email: EmailSchema }).strict()) },
+  responses: { 200: jsonResponse(successEnvelope(z.object({ email: z.string().openapi({ description: "Email record id" }) })), "Queued"), ...commonErrors },
+});
+
+const statsRoute = createRoute({
+  method: "get",
+  path: "/campaigns/{id}/stats",
+  tags,
+  summary: "Campaign statistics",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: jsonResponse(successEnvelope(StatsSchema), "Statistics"), ...commonErrors },
+});
+
+/** The send body is optional; when present it must be a JSON object. */
+async function scheduledForOf(request: Request): Promise<Date | null> {
+  const text = await request.text();
+  if (!text.trim()) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ApiError(400, "INVALID_JSON", "Request body is not valid JSON");
+  }
+  const parsed = SendSchema.safeParse(json);
+  if (!parsed.success) {
+    throw ApiError.validation(parsed.error.issues.map((i) => ({ field: i.path.join(".") || "body", message: i.message, code: i.code })));
+  }
+  return parsed.data.scheduledFor ? new Date(parsed.data.scheduledFor) : null;
+}
+
+const ok = <T>(data: T) => ({ success: true as const, data });
+
+export const campaignsRouter = createRouter()
+  .openapi(listRoute, async (c) => c.json(await listCampaigns(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query")), 200))
+  .openapi(createCampaignRoute, async (c) => {
+    const campaign = await createCampaign(getDb(c.env.DB), c.get("auth").projectId, withAlias(c.req.valid("json")) as CampaignInput);
+    return c.json(ok(toCampaignView(campaign)), 201);
+  })
+  .openapi(getRoute, async (c) => {
+    return c.json(ok(toCampaignView(await getCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id))), 200);
+  })
+  .openapi(updateRoute, async (c) => {
+    const changes = withAlias(c.req.valid("json")) as Partial<CampaignInput>;
+    const campaign = await updateCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, changes);
+    return c.json(ok(toCampaignView(campaign)), 200);
+  })
+  .openapi(deleteRoute, async (c) => {
+    await deleteCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
+    return c.body(null, 204);
+  })
+  .openapi(sendRoute, async (c) => {
+    const scheduledFor = await scheduledForOf(c.req.raw);
+    const campaign = await sendCampaign(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, scheduledFor);
+    return c.json(ok(toCampaignView(campaign)), 200);
+  })
+  .openapi(cancelRoute, async (c) => {
+    return c.json(ok(toCampaignView(await cancelCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id))), 200);
+  })
+  .openapi(testRoute, async (c) => {
+    const { projectId } = c.get("auth");
+    const emailId = await sendTestEmail(getDb(c.env.DB), c.env, projectId, c.req.valid("param").id, c.req.valid("json").email, c.req.url);
+    return c.json(ok({ email: emailId }), 200);
+  })
+  .openapi(statsRoute, async (c) => {
+    return c.json(ok(await campaignStats(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id)), 200);
+  });

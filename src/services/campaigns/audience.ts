@@ -1,0 +1,331 @@
+import { and, asc, eq, gt, inArray, lt, lte, sql, type SQL } from "drizzle-orm";
+import { getDb, runBatch, type Database } from "../../db/client";
+import { campaigns, contacts, emails, type Campaign, type CampaignStatus } from "../../db/schema";
+import { newId } from "../../lib/ids";
+import type { Env, SendEmailMessage } from "../../env";
+import { publicUrl, requireSecret } from "../../lib/config";
+import { compileCondition, ConditionSchema, type Condition } from "../conditions";
+import { handleSendBatch } from "../send/deliver";
+import { renderBody, renderSubject } from "../send/render";
+import { unsubscribeUrl } from "../tracking/links";
+
+/** Contacts walked per audience page (one queue message). */
+export const PAGE_SIZE = 500;
+/** Rendered rows per INSERT statement, by size: each statement carries one JSON parameter, kept well under D1's limits. */
+const MAX_INSERT_JSON_BYTES = 800_000;
+/** A SENDING campaign whose walk has not moved for this long gets its next page queued again (a lost message). */
+export const STALLED_WALK_MS = 5 * 60 * 1000;
+/** Campaigns handled per cron tick and job (each costs a few statements). */
+const CRON_LIMIT = 25;
+
+/** A page of a campaign's audience to turn into email records; `after` is the last contact id already walked. */
+export interface CampaignPageMessage {
+  kind: "campaign-page";
+  campaignId: string;
+  projectId: string;
+  after: string | null;
+}
+/** A campaign email to send (bulk mail). */
+export interface CampaignEmailMessage extends SendEmailMessage {
+  campaignId: string;
+}
+export type BulkMessage = CampaignPageMessage | CampaignEmailMessage;
+
+/** Marketing audience: subscribed, not suppressed, matching the condition (null: every contact). */
+export function audienceWhere(projectId: string, condition: Condition | null, now: number): SQL {
+  return and(
+    eq(contacts.projectId, projectId),
+    eq(contacts.subscribed, true),
+    sql`NOT EXISTS (SELECT 1 FROM suppressions AS aud_sup WHERE aud_sup.project_id = ${contacts.projectId} AND aud_sup.email = ${contacts.email})`,
+    condition ? compileCondition(condition, now) : undefined,
+  )!;
+}
+
+const UNSUBSCRIBE_FOOTER =
+  '<p style="font-size:12px;color:#6b7280;text-align:center;margin-top:24px"><a href="{{unsubscribeUrl}}" style="color:#6b7280">Unsubscribe</a></p>';
+
+/** Marketing mail always carries an unsubscribe link: a body without `{{unsubscribeUrl}}` gets a footer with one. */
+export function withUnsubscribeLink(body: string): string {
+  if (/\{\{\s*unsubscribeUrl\s*\}\}/.test(body)) return body;
+  return /<\/body>/i.test(body) ? body.replace(/<\/body>/i, `${UNSUBSCRIBE_FOOTER}</body>`) : body + UNSUBSCRIBE_FOOTER;
+}
+
+export async function enqueueCampaignPage(env: Env, campaign: Pick<Campaign, "id" | "projectId">, after: string | null) {
+  const body: CampaignPageMessage = { kind: "campaign-page", campaignId: campaign.id, projectId: campaign.projectId, after };
+  await env.EMAIL_BULK_QUEUE.send(body);
+}
+
+async function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: string[]) {
+  for (let i = 0; i < emailIds.length; i += 100) {
+    await env.EMAIL_BULK_QUEUE.sendBatch(
+      emailIds.slice(i, i + 100).map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
+    );
+  }
+}
+
+interface RenderedRow {
+  id: string;
+  c: string;
+  to: string;
+  s: string;
+  h: string;
+  m: string;
+}
+
+const INSERT_ROWS_SQL = `INSERT INTO emails (id, project_id, contact_id, send_id, campaign_id, from_address, from_name, to_address, reply_to,
+    subject, html, headers, marketing, has_attachments, tracked, status, message_id, attempts, opens, clicks, queued_at, created_at, updated_at)
+  SELECT json_extract(value, '$.id'), ?1, json_extract(value, '$.c'), ?2, ?2, ?3, ?4, json_extract(value, '$.to'), ?5,
+    json_extract(value, '$.s'), json_extract(value, '$.h'), '{}', 1, 0, 1, 'QUEUED', json_extract(value, '$.m'), 0, 0, 0, ?6, ?6, ?6
+  FROM json_each(?7) WHERE true
+  ON CONFLICT (campaign_id, contact_id) DO NOTHING`;
+
+/** One INSERT ... SELECT FROM json_each(?) per chunk: a page's rows in a handful of statements, each row unique per (campaign, contact). */
+function insertRows(d1: D1Database, campaign: Campaign, rows: RenderedRow[], now: number): D1PreparedStatement[] {
+  const statements: D1PreparedStatement[] = [];
+  let chunk: RenderedRow[] = [];
+  let bytes = 0;
+  const flush = () => {
+    if (chunk.length === 0) return;
+    statements.push(
+      d1.prepare(INSERT_ROWS_SQL).bind(campaign.projectId, campaign.id, campaign.from, campaign.fromName, campaign.replyTo, now, JSON.stringify(chunk)),
+    );
+    chunk = [];
+    bytes = 0;
+  };
+  for (const row of rows) {
+    const size = row.h.length * 3 + row.s.length * 3 + 200;
+    if (bytes + size > MAX_INSERT_JSON_BYTES) flush();
+    chunk.push(row);
+    bytes += size;
+  }
+  flush();
+  return statements;
+}
+
+/**
+ * One audience page: the next PAGE_SIZE contacts (by id, up to the id fixed
+ * when sending started) that are in the audience now, rendered and inserted
+ * as QUEUED emails together with the cursor's advance (one atomic batch), then
+ * queued. A redelivered page inserts nothing twice (unique campaign+contact),
+ * re-queues its still-QUEUED emails (claims make that harmless) and does not
+ * queue the next page again, because its cursor advance no longer applies.
+ */
+export async function handleCampaignPage(env: Env, message: CampaignPageMessage): Promise<void> {
+  const db = getDb(env.DB);
+  const campaign = await db.query.campaigns.findFirst({ where: and(eq(campaigns.id, message.campaignId), eq(campaigns.projectId, message.projectId)) });
+  if (!campaign || campaign.status !== "SENDING" || !campaign.audienceUpperId) return;
+  const condition = campaign.sendCondition ? ConditionSchema.parse(campaign.sendCondition) : null;
+  const startedAt = campaign.startedAt?.getTime() ?? Date.now();
+  const page = await db
+    .select({ id: contacts.id, email: contacts.email, data: contacts.data })
+    .from(contacts)
+    .where(
+      and(
+        audienceWhere(campaign.projectId, condition, startedAt),
+        message.after ? gt(contacts.id, message.after) : undefined,
+        lte(contacts.id, campaign.audienceUpperId),
+      ),
+    )
+    .orderBy(asc(contacts.id))
+    .limit(PAGE_SIZE);
+
+  const baseUrl = publicUrl(env);
+  const secret = requireSecret(env, "LINK_SIGNING_SECRET");
+  const domain = campaign.from.split("@")[1];
+  const body = withUnsubscribeLink(campaign.body);
+  const rows: RenderedRow[] = [];
+  for (const contact of page) {
+    const id = crypto.randomUUID();
+    const vars = { data: contact.data ?? {}, email: contact.email, unsubscribeUrl: await unsubscribeUrl(baseUrl, secret, id) };
+    rows.push({
+      id,
+      c: contact.id,
+      to: contact.email,
+      s: (await renderSubject(campaign.subject, vars)).replace(/[\r\n]+/g, " ").trim().slice(0, 998),
+      h: await renderBody(body, vars),
+      m: `${id}@${domain}`,
+    });
+  }
+
+  const last = page.length > 0 ? page[page.length - 1].id : message.after;
+  const done = page.length < PAGE_SIZE;
+  const now = Date.now();
+  // The cursor advances only from where this page started: a redelivered page changes nothing here.
+  const advance = env.DB.prepare(
+    `UPDATE campaigns SET send_cursor = ?1, audience_done = ?2, updated_at = ?3
+     WHERE id = ?4 AND status = 'SENDING' AND send_cursor IS ?5 RETURNING id`,
+  ).bind(last, done ? 1 : 0, now, campaign.id, message.after);
+  // This page's emails still QUEUED (all of them the first time; the unsent ones on a redelivery).
+  const queued = env.DB.prepare(
+    `SELECT id FROM emails WHERE campaign_id = ?1 AND contact_id > ?2 AND contact_id <= ?3 AND status = 'QUEUED'`,
+  ).bind(campaign.id, message.after ?? "", last ?? "");
+  const results = await env.DB.batch([...insertRows(env.DB, campaign, rows, now), advance, queued]);
+  const advanced = (results[results.length - 2].results ?? []).length > 0;
+  const toSend = ((results[results.length - 1].results ?? []) as { id: string }[]).map((r) => r.id);
+
+  await enqueueCampaignEmails(env, campaign, toSend);
+  if (!advanced) return;
+  if (!done) await enqueueCampaignPage(env, campaign, last);
+  else await finalizeCampaigns(db, [campaign.id]);
+}
+
+/**
+ * SENDING -> SENT once every page is written and no email of the campaign is
+ * still QUEUED or SENDING (each is SENT or later, or FAILED). Idempotent.
+ */
+export async function finalizeCampaigns(db: Database, campaignIds: string[]): Promise<void> {
+  if (campaignIds.length === 0) return;
+  const now = new Date();
+  await runBatch(
+    db,
+    campaignIds.map((id) =>
+      db
+        .update(campaigns)
+        .set({ status: "SENT", sentAt: now, updatedAt: now })
+        .where(
+          and(
+            eq(campaigns.id, id),
+            eq(campaigns.status, "SENDING"),
+            eq(campaigns.audienceDone, true),
+            sql`NOT EXISTS (SELECT 1 FROM emails WHERE emails.campaign_id = ${id} AND emails.status IN ('QUEUED', 'SENDING'))`,
+          ),
+        ),
+    ),
+  );
+}
+
+/**
+ * Campaign emails whose contact unsubscribed, was deleted or got suppressed
+ * after the page was written are not sent: they become FAILED with the reason,
+ * so the campaign can still finish.
+ */
+async function skipLapsedRecipients(db: Database, emailIds: string[]) {
+  const now = new Date();
+  const statements = [];
+  for (let i = 0; i < emailIds.length; i += 90) {
+    statements.push(
+      db
+        .update(emails)
+        .set({ status: "FAILED", failedAt: now, updatedAt: now, error: "Not sent: the contact unsubscribed, was deleted or is suppressed" })
+        .where(
+          and(
+            inArray(emails.id, emailIds.slice(i, i + 90)),
+            sql`${emails.campaignId} IS NOT NULL`,
+            eq(emails.status, "QUEUED"),
+            sql`(NOT EXISTS (SELECT 1 FROM contacts AS lap_c WHERE lap_c.id = ${emails.contactId} AND lap_c.subscribed = 1)
+              OR EXISTS (SELECT 1 FROM suppressions AS lap_s WHERE lap_s.project_id = ${emails.projectId} AND lap_s.email = ${emails.toAddress}))`,
+          ),
+        ),
+    );
+  }
+  await runBatch(db, statements);
+}
+
+/**
+ * Moves a DRAFT or SCHEDULED campaign to SENDING (one conditional UPDATE, so
+ * of two concurrent starts, by API or cron, exactly one wins) and queues the
+ * first audience page. Returns the campaign, or undefined when another start won.
+ */
+export async function startSending(db: Database, env: Env, campaign: Campaign, condition: Condition | null, now = new Date(), fromStatus: CampaignStatus[] = ["DRAFT", "SCHEDULED"]) {
+  const [started] = await db
+    .update(campaigns)
+    .set({
+      status: "SENDING",
+      startedAt: now,
+      sendCondition: condition,
+      audienceUpperId: newId(),
+      sendCursor: null,
+      audienceDone: false,
+      updatedAt: now,
+    })
+    .where(
+      and(
+        eq(campaigns.id, campaign.id),
+        inArray(campaigns.status, fromStatus),
+        // The cron only starts a scheduled campaign that is due.
+        fromStatus.length === 1 && fromStatus[0] === "SCHEDULED" ? lt(campaigns.scheduledAt, new Date(now.getTime() + 1)) : undefined,
+      ),
+    )
+    .returning();
+  if (!started) return undefined;
+  await enqueueCampaignPage(env, started, null);
+  return started;
+}
+
+const isPage = (body: unknown): body is CampaignPageMessage => (body as CampaignPageMessage | undefined)?.kind === "campaign-page";
+
+/**
+ * The bulk queue's consumer: audience pages, and campaign emails, which go
+ * through the same send consumer as every email (claims, rate, retries),
+ * deferring back onto the bulk queue.
+ */
+export async function handleBulkBatch(batch: MessageBatch<BulkMessage>, env: Env): Promise<void> {
+  const db = getDb(env.DB);
+  const pages = batch.messages.filter((m) => isPage(m.body));
+  const sends = batch.messages.filter((m) => !isPage(m.body)) as unknown as Message<CampaignEmailMessage>[];
+  for (const message of pages) {
+    try {
+      await handleCampaignPage(env, message.body as CampaignPageMessage);
+      message.ack();
+    } catch (err) {
+      console.error("campaign page failed; retrying", err);
+      message.retry({ delaySeconds: 5 });
+    }
+  }
+  if (sends.length === 0) return;
+  const ids = sends.map((m) => m.body?.emailId).filter((id): id is string => typeof id === "string");
+  await skipLapsedRecipients(db, ids);
+  await handleSendBatch({ ...batch, messages: sends } as unknown as MessageBatch<SendEmailMessage>, { ...env, EMAIL_QUEUE: env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage> });
+  await finalizeCampaigns(db, campaignIdsOf(sends));
+}
+
+export const campaignIdsOf = (messages: readonly Message<unknown>[]) => [
+  ...new Set(messages.map((m) => (m.body as Partial<CampaignEmailMessage> | undefined)?.campaignId).filter((id): id is string => typeof id === "string")),
+];
+
+/**
+ * Cron: starts each due SCHEDULED campaign exactly once (the conditional
+ * UPDATE in startSending is the claim), re-queues the next page of a walk
+ * whose message was lost, and finishes campaigns whose last emails ended
+ * outside the bulk consumer (dead letters, the sweep).
+ */
+export async function runCampaignJobs(env: Env, now = new Date()) {
+  const db = getDb(env.DB);
+  const due = await db
+    .select()
+    .from(campaigns)
+    .where(and(eq(campaigns.status, "SCHEDULED"), lte(campaigns.scheduledAt, now)))
+    .orderBy(asc(campaigns.scheduledAt))
+    .limit(CRON_LIMIT);
+  let started = 0;
+  for (const campaign of due) {
+    try {
+      const condition = await audienceOf(db, campaign);
+      if (await startSending(db, env, campaign, condition, now, ["SCHEDULED"])) started++;
+    } catch (err) {
+      console.error("starting scheduled campaign failed", campaign.id, err);
+    }
+  }
+  const sending = await db
+    .select()
+    .from(campaigns)
+    .where(eq(campaigns.status, "SENDING"))
+    .orderBy(asc(campaigns.updatedAt))
+    .limit(CRON_LIMIT);
+  const stalled = sending.filter((c) => !c.audienceDone && c.updatedAt.getTime() < now.getTime() - STALLED_WALK_MS);
+  for (const campaign of stalled) {
+    await db.update(campaigns).set({ updatedAt: now }).where(eq(campaigns.id, campaign.id));
+    await enqueueCampaignPage(env, campaign, campaign.sendCursor);
+  }
+  await finalizeCampaigns(db, sending.filter((c) => c.audienceDone).map((c) => c.id));
+  return { started, resumed: stalled.length };
+}
+
+/** The audience condition of a scheduled campaign at start (a deleted segment: nobody, the campaign ends SENT with no recipients). */
+async function audienceOf(db: Database, campaign: Campaign): Promise<Condition | null> {
+  if (campaign.audienceType === "ALL") return null;
+  if (campaign.audienceType === "FILTERED") return ConditionSchema.parse(campaign.audienceFilter);
+  const segment = campaign.segmentId ? await db.query.segments.findFirst({ where: (s, { eq: e, and: a }) => a(e(s.id, campaign.segmentId!), e(s.projectId, campaign.projectId)) }) : undefined;
+  if (!segment) return { logic: "AND", groups: [{ filters: [{ field: "email", operator: "notExists" }] }] };
+  return ConditionSchema.parse(segment.condition);
+}

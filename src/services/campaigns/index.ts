@@ -1,0 +1,371 @@
+import { and, count, desc, eq, gt, inArray, lt, sql, type SQL } from "drizzle-orm";
+import type { Database } from "../../db/client";
+import { campaigns, contacts, emails, events, segments, type AudienceType, type Campaign, type CampaignStatus } from "../../db/schema";
+import type { Env } from "../../env";
+import { publicUrl, requireSecret } from "../../lib/config";
+import { ApiError } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import { decodeCursor, encodeCursor } from "../../lib/pagination";
+import { ConditionSchema, type Condition } from "../conditions";
+import { requireVerifiedDomain } from "../domains";
+import { enqueueEmails } from "../send/accept";
+import { assertTemplateSyntax, renderBody, renderSubject } from "../send/render";
+import { findSuppressed } from "../suppressions";
+import { unsubscribeUrl } from "../tracking/links";
+import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
+
+export interface CampaignView {
+  id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from: string;
+  fromName: string | null;
+  replyTo: string | null;
+  type: AudienceType;
+  audienceType: AudienceType;
+  segmentId: string | null;
+  audienceFilter: Condition | null;
+  status: CampaignStatus;
+  scheduledAt: string | null;
+  sentAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function toCampaignView(c: Campaign): CampaignView {
+  return {
+    id: c.id,
+    name: c.name,
+    description: c.description ?? null,
+    subject: c.subject,
+    body: c.body,
+    from: c.from,
+    fromName: c.fromName ?? null,
+    replyTo: c.replyTo ?? null,
+    type: c.audienceType,
+    audienceType: c.audienceType,
+    segmentId: c.segmentId ?? null,
+    audienceFilter: (c.audienceFilter as Condition | null) ?? null,
+    status: c.status,
+    scheduledAt: iso(c.scheduledAt),
+    sentAt: iso(c.sentAt),
+    createdAt: c.createdAt.toISOString(),
+    updatedAt: c.updatedAt.toISOString(),
+  };
+}
+
+export interface CampaignInput {
+  name: string;
+  description?: string | null;
+  subject: string;
+  body: string;
+  from: string;
+  fromName?: string | null;
+  replyTo?: string | null;
+  audienceType: AudienceType;
+  segmentId?: string | null;
+  audienceFilter?: Condition | null;
+}
+
+/** Checks what the body schema cannot: the sender's domain, the segment's project, the audience's completeness, template syntax. */
+async function validateCampaign(db: Database, projectId: string, input: CampaignInput, changed: Partial<CampaignInput>) {
+  const missing = [
+    input.audienceType === "SEGMENT" && !input.segmentId && { field: "segmentId", message: "segmentId is required when audienceType is SEGMENT", code: "required" },
+    input.audienceType === "FILTERED" && !input.audienceFilter && { field: "audienceFilter", message: "audienceFilter is required when audienceType is FILTERED", code: "required" },
+  ].filter((e): e is { field: string; message: string; code: string } => Boolean(e));
+  if (missing.length > 0) throw ApiError.validation(missing);
+  if (changed.subject !== undefined) assertTemplateSyntax(changed.subject, "subject");
+  if (changed.body !== undefined) assertTemplateSyntax(changed.body, "body");
+  if (input.audienceType === "SEGMENT" && changed.segmentId !== undefined) {
+    const segment = await db.query.segments.findFirst({ where: and(eq(segments.id, input.segmentId!), eq(segments.projectId, projectId)) });
+    if (!segment) throw ApiError.validation([{ field: "segmentId", message: "No segment with this id in this project", code: "not_found" }]);
+  }
+  if (changed.from !== undefined) await requireVerifiedDomain(db, projectId, input.from);
+}
+
+/** Only the audience fields of the chosen type are kept (a FILTERED campaign has no segmentId, and so on). */
+const audienceColumns = (input: CampaignInput) => ({
+  audienceType: input.audienceType,
+  segmentId: input.audienceType === "SEGMENT" ? input.segmentId! : null,
+  audienceFilter: input.audienceType === "FILTERED" ? input.audienceFilter! : null,
+});
+
+export async function createCampaign(db: Database, projectId: string, input: CampaignInput): Promise<Campaign> {
+  await validateCampaign(db, projectId, input, input);
+  const now = new Date();
+  const [campaign] = await db
+    .insert(campaigns)
+    .values({
+      id: newId(),
+      projectId,
+      name: input.name,
+      description: input.description ?? null,
+      subject: input.subject,
+      body: input.body,
+      from: input.from,
+      fromName: input.fromName ?? null,
+      replyTo: input.replyTo ?? null,
+      ...audienceColumns(input),
+      status: "DRAFT",
+      createdAt: now,
+      updatedAt: now,
+    })
+    .returning();
+  return campaign;
+}
+
+export async function getCampaign(db: Database, projectId: string, id: string): Promise<Campaign> {
+  const campaign = await db.query.campaigns.findFirst({ where: and(eq(campaigns.id, id), eq(campaigns.projectId, projectId)) });
+  if (!campaign) throw ApiError.notFound("Campaign");
+  return campaign;
+}
+
+export const EDITABLE: CampaignStatus[] = ["DRAFT", "SCHEDULED"];
+
+export async function updateCampaign(db: Database, projectId: string, id: string, changes: Partial<CampaignInput>): Promise<Campaign> {
+  const current = await getCampaign(db, projectId, id);
+  if (!EDITABLE.includes(current.status)) {
+    throw ApiError.invalidState(`A ${current.status} campaign cannot be changed`, "Only DRAFT and SCHEDULED campaigns can be updated.");
+  }
+  const merged: CampaignInput = {
+    name: changes.name ?? current.name,
+    description: changes.description !== undefined ? changes.description : current.description,
+    subject: changes.subject ?? current.subject,
+    body: changes.body ?? current.body,
+    from: changes.from ?? current.from,
+    fromName: changes.fromName !== undefined ? changes.fromName : current.fromName,
+    replyTo: changes.replyTo !== undefined ? changes.replyTo : current.replyTo,
+    audienceType: changes.audienceType ?? current.audienceType,
+    segmentId: changes.segmentId !== undefined ? changes.segmentId : current.segmentId,
+    audienceFilter: changes.audienceFilter !== undefined ? changes.audienceFilter : (current.audienceFilter as Condition | null),
+  };
+  // A switch of audience type re-checks the segment it now needs.
+  const segmentChanged = changes.segmentId !== undefined || (changes.audienceType === "SEGMENT" && current.audienceType !== "SEGMENT");
+  await validateCampaign(db, projectId, merged, { ...changes, segmentId: segmentChanged ? merged.segmentId : undefined });
+  const [campaign] = await db
+    .update(campaigns)
+    .set({
+      name: merged.name,
+      description: merged.description ?? null,
+      subject: merged.subject,
+      body: merged.body,
+      from: merged.from,
+      fromName: merged.fromName ?? null,
+      replyTo: merged.replyTo ?? null,
+      ...audienceColumns(merged),
+      updatedAt: new Date(),
+    })
+    // The state is checked again in the write: a send that started meanwhile wins.
+    .where(and(eq(campaigns.id, id), eq(campaigns.projectId, projectId), inArray(campaigns.status, EDITABLE)))
+    .returning();
+  if (!campaign) throw ApiError.invalidState("The campaign started sending while it was being updated");
+  return campaign;
+}
+
+export async function deleteCampaign(db: Database, projectId: string, id: string): Promise<void> {
+  const current = await getCampaign(db, projectId, id);
+  if (current.status !== "DRAFT") {
+    throw ApiError.invalidState(`A ${current.status} campaign cannot be deleted`, current.status === "SCHEDULED" ? "Cancel it first (POST /campaigns/{id}/cancel)." : undefined);
+  }
+  const deleted = await db
+    .delete(campaigns)
+    .where(and(eq(campaigns.id, id), eq(campaigns.projectId, projectId), eq(campaigns.status, "DRAFT")))
+    .returning({ id: campaigns.id });
+  if (deleted.length === 0) throw ApiError.invalidState("The campaign left DRAFT while it was being deleted");
+}
+
+/** The audience condition of a campaign now (a SEGMENT campaign reads its segment). */
+async function resolveAudience(db: Database, campaign: Campaign): Promise<Condition | null> {
+  if (campaign.audienceType === "ALL") return null;
+  if (campaign.audienceType === "FILTERED") return ConditionSchema.parse(campaign.audienceFilter);
+  const segment = campaign.segmentId
+    ? await db.query.segments.findFirst({ where: and(eq(segments.id, campaign.segmentId), eq(segments.projectId, campaign.projectId)) })
+    : undefined;
+  if (!segment) throw ApiError.invalidState("The campaign's segment no longer exists", "Choose another audience with PATCH /campaigns/{id}.");
+  return ConditionSchema.parse(segment.condition);
+}
+
+async function assertAudienceNotEmpty(db: Database, campaign: Campaign, condition: Condition | null, now: number) {
+  const [any] = await db
+    .select({ id: contacts.id })
+    .from(contacts)
+    .where(audienceWhere(campaign.projectId, condition, now))
+    .limit(1);
+  if (!any) {
+    throw ApiError.invalidState(
+      "The campaign's audience is empty: no subscribed, unsuppressed contact matches it",
+      "Add contacts or choose another audience before sending.",
+    );
+  }
+}
+
+/** POST /campaigns/{id}/send: now (SENDING) or at `scheduledFor` (SCHEDULED). */
+export async function sendCampaign(db: Database, env: Env, projectId: string, id: string, scheduledFor: Date | null): Promise<Campaign> {
+  const campaign = await getCampaign(db, projectId, id);
+  if (!EDITABLE.includes(campaign.status)) {
+    throw ApiError.invalidState(`A ${campaign.status} campaign cannot be sent`, "Only DRAFT and SCHEDULED campaigns can be sent or scheduled.");
+  }
+  const now = new Date();
+  if (scheduledFor && scheduledFor.getTime() <= now.getTime()) {
+    throw ApiError.validation([{ field: "scheduledFor", message: "scheduledFor must be in the future", code: "too_small" }]);
+  }
+  await requireVerifiedDomain(db, projectId, campaign.from);
+  const condition = await resolveAudience(db, campaign);
+  await assertAudienceNotEmpty(db, campaign, condition, now.getTime());
+  if (scheduledFor) {
+    const [scheduled] = await db
+      .update(campaigns)
+      .set({ status: "SCHEDULED", scheduledAt: scheduledFor, updatedAt: now })
+      .where(and(eq(campaigns.id, id), inArray(campaigns.status, EDITABLE)))
+      .returning();
+    if (!scheduled) throw ApiError.invalidState("The campaign started sending meanwhile");
+    return scheduled;
+  }
+  const started = await startSending(db, env, campaign, condition, now);
+  if (!started) throw ApiError.invalidState("The campaign started sending meanwhile");
+  return started;
+}
+
+export async function cancelCampaign(db: Database, projectId: string, id: string): Promise<Campaign> {
+  const campaign = await getCampaign(db, projectId, id);
+  const [cancelled] = await db
+    .update(campaigns)
+    .set({ status: "DRAFT", scheduledAt: null, updatedAt: new Date() })
+    .where(and(eq(campaigns.id, id), eq(campaigns.status, "SCHEDULED")))
+    .returning();
+  if (!cancelled) {
+    throw ApiError.invalidState(`Only a SCHEDULED campaign can be cancelled; this one is ${campaign.status}`);
+  }
+  return cancelled;
+}
+
+/**
+ * POST /campaigns/{id}/test: one email to `address`, subject prefixed
+ * "[TEST] ", rendered with that contact's data when the address is a contact
+ * of the project. Not linked to the campaign (never counted in its stats) and
+ * not tracked; it travels with transactional mail.
+ */
+export async function sendTestEmail(db: Database, env: Env, projectId: string, id: string, address: string, requestUrl?: string): Promise<string> {
+  const campaign = await getCampaign(db, projectId, id);
+  const domain = await requireVerifiedDomain(db, projectId, campaign.from);
+  const suppressed = await findSuppressed(db, projectId, [address]);
+  if (suppressed.size > 0) {
+    throw ApiError.invalidState(`${address} is on the suppression list (${[...suppressed.values()][0]})`, "Send the test to another address.");
+  }
+  const contact = await db.query.contacts.findFirst({ where: and(eq(contacts.projectId, projectId), eq(contacts.email, address)) });
+  const emailId = newId();
+  const vars = {
+    data: contact?.data ?? {},
+    email: address,
+    unsubscribeUrl: await unsubscribeUrl(publicUrl(env, requestUrl), requireSecret(env, "LINK_SIGNING_SECRET"), emailId),
+  };
+  const subject = `[TEST] ${(await renderSubject(campaign.subject, vars)).replace(/[\r\n]+/g, " ").trim()}`;
+  const html = await renderBody(withUnsubscribeLink(campaign.body), vars);
+  const now = new Date();
+  await db.insert(emails).values({
+    id: emailId,
+    projectId,
+    sendId: emailId,
+    fromAddress: campaign.from,
+    fromName: campaign.fromName,
+    toAddress: address,
+    replyTo: campaign.replyTo,
+    subject: subject.slice(0, 998),
+    html,
+    marketing: true,
+    tracked: false,
+    status: "QUEUED",
+    messageId: `${emailId}@${domain.name}`,
+    queuedAt: now,
+    createdAt: now,
+    updatedAt: now,
+  });
+  await enqueueEmails(env, projectId, [emailId]);
+  return emailId;
+}
+
+const SENT_STATUSES = ["SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"] as const;
+
+const rate = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 10000) / 100 : 0);
+
+/** Recipient counts of a campaign (one email per recipient, so rows are people) and rates as percentages of sentCount. */
+export async function campaignStats(db: Database, projectId: string, id: string) {
+  await getCampaign(db, projectId, id);
+  const nonNull = (column: SQL) => sql<number>`coalesce(sum(${column} IS NOT NULL), 0)`;
+  const [[row], [unsubscribed]] = await db.batch([
+    db
+      .select({
+        totalRecipients: count(),
+        sentCount: sql<number>`coalesce(sum(${emails.status} IN ${SENT_STATUSES}), 0)`,
+        deliveredCount: nonNull(sql`${emails.deliveredAt}`),
+        openedCount: nonNull(sql`${emails.openedAt}`),
+        clickedCount: nonNull(sql`${emails.clickedAt}`),
+        bouncedCount: nonNull(sql`${emails.bouncedAt}`),
+        complainedCount: nonNull(sql`${emails.complainedAt}`),
+        failedCount: sql<number>`coalesce(sum(${emails.status} = 'FAILED'), 0)`,
+      })
+      .from(emails)
+      .where(eq(emails.campaignId, id)),
+    db
+      .select({ n: sql<number>`count(DISTINCT ${events.contactId})` })
+      .from(events)
+      .where(and(eq(events.name, "contact.unsubscribed"), sql`${events.emailId} IN (SELECT id FROM emails WHERE campaign_id = ${id})`)),
+  ]);
+  const counts = { ...row, unsubscribedCount: unsubscribed?.n ?? 0 };
+  return {
+    ...counts,
+    openRate: rate(counts.openedCount, counts.sentCount),
+    clickRate: rate(counts.clickedCount, counts.sentCount),
+    bounceRate: rate(counts.bouncedCount, counts.sentCount),
+    deliveryRate: rate(counts.deliveredCount, counts.sentCount),
+    complaintRate: rate(counts.complainedCount, counts.sentCount),
+    unsubscribeRate: rate(counts.unsubscribedCount, counts.sentCount),
+  };
+}
+
+export interface ListCampaignsQuery {
+  limit: number;
+  page?: number;
+  cursor?: string;
+  status?: CampaignStatus;
+}
+
+/**
+ * GET /campaigns: newest first. Pages by `cursor` (keyset on the UUIDv7 id,
+ * stable while campaigns are added) or by `page` (offset); `page` in the answer
+ * is the page number either way.
+ */
+export async function listCampaigns(db: Database, projectId: string, query: ListCampaignsQuery) {
+  const where = and(eq(campaigns.projectId, projectId), query.status ? eq(campaigns.status, query.status) : undefined);
+  const after = decodeCursor(query.cursor);
+  const page = query.page ?? 1;
+  const rowsQuery = db
+    .select()
+    .from(campaigns)
+    .where(after ? and(where, lt(campaigns.id, after)) : where)
+    .orderBy(desc(campaigns.id))
+    .limit(query.limit + 1)
+    .offset(after ? 0 : (page - 1) * query.limit);
+  const [rows, [{ total }], [{ before }]] = await db.batch([
+    rowsQuery,
+    db.select({ total: count() }).from(campaigns).where(where),
+    // With a cursor, the page number follows from how many rows come before it.
+    db.select({ before: count() }).from(campaigns).where(after ? and(where, gt(campaigns.id, after)) : sql`0`),
+  ]);
+  const hasMore = rows.length > query.limit;
+  const items = rows.slice(0, query.limit);
+  const pageNumber = after ? Math.floor((before + 1) / query.limit) + 1 : page;
+  return {
+    campaigns: items.map(toCampaignView),
+    page: pageNumber,
+    pageSize: query.limit,
+    total,
+    totalPages: Math.ceil(total / query.limit),
+    hasMore,
+    nextCursor: hasMore ? encodeCursor(items[items.length - 1].id) : null,
+  };
+}
