@@ -73,9 +73,9 @@ interface RenderedRow {
 }
 
 const INSERT_ROWS_SQL = `INSERT INTO emails (id, project_id, contact_id, send_id, campaign_id, from_address, from_name, to_address, reply_to,
-    subject, html, headers, marketing, has_attachments, tracked, status, message_id, attempts, opens, clicks, queued_at, created_at, updated_at)
+    subject, html, headers, marketing, has_attachments, tracked, bulk, status, message_id, attempts, opens, clicks, queued_at, created_at, updated_at)
   SELECT json_extract(value, '$.id'), ?1, json_extract(value, '$.c'), ?2, ?2, ?3, ?4, json_extract(value, '$.to'), ?5,
-    json_extract(value, '$.s'), json_extract(value, '$.h'), '{}', 1, 0, 1, 'QUEUED', json_extract(value, '$.m'), 0, 0, 0, ?6, ?6, ?6
+    json_extract(value, '$.s'), json_extract(value, '$.h'), '{}', 1, 0, 1, 1, 'QUEUED', json_extract(value, '$.m'), 0, 0, 0, ?6, ?6, ?6
   FROM json_each(?7) WHERE true
   ON CONFLICT (campaign_id, contact_id) DO NOTHING`;
 
@@ -275,7 +275,11 @@ export async function handleBulkBatch(batch: MessageBatch<BulkMessage>, env: Env
   if (sends.length === 0) return;
   const ids = sends.map((m) => m.body?.emailId).filter((id): id is string => typeof id === "string");
   await skipLapsedRecipients(db, ids);
-  await handleSendBatch({ ...batch, messages: sends } as unknown as MessageBatch<SendEmailMessage>, { ...env, EMAIL_QUEUE: env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage> });
+  await handleSendBatch(
+    { ...batch, messages: sends } as unknown as MessageBatch<SendEmailMessage>,
+    { ...env, EMAIL_QUEUE: env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage> },
+    { kind: "bulk" },
+  );
   await finalizeCampaigns(db, campaignIdsOf(sends));
 }
 

@@ -2,6 +2,7 @@ import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../../db/client";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { emails, projects, type Email, type EmailStatus } from "../../db/schema";
+import type { SendKind } from "../../durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
@@ -162,7 +163,11 @@ async function deliverOne(
  * message is built and signed) go one at a time, so an invocation never holds
  * more than one large message.
  */
-export async function handleSendBatch(batch: MessageBatch<SendEmailMessage>, env: Env): Promise<void> {
+export async function handleSendBatch(
+  batch: MessageBatch<SendEmailMessage>,
+  env: Env,
+  options: { kind?: SendKind } = {},
+): Promise<void> {
   const db = getDb(env.DB);
   let provider: EmailProvider;
   try {
@@ -221,7 +226,8 @@ export async function handleSendBatch(batch: MessageBatch<SendEmailMessage>, env
       });
       if (claimed.length === 0) return;
       const limiter = env.PROJECT_LIMITER.get(env.PROJECT_LIMITER.idFromName(`send:${projectId}`));
-      const { granted, retryAfterMs } = await limiter.takeSendTokens(claimed.length, sendRate(env));
+      // Bulk mail (the bulk queue) takes only the rate transactional mail leaves free (ProjectLimiter).
+      const { granted, retryAfterMs } = await limiter.takeSendTokens(claimed.length, sendRate(env), undefined, options.kind ?? "transactional");
       const over = claimed.slice(granted);
       if (over.length > 0) await deferClaimed(db, env, over, retryAfterMs);
       const now = claimed.slice(0, granted);
@@ -286,7 +292,7 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
   const cutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
   const stale = (status: EmailStatus) =>
     db
-      .select({ id: emails.id, projectId: emails.projectId })
+      .select({ id: emails.id, projectId: emails.projectId, bulk: emails.bulk })
       .from(emails)
       .where(and(eq(emails.status, status), lt(emails.updatedAt, cutoff)))
       .limit(limit);
@@ -297,8 +303,14 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
     updatedAt: now,
     error: OUTCOME_UNKNOWN_REASON,
   });
-  for (let i = 0; i < queued.length; i += 100) {
-    await env.EMAIL_QUEUE.sendBatch(queued.slice(i, i + 100).map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
+  // Bulk mail goes back on the bulk queue, so it keeps yielding to transactional mail.
+  for (const [queue, list] of [
+    [env.EMAIL_QUEUE, queued.filter((e) => !e.bulk)],
+    [env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage>, queued.filter((e) => e.bulk)],
+  ] as const) {
+    for (let i = 0; i < list.length; i += 100) {
+      await queue.sendBatch(list.slice(i, i + 100).map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
+    }
   }
   // Touch them so the next sweep waits another lease before trying again.
   await updateEmailsById(db, queued.map((e) => e.id), ["QUEUED"], { updatedAt: now });
