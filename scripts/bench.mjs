@@ -11,7 +11,10 @@
 //
 // Add a figure by adding a section (e.g. accepted /v1/send per second, end-to-end emails/s).
 // Environment: BENCH_SECONDS (per throughput figure, default 4), BENCH_CONCURRENCY (default 32),
-// BENCH_CONTACTS (rows for the list figure, default 50000).
+// BENCH_CONTACTS (rows for the list figure, default 50000), BENCH_CAMPAIGN_CONTACTS (campaign and
+// segment figures, default 100000), BENCH_CAMPAIGN_TIMEOUT (s, default 900), BENCH_PRIORITY_CONTACTS
+// (the campaign draining at 14/s while transactional sends are timed, default 10000; its own server
+// and state in .wrangler/bench-priority-state). BENCH_ONLY=<comma-separated section keys or title text> runs some.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -30,8 +33,13 @@ const SEND_EMAILS = Number(process.env.BENCH_EMAILS ?? 10_000);
 const SEND_TIMEOUT_S = Number(process.env.BENCH_SEND_TIMEOUT ?? 240);
 const BENCH_DOMAIN = "bench.test";
 const WORKFLOW_EVENTS = Number(process.env.BENCH_WORKFLOW_EVENTS ?? 500);
-/** Only the sections whose title contains this text (default: all). */
-const ONLY = process.env.BENCH_ONLY ?? "";
+const CAMPAIGN_CONTACTS = Number(process.env.BENCH_CAMPAIGN_CONTACTS ?? 100_000);
+const CAMPAIGN_TIMEOUT_S = Number(process.env.BENCH_CAMPAIGN_TIMEOUT ?? 900);
+const PRIORITY_CONTACTS = Number(process.env.BENCH_PRIORITY_CONTACTS ?? 10_000);
+const PRIORITY_STATE_DIR = ".wrangler/bench-priority-state";
+/** Only some sections: comma-separated section keys or text their titles contain (default: all). */
+const ONLY = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
+const wantsSection = (section) => ONLY.length === 0 || ONLY.some((o) => section.key === o || section.title.includes(o));
 const PAGE = 20;
 const env = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" };
 const started = performance.now();
@@ -59,13 +67,18 @@ function freePort() {
 
 const sqlText = (value) => `'${String(value).replace(/'/g, "''")}'`;
 
-function createProject(name) {
-  const out = run("npx", ["tsx", "scripts/project.ts", "create", name, "--json", "--persist-to", STATE_DIR]);
+function createProject(name, stateDir = STATE_DIR) {
+  const out = run("npx", ["tsx", "scripts/project.ts", "create", name, "--json", "--persist-to", stateDir]);
   return JSON.parse(out.trim().split("\n").pop());
 }
 
+/** Marks `name` a VERIFIED sending domain of the project directly in the throwaway database (no DNS here; the capture provider needs no DKIM key). */
+function verifiedDomainSql(projectId, name) {
+  return `INSERT INTO domains (id, project_id, name, status, dkim_selector, dkim_public_key, dkim_private_key_encrypted, records) VALUES (${sqlText(uuidv7())}, ${sqlText(projectId)}, ${sqlText(name)}, 'VERIFIED', 'bench', '', '', '[]');`;
+}
+
 /** Inserts `count` contacts with multi-row INSERTs through `wrangler d1 execute --file`. */
-function insertContacts(projectId, count) {
+function insertContacts(projectId, count, { stateDir = STATE_DIR, prefix = "list", row } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "edge-mail-bench-"));
   const file = join(dir, "contacts.sql");
   const rowsPerStatement = 400; // keeps each statement well under D1's 100 KB limit
@@ -74,7 +87,7 @@ function insertContacts(projectId, count) {
   for (let i = 0; i < count; i += rowsPerStatement) {
     const rows = [];
     for (let j = i; j < Math.min(count, i + rowsPerStatement); j++) {
-      rows.push(`(${sqlText(uuidv7())},${sqlText(projectId)},'list${j}@bench.test',${j % 3 === 0 ? 0 : 1},'{}',${now},${now})`);
+      rows.push(row ? row(j) : `(${sqlText(uuidv7())},${sqlText(projectId)},'${prefix}${j}@bench.test',${j % 3 === 0 ? 0 : 1},'{}',${now},${now})`);
     }
     statements.push(
       `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ${rows.join(",")};`,
@@ -82,7 +95,7 @@ function insertContacts(projectId, count) {
   }
   writeFileSync(file, statements.join("\n"));
   try {
-    run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", STATE_DIR, "--file", file, "--yes"]);
+    run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", stateDir, "--file", file, "--yes"]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -175,6 +188,7 @@ function printThroughput(label, r) {
 
 const SECTIONS = [
   {
+    key: "throughput",
     title: "Throughput",
     async run(ctx) {
       printThroughput("GET /health (floor)", await throughput(ctx.base, () => ({ path: "/health" }), [200]));
@@ -199,6 +213,7 @@ const SECTIONS = [
     },
   },
   {
+    key: "list",
     title: `GET /contacts latency with ${LIST_CONTACTS} contacts`,
     async run(ctx) {
       const key = ctx.list.secretKey;
@@ -230,6 +245,7 @@ const SECTIONS = [
     },
   },
   {
+    key: "workflows",
     title: "Workflows (Cloudflare Workflows, local engine)",
     async run(ctx) {
       const key = ctx.bench.secretKey;
@@ -281,6 +297,7 @@ const SECTIONS = [
     },
   },
   {
+    key: "sending",
     title: "Sending (capture provider, send rate lifted)",
     async run(ctx) {
       const from = `hello@${BENCH_DOMAIN}`;
@@ -326,20 +343,204 @@ const SECTIONS = [
   },
 ];
 
+/** Campaign contacts: all subscribed, every other one on the "pro" plan (the segment figure counts those). */
+const campaignContactRow = (projectId, prefix) => {
+  const now = Date.now();
+  return (j) =>
+    `(${sqlText(uuidv7())},${sqlText(projectId)},'${prefix}${j}@bench.test',1,'{"plan":"${j % 2 === 0 ? "pro" : "free"}","n":${j}}',${now},${now})`;
+};
+
+async function api(base, key, method, path, body) {
+  const res = await send(base, { method, path, key, body });
+  let parsed = null;
+  try {
+    parsed = JSON.parse(res.text);
+  } catch {
+    // not JSON
+  }
+  if (res.status >= 300) throw new Error(`${method} ${path} answered ${res.status}: ${res.text.slice(0, 300)}`);
+  return parsed;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+SECTIONS.push(
+  {
+    key: "campaign",
+    title: `Segments and campaigns (${CAMPAIGN_CONTACTS} contacts, capture provider, send rate lifted)`,
+    async run(ctx) {
+      const key = ctx.campaign.secretKey;
+      const pro = { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] };
+      const segment = await api(ctx.base, key, "POST", "/segments", { name: "Pro", condition: pro });
+      const count = await latency(ctx.base, { path: `/segments/${segment.id}`, key }, 20);
+      report(
+        `segment memberCount over ${CAMPAIGN_CONTACTS} contacts`,
+        `${fmt(count.median, 1)} ms`,
+        `median GET /segments/{id}; p95 ${fmt(count.p95, 1)} ms; memberCount ${segment.memberCount}`,
+      );
+
+      const campaign = (
+        await api(ctx.base, key, "POST", "/campaigns", {
+          name: "Bench",
+          subject: "Hello {{plan}}",
+          body: "<p>Hello {{email}}, you are on {{plan}}.</p>",
+          from: `news@campaign.${BENCH_DOMAIN}`,
+          audienceType: "ALL",
+        })
+      ).data;
+      const before = await api(ctx.base, null, "GET", "/dev/d1-stats");
+      const t0 = performance.now();
+      await api(ctx.base, key, "POST", `/campaigns/${campaign.id}/send`, {});
+      const deadline = t0 + CAMPAIGN_TIMEOUT_S * 1000;
+      let status = "SENDING";
+      let sent = 0;
+      let lastLog = 0;
+      while (performance.now() < deadline) {
+        status = (await api(ctx.base, key, "GET", `/campaigns/${campaign.id}`)).data.status;
+        if (status === "SENT") break;
+        if (performance.now() - lastLog > 15_000) {
+          sent = (await api(ctx.base, key, "GET", `/emails?campaignId=${campaign.id}&status=SENT&limit=1`)).data.total;
+          log(`campaign: ${sent} of ${CAMPAIGN_CONTACTS} SENT after ${fmt((performance.now() - t0) / 1000)} s`);
+          lastLog = performance.now();
+        }
+        await sleep(500);
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      const after = await api(ctx.base, null, "GET", "/dev/d1-stats");
+      const stats = (await api(ctx.base, key, "GET", `/campaigns/${campaign.id}/stats`)).data;
+      sent = stats.sentCount;
+      const statements = after.statements - before.statements;
+      const capture = after.captureStatements - before.captureStatements;
+      report(
+        `campaign to ${CAMPAIGN_CONTACTS}: send -> SENT`,
+        status === "SENT" ? `${fmt(seconds)} s` : "not SENT",
+        status === "SENT" ? `(${stats.totalRecipients} recipients)` : `(${sent} of ${CAMPAIGN_CONTACTS} sent after ${CAMPAIGN_TIMEOUT_S} s)`,
+      );
+      report("campaign emails per second", `${fmt(sent / seconds, 0)} emails/s`, `(${sent} sent in ${fmt(seconds)} s)`);
+      report(
+        "D1 statements per campaign email",
+        after.counting ? fmt((statements - capture) / Math.max(1, sent), 2) : "n/a",
+        after.counting ? `(${statements - capture} statements for ${sent} emails; the capture provider's own ${capture} writes excluded)` : "(counter off)",
+      );
+    },
+  },
+  {
+    key: "priority",
+    title: `Sending priority: transactional sends during a ${PRIORITY_CONTACTS}-recipient campaign at 14 emails/s`,
+    async run() {
+      rmSync(PRIORITY_STATE_DIR, { recursive: true, force: true });
+      run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", PRIORITY_STATE_DIR]);
+      const project = createProject("bench-priority", PRIORITY_STATE_DIR);
+      run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", PRIORITY_STATE_DIR, "--yes", "--command", verifiedDomainSql(project.id, BENCH_DOMAIN)]);
+      insertContacts(project.id, PRIORITY_CONTACTS, { stateDir: PRIORITY_STATE_DIR, row: campaignContactRow(project.id, "fan") });
+      const server = await startServer(PRIORITY_STATE_DIR, { SEND_RATE_PER_SECOND: "14" });
+      try {
+        const key = project.secretKey;
+        const campaign = (
+          await api(server.base, key, "POST", "/campaigns", {
+            name: "Big",
+            subject: "News",
+            body: "<p>News for {{email}}</p>",
+            from: `news@${BENCH_DOMAIN}`,
+            audienceType: "ALL",
+          })
+        ).data;
+        await api(server.base, key, "POST", `/campaigns/${campaign.id}/send`, {});
+        // Wait until the campaign is draining at the rate.
+        const sentSoFar = async () => (await api(server.base, key, "GET", `/emails?campaignId=${campaign.id}&status=SENT&limit=1`)).data.total;
+        const waitUntil = performance.now() + 60_000;
+        while ((await sentSoFar()) < 30 && performance.now() < waitUntil) await sleep(250);
+        const delays = [];
+        for (let i = 0; i < 5; i++) {
+          const t0 = performance.now();
+          const res = await api(server.base, key, "POST", "/v1/send", { to: `reset${i}@bench.test`, from: `auth@${BENCH_DOMAIN}`, subject: "Reset", body: "<p>Reset</p>" });
+          const id = res.data.emails[0].email;
+          for (;;) {
+            const email = await api(server.base, key, "GET", `/emails/${id}`);
+            if (email.status !== "QUEUED" && email.status !== "SENDING") break;
+            if (performance.now() - t0 > 120_000) throw new Error("transactional send not sent after 120 s");
+            await sleep(25);
+          }
+          delays.push(performance.now() - t0);
+          await sleep(1000);
+        }
+        const queued = (await api(server.base, key, "GET", `/emails?campaignId=${campaign.id}&status=QUEUED&limit=1`)).data.total;
+        const done = await sentSoFar();
+        const sorted = [...delays].sort((a, b) => a - b);
+        report(
+          "transactional send -> SENT during the campaign",
+          `${fmt(sorted[2], 0)} ms`,
+          `median of 5; max ${fmt(sorted[4], 0)} ms (campaign: ${done} sent, ${queued} still queued)`,
+        );
+      } finally {
+        server.stop();
+      }
+    },
+  },
+);
+
 // ---- main --------------------------------------------------------------------
 
-let server;
-function stopServer() {
-  if (server && server.exitCode === null) {
-    try {
-      process.kill(-server.pid, "SIGTERM"); // the process group started below (npx, wrangler, workerd)
-    } catch {
-      // already gone
-    }
+const servers = [];
+
+/** `wrangler dev` on a free 127.0.0.1 port over `stateDir`, with the rate limit lifted and these extra vars. */
+async function startServer(stateDir, vars = {}) {
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const allVars = {
+    RATE_LIMIT_PER_MINUTE: "100000000",
+    SEND_RATE_PER_SECOND: "1000000",
+    EMAIL_PROVIDER: "capture",
+    ENVIRONMENT: "development",
+    PUBLIC_URL: base,
+    LINK_SIGNING_SECRET: "bench-only-secret-at-least-32-bytes-long",
+    BENCH_COUNT_D1: "1",
+    ...vars,
+  };
+  log(`starting wrangler dev on ${base} (${stateDir})`);
+  const child = spawn(
+    "npx",
+    [
+      "wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", String(port),
+      "--inspector-port", String(inspectorPort), "--persist-to", stateDir,
+      ...Object.entries(allVars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+      "--show-interactive-dev-session=false",
+    ],
+    { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  let serverLog = "";
+  child.stdout.on("data", (d) => (serverLog = (serverLog + d).slice(-20_000)));
+  child.stderr.on("data", (d) => (serverLog = (serverLog + d).slice(-20_000)));
+  const handle = {
+    base,
+    child,
+    stop() {
+      if (child.exitCode === null) {
+        try {
+          process.kill(-child.pid, "SIGTERM"); // the process group (npx, wrangler, workerd)
+        } catch {
+          // already gone
+        }
+      }
+    },
+  };
+  servers.push(handle);
+  try {
+    await waitForHealth(base, child);
+  } catch (err) {
+    process.stderr.write(serverLog.slice(-4000));
+    throw err;
   }
+  return handle;
+}
+
+function stopServers() {
+  for (const server of servers) server.stop();
 }
 
 async function main() {
+  const wants = (key) => SECTIONS.some((section) => section.key === key && wantsSection(section));
   rmSync(STATE_DIR, { recursive: true, force: true });
   log(`applying migrations into ${STATE_DIR}`);
   run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", STATE_DIR]);
@@ -347,53 +548,34 @@ async function main() {
   const bench = createProject("bench");
   const list = createProject("bench-list");
   const sender = createProject("bench-send");
-  // A sending domain marked VERIFIED directly in the throwaway database (no DNS here);
-  // the capture provider needs no DKIM key.
+  const campaign = createProject("bench-campaign");
   run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", STATE_DIR, "--yes", "--command",
-    ["bench", "sender"].map((p, i) => {
-      const project = i === 0 ? bench : sender;
-      const name = i === 0 ? BENCH_DOMAIN : `send.${BENCH_DOMAIN}`;
-      return `INSERT INTO domains (id, project_id, name, status, dkim_selector, dkim_public_key, dkim_private_key_encrypted, records) VALUES (${sqlText(uuidv7())}, ${sqlText(project.id)}, ${sqlText(name)}, 'VERIFIED', 'bench', '', '', '[]');`;
-    }).join(" ")]);
-  log(`inserting ${LIST_CONTACTS} contacts`);
-  const insertStart = performance.now();
-  insertContacts(list.id, LIST_CONTACTS);
-  const insertSeconds = (performance.now() - insertStart) / 1000;
-
-  const port = await freePort();
-  const inspectorPort = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  log(`starting wrangler dev on ${base}`);
-  server = spawn(
-    "npx",
     [
-      "wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", String(port),
-      "--inspector-port", String(inspectorPort), "--persist-to", STATE_DIR,
-      "--var", "RATE_LIMIT_PER_MINUTE:100000000", "--var", "SEND_RATE_PER_SECOND:1000000",
-      "--var", "EMAIL_PROVIDER:capture", "--var", "ENVIRONMENT:development",
-      "--var", `PUBLIC_URL:http://127.0.0.1:${port}`, "--var", "LINK_SIGNING_SECRET:bench-only-link-signing-secret-0123456789",
-      "--show-interactive-dev-session=false",
-    ],
-    { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
-  );
-  let serverLog = "";
-  server.stdout.on("data", (d) => (serverLog += d));
-  server.stderr.on("data", (d) => (serverLog += d));
-  try {
-    await waitForHealth(base, server);
-  } catch (err) {
-    process.stderr.write(serverLog.slice(-4000));
-    throw err;
+      verifiedDomainSql(bench.id, BENCH_DOMAIN),
+      verifiedDomainSql(sender.id, `send.${BENCH_DOMAIN}`),
+      verifiedDomainSql(campaign.id, `campaign.${BENCH_DOMAIN}`),
+    ].join(" ")]);
+  let insertSeconds = 0;
+  if (wants("list")) {
+    log(`inserting ${LIST_CONTACTS} contacts`);
+    const insertStart = performance.now();
+    insertContacts(list.id, LIST_CONTACTS);
+    insertSeconds = (performance.now() - insertStart) / 1000;
+  }
+  if (wants("campaign")) {
+    log(`inserting ${CAMPAIGN_CONTACTS} campaign contacts`);
+    insertContacts(campaign.id, CAMPAIGN_CONTACTS, { row: campaignContactRow(campaign.id, "fan") });
   }
 
+  const { base } = await startServer(STATE_DIR);
   const doc = JSON.parse((await send(base, { path: "/openapi.json" })).text);
   const probe = await send(base, { path: "/contacts?limit=1", key: bench.secretKey });
-  const ctx = { base, bench, list, sender, paths: new Set(Object.keys(doc.paths)) };
+  const ctx = { base, bench, list, sender, campaign, paths: new Set(Object.keys(doc.paths)) };
 
   console.log(`\nEdge Mail benchmark  ${new Date().toISOString()}  node ${process.version}  ${base}`);
   console.log(`concurrency ${CONCURRENCY}, ${SECONDS}s per throughput figure; rate limit ${probe.headers.get("RateLimit-Limit")}/min`);
-  console.log(`seeded ${LIST_CONTACTS} contacts by SQL in ${fmt(insertSeconds)} s`);
-  for (const section of SECTIONS.filter((s) => s.title.includes(ONLY))) {
+  if (wants("list")) console.log(`seeded ${LIST_CONTACTS} contacts by SQL in ${fmt(insertSeconds)} s`);
+  for (const section of SECTIONS.filter(wantsSection)) {
     console.log(`\n## ${section.title}`);
     await section.run(ctx);
   }
@@ -402,18 +584,18 @@ async function main() {
 
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, () => {
-    stopServer();
+    stopServers();
     process.exit(130);
   });
 }
 
 main()
   .then(() => {
-    stopServer();
+    stopServers();
     process.exit(0);
   })
   .catch((err) => {
     console.error(`bench failed: ${err instanceof Error ? err.stack : err}`);
-    stopServer();
+    stopServers();
     process.exit(1);
   });

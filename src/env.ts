@@ -69,6 +69,8 @@ export interface Env {
   QUOTA_STORED_BYTES?: string;
   /** Cloudflare Email Service `send_email` binding, used when EMAIL_PROVIDER=cloudflare. */
   EMAIL?: SendEmail;
+  /** "1" (with ENVIRONMENT=development): count D1 statements for the bench (GET /dev/d1-stats). */
+  BENCH_COUNT_D1?: string;
   /** Producer for send-email work: messages {emailId, projectId}. */
   EMAIL_QUEUE: Queue<SendEmailMessage>;
   /** Workflow triggers and terminations (src/services/workflows/triggers.ts). */

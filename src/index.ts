@@ -1,5 +1,6 @@
 import { createApp } from "./app";
-import type { Env } from "./env";
+import { isDevelopment, type Env } from "./env";
+import { countingD1 } from "./lib/d1-counter";
 import { handleQueue } from "./queue";
 import { runScheduledJobs } from "./scheduled";
 
@@ -8,12 +9,15 @@ export { AutomationWorkflow } from "./workflows/automation";
 
 const app = createApp();
 
+/** `npm run bench` counts D1 statements (development only, BENCH_COUNT_D1=1; see src/lib/d1-counter.ts). */
+const counted = (env: Env): Env => (env.BENCH_COUNT_D1 === "1" && isDevelopment(env) ? { ...env, DB: countingD1(env.DB) } : env);
+
 export default {
-  fetch: app.fetch,
+  fetch: (request: Request, env: Env, ctx: ExecutionContext) => app.fetch(request, counted(env), ctx),
   async queue(batch, env, _ctx) {
-    await handleQueue(batch, env);
+    await handleQueue(batch, counted(env));
   },
   async scheduled(controller, env, _ctx) {
-    await runScheduledJobs(env, controller);
+    await runScheduledJobs(counted(env), controller);
   },
 } satisfies ExportedHandler<Env>;

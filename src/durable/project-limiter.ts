@@ -36,7 +36,7 @@ export class ProjectLimiter extends DurableObject {
   private windowStart = 0;
   private count = 0;
   private tokens = -1;
-  private bulkTokens = 0;
+  private bulkCredit = 0;
   private lastRefill = 0;
   private lastBulkAt = Number.NEGATIVE_INFINITY;
   private lastTransactionalAt = Number.NEGATIVE_INFINITY;
@@ -55,62 +55,52 @@ export class ProjectLimiter extends DurableObject {
   }
 
   /**
-   * Sending rate, with priority (CONTRACT.md "Sending priority"): the
-   * project's `ratePerSecond` is split into two token buckets, each holding at
-   * most one second of its refill:
-   * - the main bucket, refilled at (1 - BULK_SHARE) of the rate, serves
-   *   transactional mail first: transactional takes any token in it, bulk
-   *   only the tokens above a reserve (half of it), so a transactional send
-   *   arriving while a campaign drains finds tokens waiting;
-   * - the bulk bucket, refilled at BULK_SHARE of the rate, is bulk mail's
-   *   guaranteed share: bulk is never starved by a stream of transactional mail.
-   * A kind that has not asked for tokens for IDLE_MS lends its bucket to the
-   * other, so either kind alone gets the whole rate. Tokens granted never
+   * Sending rate, with priority (CONTRACT.md "Sending priority"): one token
+   * bucket per project, refilled at `ratePerSecond` and holding at most one
+   * second's worth, shared by every consumer invocation of both queues.
+   * - Transactional mail takes any token, except the bulk credit while bulk
+   *   mail is waiting.
+   * - Bulk mail takes only the tokens above a reserve (half of the
+   *   transactional share), so a transactional send arriving while a campaign
+   *   drains finds tokens waiting, plus its credit.
+   * - The bulk credit accrues at BULK_SHARE of the rate (at most one second of
+   *   it, and never more than the bucket holds): bulk mail's guaranteed share,
+   *   so a stream of transactional mail never starves a campaign.
+   * A kind that has not asked for IDLE_MS leaves the other the whole rate:
+   * transactional mail alone sees exactly the plain bucket; a campaign alone
+   * gets the whole rate as the refill above the reserve. Tokens granted never
    * exceed the rate, whatever the mix.
    */
   takeSendTokens(requested: number, ratePerSecond: number, now = Date.now(), kind: SendKind = "transactional"): SendTokens {
-    const mainCapacity = Math.max(1, ratePerSecond * (1 - BULK_SHARE));
-    const bulkCapacity = Math.max(1, ratePerSecond * BULK_SHARE);
+    const creditCap = Math.max(1, ratePerSecond * BULK_SHARE);
     if (this.tokens < 0) {
-      this.tokens = mainCapacity;
-      this.bulkTokens = bulkCapacity;
+      this.tokens = ratePerSecond;
+      this.bulkCredit = creditCap;
       this.lastRefill = now;
     }
     const elapsed = Math.max(0, now - this.lastRefill) / 1000;
-    this.tokens = Math.min(mainCapacity, this.tokens + elapsed * ratePerSecond * (1 - BULK_SHARE));
-    this.bulkTokens = Math.min(bulkCapacity, this.bulkTokens + elapsed * ratePerSecond * BULK_SHARE);
+    this.tokens = Math.min(ratePerSecond, this.tokens + elapsed * ratePerSecond);
+    this.bulkCredit = Math.min(creditCap, this.tokens, this.bulkCredit + elapsed * ratePerSecond * BULK_SHARE);
     this.lastRefill = Math.max(this.lastRefill, now);
-    const otherIdle = now - (kind === "bulk" ? this.lastTransactionalAt : this.lastBulkAt) > IDLE_MS;
+    const otherActive = now - (kind === "bulk" ? this.lastTransactionalAt : this.lastBulkAt) <= IDLE_MS;
     if (kind === "bulk") this.lastBulkAt = now;
     else this.lastTransactionalAt = now;
 
-    // Bulk: its own bucket, then the main bucket above the transactional reserve.
-    // The reserve stays even while no transactional mail is asking, so a
-    // password reset never waits for a refill; bulk still gets the whole rate
-    // then, as the main bucket's refill above the reserve.
-    const reserve = Math.min(mainCapacity, Math.ceil(mainCapacity / 2));
-    const fromMain = kind === "bulk" ? Math.max(0, this.tokens - reserve) : this.tokens;
-    const fromBulk = kind === "bulk" || otherIdle ? this.bulkTokens : 0;
-    const available = fromMain + fromBulk;
-    // A tiny epsilon so fractions that add up to a whole token (0.7 + 0.3) count as one.
-    const granted = Math.max(0, Math.min(requested, Math.floor(available + 1e-9)));
-    // Each kind spends from its own bucket first.
-    let left = granted;
-    const spend = (take: number, from: "tokens" | "bulkTokens") => {
-      const used = Math.min(left, take);
-      this[from] -= used;
-      left -= used;
-    };
-    if (kind === "bulk") {
-      spend(this.bulkTokens, "bulkTokens");
-      spend(fromMain, "tokens");
-    } else {
-      spend(this.tokens, "tokens");
-      if (fromBulk > 0) spend(this.bulkTokens, "bulkTokens");
-    }
+    const reserve = Math.ceil((ratePerSecond * (1 - BULK_SHARE)) / 2);
+    const available =
+      kind === "bulk"
+        ? Math.max(this.bulkCredit, this.tokens - reserve)
+        : otherActive
+          ? this.tokens - this.bulkCredit
+          : this.tokens;
+    // A tiny epsilon so fractions that add up to a whole token count as one.
+    const granted = Math.max(0, Math.min(requested, Math.floor(Math.max(0, available) + 1e-9)));
+    this.tokens = Math.max(0, this.tokens - granted);
+    this.bulkCredit = kind === "bulk" ? Math.max(0, this.bulkCredit - granted) : this.bulkCredit;
+    this.bulkCredit = Math.min(this.bulkCredit, this.tokens);
     const missing = requested - granted;
     // When the rest could go: at the rate this kind gets now (all of it while the other kind is idle).
-    const rateNow = otherIdle ? ratePerSecond : ratePerSecond * (kind === "bulk" ? BULK_SHARE : 1 - BULK_SHARE);
+    const rateNow = otherActive ? ratePerSecond * (kind === "bulk" ? BULK_SHARE : 1 - BULK_SHARE) : ratePerSecond;
     const remaining = Math.max(0, available - granted);
     const retryAfterMs = missing > 0 ? Math.ceil(((missing - remaining) / rateNow) * 1000) : 0;
     return { granted, retryAfterMs };

@@ -7,6 +7,7 @@ import { isDevelopment, type AppBindings } from "../env";
 import { base64ToUtf8 } from "../lib/base64";
 import { ApiError } from "../lib/errors";
 import { readBlob } from "../services/blobs";
+import { d1Stats } from "../lib/d1-counter";
 
 /**
  * GET /dev/outbox: mail kept by the `capture` provider, for local development
@@ -92,3 +93,6 @@ devOutboxRouter.get("/dev/outbox/:file", async (c) => {
     ),
   );
 });
+
+/** D1 statements counted since the isolate started (BENCH_COUNT_D1=1; all zero otherwise). */
+devOutboxRouter.get("/dev/d1-stats", (c) => c.json({ ...d1Stats, counting: c.env.BENCH_COUNT_D1 === "1" }));
