@@ -70,7 +70,7 @@ export function fakeSes() {
     return awsError(status, type, message);
   }
 
-  async function route(request: Request, path: string, body: string): Promise<Response> {
+  async function route(request: Request, path: string, body: string, entry: { status: number }): Promise<Response> {
     const problem = await verifySigV4({ method: request.method, url: request.url, headers: request.headers, body }, CREDENTIALS);
     if (problem) return violation(403, "SignatureDoesNotMatch", problem);
     let payload: any = {};
@@ -113,11 +113,11 @@ export function fakeSes() {
     }
     const next = script.shift();
     if (next && "network" in next) {
-      requests[requests.length - 1].status = 0;
+      entry.status = 0;
       throw new TypeError("Network connection lost.");
     }
     if (next && next.status !== 200) {
-      requests[requests.length - 1].status = next.status;
+      entry.status = next.status;
       return Response.json(
         { message: next.message ?? "scripted failure" },
         { status: next.status, headers: next.errorType ? { "x-amzn-ErrorType": `${next.errorType}:http://internal.amazon.com/` } : {} },
@@ -135,7 +135,7 @@ export function fakeSes() {
     const body = await request.text();
     let response: Response;
     try {
-      response = await route(request, path, body);
+      response = await route(request, path, body, entry);
     } catch (err) {
       // A scripted network failure is meant to reach the Worker; anything else thrown here is a fake's assertion.
       if (err instanceof TypeError && err.message === "Network connection lost.") throw err;
