@@ -25,7 +25,7 @@ import { workflowsRouter } from "./routes/workflows";
 import { getDb } from "./db/client";
 import { dispatchWorkflowTriggers } from "./services/workflows/triggers";
 
-/** Largest accepted request body. /v1/send carries base64 attachments (10 MB decoded). */
+/** Largest accepted request body. /v1/send carries base64 attachments (7,000,000 bytes decoded). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 

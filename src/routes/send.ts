@@ -62,7 +62,9 @@ export const SendRequestSchema = z
     data: DataObjectSchema.optional().openapi({
       description: "Template variables, merged into the contact's data; a value `{value, persistent: false}` is used for this email only",
     }),
-    attachments: z.array(AttachmentSchema).max(MAX_ATTACHMENTS).optional(),
+    attachments: z.array(AttachmentSchema).max(MAX_ATTACHMENTS).optional().openapi({
+      description: `Up to ${MAX_ATTACHMENTS} files totalling at most ${MAX_ATTACHMENT_BYTES} bytes decoded (about 7 MB): SES v2 takes 10 MB per raw message after base64 encoding, and the body needs the rest`,
+    }),
   })
   .superRefine((req, ctx) => {
     for (const [name, value] of Object.entries(req.headers ?? {})) {
@@ -71,7 +73,11 @@ export const SendRequestSchema = z
     }
     const total = (req.attachments ?? []).reduce((sum, a) => sum + (base64DecodedSize(a.content) ?? 0), 0);
     if (total > MAX_ATTACHMENT_BYTES) {
-      ctx.addIssue({ code: "custom", path: ["attachments"], message: "Attachments may total at most 10 MB" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["attachments"],
+        message: `Attachments may total at most ${MAX_ATTACHMENT_BYTES} bytes decoded: one email carries at most 10 MB through the provider once encoded`,
+      });
     }
     if (!req.template) {
       if (!req.subject) ctx.addIssue({ code: "custom", path: ["subject"], message: "subject is required without a template" });

@@ -156,7 +156,7 @@ describe("POST /v1/send: accepting", () => {
     expect(noFrom.errors!.map((e) => e.field)).toEqual(["from"]);
   });
 
-  it("limits recipients to 50 and attachments to 10 items / 10 MB with checked names and types", async () => {
+  it("limits recipients to 50 and attachments to 10 items / 7 MB with checked names and types", async () => {
     const s = await sendingSetup();
     const base = { from: s.from, subject: "s", body: "b" };
     const many = Array.from({ length: 51 }, (_, i) => `r${i}@example.com`);

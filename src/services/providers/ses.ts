@@ -31,7 +31,9 @@ export class SesProvider implements EmailProvider {
     const payload = {
       FromEmailAddress: message.from,
       Destination: { ToAddresses: [message.to] },
-      Content: { Raw: { Data: utf8ToBase64(message.raw) } },
+      // The MIME message is ASCII (every part and header is encoded), so btoa
+      // takes it directly; that matters for 10 MB messages.
+      Content: { Raw: { Data: /^[\x00-\x7f]*$/.test(message.raw) ? btoa(message.raw) : utf8ToBase64(message.raw) } },
       ...(this.env.SES_CONFIGURATION_SET ? { ConfigurationSetName: this.env.SES_CONFIGURATION_SET } : {}),
     };
     const timeoutMs = sesTimeoutMs(this.env);

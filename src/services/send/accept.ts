@@ -12,8 +12,8 @@ import { findSuppressed } from "../suppressions";
 import { addStoredBytes, assertContactQuota, assertDailyQuota, assertStoredBytesQuota } from "../quotas";
 import { unsubscribeUrl } from "../tracking/links";
 import type { SendRequest } from "../../routes/send";
-import { base64DecodedSize, buildAttachmentInserts } from "./attachments";
-import { renderBody, renderSubject } from "./render";
+import { base64DecodedSize, buildAttachmentInserts, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "./attachments";
+import { RenderBudget, renderBody, renderSubject } from "./render";
 
 export const MAX_RECIPIENTS = 50;
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -163,6 +163,8 @@ export async function acceptSend(
   const baseUrl = publicUrl(env, options.requestUrl);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
 
+  // One render budget for the whole request: every recipient's subject and body draw on it.
+  const budget = new RenderBudget();
   const prepared = await Promise.all(
     sendable.map(async (address) => {
       const emailId = newId();
@@ -175,11 +177,26 @@ export async function acceptSend(
         emailId,
         address,
         // Values from data may hold line breaks; a subject is one line.
-        subject: (await renderSubject(subject, vars)).replace(/[\r\n]+/g, " ").trim(),
-        html: await renderBody(html, vars, body.type ?? "html"),
+        subject: await renderSubject(subject, vars, budget),
+        html: await renderBody(html, vars, body.type ?? "html", budget),
       };
     }),
   );
+
+  if (body.attachments?.length && prepared.length > 0) {
+    const encoder = new TextEncoder();
+    const largestHtml = Math.max(...prepared.map((p) => encoder.encode(p.html).length));
+    const estimate = estimateRawMessageSize(body.attachments.map((a) => base64DecodedSize(a.content) ?? 0), largestHtml);
+    if (estimate > MAX_RAW_MESSAGE_BYTES) {
+      throw ApiError.validation([
+        {
+          field: "attachments",
+          message: `With this body the message would be about ${estimate} bytes once encoded; one email carries at most ${MAX_RAW_MESSAGE_BYTES} bytes through the provider`,
+          code: "too_big",
+        },
+      ]);
+    }
+  }
 
   // Per-project quotas (src/services/quotas.ts): emails today, new contacts, stored mail.
   const storedBytes =

@@ -8,7 +8,7 @@ import { publicUrl, requireSecret } from "../../lib/config";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
 import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
-import { loadAttachments } from "./attachments";
+import { loadAttachments, MAX_RAW_MESSAGE_BYTES } from "./attachments";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
 
 /** A claim older than this is taken to belong to a consumer that died mid-send. */
@@ -94,13 +94,6 @@ async function markOutcome(db: Database, emailId: string, set: SQLiteUpdateSetSo
     .set({ ...set, updatedAt: new Date() })
     .where(and(eq(emails.id, emailId), eq(emails.status, "SENDING")));
 }
-
-/**
- * Largest raw message the provider takes: SES v2 accepts 40 MB after MIME
- * encoding (10 MB was the v1 SendRawEmail limit). /v1/send accepts 10 MB of
- * attachments, about 13.4 MB once base64-encoded, so accepted mail fits.
- */
-export const MAX_RAW_MESSAGE_BYTES = 40 * 1024 * 1024;
 
 /** Sends one claimed email and records what happened; the queue message is acked or retried accordingly. */
 async function deliverOne(

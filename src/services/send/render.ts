@@ -1,4 +1,4 @@
-import { Liquid } from "liquidjs";
+import { Context, Drop, Liquid, toPromise } from "liquidjs";
 import { marked } from "marked";
 import type { JsonObject } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
@@ -16,7 +16,8 @@ const engineOptions = {
   strictFilters: true,
   // Bound the cost of a hostile template (Workers have a CPU limit per invocation).
   parseLimit: 1_000_000,
-  renderLimit: 500,
+  // Renders of a request share one RenderBudget (below); these are Liquid's per-call defaults.
+  renderLimit: 5_000,
   memoryLimit: 10_000_000,
 };
 const htmlEngine = new Liquid({ ...engineOptions, outputEscape: "escape" });
@@ -42,16 +43,144 @@ function scope(vars: RenderVariables) {
   return { ...vars.data, data: vars.data, email: vars.email, unsubscribeUrl: vars.unsubscribeUrl };
 }
 
-async function render(engine: Liquid, template: string, vars: RenderVariables, field: string): Promise<string> {
+/** Longest rendered subject (RFC 5322's line limit). */
+export const MAX_RENDERED_SUBJECT_CHARS = 998;
+/** Largest rendered HTML body, in UTF-8 bytes. */
+export const MAX_RENDERED_HTML_BYTES = 1024 * 1024;
+/** Liquid render steps (tags, outputs, loop iterations) for all the renders of one request. */
+export const RENDER_STEP_BUDGET = 200_000;
+/** Liquid allocations (ranges, joins, concats...) for all the renders of one request. */
+export const RENDER_MEMORY_BUDGET = 10_000_000;
+/** Wall-clock time for all the renders of one request (only advances across I/O inside workerd, hence the step budget). */
+export const RENDER_TIME_BUDGET_MS = 5_000;
+
+class RenderLimitError extends Error {
+  constructor(
+    readonly code: "too_big" | "render_budget",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * One work budget shared by every render of a request (all recipients, subject
+ * and body), so 50 recipients cannot take 50 times a single render's budget.
+ * Liquid calls the render limiter's `check` once per rendered template node
+ * and loop iteration, and the memory limiter's `use` for each allocation.
+ */
+export class RenderBudget {
+  private steps = 0;
+  private allocated = 0;
+  private readonly deadline = Date.now() + RENDER_TIME_BUDGET_MS;
+  exhausted: RenderLimitError | null = null;
+
+  private fail(message: string): never {
+    this.exhausted = new RenderLimitError("render_budget", message);
+    throw this.exhausted;
+  }
+
+  readonly renderLimit = {
+    use: () => {},
+    check: () => {
+      if (++this.steps > RENDER_STEP_BUDGET) this.fail(`Rendering needs more than ${RENDER_STEP_BUDGET} template steps for this request`);
+      if (Date.now() > this.deadline) this.fail(`Rendering took longer than ${RENDER_TIME_BUDGET_MS} ms for this request`);
+    },
+  };
+
+  readonly memoryLimit = {
+    use: (count: number) => {
+      if (+count > 0 && (this.allocated += +count) > RENDER_MEMORY_BUDGET) {
+        this.fail(`Rendering allocates more than the ${RENDER_MEMORY_BUDGET}-unit budget of this request`);
+      }
+    },
+    check: () => {},
+  };
+}
+
+/** A RenderLimitError thrown from inside Liquid (which wraps errors in `originalError`). */
+function limitErrorIn(err: unknown): RenderLimitError | null {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { originalError?: unknown }).originalError, depth++) {
+    if (e instanceof RenderLimitError) return e;
+  }
+  return null;
+}
+
+function stringify(value: unknown): string {
+  const plain = value instanceof Drop && typeof value.valueOf === "function" ? value.valueOf() : value;
+  if (typeof plain === "string") return plain;
+  if (plain === null || plain === undefined) return "";
+  if (Array.isArray(plain)) return plain.map(stringify).join("");
+  return String(plain);
+}
+
+/** Collects Liquid's output and stops the render as soon as it passes `maxChars`, long before memory runs out. */
+class CappedEmitter {
+  buffer = "";
+  exceeded: RenderLimitError | null = null;
+  constructor(
+    private readonly maxChars: number,
+    private readonly what: string,
+  ) {}
+  write(html: unknown) {
+    this.buffer += stringify(html);
+    if (this.buffer.length > this.maxChars) {
+      this.exceeded = new RenderLimitError("too_big", `The rendered ${this.what} is longer than ${this.maxChars} characters`);
+      throw this.exceeded;
+    }
+  }
+}
+
+async function render(
+  engine: Liquid,
+  template: string,
+  vars: RenderVariables,
+  field: string,
+  maxChars: number,
+  budget: RenderBudget,
+): Promise<string> {
+  const emitter = new CappedEmitter(maxChars, field);
   try {
-    return await engine.parseAndRender(translateDefaults(template), scope(vars));
+    const templates = engine.parse(translateDefaults(template));
+    const ctx = new Context(scope(vars), engine.options, {}, {
+      memoryLimit: budget.memoryLimit as never,
+      renderLimit: budget.renderLimit as never,
+      liquid: engine,
+    });
+    await toPromise(engine.renderer.renderTemplates(templates, ctx, emitter as never));
+    return emitter.buffer;
   } catch (err) {
+    const limit = emitter.exceeded ?? budget.exhausted ?? limitErrorIn(err);
+    if (limit) throw ApiError.validation([{ field, message: limit.message, code: limit.code }]);
     const detail = err instanceof Error ? err.message.split("\n")[0] : String(err);
     throw ApiError.validation([{ field, message: `Template error: ${detail}`, code: "template_error" }]);
   }
 }
 
-export const renderSubject = (template: string, vars: RenderVariables) => render(textEngine, template, vars, "subject");
+/** 422 naming `field` when `text` is longer than `max` UTF-8 bytes. */
+function assertMaxBytes(text: string, max: number, field: string, what: string) {
+  const bytes = new TextEncoder().encode(text).length;
+  if (bytes > max) {
+    throw ApiError.validation([{ field, message: `The rendered ${what} is ${bytes} bytes; the limit is ${max}`, code: "too_big" }]);
+  }
+}
+
+/**
+ * Renders a subject: one line (line breaks from values become spaces), at
+ * most 998 characters, or a 422 on `subject`. Pass the request's budget.
+ */
+export async function renderSubject(template: string, vars: RenderVariables, budget = new RenderBudget()) {
+  // Line breaks collapse, so allow some slack while rendering and check the final text.
+  const rendered = (await render(textEngine, template, vars, "subject", MAX_RENDERED_SUBJECT_CHARS * 4, budget))
+    .replace(/[\r\n]+/g, " ")
+    .trim();
+  if (rendered.length > MAX_RENDERED_SUBJECT_CHARS) {
+    throw ApiError.validation([
+      { field: "subject", message: `The rendered subject is ${rendered.length} characters; the limit is ${MAX_RENDERED_SUBJECT_CHARS}`, code: "too_big" },
+    ]);
+  }
+  return rendered;
+}
 
 /**
  * Renders an HTML body. In an HTML body each value is HTML-escaped. In a
@@ -61,19 +190,32 @@ export const renderSubject = (template: string, vars: RenderVariables) => render
  * shows exactly as it is. Either way, the finished HTML keeps only safe URLs
  * (see `keepSafeUrls`).
  */
-export async function renderBody(template: string, vars: RenderVariables, format: "html" | "markdown" = "html") {
-  if (format === "html") return keepSafeUrls(await render(htmlEngine, template, vars, "body"));
+export async function renderBody(template: string, vars: RenderVariables, format: "html" | "markdown" = "html", budget = new RenderBudget()) {
+  if (format === "html") return assertRenderedHtml(await keepSafeUrls(await render(htmlEngine, template, vars, "body", MAX_RENDERED_HTML_BYTES, budget)));
   const values: string[] = [];
+  let valueChars = 0;
   // Letters and digits only: nothing markdown (or GFM's bare-URL autolinks) reads as syntax.
   const nonce = crypto.randomUUID().replace(/-/g, "");
   const placeholder = new RegExp(`mdv${nonce}n(\\d+)x`, "g");
   const engine = new Liquid({
     ...engineOptions,
-    outputEscape: (value: unknown) => `mdv${nonce}n${values.push(liquidText(value)) - 1}x`,
+    outputEscape: (value: unknown) => {
+      const text = liquidText(value);
+      // The values wait outside the markdown until the end: they count towards the same 1 MB.
+      if ((valueChars += text.length) > MAX_RENDERED_HTML_BYTES) {
+        throw new RenderLimitError("too_big", `The rendered body is longer than ${MAX_RENDERED_HTML_BYTES} characters`);
+      }
+      return `mdv${nonce}n${values.push(text) - 1}x`;
+    },
   });
-  const markdown = await render(engine, template, vars, "body");
+  const markdown = await render(engine, template, vars, "body", MAX_RENDERED_HTML_BYTES, budget);
   const html = await marked.parse(markdown, { async: true });
-  return keepSafeUrls(html.replace(placeholder, (_all, i: string) => escapeHtml(values[Number(i)] ?? "")));
+  return assertRenderedHtml(await keepSafeUrls(html.replace(placeholder, (_all, i: string) => escapeHtml(values[Number(i)] ?? ""))));
+}
+
+function assertRenderedHtml(html: string): string {
+  assertMaxBytes(html, MAX_RENDERED_HTML_BYTES, "body", "HTML body");
+  return html;
 }
 
 /** A value as Liquid prints it: nil is empty, arrays are joined, everything else is String(). */
