@@ -95,9 +95,16 @@ describe("rendered output limits", () => {
     expect(s.queue.messages).toHaveLength(0);
   });
 
-  it("markdown that renders past 1 MB of HTML is a 422 on body", async () => {
+  it("a markdown body whose values render past 1 MB is a 422 on body", async () => {
     const s = await sendingSetup();
-    const res = await s.send({ to: "ada@example.com", from: s.from, subject: "Big", type: "markdown", body: "- a\n".repeat(130_000) });
+    const res = await s.send({
+      to: "ada@example.com",
+      from: s.from,
+      subject: "Big",
+      type: "markdown",
+      body: "{% for i in (1..40) %}{{ big }}\n{% endfor %}",
+      data: { big: "b".repeat(30_000) },
+    });
     expect(expectError(res, 422, "VALIDATION_ERROR").errors).toEqual([expect.objectContaining({ field: "body", code: "too_big" })]);
   });
 
