@@ -118,5 +118,5 @@ describe("rendered output limits", () => {
     const four = await s.send({ to: ["a@example.com", "b@example.com", "c@example.com", "d@example.com"], from: s.from, subject: "Loop", body });
     const error = expectError(four, 422, "VALIDATION_ERROR");
     expect(error.errors).toEqual([expect.objectContaining({ field: "body", code: "render_budget" })]);
-  });
+  }, 30_000);
 });

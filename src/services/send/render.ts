@@ -48,7 +48,7 @@ export const MAX_RENDERED_SUBJECT_CHARS = 998;
 /** Largest rendered HTML body, in UTF-8 bytes. */
 export const MAX_RENDERED_HTML_BYTES = 1024 * 1024;
 /** Liquid render steps (tags, outputs, loop iterations) for all the renders of one request. */
-export const RENDER_STEP_BUDGET = 200_000;
+export const RENDER_STEP_BUDGET = 100_000;
 /** Liquid allocations (ranges, joins, concats...) for all the renders of one request. */
 export const RENDER_MEMORY_BUDGET = 10_000_000;
 /** Wall-clock time for all the renders of one request (only advances across I/O inside workerd, hence the step budget). */
