@@ -16,7 +16,7 @@
 // (the campaign draining at 14/s while transactional sends are timed, default 10000; its own server
 // and state in .wrangler/bench-priority-state). BENCH_ONLY=<comma-separated section keys or title text> runs some.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -573,10 +573,11 @@ async function main() {
     insertContacts(campaign.id, CAMPAIGN_CONTACTS, { row: campaignContactRow(campaign.id, "fan") });
   }
 
-  const { base } = await startServer(STATE_DIR);
+  const server = await startServer(STATE_DIR);
+  const { base } = server;
   const doc = JSON.parse((await send(base, { path: "/openapi.json" })).text);
   const probe = await send(base, { path: "/contacts?limit=1", key: bench.secretKey });
-  const ctx = { base, bench, list, sender, campaign, paths: new Set(Object.keys(doc.paths)) };
+  const ctx = { base, server, bench, list, sender, campaign, paths: new Set(Object.keys(doc.paths)) };
 
   console.log(`\nEdge Mail benchmark  ${new Date().toISOString()}  node ${process.version}  ${base}`);
   console.log(`concurrency ${CONCURRENCY}, ${SECONDS}s per throughput figure; rate limit ${probe.headers.get("RateLimit-Limit")}/min`);
@@ -587,6 +588,77 @@ async function main() {
   }
   console.log(`\ntotal ${fmt((performance.now() - started) / 1000)} s`);
 }
+
+/** Resident memory (bytes) of the workerd processes in `pgid`'s process group (Linux /proc), or null elsewhere. */
+function workerdRss(pgid) {
+  let total = 0;
+  let found = false;
+  let pids;
+  try {
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return null;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[2]) !== pgid || !stat.includes("(workerd)")) continue;
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+      if (rss) {
+        total += Number(rss[1]) * 1024;
+        found = true;
+      }
+    } catch {
+      // the process went away
+    }
+  }
+  return found ? total : null;
+}
+
+const ATTACHMENT_BYTES = 7_000_000; // MAX_ATTACHMENT_BYTES in src/services/send/attachments.ts
+
+SECTIONS.push({
+  key: "attachments",
+  title: `Attachments: the largest allowed (${ATTACHMENT_BYTES} bytes) to 10 recipients, consumer memory`,
+  async run(ctx) {
+    const key = ctx.bench.secretKey;
+    const pgid = ctx.server.child.pid;
+    const baseline = workerdRss(pgid);
+    if (baseline === null) {
+      report("consumer peak memory", "n/a", "(no /proc: not Linux)");
+      return;
+    }
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, workerdRss(pgid) ?? 0)), 20);
+    // Base64 of ATTACHMENT_BYTES zero bytes (7,000,000 = 3 * 2,333,333 + 1).
+    const content = "A".repeat(2_333_333 * 4) + "AA==";
+    const to = Array.from({ length: 10 }, (_, i) => `att${i}@bench.test`);
+    const t0 = performance.now();
+    const accepted = await api(ctx.base, key, "POST", "/v1/send", {
+      to,
+      from: `hello@${BENCH_DOMAIN}`,
+      subject: "Report",
+      body: "<p>Attached.</p>",
+      attachments: [{ filename: "report.pdf", content, contentType: "application/pdf" }],
+    });
+    const ids = accepted.data.emails.map((e) => e.email);
+    const deadline = performance.now() + SEND_TIMEOUT_S * 1000;
+    let statuses = [];
+    while (performance.now() < deadline) {
+      statuses = await Promise.all(ids.map(async (id) => (await api(ctx.base, key, "GET", `/emails/${id}`)).status));
+      if (statuses.every((s) => s !== "QUEUED" && s !== "SENDING")) break;
+      await sleep(100);
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    clearInterval(sampler);
+    peak = Math.max(peak, workerdRss(pgid) ?? 0);
+    const mb = (bytes) => `${fmt(bytes / 1024 / 1024, 0)} MB`;
+    const sent = statuses.filter((s) => s === "SENT").length;
+    report("10 emails with a 7 MB attachment", `${sent} of 10 SENT`, `in ${fmt(seconds)} s`);
+    report("workerd resident memory, peak while sending", mb(peak), `(${mb(baseline)} before, +${mb(peak - baseline)}; the whole local runtime, consumer and D1 included)`);
+  },
+});
 
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, () => {
