@@ -100,5 +100,3 @@ export interface AppBindings {
     auth: AuthContext;
   };
 }
-
-export const isDevelopment = (env: Env) => env.ENVIRONMENT === "development";

@@ -1,5 +1,6 @@
 import { createApp } from "./app";
-import { isDevelopment, type Env } from "./env";
+import type { Env } from "./env";
+import { readConfig } from "./lib/config";
 import { countingD1 } from "./lib/d1-counter";
 import { handleQueue } from "./queue";
 import { runScheduledJobs } from "./scheduled";
@@ -10,7 +11,10 @@ export { AutomationWorkflow } from "./workflows/automation";
 const app = createApp();
 
 /** `npm run bench` counts D1 statements (development only, BENCH_COUNT_D1=1; see src/lib/d1-counter.ts). */
-const counted = (env: Env): Env => (env.BENCH_COUNT_D1 === "1" && isDevelopment(env) ? { ...env, DB: countingD1(env.DB) } : env);
+const counted = (env: Env): Env => {
+  const config = readConfig(env);
+  return config.BENCH_COUNT_D1 && config.development ? { ...env, DB: countingD1(env.DB) } : env;
+};
 
 export default {
   fetch: (request: Request, env: Env, ctx: ExecutionContext) => app.fetch(request, counted(env), ctx),

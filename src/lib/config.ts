@@ -1,25 +1,128 @@
+import { z } from "zod";
 import type { Env } from "../env";
-import { isDevelopment } from "../env";
 import { ApiError } from "./errors";
+
+/**
+ * Every setting of the Worker that has a default: numbers, flags, names and
+ * URLs from wrangler.toml [vars] / .dev.vars, parsed by one zod schema. A
+ * setting that is missing, empty or not valid (e.g. "abc" or "-5" for a
+ * number) takes its default, so a typo never takes the service down.
+ * Secrets that only some features need are not here: see requireSecret.
+ */
+
+/** A positive number setting; `max` caps it, `integer` floors it. */
+const positive = (fallback: number, options: { max?: number; integer?: boolean } = {}) =>
+  z
+    .preprocess((raw) => (raw === undefined || raw === "" ? fallback : Number(raw)), z.number().finite().positive())
+    .transform((n) => Math.min(options.integer ? Math.floor(n) : n, options.max ?? Infinity))
+    .catch(fallback);
+
+/** A text setting, trimmed; empty means the default. */
+const text = (fallback: string) =>
+  z.preprocess((raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : fallback), z.string()).catch(fallback);
+
+/** Text that may be absent (no default). */
+const optionalText = z.preprocess((raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined), z.string().optional()).catch(undefined);
+
+const ConfigSchema = z.object({
+  /** "development" enables local-only conveniences; "test" is the test suite; anything else is a deployment. */
+  ENVIRONMENT: text("production"),
+  /** API requests per minute per project. */
+  RATE_LIMIT_PER_MINUTE: positive(1000),
+  /** Emails per second per project, enforced by the project's Durable Object. */
+  SEND_RATE_PER_SECOND: positive(14),
+  /** "ses", "cloudflare" or "capture" (local development and tests only); checked where the provider is built. */
+  EMAIL_PROVIDER: text("ses"),
+  SES_REGION: text("us-east-1").transform((region) => region.toLowerCase()),
+  /** SES API base URL override (a local fake); default https://email.<SES_REGION>.amazonaws.com. */
+  SES_ENDPOINT: optionalText.transform((url) => url?.replace(/\/+$/, "")),
+  /** Time a provider call may take; at most 2 minutes, far below the 15-minute claim lease. */
+  SES_TIMEOUT_MS: positive(30_000, { max: 120_000 }),
+  SES_CONFIGURATION_SET: optionalText,
+  /** Comma-separated SNS topic ARNs accepted by POST /webhooks/ses; empty accepts none. */
+  SES_SNS_TOPIC_ARNS: z
+    .preprocess((raw) => (typeof raw === "string" ? raw : ""), z.string())
+    .transform((value) => value.split(",").map((t) => t.trim()).filter(Boolean))
+    .catch([]),
+  /** Base URL of this service as recipients reach it, without a trailing slash; see publicUrl. */
+  PUBLIC_URL: optionalText.transform((url) => url?.replace(/\/+$/, "") || undefined),
+  DOH_URL: text("https://cloudflare-dns.com/dns-query"),
+  DOH_TIMEOUT_MS: positive(3000),
+  /** Defaults follow the provider (see domainRecordConfig). */
+  SPF_INCLUDE: optionalText.transform((v) => v?.toLowerCase()),
+  MAIL_FROM_SUBDOMAIN: optionalText.transform((v) => v?.toLowerCase()),
+  EMAIL_HTML_RETENTION_DAYS: positive(30),
+  EVENT_RETENTION_DAYS: positive(365),
+  // Per-project quotas (src/services/quotas.ts, README "Limits and quotas").
+  /** Contacts stored per project. */
+  QUOTA_CONTACTS: positive(1_000_000, { integer: true }),
+  /** Events recorded per project per UTC day (POST /v1/track and the service's own email.* events). */
+  QUOTA_EVENTS_PER_DAY: positive(1_000_000, { integer: true }),
+  /** Emails accepted per project per UTC day (every recipient of /v1/send counts one). */
+  QUOTA_EMAILS_PER_DAY: positive(100_000, { integer: true }),
+  /** Sending domains per project. */
+  QUOTA_DOMAINS: positive(50, { integer: true }),
+  /** Bytes stored per project: email HTML, attachments and contact data, as counted by the retention job. */
+  QUOTA_STORED_BYTES: positive(5 * 1024 * 1024 * 1024, { integer: true }),
+  /** "1" (development only): count D1 statements for the bench. */
+  BENCH_COUNT_D1: z.preprocess((raw) => raw === "1", z.boolean()).catch(false),
+});
+
+export type Config = z.infer<typeof ConfigSchema> & { development: boolean };
+/** The settings as they come in: any subset of the Worker's string variables. */
+export type ConfigInput = Partial<Record<keyof z.input<typeof ConfigSchema>, string>>;
+
+const cache = new WeakMap<object, Config>();
+
+/**
+ * The Worker's settings, parsed once per env object (one per isolate; tests
+ * that pass a modified env get their own parse).
+ */
+export function readConfig(env: ConfigInput): Config {
+  let config = cache.get(env);
+  if (!config) {
+    const parsed = ConfigSchema.parse(env);
+    config = { ...parsed, development: parsed.ENVIRONMENT === "development" };
+    cache.set(env, config);
+  }
+  return config;
+}
 
 /**
  * Reads a secret the deployment must set. A missing secret is an operator
  * error: it fails loudly with the secret's name and how to set it, and never
  * falls back to a default (local defaults live in .dev.vars.example).
  */
-export function requireSecret(env: Env, name: keyof Env & string): string {
+export function requireSecret(env: Env, name: keyof Env & string, options: { minLength?: number; suggestion?: string } = {}): string {
   const value = env[name];
-  if (typeof value === "string" && value.length > 0) return value;
-  const message = `Server misconfigured: ${name} is not set. Set it with \`wrangler secret put ${name}\` (or in wrangler.toml [vars] for non-secret settings).`;
+  if (typeof value === "string" && value.length > 0 && value.length >= (options.minLength ?? 0)) return value;
+  const message =
+    typeof value === "string" && value.length > 0
+      ? `Server misconfigured: the ${name} secret is too short (at least ${options.minLength} characters).`
+      : `Server misconfigured: ${name} is not set. Set it with \`wrangler secret put ${name}\` (or in wrangler.toml [vars] for non-secret settings).`;
   console.error(message);
-  throw new ApiError(500, "INTERNAL_ERROR", message);
+  throw new ApiError(500, "INTERNAL_ERROR", message, options.suggestion ? { suggestion: options.suggestion } : {});
+}
+
+/** An HKDF input shorter than this is refused (src/services/domains/dkim.ts). */
+export const MIN_ENCRYPTION_KEY_LENGTH = 32;
+
+/**
+ * DKIM_ENCRYPTION_KEY: encrypts each domain's DKIM private key and each
+ * workflow's webhook secret at rest. Needed only by those features; never defaulted.
+ */
+export function requireEncryptionKey(env: Pick<Env, "DKIM_ENCRYPTION_KEY">): string {
+  return requireSecret(env as Env, "DKIM_ENCRYPTION_KEY", {
+    minLength: MIN_ENCRYPTION_KEY_LENGTH,
+    suggestion: "An operator must run `openssl rand -base64 32 | npx wrangler secret put DKIM_ENCRYPTION_KEY`.",
+  });
 }
 
 /** Base URL for links the service puts in mail (tracking, unsubscribe), without a trailing slash. */
 export function publicUrl(env: Env, requestUrl?: string): string {
-  const configured = env.PUBLIC_URL?.replace(/\/+$/, "");
-  if (configured) return configured;
-  if (isDevelopment(env) && requestUrl) return new URL(requestUrl).origin;
+  const config = readConfig(env);
+  if (config.PUBLIC_URL) return config.PUBLIC_URL;
+  if (config.development && requestUrl) return new URL(requestUrl).origin;
   return requireSecret(env, "PUBLIC_URL");
 }
 

@@ -1,8 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import type { AppBindings } from "../env";
+import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
-
-const DEFAULT_LIMIT = 1000;
 
 /** Milliseconds since the epoch; the app's clock, injectable so tests never wait for a real minute. */
 export type Clock = () => number;
@@ -16,8 +15,7 @@ export type Clock = () => number;
  */
 export const rateLimit = (now: Clock = Date.now) => createMiddleware<AppBindings>(async (c, next) => {
   const { projectId, keyKind } = c.get("auth");
-  const configured = Number(c.env.RATE_LIMIT_PER_MINUTE);
-  const limit = Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_LIMIT;
+  const limit = readConfig(c.env).RATE_LIMIT_PER_MINUTE;
   const limiter = c.env.PROJECT_LIMITER.get(c.env.PROJECT_LIMITER.idFromName(keyKind === "public" ? `public:${projectId}` : projectId));
   const result = await limiter.hitApi(limit, now());
   const headers = {

@@ -3,8 +3,9 @@ import { Hono } from "hono";
 import { html, raw } from "hono/html";
 import { getDb } from "../db/client";
 import { capturedMessages } from "../db/schema";
-import { isDevelopment, type AppBindings } from "../env";
+import type { AppBindings } from "../env";
 import { base64ToUtf8 } from "../lib/base64";
+import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { readBlob } from "../services/blobs";
 import { d1Stats } from "../lib/d1-counter";
@@ -17,7 +18,7 @@ import { d1Stats } from "../lib/d1-counter";
 export const devOutboxRouter = new Hono<AppBindings>();
 
 devOutboxRouter.use("/dev/*", async (c, next) => {
-  if (!isDevelopment(c.env)) throw new ApiError(404, "NOT_FOUND", `No route for ${c.req.method} ${c.req.path}`);
+  if (!readConfig(c.env).development) throw new ApiError(404, "NOT_FOUND", `No route for ${c.req.method} ${c.req.path}`);
   await next();
 });
 
@@ -95,4 +96,4 @@ devOutboxRouter.get("/dev/outbox/:file", async (c) => {
 });
 
 /** D1 statements counted since the isolate started (BENCH_COUNT_D1=1; all zero otherwise). */
-devOutboxRouter.get("/dev/d1-stats", (c) => c.json({ ...d1Stats, counting: c.env.BENCH_COUNT_D1 === "1" }));
+devOutboxRouter.get("/dev/d1-stats", (c) => c.json({ ...d1Stats, counting: readConfig(c.env).BENCH_COUNT_D1 }));

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
+import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope } from "../lib/openapi";
 import { createRouter } from "../lib/router";
@@ -39,14 +40,6 @@ function toApiError(err: SnsVerificationError): ApiError {
   return new ApiError(403, "FORBIDDEN", `SNS message rejected: ${err.message}`);
 }
 
-function allowedTopics(value: string | undefined): string[] | null {
-  const topics = (value ?? "")
-    .split(",")
-    .map((t) => t.trim())
-    .filter(Boolean);
-  return topics.length > 0 ? topics : null;
-}
-
 async function confirmSubscription(m: SnsMessage): Promise<void> {
   const url = m.SubscribeURL ? isSnsUrl(m.SubscribeURL) : null;
   if (!url || url.hostname !== snsHostForTopic(m.TopicArn)) {
@@ -77,8 +70,8 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
   }
   // Without an allow-list anyone with an AWS account could post validly signed
   // messages from a topic of their own: nothing is accepted until it is set.
-  const topics = allowedTopics(c.env.SES_SNS_TOPIC_ARNS);
-  if (!topics) {
+  const topics = readConfig(c.env).SES_SNS_TOPIC_ARNS;
+  if (topics.length === 0) {
     console.error("POST /webhooks/ses refused: SES_SNS_TOPIC_ARNS is not set");
     throw new ApiError(403, "FORBIDDEN", "SNS message rejected: this deployment accepts no SNS topic (SES_SNS_TOPIC_ARNS is not set)", {
       suggestion: "An operator must set SES_SNS_TOPIC_ARNS to the ARN(s) of the SES feedback topic(s).",

@@ -6,8 +6,7 @@
  * configuration can point at a local fake.
  */
 
-export const DEFAULT_DOH_URL = "https://cloudflare-dns.com/dns-query";
-export const DEFAULT_DOH_TIMEOUT_MS = 3000;
+import { readConfig, type ConfigInput } from "../lib/config";
 
 export type DnsType = "A" | "AAAA" | "MX" | "TXT" | "CNAME";
 const TYPE_CODES: Record<DnsType, number> = { A: 1, CNAME: 5, MX: 15, TXT: 16, AAAA: 28 };
@@ -39,12 +38,9 @@ export interface DnsConfig {
   timeoutMs: number;
 }
 
-export function dnsConfig(env: { DOH_URL?: string; DOH_TIMEOUT_MS?: string }): DnsConfig {
-  const timeout = Number(env.DOH_TIMEOUT_MS);
-  return {
-    url: env.DOH_URL || DEFAULT_DOH_URL,
-    timeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_DOH_TIMEOUT_MS,
-  };
+export function dnsConfig(env: ConfigInput): DnsConfig {
+  const config = readConfig(env);
+  return { url: config.DOH_URL, timeoutMs: config.DOH_TIMEOUT_MS };
 }
 
 interface DohJson {

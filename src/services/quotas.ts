@@ -2,38 +2,20 @@ import { and, count, eq, gte, inArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { contacts, emails, events, projects } from "../db/schema";
 import type { Env } from "../env";
+import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { idAtTime } from "../lib/ids";
 
 /**
  * Per-project quotas. One tenant must not be able to fill the shared D1 or
  * use up the shared provider account, so every project has generous limits,
- * each a Worker setting (wrangler.toml [vars]) with the default below. Past a
+ * each a Worker setting (wrangler.toml [vars]) with a default (src/lib/config.ts). Past a
  * stock quota (contacts, domains, stored bytes) a write is refused with 403
  * QUOTA_EXCEEDED; past a daily quota (emails, events, counted per UTC day)
  * with 429 QUOTA_EXCEEDED and Retry-After until the next UTC midnight.
  * README "Limits and quotas" lists them.
  */
-export const QUOTA_DEFAULTS = {
-  /** Contacts stored per project. */
-  QUOTA_CONTACTS: 1_000_000,
-  /** Events recorded per project per UTC day (POST /v1/track and the service's own email.* events). */
-  QUOTA_EVENTS_PER_DAY: 1_000_000,
-  /** Emails accepted per project per UTC day (every recipient of /v1/send counts one). */
-  QUOTA_EMAILS_PER_DAY: 100_000,
-  /** Sending domains per project. */
-  QUOTA_DOMAINS: 50,
-  /** Bytes stored per project: email HTML, attachments and contact data, as counted by the retention job. */
-  QUOTA_STORED_BYTES: 5 * 1024 * 1024 * 1024,
-} as const;
-
-export type QuotaName = keyof typeof QUOTA_DEFAULTS;
-
-/** The configured limit (a positive number in the setting), or the default. */
-export function quotaLimit(env: Env, name: QuotaName): number {
-  const configured = Number((env as unknown as Record<string, unknown>)[name]);
-  return Number.isFinite(configured) && configured > 0 ? Math.floor(configured) : QUOTA_DEFAULTS[name];
-}
+export type QuotaName = "QUOTA_CONTACTS" | "QUOTA_EVENTS_PER_DAY" | "QUOTA_EMAILS_PER_DAY" | "QUOTA_DOMAINS" | "QUOTA_STORED_BYTES";
 
 const WHAT: Record<QuotaName, string> = {
   QUOTA_CONTACTS: "contacts",
@@ -91,7 +73,7 @@ export async function assertContactQuota(db: Database, env: Env, projectId: stri
   }
   const created = new Set(addresses.filter((a) => !existing.has(a))).size;
   if (created === 0) return;
-  const limit = quotaLimit(env, "QUOTA_CONTACTS");
+  const limit = readConfig(env).QUOTA_CONTACTS;
   const [{ total }] = await db.select({ total: count() }).from(contacts).where(eq(contacts.projectId, projectId));
   if (total + created > limit) throw quotaExceeded("QUOTA_CONTACTS", limit);
 }
@@ -110,7 +92,7 @@ export async function assertDailyQuota(
   now = new Date(),
 ): Promise<void> {
   if (adding <= 0) return;
-  const limit = quotaLimit(env, name);
+  const limit = readConfig(env)[name];
   const since = idAtTime(utcDayStart(now));
   const table = name === "QUOTA_EMAILS_PER_DAY" ? emails : events;
   const [{ today }] = await db
@@ -122,7 +104,7 @@ export async function assertDailyQuota(
 
 /** QUOTA_STORED_BYTES: the project's stored mail plus `adding` bytes must stay within the quota. */
 export async function assertStoredBytesQuota(db: Database, env: Env, projectId: string, adding: number): Promise<void> {
-  const limit = quotaLimit(env, "QUOTA_STORED_BYTES");
+  const limit = readConfig(env).QUOTA_STORED_BYTES;
   const [project] = await db.select({ storedBytes: projects.storedBytes }).from(projects).where(eq(projects.id, projectId));
   if ((project?.storedBytes ?? 0) + adding > limit) throw quotaExceeded("QUOTA_STORED_BYTES", limit);
 }

@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, lt, notInArray, sql } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../db/client";
 import { blobChunks, capturedMessages, emailAttachments, emails, events, projects } from "../db/schema";
 import type { Env } from "../env";
+import { readConfig } from "../lib/config";
 import { idAtTime } from "../lib/ids";
 
 /**
@@ -15,8 +16,6 @@ import { idAtTime } from "../lib/ids";
  * - mail kept by the local `capture` provider goes with the HTML.
  * Ids are UUIDv7, so "older than" is an id range on the primary key.
  */
-export const RETENTION_DEFAULTS = { EMAIL_HTML_RETENTION_DAYS: 30, EVENT_RETENTION_DAYS: 365 } as const;
-
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Sends whose attachments one tick deletes (an attachment is up to ~10 MB in 1 MB chunks). */
 const ATTACHMENT_SENDS_PER_TICK = 20;
@@ -25,11 +24,6 @@ const EVENT_ROWS_PER_TICK = 2000;
 const CAPTURED_ROWS_PER_TICK = 200;
 /** Ids per IN list: D1 allows 100 bound parameters per statement. */
 const CHUNK = 90;
-
-function retentionDays(env: Env, name: keyof typeof RETENTION_DEFAULTS): number {
-  const configured = Number((env as unknown as Record<string, unknown>)[name]);
-  return Number.isFinite(configured) && configured > 0 ? configured : RETENTION_DEFAULTS[name];
-}
 
 const chunks = <T>(items: T[]) => Array.from({ length: Math.ceil(items.length / CHUNK) }, (_, i) => items.slice(i * CHUNK, (i + 1) * CHUNK));
 
@@ -79,7 +73,7 @@ export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT
 
 /** Empties the HTML of emails older than the retention, oldest first; the records stay. */
 export async function dropOldEmailHtml(db: Database, env: Env, now = new Date(), limit = HTML_ROWS_PER_TICK) {
-  const cutoff = idAtTime(now.getTime() - retentionDays(env, "EMAIL_HTML_RETENTION_DAYS") * DAY_MS);
+  const cutoff = idAtTime(now.getTime() - readConfig(env).EMAIL_HTML_RETENTION_DAYS * DAY_MS);
   // `html != ''` exactly as the partial index emails_html_kept_idx is defined.
   const rows = await db
     .select({ id: emails.id, projectId: emails.projectId, bytes: sql<number>`length(CAST(${emails.html} AS BLOB))` })
@@ -99,7 +93,7 @@ export async function dropOldEmailHtml(db: Database, env: Env, now = new Date(),
 
 /** Deletes events older than the retention, oldest first. */
 export async function pruneOldEvents(db: Database, env: Env, now = new Date(), limit = EVENT_ROWS_PER_TICK) {
-  const cutoff = idAtTime(now.getTime() - retentionDays(env, "EVENT_RETENTION_DAYS") * DAY_MS);
+  const cutoff = idAtTime(now.getTime() - readConfig(env).EVENT_RETENTION_DAYS * DAY_MS);
   const oldest = db.select({ id: events.id }).from(events).where(lt(events.id, cutoff)).orderBy(asc(events.id)).limit(limit);
   const deleted = await db.delete(events).where(inArray(events.id, oldest)).returning({ id: events.id });
   return deleted.length;
@@ -107,7 +101,7 @@ export async function pruneOldEvents(db: Database, env: Env, now = new Date(), l
 
 /** Mail kept by the capture provider (local development) goes with the HTML retention. */
 export async function pruneCapturedMail(db: Database, env: Env, now = new Date(), limit = CAPTURED_ROWS_PER_TICK) {
-  const cutoff = idAtTime(now.getTime() - retentionDays(env, "EMAIL_HTML_RETENTION_DAYS") * DAY_MS);
+  const cutoff = idAtTime(now.getTime() - readConfig(env).EMAIL_HTML_RETENTION_DAYS * DAY_MS);
   const rows = await db
     .select({ id: capturedMessages.id, blobId: capturedMessages.blobId })
     .from(capturedMessages)

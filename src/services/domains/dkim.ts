@@ -16,8 +16,6 @@ export const RSA_PARAMS = {
   hash: "SHA-256",
 } as const;
 
-export const MIN_ENCRYPTION_KEY_LENGTH = 32;
-
 const encoder = new TextEncoder();
 
 export interface DkimKeyPair {

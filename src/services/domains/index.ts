@@ -6,13 +6,14 @@ import { and, count, eq, isNull, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
+import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
-import { MIN_ENCRYPTION_KEY_LENGTH, dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim";
+import { dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim";
 import { domainOfAddress, normaliseDomainName } from "./names";
 import { domainRecordConfig, expectedRecords } from "./records";
-import { quotaExceeded, quotaLimit } from "../quotas";
+import { quotaExceeded } from "../quotas";
 import { deleteDomainFromSes, registerDomainWithSes, SesRegistrationError } from "./ses";
 import { findDomainUsage } from "./usage";
 import { checkDomain, VERIFICATION_WINDOW_MS } from "./verification";
@@ -68,22 +69,6 @@ export function parseDomainName(input: string): string {
   return result.name;
 }
 
-/** The DKIM encryption secret, or a clear server-side error naming it. Never defaulted. */
-export function requireEncryptionKey(env: Pick<Env, "DKIM_ENCRYPTION_KEY">): string {
-  const key = env.DKIM_ENCRYPTION_KEY;
-  if (!key || key.length < MIN_ENCRYPTION_KEY_LENGTH) {
-    throw new ApiError(
-      500,
-      "INTERNAL_ERROR",
-      key
-        ? `The DKIM_ENCRYPTION_KEY secret is too short (at least ${MIN_ENCRYPTION_KEY_LENGTH} characters); sending domains cannot be created`
-        : "The DKIM_ENCRYPTION_KEY secret is not set on this deployment; sending domains cannot be created",
-      { suggestion: "An operator must run `openssl rand -base64 32 | npx wrangler secret put DKIM_ENCRYPTION_KEY`." },
-    );
-  }
-  return key;
-}
-
 function conflict(name: string, sameProject: boolean) {
   return new ApiError(
     409,
@@ -112,7 +97,7 @@ export async function createDomain(db: Database, env: Env, projectId: string, in
     db.select({ owned: count() }).from(domains).where(eq(domains.projectId, projectId)),
   ]);
   if (existing) throw conflict(name, existing.projectId === projectId);
-  const cap = quotaLimit(env, "QUOTA_DOMAINS");
+  const cap = readConfig(env).QUOTA_DOMAINS;
   if (owned >= cap) throw quotaExceeded("QUOTA_DOMAINS", cap);
 
   const keys = await generateDkimKeyPair();
@@ -138,7 +123,7 @@ export async function createDomain(db: Database, env: Env, projectId: string, in
   // Lost a race with a concurrent create of the same name.
   if (!inserted) throw conflict(name, false);
 
-  if (env.EMAIL_PROVIDER === "ses") {
+  if (readConfig(env).EMAIL_PROVIDER === "ses") {
     try {
       await registerDomainWithSes(env, name, selector, keys.privateKeyPkcs8);
     } catch (err) {
@@ -197,7 +182,7 @@ export async function deleteDomain(db: Database, env: Env, projectId: string, id
       "Change the from address of everything that uses this domain, then delete it.",
     );
   }
-  if (env.EMAIL_PROVIDER === "ses") {
+  if (readConfig(env).EMAIL_PROVIDER === "ses") {
     try {
       await deleteDomainFromSes(env, domain.name);
     } catch (err) {
@@ -242,7 +227,7 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
   let released = 0;
   for (const domain of expired) {
     try {
-      if (env.EMAIL_PROVIDER === "ses") await deleteDomainFromSes(env, domain.name);
+      if (readConfig(env).EMAIL_PROVIDER === "ses") await deleteDomainFromSes(env, domain.name);
       await db.delete(domains).where(and(eq(domains.id, domain.id), isNull(domains.verifiedAt)));
       released++;
     } catch (err) {

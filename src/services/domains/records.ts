@@ -3,6 +3,7 @@
  * is judged against each of them.
  */
 import type { DomainDnsRecord } from "../../db/schema";
+import { readConfig, type ConfigInput } from "../../lib/config";
 import { mxValue, txtValue, type DnsResult, type DnsType } from "../dns";
 import { dkimRecordValue } from "./dkim";
 
@@ -20,18 +21,13 @@ export interface DomainRecordConfig {
  * onboarded: SPF include:_spf.mx.cloudflare.net and MX route1-3.mx.cloudflare.net
  * on cf-bounce.<domain>, so the defaults check for exactly those.
  */
-export function domainRecordConfig(env: {
-  SPF_INCLUDE?: string;
-  MAIL_FROM_SUBDOMAIN?: string;
-  SES_REGION?: string;
-  EMAIL_PROVIDER?: string;
-}): DomainRecordConfig {
-  const cloudflare = env.EMAIL_PROVIDER === "cloudflare";
-  const sesRegion = (env.SES_REGION || "us-east-1").trim().toLowerCase();
+export function domainRecordConfig(env: ConfigInput): DomainRecordConfig {
+  const config = readConfig(env);
+  const cloudflare = config.EMAIL_PROVIDER === "cloudflare";
   return {
-    spfInclude: (env.SPF_INCLUDE || (cloudflare ? "_spf.mx.cloudflare.net" : "amazonses.com")).trim().toLowerCase(),
-    mailFromSubdomain: (env.MAIL_FROM_SUBDOMAIN || (cloudflare ? "cf-bounce" : "mail")).trim().toLowerCase(),
-    returnPathMx: cloudflare ? "route1.mx.cloudflare.net" : `feedback-smtp.${sesRegion}.amazonses.com`,
+    spfInclude: config.SPF_INCLUDE ?? (cloudflare ? "_spf.mx.cloudflare.net" : "amazonses.com"),
+    mailFromSubdomain: config.MAIL_FROM_SUBDOMAIN ?? (cloudflare ? "cf-bounce" : "mail"),
+    returnPathMx: cloudflare ? "route1.mx.cloudflare.net" : `feedback-smtp.${config.SES_REGION}.amazonses.com`,
   };
 }
 

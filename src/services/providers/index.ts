@@ -1,6 +1,6 @@
 import type { Database } from "../../db/client";
 import type { Env } from "../../env";
-import { isDevelopment } from "../../env";
+import { readConfig } from "../../lib/config";
 import { CaptureProvider } from "./capture";
 import { CloudflareEmailProvider } from "./cloudflare";
 import { SesProvider } from "./ses";
@@ -14,10 +14,10 @@ export type { EmailProvider, OutgoingMessage } from "./types";
  * development and tests, so a deployment can never silently swallow mail.
  */
 export function getProvider(env: Env, db: Database): EmailProvider {
-  const name = env.EMAIL_PROVIDER || "ses";
+  const { EMAIL_PROVIDER: name, ENVIRONMENT: environment } = readConfig(env);
   if (name === "ses") return new SesProvider(env);
   if (name === "cloudflare") return new CloudflareEmailProvider(env);
-  if (name === "capture" && (isDevelopment(env) || env.ENVIRONMENT === "test")) return new CaptureProvider(db);
+  if (name === "capture" && (environment === "development" || environment === "test")) return new CaptureProvider(db);
   throw new ProviderError(
     name === "capture"
       ? "EMAIL_PROVIDER=capture is only allowed when ENVIRONMENT=development"

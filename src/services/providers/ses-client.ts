@@ -1,5 +1,6 @@
 import { AwsClient } from "aws4fetch";
 import type { Env } from "../../env";
+import { readConfig } from "../../lib/config";
 
 /** The SES v2 HTTP API as this deployment reaches it: SigV4 signing by aws4fetch. */
 export type SesEnv = Pick<Env, "SES_ENDPOINT" | "SES_REGION" | "SES_ACCESS_KEY_ID" | "SES_SECRET_ACCESS_KEY">;
@@ -16,16 +17,17 @@ export interface SesApi {
 /** The signed client and base URL, or null when the credentials are not set. */
 export function sesApi(env: SesEnv): SesApi | null {
   if (!env.SES_ACCESS_KEY_ID || !env.SES_SECRET_ACCESS_KEY) return null;
+  const { SES_REGION: region, SES_ENDPOINT: endpoint } = readConfig(env);
   return {
     client: new AwsClient({
       accessKeyId: env.SES_ACCESS_KEY_ID,
       secretAccessKey: env.SES_SECRET_ACCESS_KEY,
-      region: env.SES_REGION || "us-east-1",
+      region,
       service: "ses",
       // Retries are the queue's job (with back-off), not the HTTP client's.
       retries: 0,
     }),
-    baseUrl: (env.SES_ENDPOINT || `https://email.${env.SES_REGION || "us-east-1"}.amazonaws.com`).replace(/\/+$/, ""),
+    baseUrl: endpoint ?? `https://email.${region}.amazonaws.com`,
   };
 }
 

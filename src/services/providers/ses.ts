@@ -1,15 +1,8 @@
 import type { Env } from "../../env";
 import { utf8ToBase64 } from "../../lib/base64";
+import { readConfig } from "../../lib/config";
 import { sesApi, sesErrorMessage, sesErrorType, SES_NOT_CONFIGURED, type SesApi } from "./ses-client";
 import { ProviderError, type EmailProvider, type OutgoingMessage } from "./types";
-
-/** Default time a SendEmail call may take (SES_TIMEOUT_MS); far below the 15-minute claim lease. */
-export const DEFAULT_SES_TIMEOUT_MS = 30_000;
-
-function sesTimeoutMs(env: Env): number {
-  const configured = Number(env.SES_TIMEOUT_MS);
-  return Number.isFinite(configured) && configured > 0 ? Math.min(configured, 120_000) : DEFAULT_SES_TIMEOUT_MS;
-}
 
 /**
  * AWS SES v2 `SendEmail` with raw content (POST /v2/email/outbound-emails),
@@ -28,15 +21,15 @@ export class SesProvider implements EmailProvider {
   }
 
   async send(message: OutgoingMessage) {
+    const { SES_CONFIGURATION_SET: configurationSet, SES_TIMEOUT_MS: timeoutMs } = readConfig(this.env);
     const payload = {
       FromEmailAddress: message.from,
       Destination: { ToAddresses: [message.to] },
       // The MIME message is ASCII (every part and header is encoded), so btoa
       // takes it directly; that matters for 10 MB messages.
       Content: { Raw: { Data: /^[\x00-\x7f]*$/.test(message.raw) ? btoa(message.raw) : utf8ToBase64(message.raw) } },
-      ...(this.env.SES_CONFIGURATION_SET ? { ConfigurationSetName: this.env.SES_CONFIGURATION_SET } : {}),
+      ...(configurationSet ? { ConfigurationSetName: configurationSet } : {}),
     };
-    const timeoutMs = sesTimeoutMs(this.env);
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     let response: Response;

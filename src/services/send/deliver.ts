@@ -4,7 +4,7 @@ import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { emails, projects, type Email, type EmailStatus } from "../../db/schema";
 import type { SendKind } from "../../durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../env";
-import { publicUrl, requireSecret } from "../../lib/config";
+import { publicUrl, readConfig, requireSecret } from "../../lib/config";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
 import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
@@ -13,17 +13,11 @@ import { buildMime, messageHeaders, plainTextOf } from "./mime";
 
 /** A claim older than this is taken to belong to a consumer that died mid-send. */
 export const CLAIM_LEASE_MS = 15 * 60 * 1000;
-const DEFAULT_SEND_RATE = 14;
 
 /** Exponential back-off with jitter for provider throttling and outages: ~5 s, 10 s, 20 s ... capped at 15 min. */
 export function backoffSeconds(attempt: number): number {
   const base = Math.min(900, 5 * 2 ** Math.max(0, attempt - 1));
   return Math.round(base + Math.random() * base * 0.5);
-}
-
-function sendRate(env: Env): number {
-  const configured = Number(env.SEND_RATE_PER_SECOND);
-  return Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_SEND_RATE;
 }
 
 /** The reason stored on mail of a disabled project. */
@@ -220,7 +214,7 @@ export async function handleSendBatch(
       if (claimed.length === 0) return;
       const limiter = env.PROJECT_LIMITER.get(env.PROJECT_LIMITER.idFromName(`send:${projectId}`));
       // Bulk mail (the bulk queue) takes only the rate transactional mail leaves free (ProjectLimiter).
-      const { granted, retryAfterMs } = await limiter.takeSendTokens(claimed.length, sendRate(env), undefined, options.kind ?? "transactional");
+      const { granted, retryAfterMs } = await limiter.takeSendTokens(claimed.length, readConfig(env).SEND_RATE_PER_SECOND, undefined, options.kind ?? "transactional");
       const over = claimed.slice(granted);
       if (over.length > 0) await deferClaimed(db, env, over, retryAfterMs);
       const now = claimed.slice(0, granted);

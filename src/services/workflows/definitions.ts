@@ -12,7 +12,7 @@ import type { Env } from "../../env";
 import { ApiError, type FieldError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
-import { requireEncryptionKey } from "../domains";
+import { requireEncryptionKey } from "../../lib/config";
 import { encryptPrivateKey } from "../domains/dkim";
 import { cancelExecutionsOf } from "./executions";
 import type { CreateWorkflowInput, UpdateWorkflowInput, WorkflowStep, WorkflowTrigger } from "./schema";

@@ -4,7 +4,7 @@ import { contacts, workflows, type Contact, type JsonObject } from "../../db/sch
 import type { Env } from "../../env";
 import { fromDatabaseGuard } from "../../lib/errors";
 import { evaluateCondition, loadContactActivity, type Condition } from "../conditions";
-import { requireEncryptionKey } from "../domains";
+import { requireEncryptionKey } from "../../lib/config";
 import { decryptPrivateKey } from "../domains/dkim";
 import { renderSubject } from "../send/render";
 import { webhookSecretContext } from "./definitions";

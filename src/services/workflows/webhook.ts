@@ -1,7 +1,7 @@
 import ipaddr from "ipaddr.js";
 import type { Env } from "../../env";
-import { isDevelopment } from "../../env";
 import { base64ToBytes, bytesToBase64 } from "../../lib/base64";
+import { readConfig } from "../../lib/config";
 import { dnsConfig, resolveDns } from "../dns";
 
 /**
@@ -37,7 +37,7 @@ export function webhookUrlProblem(raw: string, env: Pick<Env, "ENVIRONMENT">): s
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") return "Only http(s) URLs can be called";
   if (url.username || url.password) return "Credentials in the URL are not allowed; use headers";
-  if (isDevelopment(env as Env)) return null;
+  if (readConfig(env).development) return null;
   if (url.protocol !== "https:") return "Webhook URLs must use https";
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (ipaddr.isValid(host)) return isPublicAddress(host) ? null : `${host} is a private, loopback or link-local address`;
@@ -53,7 +53,7 @@ export function webhookUrlProblem(raw: string, env: Pick<Env, "ENVIRONMENT">): s
 export async function webhookTargetProblem(raw: string, env: Env): Promise<{ reason: string; retryable: boolean } | null> {
   const static_ = webhookUrlProblem(raw, env);
   if (static_) return { reason: static_, retryable: false };
-  if (isDevelopment(env)) return null;
+  if (readConfig(env).development) return null;
   const host = new URL(raw).hostname.replace(/^\[|\]$/g, "");
   if (ipaddr.isValid(host)) return null;
   const config = dnsConfig(env);
