@@ -195,9 +195,9 @@ export async function finalizeCampaigns(db: Database, campaignIds: string[]): Pr
 }
 
 /**
- * Campaign emails whose contact unsubscribed, was deleted or got suppressed
- * after the page was written are not sent: they become FAILED with the reason,
- * so the campaign can still finish.
+ * Bulk emails (campaigns, MARKETING workflow steps) whose contact
+ * unsubscribed, was deleted or got suppressed after the email was written are
+ * not sent: they become FAILED with the reason, so a campaign can still finish.
  */
 async function skipLapsedRecipients(db: Database, emailIds: string[]) {
   const now = new Date();
@@ -210,7 +210,7 @@ async function skipLapsedRecipients(db: Database, emailIds: string[]) {
         .where(
           and(
             inArray(emails.id, emailIds.slice(i, i + 90)),
-            sql`${emails.campaignId} IS NOT NULL`,
+            eq(emails.bulk, true),
             eq(emails.status, "QUEUED"),
             sql`(NOT EXISTS (SELECT 1 FROM contacts AS lap_c WHERE lap_c.id = ${emails.contactId} AND lap_c.subscribed = 1)
               OR EXISTS (SELECT 1 FROM suppressions AS lap_s WHERE lap_s.project_id = ${emails.projectId} AND lap_s.email = ${emails.toAddress}))`,

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, templates } from "../../db/schema";
-import type { Env } from "../../env";
+import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -26,13 +26,43 @@ export type SendStepResult =
 export const workflowSendId = (executionId: string, stepId: string) => `wf:${executionId}:${stepId}`;
 
 /**
+ * Queues a step's email by its kind: MARKETING mail is bulk mail (the bulk
+ * queue, whose consumer takes only the send rate transactional mail leaves
+ * free, and whose sweep and DLQ know it by `emails.bulk`); TRANSACTIONAL mail
+ * goes with /v1/send. A failed enqueue leaves the record QUEUED for the sweep.
+ */
+async function queueStepEmail(env: Env, projectId: string, emailId: string, bulk: boolean) {
+  if (!bulk) return enqueueEmails(env, projectId, [emailId]);
+  try {
+    await env.EMAIL_BULK_QUEUE.send({ emailId, projectId } satisfies SendEmailMessage);
+  } catch (err) {
+    console.error("enqueue failed; the sweep will retry", err);
+  }
+}
+
+/** The step's email, if an earlier run of the step wrote it: queued again while still QUEUED (the claim dedupes). */
+async function existingStepEmail(db: Database, env: Env, projectId: string, sendId: string): Promise<SendStepResult | undefined> {
+  const [existing] = await db
+    .select({ id: emails.id, status: emails.status, bulk: emails.bulk })
+    .from(emails)
+    .where(and(eq(emails.projectId, projectId), eq(emails.sendId, sendId)))
+    .limit(1);
+  if (!existing) return undefined;
+  if (existing.status === "QUEUED") await queueStepEmail(env, projectId, existing.id, existing.bulk);
+  return { outcome: "queued", emailId: existing.id };
+}
+
+/**
  * A SEND_EMAIL step: one ordinary email record (QUEUED) rendered from the
  * template for the contact as it is now, then queued on the send pipeline,
  * where tracking, unsubscribe links, suppression, stats and the send rate apply
- * as to any other mail. Idempotent per execution and step: a retried step finds
- * its record (by send id) and only queues it again (the consumer's claim makes
- * that harmless). Marketing mail to an unsubscribed contact, and any mail to a
- * suppressed address, is skipped and reported as such.
+ * as to any other mail; MARKETING mail as bulk mail (see queueStepEmail).
+ * Idempotent per execution and step: the record is inserted only if the step
+ * has none yet (one statement, so two overlapping runs of the step write one),
+ * and a retried step finds its record (by send id) and only queues it again
+ * (the consumer's claim makes that harmless). Marketing mail to an
+ * unsubscribed contact, and any mail to a suppressed address, is skipped and
+ * reported as such.
  */
 export async function sendWorkflowEmail(
   db: Database,
@@ -40,15 +70,8 @@ export async function sendWorkflowEmail(
   input: { projectId: string; executionId: string; stepId: string; contactId: string; templateId: string },
 ): Promise<SendStepResult> {
   const sendId = workflowSendId(input.executionId, input.stepId);
-  const [existing] = await db
-    .select({ id: emails.id, status: emails.status })
-    .from(emails)
-    .where(and(eq(emails.projectId, input.projectId), eq(emails.sendId, sendId)))
-    .limit(1);
-  if (existing) {
-    if (existing.status === "QUEUED") await enqueueEmails(env, input.projectId, [existing.id]);
-    return { outcome: "queued", emailId: existing.id };
-  }
+  const earlier = await existingStepEmail(db, env, input.projectId, sendId);
+  if (earlier) return earlier;
 
   const [template, contact] = await Promise.all([
     db.query.templates.findFirst({ where: and(eq(templates.id, input.templateId), eq(templates.projectId, input.projectId)) }),
@@ -96,13 +119,15 @@ export async function sendWorkflowEmail(
     throw err;
   }
   // Inserted only while the execution is active (a workflow deleted meanwhile
-  // sends nothing), with the stored-bytes count in the same atomic batch.
+  // sends nothing) and the step has no email yet (an overlapping run of the
+  // step inserted it first), with the stored-bytes count in the same atomic batch.
   const [insert] = await env.DB.batch<{ id: string }>([
     env.DB.prepare(
       `INSERT INTO emails (id, project_id, contact_id, send_id, template_id, from_address, from_name, to_address,
-                           reply_to, subject, html, marketing, status, message_id, queued_at, created_at, updated_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'QUEUED', ?13, ?14, ?14, ?14
+                           reply_to, subject, html, marketing, bulk, status, message_id, queued_at, created_at, updated_at)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 'QUEUED', ?13, ?14, ?14, ?14
        WHERE EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?15 AND status IN ('RUNNING', 'WAITING'))
+         AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?4 AND project_id = ?2)
        RETURNING id`,
     ).bind(
       emailId,
@@ -127,8 +152,7 @@ export async function sendWorkflowEmail(
       emailId,
     ),
   ]);
-  const inserted = insert.results;
-  if (inserted.length === 0) return { outcome: "cancelled" };
-  await enqueueEmails(env, input.projectId, [emailId]);
+  if (insert.results.length === 0) return (await existingStepEmail(db, env, input.projectId, sendId)) ?? { outcome: "cancelled" };
+  await queueStepEmail(env, input.projectId, emailId, marketing);
   return { outcome: "queued", emailId };
 }
