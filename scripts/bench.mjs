@@ -14,7 +14,7 @@
 // BENCH_CONTACTS (rows for the list figure, default 50000), BENCH_CAMPAIGN_CONTACTS (campaign and
 // segment figures, default 100000), BENCH_CAMPAIGN_TIMEOUT (s, default 900), BENCH_PRIORITY_CONTACTS
 // (the campaign draining at 14/s while transactional sends are timed, default 10000; its own server
-// and state in .wrangler/bench-priority-state). BENCH_ONLY=<comma-separated section keys or title text> runs some.
+// and state in .wrangler/bench-priority-state), BENCH_STARTUP_RUNS (startup section, default 5). BENCH_ONLY=<comma-separated section keys or title text> runs some.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { v7 as uuidv7 } from "uuid";
+import { runStartupSection } from "./bench-startup.mjs";
 
 const STATE_DIR = ".wrangler/bench-state";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -547,6 +548,16 @@ function stopServers() {
 
 async function main() {
   const wants = (key) => SECTIONS.some((section) => section.key === key && wantsSection(section));
+  // Sections that need no running service (standalone: true) run without one when they are all that is wanted.
+  if (SECTIONS.every((section) => section.standalone || !wantsSection(section))) {
+    console.log(`\nEdge Mail benchmark  ${new Date().toISOString()}  node ${process.version}`);
+    for (const section of SECTIONS.filter(wantsSection)) {
+      console.log(`\n## ${section.title}`);
+      await section.run({});
+    }
+    console.log(`\ntotal ${fmt((performance.now() - started) / 1000)} s`);
+    return;
+  }
   rmSync(STATE_DIR, { recursive: true, force: true });
   log(`applying migrations into ${STATE_DIR}`);
   run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", STATE_DIR]);
@@ -658,6 +669,13 @@ SECTIONS.push({
     report("10 emails with a 7 MB attachment", `${sent} of 10 SENT`, `in ${fmt(seconds)} s`);
     report("workerd resident memory, peak while sending", mb(peak), `(${mb(baseline)} before, +${mb(peak - baseline)}; the whole local runtime, consumer and D1 included)`);
   },
+});
+
+SECTIONS.push({
+  key: "startup",
+  title: "Cold start and size: the Worker beside a bare Hono worker (bench/bare-hono)",
+  standalone: true,
+  run: () => runStartupSection({ env, log, report, fmt }),
 });
 
 for (const signal of ["SIGINT", "SIGTERM"]) {

@@ -4,8 +4,6 @@
  * and whether the domain exists and can receive mail (DNS over HTTPS, with a
  * short per-domain cache).
  */
-import { POPULAR_DOMAINS, run as suggestEmail } from "@zootools/email-spell-checker";
-import { disposableEmailBlocklistSet } from "disposable-email-domains-js";
 import { mxValue, resolveDnsCached, type DnsConfig, type DnsResult } from "./dns";
 import { normaliseDomainName } from "./domains/names";
 
@@ -73,7 +71,12 @@ export const ALIAS_DOMAINS = new Set([
   "spamgourmet.com",
 ]);
 
-let disposable: Set<string> | undefined;
+// The disposable-domain list (a few thousand names) and the spell checker's tables are
+// loaded on the first verification, not at Worker startup: few requests need them.
+let disposable: Promise<Set<string>> | undefined;
+const disposableDomains = () =>
+  (disposable ??= import("disposable-email-domains-js").then(({ disposableEmailBlocklistSet }) => disposableEmailBlocklistSet()));
+const spellChecker = () => import("@zootools/email-spell-checker");
 
 /** The domain and each parent domain (not the bare TLD): a.b.example.com, b.example.com, example.com. */
 function withParents(domain: string): string[] {
@@ -83,9 +86,9 @@ function withParents(domain: string): string[] {
   return out;
 }
 
-export function isDisposableDomain(domain: string): boolean {
-  disposable ??= disposableEmailBlocklistSet();
-  return withParents(domain).some((d) => disposable!.has(d));
+export async function isDisposableDomain(domain: string): Promise<boolean> {
+  const list = await disposableDomains();
+  return withParents(domain).some((d) => list.has(d));
 }
 
 export const isAliasDomain = (domain: string) => withParents(domain).some((d) => ALIAS_DOMAINS.has(d));
@@ -156,7 +159,7 @@ export async function verifyEmailAddress(config: DnsConfig, input: string): Prom
   }
   const { local, domain, typedDomain } = syntax;
   const reasons: string[] = [];
-  const isDisposable = isDisposableDomain(domain);
+  const isDisposable = await isDisposableDomain(domain);
   if (isDisposable) reasons.push(REASONS.disposable);
   const isAlias = isAliasDomain(domain);
   if (isAlias) reasons.push(REASONS.alias);
@@ -169,6 +172,7 @@ export async function verifyEmailAddress(config: DnsConfig, input: string): Prom
   const host = await mailHost(config, domain);
   let suggestedEmail: string | undefined;
   if (!isAlias) {
+    const { POPULAR_DOMAINS, run: suggestEmail } = await spellChecker();
     const suggestion = suggestEmail({ email: `${local}@${typedDomain}` });
     if (
       suggestion?.domain &&

@@ -50,13 +50,13 @@ export interface CreateTemplateInput {
 export type UpdateTemplateInput = Partial<CreateTemplateInput>;
 
 /** A template that cannot render is refused when it is stored, not when mail is sent. */
-function assertRenderable(input: { subject?: string; body?: string }) {
-  if (input.subject !== undefined) assertTemplateSyntax(input.subject, "subject");
-  if (input.body !== undefined) assertTemplateSyntax(input.body, "body");
+async function assertRenderable(input: { subject?: string; body?: string }) {
+  if (input.subject !== undefined) await assertTemplateSyntax(input.subject, "subject");
+  if (input.body !== undefined) await assertTemplateSyntax(input.body, "body");
 }
 
 export async function createTemplate(db: Database, projectId: string, input: CreateTemplateInput): Promise<Template> {
-  assertRenderable(input);
+  await assertRenderable(input);
   const now = new Date();
   const [template] = await db
     .insert(templates)
@@ -92,7 +92,7 @@ export async function updateTemplate(
   id: string,
   input: UpdateTemplateInput,
 ): Promise<Template> {
-  assertRenderable(input);
+  await assertRenderable(input);
   const set: Partial<typeof templates.$inferInsert> = {};
   if (input.name !== undefined) set.name = input.name;
   if (input.subject !== undefined) set.subject = input.subject;

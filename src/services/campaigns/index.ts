@@ -78,8 +78,8 @@ async function validateCampaign(db: Database, projectId: string, input: Campaign
     input.audienceType === "FILTERED" && !input.audienceFilter && { field: "audienceFilter", message: "audienceFilter is required when audienceType is FILTERED", code: "required" },
   ].filter((e): e is { field: string; message: string; code: string } => Boolean(e));
   if (missing.length > 0) throw ApiError.validation(missing);
-  if (changed.subject !== undefined) assertTemplateSyntax(changed.subject, "subject");
-  if (changed.body !== undefined) assertTemplateSyntax(changed.body, "body");
+  if (changed.subject !== undefined) await assertTemplateSyntax(changed.subject, "subject");
+  if (changed.body !== undefined) await assertTemplateSyntax(changed.body, "body");
   if (input.audienceType === "SEGMENT" && changed.segmentId !== undefined) {
     const segment = await db.query.segments.findFirst({ where: and(eq(segments.id, input.segmentId!), eq(segments.projectId, projectId)) });
     if (!segment) throw ApiError.validation([{ field: "segmentId", message: "No segment with this id in this project", code: "not_found" }]);

@@ -1,4 +1,4 @@
-import { convert } from "html-to-text";
+import { compile } from "html-to-text";
 import { createMimeMessage, Mailbox } from "mimetext/browser";
 import type { Email } from "../../db/schema";
 import { utf8ToBase64 } from "../../lib/base64";
@@ -37,8 +37,11 @@ export interface MimeOptions {
 
 /** The plain-text alternative of an HTML body (images dropped, 78-column lines). */
 export function plainTextOf(html: string): string {
-  return convert(html, { wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] });
+  htmlToText ??= compile({ wordwrap: 78, selectors: [{ selector: "img", format: "skip" }] });
+  return htmlToText(html);
 }
+// Compiled on first use and kept: `convert` compiled these options again for every email.
+let htmlToText: ((html: string) => string) | undefined;
 
 /** The sender's custom headers plus, on marketing mail, RFC 8058 one-click unsubscribe with a mailto fallback. */
 export function messageHeaders(email: Email, options: Pick<MimeOptions, "listUnsubscribe">): Record<string, string> {

@@ -1,5 +1,4 @@
-import { Context, Drop, Liquid, toPromise } from "liquidjs";
-import { marked } from "marked";
+import type { Liquid, LiquidOptions } from "liquidjs";
 import type { JsonObject } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { decodeHtmlAttribute } from "../tracking/links";
@@ -20,8 +19,22 @@ const engineOptions = {
   renderLimit: 5_000,
   memoryLimit: 10_000_000,
 };
-const htmlEngine = new Liquid({ ...engineOptions, outputEscape: "escape" });
-const textEngine = new Liquid(engineOptions);
+
+// Liquid and marked are loaded and their engines built on the first render, not at
+// Worker startup: most requests and queue batches render nothing.
+type LiquidModule = typeof import("liquidjs");
+let liquidjs: LiquidModule | undefined;
+let engines: Promise<{ html: Liquid; text: Liquid }> | undefined;
+const liquidEngines = () =>
+  (engines ??= import("liquidjs").then((module) => {
+    liquidjs = module;
+    return { html: new module.Liquid({ ...engineOptions, outputEscape: "escape" }), text: new module.Liquid(engineOptions) };
+  }));
+/** A Liquid engine with `options` (on top of engineOptions), once Liquid is loaded. */
+const newLiquid = async (options: LiquidOptions) => {
+  await liquidEngines();
+  return new liquidjs!.Liquid({ ...engineOptions, ...options });
+};
 
 /** `{{ name ?? fallback }}` -> `{{ name | default: "fallback" }}` (quotes around the fallback are optional). */
 function translateDefaults(template: string): string {
@@ -107,7 +120,7 @@ function limitErrorIn(err: unknown): RenderLimitError | null {
 }
 
 function stringify(value: unknown): string {
-  const plain = value instanceof Drop && typeof value.valueOf === "function" ? value.valueOf() : value;
+  const plain = liquidjs && value instanceof liquidjs.Drop && typeof value.valueOf === "function" ? value.valueOf() : value;
   if (typeof plain === "string") return plain;
   if (plain === null || plain === undefined) return "";
   if (Array.isArray(plain)) return plain.map(stringify).join("");
@@ -132,7 +145,7 @@ class CappedEmitter {
 }
 
 async function render(
-  engine: Liquid,
+  engine: Liquid | "html" | "text",
   template: string,
   vars: RenderVariables,
   field: string,
@@ -140,6 +153,8 @@ async function render(
   budget: RenderBudget,
 ): Promise<string> {
   const emitter = new CappedEmitter(maxChars, field);
+  if (typeof engine === "string") engine = (await liquidEngines())[engine];
+  const { Context, toPromise } = liquidjs!;
   try {
     const templates = engine.parse(translateDefaults(template));
     const ctx = new Context(scope(vars), engine.options, {}, {
@@ -171,7 +186,7 @@ function assertMaxBytes(text: string, max: number, field: string, what: string) 
  */
 export async function renderSubject(template: string, vars: RenderVariables, budget = new RenderBudget()) {
   // Line breaks collapse, so allow some slack while rendering and check the final text.
-  const rendered = (await render(textEngine, template, vars, "subject", MAX_RENDERED_SUBJECT_CHARS * 4, budget))
+  const rendered = (await render("text", template, vars, "subject", MAX_RENDERED_SUBJECT_CHARS * 4, budget))
     .replace(/[\r\n]+/g, " ")
     .trim();
   if (rendered.length > MAX_RENDERED_SUBJECT_CHARS) {
@@ -191,14 +206,13 @@ export async function renderSubject(template: string, vars: RenderVariables, bud
  * (see `keepSafeUrls`).
  */
 export async function renderBody(template: string, vars: RenderVariables, format: "html" | "markdown" = "html", budget = new RenderBudget()) {
-  if (format === "html") return assertRenderedHtml(await keepSafeUrls(await render(htmlEngine, template, vars, "body", MAX_RENDERED_HTML_BYTES, budget)));
+  if (format === "html") return assertRenderedHtml(await keepSafeUrls(await render("html", template, vars, "body", MAX_RENDERED_HTML_BYTES, budget)));
   const values: string[] = [];
   let valueChars = 0;
   // Letters and digits only: nothing markdown (or GFM's bare-URL autolinks) reads as syntax.
   const nonce = crypto.randomUUID().replace(/-/g, "");
   const placeholder = new RegExp(`mdv${nonce}n(\\d+)x`, "g");
-  const engine = new Liquid({
-    ...engineOptions,
+  const engine = await newLiquid({
     outputEscape: (value: unknown) => {
       const text = liquidText(value);
       // The values wait outside the markdown until the end: they count towards the same 1 MB.
@@ -209,6 +223,7 @@ export async function renderBody(template: string, vars: RenderVariables, format
     },
   });
   const markdown = await render(engine, template, vars, "body", MAX_RENDERED_HTML_BYTES, budget);
+  const { marked } = await import("marked");
   const html = await marked.parse(markdown, { async: true });
   return assertRenderedHtml(await keepSafeUrls(html.replace(placeholder, (_all, i: string) => escapeHtml(values[Number(i)] ?? ""))));
 }
@@ -277,7 +292,8 @@ export async function keepSafeUrls(html: string): Promise<string> {
 }
 
 /** Checks a stored template's syntax without rendering it for anyone. */
-export function assertTemplateSyntax(template: string, field: string) {
+export async function assertTemplateSyntax(template: string, field: string) {
+  const { html: htmlEngine } = await liquidEngines();
   try {
     htmlEngine.parse(translateDefaults(template));
   } catch (err) {
