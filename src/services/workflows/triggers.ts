@@ -209,18 +209,46 @@ export async function handleWorkflowBatch(batch: MessageBatch<WorkflowQueueMessa
     }
   }
   const all = pending.flatMap((p) => p.instances);
-  let failed = false;
+  let failure: string | null = null;
   for (let i = 0; i < all.length; i += 100) {
     try {
       await env.AUTOMATIONS.createBatch(all.slice(i, i + 100));
     } catch (err) {
       console.error("creating workflow instances failed", err);
-      failed = true;
+      failure = err instanceof Error ? err.message : String(err);
     }
   }
   for (const { message, instances } of pending) {
+    if (failure === null || instances.length === 0) message.ack();
     // Retrying re-creates only instances that are missing (see startExecutions).
-    if (failed && instances.length > 0) message.retry({ delaySeconds: 5 * message.attempts });
-    else message.ack();
+    else if (message.attempts <= WORKFLOW_QUEUE_MAX_RETRIES) message.retry({ delaySeconds: 5 * message.attempts });
+    else {
+      // The queue drops the message after this delivery: nothing would ever start
+      // these executions, so they end FAILED with the reason instead of RUNNING forever.
+      await failUnstarted(db, env, instances.map((i) => i.id), `The workflow engine could not start this execution after ${message.attempts} attempts: ${failure}`);
+      message.ack();
+    }
+  }
+}
+
+/** The workflow queue's max_retries (wrangler.toml): a message is delivered at most this many times plus one. */
+export const WORKFLOW_QUEUE_MAX_RETRIES = 10;
+
+/** Marks FAILED the executions (still RUNNING) whose instance does not exist; one that did get created is left alone. */
+async function failUnstarted(db: Database, env: Env, executionIds: string[], reason: string) {
+  const missing: string[] = [];
+  for (const id of executionIds) {
+    const exists = await env.AUTOMATIONS.get(id).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) missing.push(id);
+  }
+  const now = new Date();
+  for (let i = 0; i < missing.length; i += 90) {
+    await db
+      .update(workflowExecutions)
+      .set({ status: "FAILED", error: reason.slice(0, 1000), finishedAt: now, updatedAt: now })
+      .where(and(inArray(workflowExecutions.id, missing.slice(i, i + 90)), eq(workflowExecutions.status, "RUNNING")));
   }
 }
