@@ -207,7 +207,7 @@ const sendRoute = createRoute({
   tags,
   summary: "Send now or schedule",
   description:
-    "Body (optional): `{scheduledFor?: string | null}`. From DRAFT or SCHEDULED. Without `scheduledFor`: SENDING now; the audience (subscribed, unsuppressed contacts matching it when sending starts; contacts created later are not added) gets one email each, and the campaign becomes SENT when every email is sent or failed. With a future `scheduledFor`: SCHEDULED. An empty audience is 400 INVALID_STATE; a past or malformed `scheduledFor` is 422. The body may be omitted.",
+    "Body (optional): `{scheduledFor?: string | null}`. From DRAFT or SCHEDULED. Without `scheduledFor`: SENDING now; the audience (subscribed, unsuppressed contacts matching it when sending starts; contacts created later are not added) gets one email each, and the campaign becomes SENT when every email is sent or failed. With a future `scheduledFor`: SCHEDULED. An empty audience is 400 INVALID_STATE; a past or malformed `scheduledFor` is 422. The body may be omitted. The emails count toward the emails-per-day quota, all or nothing: an audience larger than what is left of today's quota is 429 QUOTA_EXCEEDED with Retry-After (nothing is sent), one larger than a whole day's quota is 403 QUOTA_EXCEEDED; a scheduled campaign that does not fit when due is postponed to the next 00:00 UTC.",
   security: securityScheme,
   // The body is optional (the spec allows none), so it is parsed in the handler rather than by the validator.
   request: { params: IdParamSchema },

@@ -5,6 +5,7 @@ import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { applySesFeedback } from "../services/feedback/ses";
+import { eventsPerDay } from "../services/quotas";
 import { isSnsUrl, parseSnsMessage, snsHostForTopic, SnsVerificationError, verifySnsMessage, type SnsMessage } from "../services/feedback/sns";
 
 const sesRoute = createRoute({
@@ -97,7 +98,7 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
   } else if (message.Type === "UnsubscribeConfirmation") {
     outcome = "ignored";
   } else {
-    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message);
+    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, eventsPerDay(c.env));
   }
   return c.json({ success: true as const, data: { type: message.Type, outcome } }, 200);
 });

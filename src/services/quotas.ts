@@ -1,4 +1,4 @@
-import { and, count, eq, gte, inArray, sql } from "drizzle-orm";
+import { and, count, eq, gte, inArray, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { contacts, emails, events, projects } from "../db/schema";
 import type { Env } from "../env";
@@ -101,6 +101,65 @@ export async function assertDailyQuota(
     .where(and(eq(table.projectId, projectId), gte(table.id, since)));
   if (today + adding > limit) throw quotaExceeded(name, limit, now);
 }
+
+/**
+ * QUOTA_EVENTS_PER_DAY for the service's own events (opens, clicks, bounces,
+ * complaints, unsubscribes): a condition for the statement that writes the
+ * event, so the check costs no round trip of its own. True while the project
+ * recorded fewer than `limit` events since 00:00 UTC; it reads at most `limit`
+ * entries of today's id range on the (project_id, id) index. Past the quota the
+ * event is not stored; what the event reports (the email's status and counters,
+ * the suppression, the unsubscribe) still happens.
+ */
+export function underDailyEventQuota(projectId: SQLWrapper | string, limit: number, now = new Date()): SQL {
+  const since = idAtTime(utcDayStart(now));
+  return sql`(SELECT count(*) FROM (SELECT 1 FROM events AS quota_events WHERE quota_events.project_id = ${projectId} AND quota_events.id >= ${since} LIMIT ${limit})) < ${limit}`;
+}
+
+/**
+ * QUOTA_EMAILS_PER_DAY for a campaign, all or nothing: whether its audience
+ * (contacts matching `audience`, counted up to the quota) fits in what is left
+ * of today's quota ("now"), only on a later day ("later"), or never, being
+ * larger than the whole daily quota ("never"). A campaign is never half sent
+ * because of the quota.
+ */
+export async function campaignQuotaFit(db: Database, env: Env, projectId: string, audience: SQL, now = new Date()) {
+  const limit = readConfig(env).QUOTA_EMAILS_PER_DAY;
+  const since = idAtTime(utcDayStart(now));
+  const [[{ today }], [{ recipients }]] = await db.batch([
+    db.select({ today: count() }).from(emails).where(and(eq(emails.projectId, projectId), gte(emails.id, since))),
+    db.select({ recipients: count() }).from(db.select({ one: sql`1`.as("one") }).from(contacts).where(audience).limit(limit + 1).as("audience")),
+  ]);
+  const left = Math.max(0, limit - today);
+  const fit: "now" | "later" | "never" = recipients > limit ? "never" : recipients > left ? "later" : "now";
+  return { fit, recipients, left, limit };
+}
+
+/** The refusal of a campaign that does not fit the daily email quota (see campaignQuotaFit). */
+export function campaignQuotaError(check: Awaited<ReturnType<typeof campaignQuotaFit>>, now = new Date()): ApiError {
+  if (check.fit === "never") {
+    return new ApiError(403, "QUOTA_EXCEEDED", `The campaign's audience (more than ${check.limit} contacts) is larger than this project's quota of ${check.limit} emails per day`, {
+      suggestion: "Narrow the audience (a segment or filter), or ask an operator to raise QUOTA_EMAILS_PER_DAY.",
+    });
+  }
+  const retryAfter = secondsUntilUtcMidnight(now);
+  return new ApiError(
+    429,
+    "QUOTA_EXCEEDED",
+    `The campaign's audience (${check.recipients} contacts) is more than the ${check.left} emails left of today's quota of ${check.limit}`,
+    {
+      headers: { "Retry-After": String(retryAfter) },
+      suggestion: `Nothing was sent. Send it after 00:00 UTC (in ${retryAfter} seconds), e.g. with scheduledFor, or ask an operator to raise QUOTA_EMAILS_PER_DAY.`,
+    },
+  );
+}
+
+/** The next 00:00 UTC, when the daily quotas start again. */
+export const nextUtcMidnight = (now = new Date()) => new Date(utcDayStart(now) + 24 * 60 * 60 * 1000);
+
+const DEFAULTS = {};
+/** The configured QUOTA_EVENTS_PER_DAY, or its default when no env is at hand (scripts, tests). */
+export const eventsPerDay = (env: Env | undefined) => readConfig(env ?? DEFAULTS).QUOTA_EVENTS_PER_DAY;
 
 /** QUOTA_STORED_BYTES: the project's stored mail plus `adding` bytes must stay within the quota. */
 export async function assertStoredBytesQuota(db: Database, env: Env, projectId: string, adding: number): Promise<void> {

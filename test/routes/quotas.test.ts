@@ -3,6 +3,10 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
+import { getDb } from "../../src/db/client";
+import { applyFeedback } from "../../src/services/feedback/apply";
+import { openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
+import { getEmail, insertSentEmail } from "../fixtures/emails";
 import { BASE, expectError, newProject, type JsonResponse } from "../helpers";
 import { sendingSetup } from "../sending";
 
@@ -78,5 +82,44 @@ describe("per-project quotas", () => {
     const err = expectError((await s.send({ to: "b@example.com", from: s.from, subject: "Hi", body })) as JsonResponse, 403, "QUOTA_EXCEEDED");
     expect(err.message).toContain("6000 bytes");
     expect(s.queue.messages).toHaveLength(1);
+  });
+
+  it("QUOTA_EVENTS_PER_DAY applies to the service's own events: past it an open, an unsubscribe and a complaint still count, their events are not stored", async () => {
+    const p = await newProject();
+    const limits = { QUOTA_EVENTS_PER_DAY: "2" } as Partial<Env>;
+    const quotaEnv = { ...env, ...limits } as Env;
+    const email = await insertSentEmail(p, { marketing: true });
+    const other = await insertSentEmail(p, { marketing: true });
+    for (let i = 0; i < 2; i++) {
+      expect((await request(p.secretKey, "POST", "/v1/track", { email: "a@example.com", event: "visit" }, limits)).status).toBe(200);
+    }
+    const fetchWith = async (path: string, init?: RequestInit) => {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(new Request(BASE + path, init), quotaEnv, ctx);
+      await waitOnExecutionContext(ctx);
+      return res;
+    };
+    const secret = env.LINK_SIGNING_SECRET!;
+    // An open: counted on the email, no email.opened event.
+    const pixel = new URL(await openPixelUrl(BASE, secret, email.id));
+    expect((await fetchWith(pixel.pathname + pixel.search)).status).toBe(200);
+    expect((await getEmail(email.id)).opens).toBe(1);
+    // A one-click unsubscribe: the contact is unsubscribed, no contact.unsubscribed event.
+    const unsubscribe = new URL(await unsubscribeUrl(BASE, secret, email.id));
+    const form = new URLSearchParams({ "List-Unsubscribe": "One-Click" });
+    const unsubscribed = await fetchWith(unsubscribe.pathname, { method: "POST", body: form, headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+    expect(unsubscribed.status).toBe(200);
+    expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
+    // A complaint: COMPLAINED and suppressed, no email.complained event.
+    const outcome = await applyFeedback(getDb(env.DB), { kind: "complaint", providerMessageId: other.providerMessageId, feedbackId: "fb-1", data: {}, detail: "Complaint" }, 2);
+    expect(outcome).toBe("complained");
+    expect((await getEmail(other.id)).status).toBe("COMPLAINED");
+    expect((await p.api.get("/events")).body.data.total).toBe(2);
+    // Another project has its own count: its open is stored.
+    const q = await newProject();
+    const theirs = await insertSentEmail(q);
+    const theirPixel = new URL(await openPixelUrl(BASE, secret, theirs.id));
+    expect((await fetchWith(theirPixel.pathname + theirPixel.search)).status).toBe(200);
+    expect((await q.api.get("/events")).body.data.total).toBe(1);
   });
 });

@@ -7,6 +7,7 @@ import { publicUrl, requireSecret } from "../../lib/config";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
 import { handleSendBatch } from "../send/deliver";
 import { renderBody, renderSubject } from "../send/render";
+import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { unsubscribeUrl } from "../tracking/links";
 
 /** Contacts walked per audience page (one queue message). */
@@ -135,7 +136,8 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
   const body = withUnsubscribeLink(campaign.body);
   const rows: RenderedRow[] = [];
   for (const contact of page) {
-    const id = crypto.randomUUID();
+    // UUIDv7 like every record id: today's emails are an id range (the daily quota counts them so).
+    const id = newId();
     const vars = { data: contact.data ?? {}, email: contact.email, unsubscribeUrl: await unsubscribeUrl(baseUrl, secret, id) };
     rows.push({
       id,
@@ -305,6 +307,7 @@ export async function runCampaignJobs(env: Env, now = new Date()) {
   for (const campaign of due) {
     try {
       const condition = await audienceOf(db, campaign);
+      if (await heldByQuota(db, env, campaign, condition, now)) continue;
       if (await startSending(db, env, campaign, condition, now, ["SCHEDULED"])) started++;
     } catch (err) {
       console.error("starting scheduled campaign failed", campaign.id, err);
@@ -323,6 +326,23 @@ export async function runCampaignJobs(env: Env, now = new Date()) {
   }
   await finalizeCampaigns(db, sending.filter((c) => c.audienceDone).map((c) => c.id));
   return { started, resumed: stalled.length };
+}
+
+/**
+ * A due campaign whose audience does not fit what is left of today's
+ * emails-per-day quota is not started (never half sent): it is postponed to
+ * the next 00:00 UTC (scheduledAt moves), or, if it is larger than a whole
+ * day's quota, goes back to DRAFT. Returns whether it was held.
+ */
+async function heldByQuota(db: Database, env: Env, campaign: Campaign, condition: Condition | null, now: Date): Promise<boolean> {
+  const quota = await campaignQuotaFit(db, env, campaign.projectId, audienceWhere(campaign.projectId, condition, now.getTime()), now);
+  if (quota.fit === "now") return false;
+  console.error("scheduled campaign held by the emails-per-day quota", campaign.id, quota);
+  await db
+    .update(campaigns)
+    .set(quota.fit === "later" ? { scheduledAt: nextUtcMidnight(now), updatedAt: now } : { status: "DRAFT", scheduledAt: null, updatedAt: now })
+    .where(and(eq(campaigns.id, campaign.id), eq(campaigns.status, "SCHEDULED")));
+  return true;
 }
 
 /** The audience condition of a scheduled campaign at start (a deleted segment: nobody, the campaign ends SENT with no recipients). */

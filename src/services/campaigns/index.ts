@@ -10,6 +10,7 @@ import { ConditionSchema, type Condition } from "../conditions";
 import { requireVerifiedDomain } from "../domains";
 import { enqueueEmails } from "../send/accept";
 import { assertTemplateSyntax, renderBody, renderSubject } from "../send/render";
+import { assertDailyQuota, campaignQuotaError, campaignQuotaFit } from "../quotas";
 import { findSuppressed } from "../suppressions";
 import { unsubscribeUrl } from "../tracking/links";
 import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
@@ -189,13 +190,15 @@ async function resolveAudience(db: Database, campaign: Campaign): Promise<Condit
   return ConditionSchema.parse(segment.condition);
 }
 
-async function assertAudienceNotEmpty(db: Database, campaign: Campaign, condition: Condition | null, now: number) {
-  const [any] = await db
-    .select({ id: contacts.id })
-    .from(contacts)
-    .where(audienceWhere(campaign.projectId, condition, now))
-    .limit(1);
-  if (!any) {
+/**
+ * The audience must not be empty, and must fit the emails-per-day quota: all
+ * of it in what is left today when sending now, in one day when scheduled
+ * (checked again when it starts; see runCampaignJobs).
+ */
+async function assertAudienceSendable(db: Database, env: Env, campaign: Campaign, condition: Condition | null, now: Date, scheduled: boolean) {
+  const quota = await campaignQuotaFit(db, env, campaign.projectId, audienceWhere(campaign.projectId, condition, now.getTime()), now);
+  if (quota.fit === "never" || (!scheduled && quota.fit === "later")) throw campaignQuotaError(quota, now);
+  if (quota.recipients === 0) {
     throw ApiError.invalidState(
       "The campaign's audience is empty: no subscribed, unsuppressed contact matches it",
       "Add contacts or choose another audience before sending.",
@@ -215,7 +218,7 @@ export async function sendCampaign(db: Database, env: Env, projectId: string, id
   }
   await requireVerifiedDomain(db, projectId, campaign.from);
   const condition = await resolveAudience(db, campaign);
-  await assertAudienceNotEmpty(db, campaign, condition, now.getTime());
+  await assertAudienceSendable(db, env, campaign, condition, now, scheduledFor !== null);
   if (scheduledFor) {
     const [scheduled] = await db
       .update(campaigns)
@@ -266,6 +269,8 @@ export async function sendTestEmail(db: Database, env: Env, projectId: string, i
   const subject = `[TEST] ${(await renderSubject(campaign.subject, vars)).replace(/[\r\n]+/g, " ").trim()}`;
   const html = await renderBody(withUnsubscribeLink(campaign.body), vars);
   const now = new Date();
+  // A test send is an email like any other: it counts toward the emails-per-day quota.
+  await assertDailyQuota(db, env, projectId, "QUOTA_EMAILS_PER_DAY", 1, now);
   await db.insert(emails).values({
     id: emailId,
     projectId,

@@ -2,6 +2,7 @@ import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emails, events, projects, type EmailStatus, type JsonObject } from "../../db/schema";
 import { newId } from "../../lib/ids";
+import { eventsPerDay, underDailyEventQuota } from "../quotas";
 
 /**
  * Email status bookkeeping. A status only moves forward:
@@ -66,7 +67,8 @@ export const ENGAGEMENT_DEDUP_WINDOW_MS = 60_000;
  * for the email's contact. Nothing is recorded for a project with tracking
  * off, nor for a repeat within ENGAGEMENT_DEDUP_WINDOW_MS of the email's last
  * counted open (or click). Returns false when nothing was recorded (unknown
- * email, tracking off, a repeat).
+ * email, tracking off, a repeat). Past the project's events-per-day quota the
+ * open or click is counted but its event is not stored.
  */
 export async function recordEngagement(
   db: Database,
@@ -74,6 +76,7 @@ export async function recordEngagement(
   kind: Engagement,
   details: { url?: string } = {},
   now = new Date(),
+  eventQuota = eventsPerDay(undefined),
 ): Promise<boolean> {
   const name = kind === "OPENED" ? "email.opened" : "email.clicked";
   const data = kind === "CLICKED" && details.url !== undefined ? { url: details.url } : {};
@@ -89,7 +92,7 @@ export async function recordEngagement(
   // The project's tracking switch is part of both statements: one round trip, no separate lookup.
   const tracked = sql`EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${emails.projectId} AND ${projects.trackingEnabled} = 1) AND (${last} IS NULL OR ${last} <= ${windowStart})`;
   const [, updated] = await db.batch([
-    buildEmailEventInsert(db, emailId, name, data, now, tracked),
+    buildEmailEventInsert(db, emailId, name, data, now, eventQuota, tracked),
     db
       .update(emails)
       .set({ ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now })
@@ -102,9 +105,10 @@ export async function recordEngagement(
 /**
  * An event for the contact of an email, as one INSERT ... SELECT from the
  * email row (so it also works inside a batch, and inserts nothing for an
- * unknown email). `onlyIf` adds a condition, e.g. "not recorded before".
+ * unknown email, nor past the project's events-per-day quota `eventQuota`).
+ * `onlyIf` adds a condition, e.g. "not recorded before".
  */
-export function buildEmailEventInsert(db: Database, emailId: string, name: string, data: JsonObject, now: Date, onlyIf?: SQL) {
+export function buildEmailEventInsert(db: Database, emailId: string, name: string, data: JsonObject, now: Date, eventQuota: number, onlyIf?: SQL) {
   return db.insert(events).select(
     db
       .select({
@@ -117,6 +121,6 @@ export function buildEmailEventInsert(db: Database, emailId: string, name: strin
         createdAt: sql`${now.getTime()}`.as("created_at"),
       })
       .from(emails)
-      .where(onlyIf ? and(eq(emails.id, emailId), onlyIf) : eq(emails.id, emailId)),
+      .where(and(eq(emails.id, emailId), onlyIf, underDailyEventQuota(emails.projectId, eventQuota, now))),
   );
 }

@@ -2,6 +2,7 @@ import { and, eq, notExists, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, events, type JsonObject } from "../../db/schema";
 import { advanceStatusSql, buildEmailEventInsert } from "../emails/status";
+import { eventsPerDay } from "../quotas";
 import { buildSuppression } from "../suppressions";
 
 /**
@@ -49,7 +50,7 @@ export type Feedback =
   | { kind: "failed"; providerMessageId: string; reason: string; at?: Date };
 
 /** An event for the email's contact, stored only once per (email, name, feedbackId). */
-function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date) {
+function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date, eventQuota: number) {
   const duplicate = db
     .select({ one: sql`1` })
     .from(events)
@@ -61,7 +62,7 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
         sql`json_extract(${events.data}, '$.feedbackId') = ${data.feedbackId}`,
       ),
     );
-  return buildEmailEventInsert(db, emailId, name, data, now, notExists(duplicate));
+  return buildEmailEventInsert(db, emailId, name, data, now, eventQuota, notExists(duplicate));
 }
 
 interface EmailRef {
@@ -81,7 +82,8 @@ function buildUnsubscribeContact(db: Database, email: EmailRef, now: Date) {
     .where(and(which, eq(contacts.subscribed, true)));
 }
 
-export async function applyFeedback(db: Database, feedback: Feedback): Promise<FeedbackOutcome> {
+/** `eventQuota`: the project's QUOTA_EVENTS_PER_DAY; past it the event is not stored, the rest still applies. */
+export async function applyFeedback(db: Database, feedback: Feedback, eventQuota = eventsPerDay(undefined)): Promise<FeedbackOutcome> {
   const [email] = await db
     .select({ id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress })
     .from(emails)
@@ -113,7 +115,7 @@ export async function applyFeedback(db: Database, feedback: Feedback): Promise<F
   }
 
   if (feedback.kind === "bounce") {
-    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now);
+    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now, eventQuota);
     if (!feedback.permanent) {
       await event;
       return "transient-bounce";
@@ -136,7 +138,7 @@ export async function applyFeedback(db: Database, feedback: Feedback): Promise<F
   }
 
   await db.batch([
-    buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now),
+    buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, eventQuota),
     db
       .update(emails)
       .set({

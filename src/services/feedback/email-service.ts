@@ -1,6 +1,7 @@
 import { getDb } from "../../db/client";
 import type { Env } from "../../env";
 import { normalizeMessageId } from "../providers/cloudflare";
+import { eventsPerDay } from "../quotas";
 import { applyFeedback, type Feedback } from "./apply";
 
 /**
@@ -110,7 +111,7 @@ export async function handleEmailServiceEvents(batch: MessageBatch<unknown>, env
       continue;
     }
     try {
-      await applyFeedback(db, feedback);
+      await applyFeedback(db, feedback, eventsPerDay(env));
       message.ack();
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);

@@ -37,7 +37,7 @@ const at = (v: unknown): Date | undefined => {
 };
 
 /** Parses the SES event inside an SNS Notification and applies it. */
-export async function applySesFeedback(db: Database, snsMessageId: string, messageText: string): Promise<FeedbackOutcome> {
+export async function applySesFeedback(db: Database, snsMessageId: string, messageText: string, eventQuota?: number): Promise<FeedbackOutcome> {
   let message: unknown;
   try {
     message = JSON.parse(messageText);
@@ -53,7 +53,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
 
   if (kind === "Delivery") {
     const delivery = isObj(message.delivery) ? message.delivery : {};
-    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) });
+    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, eventQuota);
   }
 
   if (kind === "Bounce") {
@@ -78,7 +78,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
       },
       reason: diagnosticCode ?? `Permanent bounce${bounceSubType ? ` (${bounceSubType})` : ""}`,
       at: at(bounce.timestamp),
-    });
+    }, eventQuota);
   }
 
   // Complaint
@@ -91,7 +91,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
     data: complaintFeedbackType ? { complaintFeedbackType } : {},
     detail: `Complaint${complaintFeedbackType ? ` (${complaintFeedbackType})` : ""}`,
     at: at(complaint.timestamp),
-  });
+  }, eventQuota);
 }
 
 async function recipientOf(db: Database, providerMessageId: string): Promise<string | undefined> {

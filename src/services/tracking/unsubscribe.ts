@@ -2,6 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, events } from "../../db/schema";
 import { newId } from "../../lib/ids";
+import { eventsPerDay, underDailyEventQuota } from "../quotas";
 
 /** "unchanged": already unsubscribed. */
 export type UnsubscribeOutcome = "unsubscribed" | "unchanged" | "unknown-email";
@@ -25,6 +26,7 @@ export async function unsubscribeByEmail(
   db: Database,
   emailId: string,
   method: "one-click" | "page",
+  eventQuota = eventsPerDay(undefined),
 ): Promise<UnsubscribeOutcome> {
   const [email] = await db
     .select({ projectId: emails.projectId, to: emails.toAddress })
@@ -47,7 +49,8 @@ export async function unsubscribeByEmail(
           createdAt: sql`${now.getTime()}`.as("created_at"),
         })
         .from(contacts)
-        .where(where),
+        // Past the project's events-per-day quota the unsubscribe happens, its event is not stored.
+        .where(and(where, underDailyEventQuota(email.projectId, eventQuota, now))),
     );
   const [, updated] = await db.batch([
     // An existing, still subscribed contact: the event is written before the update below changes it.
