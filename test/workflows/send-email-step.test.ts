@@ -14,8 +14,8 @@ afterEach(() => vi.restoreAllMocks());
  * queues and the fake SES: which queue the email travels on, and how often it
  * reaches the provider.
  */
-async function stepSetup() {
-  const s = await campaignSetup();
+async function stepSetup(overrides: Parameters<typeof campaignSetup>[0] = {}) {
+  const s = await campaignSetup(overrides);
   const template = async (type: "MARKETING" | "TRANSACTIONAL") => {
     const res = await s.request("POST", "/templates", { name: `${type} news`, subject: `${type} for {{firstName ?? friend}}`, body: "<p>Hi {{firstName}}</p>", type, from: s.from });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -158,5 +158,20 @@ describe("SEND_EMAIL steps: a retried step sends once", () => {
     await s.pump();
     expect(s.ses.calls).toHaveLength(1);
     expect((await s.request("GET", "/emails?limit=10")).body.data.total).toBe(1);
+  });
+});
+
+describe("SEND_EMAIL steps and the emails-per-day quota", () => {
+  it("a step's email counts toward the quota; a step past it is skipped with the reason and writes nothing", async () => {
+    const s = await stepSetup({ QUOTA_EMAILS_PER_DAY: "2" });
+    expect((await s.request("POST", "/v1/send", { to: "t1@example.org", from: s.from, subject: "Hi", body: "<p>Hi</p>" })).status).toBe(200);
+    const first = await s.execution("w1@example.org");
+    expect((await first.run("receipt")).outcome).toBe("queued");
+    const second = await s.execution("w2@example.org");
+    const skipped = await second.run("receipt");
+    expect(skipped).toEqual({ outcome: "skipped", reason: "This project has reached its quota of 2 emails per day" });
+    expect(await s.emailRows(second.id, "receipt")).toHaveLength(0);
+    // ... and /v1/send sees the step's email too.
+    expect((await s.request("POST", "/v1/send", { to: "t2@example.org", from: s.from, subject: "Hi", body: "<p>Hi</p>" })).status).toBe(429);
   });
 });
