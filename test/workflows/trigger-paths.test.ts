@@ -10,6 +10,7 @@ import type { WorkflowQueueMessage } from "../../src/services/workflows/executio
 import { WORKFLOW_QUEUE_MAX_RETRIES } from "../../src/services/workflows/triggers";
 import { newProject } from "../helpers";
 import { automationProject } from "./harness";
+import wranglerToml from "../../wrangler.toml?raw";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -31,6 +32,12 @@ describe("contact triggers from /v1/send", () => {
 });
 
 describe("an execution whose Workflows instance cannot be created", () => {
+  it("the consumer knows the workflow queue's last delivery: WORKFLOW_QUEUE_MAX_RETRIES is its max_retries in wrangler.toml", () => {
+    const tables = wranglerToml.split(/^(?=\[)/m);
+    const consumer = tables.find((table) => table.startsWith("[[queues.consumers]]") && /^queue = "edge-mail-workflows"\s*$/m.test(table));
+    expect(Number(/^max_retries = (\d+)/m.exec(consumer ?? "")?.[1])).toBe(WORKFLOW_QUEUE_MAX_RETRIES);
+  });
+
   it("is retried while the queue retries the trigger, then FAILED with the reason after its last delivery", async () => {
     const project = await newProject("engine down");
     const workflow = await project.api.post("/workflows", { name: "down", enabled: true, trigger: { type: "EVENT", eventName: "signup" }, steps: [] });
