@@ -14,11 +14,11 @@ import { sendRouter } from "./routes/send";
 import { docsPage } from "./routes/docs";
 import { domainsRouter } from "./routes/domains";
 import { healthRouter } from "./routes/health";
-import { verifyRouter } from "./routes/verify";
+import { verifyAddressRouter } from "./routes/verify-address";
 import { eventsRouter } from "./routes/events";
 import { templatesRouter } from "./routes/templates";
-import { trackRouter } from "./routes/track";
-import { trackingRouter } from "./routes/tracking";
+import { trackEventsRouter } from "./routes/track-events";
+import { trackingLinksRouter } from "./routes/tracking-links";
 import { unsubscribeRouter } from "./routes/unsubscribe";
 import { webhooksRouter } from "./routes/webhooks";
 import { workflowsRouter } from "./routes/workflows";
@@ -89,9 +89,9 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", healthRouter);
   app.route("/", contactsRouter);
   app.route("/", domainsRouter);
-  app.route("/", verifyRouter);
+  app.route("/", verifyAddressRouter);
   app.route("/", templatesRouter);
-  app.route("/", trackRouter);
+  app.route("/", trackEventsRouter);
   app.route("/", eventsRouter);
   app.route("/", sendRouter);
   app.route("/", emailsRouter);
@@ -100,7 +100,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", campaignsRouter);
   app.route("/", devOutboxRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
-  app.route("/", trackingRouter);
+  app.route("/", trackingLinksRouter);
   app.route("/", unsubscribeRouter);
   app.route("/", webhooksRouter);
 

@@ -4,7 +4,7 @@ import { createRouter } from "../lib/router";
 import { commonErrors, jsonResponse, listEnvelope, securityScheme, successEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { listEventNames, listEvents } from "../services/events";
-import { EventNameSchema, MAX_EVENT_NAME } from "./track";
+import { EventNameSchema, MAX_EVENT_NAME } from "./track-events";
 
 const EventSchema = z
   .object({

@@ -8,7 +8,7 @@ import { createDomain, requireVerifiedDomain } from "../../src/services/domains"
 import { decryptPrivateKey } from "../../src/services/domains/dkim";
 import { base64ToBytes } from "../../src/lib/base64";
 import { registerDomainWithSes } from "../../src/services/domains/ses";
-import { applyCheck, backoffMs } from "../../src/services/domains/verification";
+import { applyCheck, backoffMs } from "../../src/services/domains/dns-check";
 import { createProject } from "../../src/services/projects";
 import { fakeDns } from "../fakes/dns";
 

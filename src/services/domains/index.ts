@@ -16,9 +16,9 @@ import { domainRecordConfig, expectedRecords } from "./records";
 import { quotaExceeded } from "../quotas";
 import { deleteDomainFromSes, registerDomainWithSes, SesRegistrationError } from "./ses";
 import { findDomainUsage } from "./usage";
-import { checkDomain, VERIFICATION_WINDOW_MS } from "./verification";
+import { checkDomain, VERIFICATION_WINDOW_MS } from "./dns-check";
 
-export { runDomainChecks } from "./verification";
+export { runDomainChecks } from "./dns-check";
 
 export type DomainStatus = Domain["status"];
 

@@ -53,7 +53,7 @@ const trackRoute = createRoute({
   },
 });
 
-export const trackRouter = createRouter().openapi(trackRoute, async (c) => {
+export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) => {
   const { projectId, keyKind } = c.get("auth");
   const input = c.req.valid("json");
   const db = getDb(c.env.DB);

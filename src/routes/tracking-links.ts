@@ -63,7 +63,7 @@ const clickRoute = createRoute({
 });
 
 /** Records an open or click unless the email is unknown or its project has tracking turned off. */
-export const trackingRouter = createRouter()
+export const trackingLinksRouter = createRouter()
   .openapi(openRoute, async (c) => {
     const { emailId } = c.req.valid("param");
     const { s } = c.req.valid("query");

@@ -39,7 +39,7 @@ const verifyRoute = createRoute({
   responses: { 200: jsonResponse(successEnvelope(VerificationSchema), "The verification result"), ...commonErrors },
 });
 
-export const verifyRouter = createRouter().openapi(verifyRoute, async (c) => {
+export const verifyAddressRouter = createRouter().openapi(verifyRoute, async (c) => {
   const result = await verifyEmailAddress(dnsConfig(c.env), c.req.valid("json").email);
   return c.json({ success: true as const, data: result }, 200);
 });
