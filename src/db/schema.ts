@@ -315,7 +315,6 @@ export const capturedMessages = sqliteTable(
     blobId: text("blob_id").notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index("captured_messages_id_idx").on(t.id)],
 );
 
 export type Email = typeof emails.$inferSelect;

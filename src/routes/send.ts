@@ -1,6 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { ApiError } from "../lib/errors";
 import {
   commonErrors,
   DataObjectSchema,
@@ -133,7 +132,6 @@ const sendRoute = createRoute({
 export const sendRouter = createRouter().openapi(sendRoute, async (c) => {
   const body = c.req.valid("json");
   const idempotencyKey = c.req.valid("header")["idempotency-key"];
-  if (!body) throw new ApiError(400, "BAD_REQUEST", "Missing body");
   const result = await acceptSend(getDb(c.env.DB), c.env, c.get("auth").projectId, body, {
     idempotencyKey,
     requestUrl: c.req.url,

@@ -1,0 +1,1 @@
+DROP INDEX `captured_messages_id_idx`;
