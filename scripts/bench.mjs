@@ -643,7 +643,7 @@ SECTIONS.push({
     let peak = baseline;
     const sampler = setInterval(() => (peak = Math.max(peak, workerdRss(pgid) ?? 0)), 20);
     // Base64 of ATTACHMENT_BYTES zero bytes (7,000,000 = 3 * 2,333,333 + 1).
-    const content = "A".repeat(2_333_333 * 4) + "AA==";
+    const content = `${"A".repeat(2_333_333 * 4)}AA==`;
     const to = Array.from({ length: 10 }, (_, i) => `att${i}@bench.test`);
     const t0 = performance.now();
     const accepted = await api(ctx.base, key, "POST", "/v1/send", {

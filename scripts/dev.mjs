@@ -30,7 +30,7 @@ if (!existsSync(".dev.vars")) {
     .split("\n")
     .filter((line) => /^([A-Z0-9_]+)=/.test(line) && !have.has(/^([A-Z0-9_]+)=/.exec(line)[1]));
   if (missing.length > 0) {
-    appendFileSync(".dev.vars", (current.endsWith("\n") ? "" : "\n") + missing.join("\n") + "\n");
+    appendFileSync(".dev.vars", `${current.endsWith("\n") ? "" : "\n"}${missing.join("\n")}\n`);
     console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map((l) => l.split("=")[0]).join(", ")}`);
   }
 }

@@ -54,7 +54,7 @@ function literal(value: unknown): string {
 function toSqlText(query: Query): string {
   const { sql, params } = query.toSQL();
   let i = 0;
-  return sql.replace(/\?/g, () => literal(params[i++])) + ";";
+  return `${sql.replace(/\?/g, () => literal(params[i++]))};`;
 }
 
 function wrangler(args: string[]): string {
@@ -108,7 +108,7 @@ function fail(message: string): never {
 
 function printKeys(result: { id: string; name?: string; secretKey: string; publicKey: string }) {
   if (json) {
-    process.stdout.write(JSON.stringify(result) + "\n");
+    process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
   }
   console.log(`Project ${result.name ?? ""} ${result.id}`.replace("  ", " "));
@@ -131,7 +131,7 @@ async function main() {
     case "enable": {
       const id = requireProject(rest[0]);
       execute([buildSetProjectDisabled(db, id, command === "disable")]);
-      if (json) process.stdout.write(JSON.stringify({ id, disabled: command === "disable" }) + "\n");
+      if (json) process.stdout.write(`${JSON.stringify({ id, disabled: command === "disable" })}\n`);
       else console.log(`Project ${id} ${command}d`);
       break;
     }
@@ -146,7 +146,7 @@ async function main() {
       const id = requireProject(rest[0]);
       if (rest[1] !== "on" && rest[1] !== "off") fail("Usage: npm run project -- tracking <id> on|off");
       execute([buildSetProjectTracking(db, id, rest[1] === "on")]);
-      if (json) process.stdout.write(JSON.stringify({ id, trackingEnabled: rest[1] === "on" }) + "\n");
+      if (json) process.stdout.write(`${JSON.stringify({ id, trackingEnabled: rest[1] === "on" })}\n`);
       else console.log(`Tracking ${rest[1]} for project ${id}`);
       break;
     }
@@ -154,7 +154,7 @@ async function main() {
       const rows = select<{ id: string; name: string; disabled: number }>(
         "SELECT id, name, disabled FROM projects ORDER BY id",
       );
-      if (json) process.stdout.write(JSON.stringify(rows.map((r) => ({ ...r, disabled: !!r.disabled }))) + "\n");
+      if (json) process.stdout.write(`${JSON.stringify(rows.map((r) => ({ ...r, disabled: !!r.disabled })))}\n`);
       else for (const r of rows) console.log(`${r.id}  ${r.name}${r.disabled ? "  (disabled)" : ""}`);
       break;
     }
@@ -177,7 +177,7 @@ async function main() {
         publicKey: creation.publicKey,
         ...seed.info,
       };
-      writeFileSync(DEV_FILE, JSON.stringify(saved, null, 2) + "\n");
+      writeFileSync(DEV_FILE, `${JSON.stringify(saved, null, 2)}\n`);
       console.log(`Created dev project ${saved.id}; keys in ${DEV_FILE}`);
       break;
     }

@@ -2,7 +2,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { expectError, newProject } from "../helpers";
-import { BULK_QUEUE, campaignSetup } from "./harness";
+import { campaignSetup } from "./harness";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -185,7 +185,7 @@ const badEmail = fc.oneof(
 );
 
 function nested(depth: number, kind: "array" | "object"): string {
-  return kind === "array" ? "[".repeat(depth) + "]".repeat(depth) : '{"a":'.repeat(depth) + "1" + "}".repeat(depth);
+  return kind === "array" ? "[".repeat(depth) + "]".repeat(depth) : `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
 }
 
 /** A value that `data` (a flat-ish key/value object: keys 1-128, 8 levels, 32 KB) must refuse. */

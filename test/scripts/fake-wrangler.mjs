@@ -17,7 +17,7 @@ state.calls.push(args.join(" "));
 const save = () => writeFileSync(statePath, JSON.stringify(state, null, 2));
 const out = (text, code = 0) => {
   save();
-  (code === 0 ? process.stdout : process.stderr).write(text + "\n");
+  (code === 0 ? process.stdout : process.stderr).write(`${text}\n`);
   process.exit(code);
 };
 const [a, b, c] = args;

@@ -38,7 +38,7 @@ async function insertOldEmail(projectId: string, daysAgo: number, status: "SENT"
     fromAddress: "news@sender.example",
     toAddress: "old@example.com",
     subject: "Old news",
-    html: "<p>" + "x".repeat(100) + "</p>",
+    html: `<p>${"x".repeat(100)}</p>`,
     status,
     messageId: `${id}@sender.example`,
     createdAt: new Date(created),

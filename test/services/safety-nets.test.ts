@@ -197,7 +197,7 @@ describe("the capture provider and /dev/* are refused outside development", () =
       expect(response.headers.get("X-Request-Id")).toBe(body.error.requestId);
     }
     // The positive control: in development the page exists.
-    const dev = await worker.fetch(new Request(BASE + "/dev/outbox"), { ...env, ENVIRONMENT: "development" }, createExecutionContext());
+    const dev = await worker.fetch(new Request(`${BASE}/dev/outbox`), { ...env, ENVIRONMENT: "development" }, createExecutionContext());
     expect(dev.status).toBe(200);
   });
 });

@@ -114,7 +114,7 @@ function insertRows(d1: D1Database, campaign: Campaign, rows: RenderedRow[], now
 export async function handleCampaignPage(env: Env, message: CampaignPageMessage): Promise<void> {
   const db = getDb(env.DB);
   const campaign = await db.query.campaigns.findFirst({ where: and(eq(campaigns.id, message.campaignId), eq(campaigns.projectId, message.projectId)) });
-  if (!campaign || campaign.status !== "SENDING" || !campaign.audienceUpperId) return;
+  if (campaign?.status !== "SENDING" || !campaign.audienceUpperId) return;
   const condition = campaign.sendCondition ? ConditionSchema.parse(campaign.sendCondition) : null;
   const startedAt = campaign.startedAt?.getTime() ?? Date.now();
   const page = await db

@@ -13,7 +13,7 @@ export const ACTIVITY_COLUMNS: Record<EmailActivity, string> = {
 };
 
 /** JSON path of a validated `data.<key>` (keys are [A-Za-z0-9_-]); still bound as a parameter, never spliced. */
-export const jsonPath = (path: string[]) => "$" + path.map((key) => `."${key}"`).join("");
+export const jsonPath = (path: string[]) => `$${path.map((key) => `."${key}"`).join("")}`;
 
 /** LIKE pattern for "contains": the value's own %, _ and \ match literally. */
 export const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

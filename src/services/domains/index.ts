@@ -248,7 +248,7 @@ export async function requireVerifiedDomain(db: Database, projectId: string, fro
   const domain = name
     ? await db.query.domains.findFirst({ where: and(eq(domains.projectId, projectId), eq(domains.name, name)) })
     : undefined;
-  if (!domain || domain.status !== "VERIFIED") {
+  if (domain?.status !== "VERIFIED") {
     const shown = name ?? fromAddress;
     throw new ApiError(
       403,

@@ -72,7 +72,7 @@ export function snsHostForTopic(topicArn: string): string | null {
  */
 export function checkSigningCertUrl(value: string, topicArn: string): URL | null {
   const url = isSnsUrl(value);
-  if (!url || !url.pathname.endsWith(".pem") || url.search || url.hash) return null;
+  if (!url?.pathname.endsWith(".pem") || url.search || url.hash) return null;
   if (url.hostname !== snsHostForTopic(topicArn)) return null;
   return url;
 }

@@ -103,7 +103,9 @@ export class RenderBudget {
 
   readonly memoryLimit = {
     use: (count: number) => {
-      if (+count > 0 && (this.allocated += +count) > RENDER_MEMORY_BUDGET) {
+      if (!(+count > 0)) return;
+      this.allocated += +count;
+      if (this.allocated > RENDER_MEMORY_BUDGET) {
         this.fail(`Rendering allocates more than the ${RENDER_MEMORY_BUDGET}-unit budget of this request`);
       }
     },
@@ -216,7 +218,8 @@ export async function renderBody(template: string, vars: RenderVariables, format
     outputEscape: (value: unknown) => {
       const text = liquidText(value);
       // The values wait outside the markdown until the end: they count towards the same 1 MB.
-      if ((valueChars += text.length) > MAX_RENDERED_HTML_BYTES) {
+      valueChars += text.length;
+      if (valueChars > MAX_RENDERED_HTML_BYTES) {
         throw new RenderLimitError("too_big", `The rendered body is longer than ${MAX_RENDERED_HTML_BYTES} characters`);
       }
       return `mdv${nonce}n${values.push(text) - 1}x`;

@@ -56,7 +56,7 @@ export async function verify(
 ): Promise<boolean> {
   if (!signature) return false;
   const bytes = base64UrlToBytes(signature);
-  if (!bytes || bytes.length !== 32) return false;
+  if (bytes?.length !== 32) return false;
   const signed = message(purpose, parts);
   for (const secret of typeof secrets === "string" ? [secrets] : secrets) {
     if (await crypto.subtle.verify("HMAC", await hmacKey(secret), bytes, signed)) return true;
