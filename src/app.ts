@@ -24,6 +24,7 @@ import { webhooksRouter } from "./routes/webhooks";
 import { workflowsRouter } from "./routes/workflows";
 import { getDb } from "./db/client";
 import { dispatchWorkflowTriggers } from "./services/workflows/triggers";
+import { cachedKeyLookup } from "./services/api-keys";
 
 /** Largest accepted request body. /v1/send carries base64 attachments (7,000,000 bytes decoded). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -35,13 +36,15 @@ export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/segments/*", "/campaigns/*", "/v1/verify", "/v1/send", "/workflows/*"];
 
 export interface AppOptions {
-  /** The clock of the rate limiter (default Date.now); tests inject a fixed one. */
+  /** The clock of the rate limiter and the key cache (default Date.now); tests inject one they move. */
   now?: Clock;
 }
 
 export function createApp(options: AppOptions = {}) {
   const app = createRouter();
   const limitRate = rateLimit(options.now);
+  // One key cache for every route of this app (one app per isolate).
+  const lookup = cachedKeyLookup(options.now);
 
   app.use("*", requestId);
   // Writes may have recorded workflow triggers (D1 triggers fill an outbox on
@@ -83,8 +86,8 @@ export function createApp(options: AppOptions = {}) {
       maxAge: 86400,
     }),
   );
-  app.use("/v1/track", authenticate({ allowPublic: true }), limitRate);
-  for (const path of SECRET_KEY_PATHS) app.use(path, authenticate(), limitRate);
+  app.use("/v1/track", authenticate({ allowPublic: true, lookup }), limitRate);
+  for (const path of SECRET_KEY_PATHS) app.use(path, authenticate({ lookup }), limitRate);
 
   app.route("/", healthRouter);
   app.route("/", contactsRouter);

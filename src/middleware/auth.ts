@@ -2,15 +2,18 @@ import { createMiddleware } from "hono/factory";
 import { getDb } from "../db/client";
 import type { AppBindings } from "../env";
 import { ApiError } from "../lib/errors";
-import { findKeyOwner, isWellFormedKey } from "../services/api-keys";
+import { cachedKeyLookup, isWellFormedKey, type KeyLookup } from "../services/api-keys";
 
 /**
  * Resolves `Authorization: Bearer <key>` to a project.
  * 401: missing, malformed or unknown key. 403: a disabled project, or a public
  * key on a route that did not opt into public keys (`allowPublic`).
+ * `lookup` resolves a key (default: a cache of its own; the app passes one
+ * cache shared by every route, see cachedKeyLookup for the staleness bound).
  */
-export const authenticate = (options: { allowPublic?: boolean } = {}) =>
-  createMiddleware<AppBindings>(async (c, next) => {
+export const authenticate = (options: { allowPublic?: boolean; lookup?: KeyLookup } = {}) => {
+  const lookup = options.lookup ?? cachedKeyLookup();
+  return createMiddleware<AppBindings>(async (c, next) => {
     const header = c.req.header("Authorization");
     if (!header) {
       throw new ApiError(401, "UNAUTHORIZED", "Missing API key", {
@@ -23,7 +26,7 @@ export const authenticate = (options: { allowPublic?: boolean } = {}) =>
         suggestion: "Keys look like sk_ or pk_ followed by 48 hex characters.",
       });
     }
-    const owner = await findKeyOwner(getDb(c.env.DB), match[1]);
+    const owner = await lookup(getDb(c.env.DB), match[1]);
     if (!owner) throw new ApiError(401, "UNAUTHORIZED", "Invalid API key");
     if (owner.projectDisabled) throw new ApiError(403, "PROJECT_DISABLED", "This project is disabled");
     if (owner.kind === "public" && !options.allowPublic) {
@@ -34,3 +37,4 @@ export const authenticate = (options: { allowPublic?: boolean } = {}) =>
     c.set("auth", { projectId: owner.projectId, keyKind: owner.kind });
     await next();
   });
+};

@@ -1,4 +1,5 @@
 import { and, eq, isNull } from "drizzle-orm";
+import { LRUCache } from "lru-cache";
 import type { Database } from "../db/client";
 import { apiKeys, projects } from "../db/schema";
 import { randomHex, sha256Hex, timingSafeEqual } from "../lib/crypto";
@@ -36,8 +37,8 @@ export interface KeyOwner {
  * and looked up, so database timing reveals nothing about the key; the stored
  * hash is still compared in constant time.
  */
-export async function findKeyOwner(db: Database, key: string): Promise<KeyOwner | null> {
-  const hash = await sha256Hex(key);
+export async function findKeyOwner(db: Database, key: string, hash?: string): Promise<KeyOwner | null> {
+  hash ??= await sha256Hex(key);
   const rows = await db
     .select({
       projectId: apiKeys.projectId,
@@ -53,4 +54,49 @@ export async function findKeyOwner(db: Database, key: string): Promise<KeyOwner 
   if (!row || !timingSafeEqual(row.keyHash, hash)) return null;
   if (!key.startsWith(PREFIX[row.kind])) return null;
   return { projectId: row.projectId, kind: row.kind, projectDisabled: row.disabled };
+}
+
+/**
+ * How long a key lookup is reused in an isolate: a rotated (revoked) key, a
+ * disabled or re-enabled project, takes effect within this time (plus the
+ * duration of the lookup itself). README "Security model" states the bound.
+ */
+export const KEY_CACHE_TTL_MS = 5_000;
+/** Keys remembered per isolate, known and unknown ones each (least recently used dropped first). */
+export const KEY_CACHE_MAX_ENTRIES = 1_000;
+
+export type KeyLookup = (db: Database, key: string) => Promise<KeyOwner | null>;
+
+/**
+ * findKeyOwner behind a short-lived in-isolate cache of key hash -> owner, so a
+ * warm isolate authenticates without a D1 round trip. Unknown keys are cached
+ * too, in a cache of their own, so a client repeating a bad key costs one
+ * lookup per TTL and a flood of distinct bad keys can only evict other unknown
+ * keys, never the known ones. Concurrent requests with one uncached key share
+ * one lookup. `now` is the app's clock (tests move it past the TTL).
+ */
+export function cachedKeyLookup(now: () => number = Date.now): KeyLookup {
+  // ttlResolution 0: read the clock on every check (no timer-cached "now").
+  const options = { max: KEY_CACHE_MAX_ENTRIES, ttl: KEY_CACHE_TTL_MS, ttlResolution: 0, perf: { now } };
+  const known = new LRUCache<string, KeyOwner>(options);
+  const unknown = new LRUCache<string, true>(options);
+  const inFlight = new Map<string, Promise<KeyOwner | null>>();
+  return async (db, key) => {
+    const hash = await sha256Hex(key);
+    const hit = known.get(hash);
+    if (hit) return hit;
+    if (unknown.get(hash)) return null;
+    let lookup = inFlight.get(hash);
+    if (!lookup) {
+      lookup = findKeyOwner(db, key, hash)
+        .then((owner) => {
+          if (owner) known.set(hash, owner);
+          else unknown.set(hash, true);
+          return owner;
+        })
+        .finally(() => inFlight.delete(hash));
+      inFlight.set(hash, lookup);
+    }
+    return lookup;
+  };
 }

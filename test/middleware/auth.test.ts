@@ -1,8 +1,34 @@
+import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
+import { apiKeys } from "../../src/db/schema";
+import { generateApiKey, KEY_CACHE_TTL_MS } from "../../src/services/api-keys";
 import { buildKeyRotation, buildSetProjectDisabled } from "../../src/services/projects";
-import { call, expectError, newProject } from "../helpers";
+import { BASE, call, expectError, newProject, type JsonResponse } from "../helpers";
+
+/**
+ * The Worker's app with its clock (rate limiter and key cache) in the test's
+ * hands, so a test can move past the key cache's TTL without waiting. Same D1,
+ * same Durable Object as the Worker; a fresh app has an empty key cache.
+ */
+function appWithClock(start = Date.now()) {
+  const clock = { now: start };
+  const app = createApp({ now: () => clock.now });
+  async function request(method: string, path: string, key: string, body?: unknown): Promise<JsonResponse> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${key}` };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await app.fetch(
+      new Request(BASE + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
+      env,
+      createExecutionContext(),
+    );
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+  }
+  return { clock, request };
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const PUBLIC_PATHS = new Set(["/health", "/v1/track"]);
@@ -51,30 +77,57 @@ describe("401 for a missing, malformed or unknown key", () => {
     expectError(await call("GET", "/contacts", { key: p.publicKey.replace(/^pk_/, "sk_") }), 401, "UNAUTHORIZED");
   });
 
-  it("after a key rotation the old keys are refused and the new ones work", async () => {
+  it("after a key rotation the old keys work at most KEY_CACHE_TTL_MS longer (the key cache), then are refused; the new ones work at once", async () => {
+    const { clock, request } = appWithClock();
     const p = await newProject();
-    const contact = await p.api.post("/contacts", { email: "kept@example.com" });
+    const contact = await request("POST", "/contacts", p.secretKey, { email: "kept@example.com" });
     expect(contact.status).toBe(201);
+    expect((await request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "signup" })).status).toBe(200);
     const db = getDb(env.DB);
     const rotation = await buildKeyRotation(db, p.id);
     await db.batch(rotation.queries);
 
-    expectError(await p.api.get("/contacts"), 401, "UNAUTHORIZED");
-    expectError(await p.publicApi.post("/v1/track", { email: "a@example.com", event: "signup" }), 401, "UNAUTHORIZED");
+    // Up to the TTL the isolate still knows the old keys (the documented bound).
+    clock.now += KEY_CACHE_TTL_MS;
+    expect((await request("GET", "/contacts", p.secretKey)).status).toBe(200);
+    // Past it they are looked up again, and refused.
+    clock.now += 1;
+    expectError(await request("GET", "/contacts", p.secretKey), 401, "UNAUTHORIZED");
+    expectError(await request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "signup" }), 401, "UNAUTHORIZED");
+    // And stay refused: the refusal is cached, never turned back into the old answer.
+    clock.now += KEY_CACHE_TTL_MS * 3;
+    expectError(await request("GET", "/contacts", p.secretKey), 401, "UNAUTHORIZED");
 
-    const fresh = await call("GET", `/contacts/${contact.body.id}`, { key: rotation.secretKey });
+    const fresh = await request("GET", `/contacts/${contact.body.id}`, rotation.secretKey);
     expect(fresh.status).toBe(200);
     expect(fresh.body.email).toBe("kept@example.com");
     // The new public key authenticates, but is still only good for /v1/track.
-    expectError(await call("GET", "/contacts", { key: rotation.publicKey }), 403, "FORBIDDEN");
+    expectError(await request("GET", "/contacts", rotation.publicKey), 403, "FORBIDDEN");
+  });
+
+  it("an unknown key is remembered as unknown for at most KEY_CACHE_TTL_MS", async () => {
+    const { clock, request } = appWithClock();
+    const p = await newProject();
+    const key = await generateApiKey("secret");
+    expectError(await request("GET", "/contacts", key.key), 401, "UNAUTHORIZED");
+    // The key appears (an operator inserted it): the isolate answers from its cache until the TTL runs out.
+    await getDb(env.DB)
+      .insert(apiKeys)
+      .values({ id: crypto.randomUUID(), projectId: p.id, kind: "secret", keyHash: key.hash, keyPrefix: key.prefix, createdAt: new Date() });
+    expectError(await request("GET", "/contacts", key.key), 401, "UNAUTHORIZED");
+    clock.now += KEY_CACHE_TTL_MS + 1;
+    expect((await request("GET", "/contacts", key.key)).status).toBe(200);
   });
 });
 
 describe("403", () => {
-  it("a disabled project gets PROJECT_DISABLED on every endpoint, /v1/track included, with either key", async () => {
+  it("a disabled project gets PROJECT_DISABLED on every endpoint, /v1/track included, with either key, within KEY_CACHE_TTL_MS", async () => {
+    const { clock, request } = appWithClock();
     const p = await newProject();
-    const contact = await p.api.post("/contacts", { email: "before@example.com" });
+    const contact = await request("POST", "/contacts", p.secretKey, { email: "before@example.com" });
+    expect(contact.status).toBe(201);
     await buildSetProjectDisabled(getDb(env.DB), p.id, true);
+    clock.now += KEY_CACHE_TTL_MS + 1;
 
     const ops = await documentedOperations();
     const targets = [...ops];
@@ -82,14 +135,15 @@ describe("403", () => {
     expect(targets.length).toBeGreaterThanOrEqual(5);
     for (const op of targets) {
       const body = op.method === "POST" || op.method === "PATCH" || op.method === "PUT" ? { email: "x@example.com", event: "e" } : undefined;
-      expectError(await call(op.method, op.path, { key: p.secretKey, body }), 403, "PROJECT_DISABLED");
+      expectError(await request(op.method, op.path, p.secretKey, body), 403, "PROJECT_DISABLED");
     }
-    expectError(await p.publicApi.post("/v1/track", { email: "x@example.com", event: "e" }), 403, "PROJECT_DISABLED");
-    expectError(await p.api.get(`/contacts/${contact.body.id}`), 403, "PROJECT_DISABLED");
+    expectError(await request("POST", "/v1/track", p.publicKey, { email: "x@example.com", event: "e" }), 403, "PROJECT_DISABLED");
+    expectError(await request("GET", `/contacts/${contact.body.id}`, p.secretKey), 403, "PROJECT_DISABLED");
 
-    // Re-enabled: it works again and nothing was written while disabled.
+    // Re-enabled: it works again (once the cached answer expired) and nothing was written while disabled.
     await buildSetProjectDisabled(getDb(env.DB), p.id, false);
-    const list = await p.api.get("/contacts");
+    clock.now += KEY_CACHE_TTL_MS + 1;
+    const list = await request("GET", "/contacts", p.secretKey);
     expect(list.status).toBe(200);
     expect(list.body.contacts.map((c: any) => c.email)).toEqual(["before@example.com"]);
   });
