@@ -54,7 +54,7 @@ export function createApp(options: AppOptions = {}) {
   app.use("*", async (c, next) => {
     await next();
     const auth = c.get("auth");
-    if (!auth || c.req.method === "GET" || c.res.status >= 400) return;
+    if (!auth || c.req.method === "GET" || c.res.status >= 400 || c.get("workflowTriggersPending") === false) return;
     let waitUntil: (promise: Promise<unknown>) => void;
     try {
       const ctx = c.executionCtx;

@@ -98,5 +98,13 @@ export interface AppBindings {
   Variables: {
     requestId: string;
     auth: AuthContext;
+    /**
+     * Set by a handler whose write batch looked at the workflow outbox: false
+     * when it holds nothing of this project, so the hand-over after the
+     * response is skipped. Unset: unknown, the hand-over runs.
+     */
+    workflowTriggersPending?: boolean;
+    /** Resolves when the rate limiter allowed the request, rejects with the 429 (routes whose limiter check is deferred). */
+    rateLimitAllowed?: () => Promise<void>;
   };
 }

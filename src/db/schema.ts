@@ -514,3 +514,16 @@ export const campaigns = sqliteTable(
 
 export type Segment = typeof segments.$inferSelect;
 export type Campaign = typeof campaigns.$inferSelect;
+
+/**
+ * Never holds a row: inserting (quota, used, quota_limit) is how a write batch
+ * checks a quota inside its own transaction. A trigger (migration 0010) aborts
+ * the batch with `QUOTA_EXCEEDED:<quota>` when used > quota_limit and otherwise
+ * drops the row (RAISE(IGNORE)), so /v1/track, POST /contacts and /v1/send check
+ * their quotas in the same round trip as their writes (src/services/quotas.ts).
+ */
+export const quotaChecks = sqliteTable("quota_checks", {
+  quota: text("quota").notNull(),
+  used: integer("used").notNull(),
+  quotaLimit: integer("quota_limit").notNull(),
+});

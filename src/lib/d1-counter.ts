@@ -5,23 +5,39 @@
  * batch. Counts live in the isolate (wrangler dev runs one) and are read with
  * GET /dev/d1-stats.
  */
-export const d1Stats = { statements: 0, batches: 0, captureStatements: 0 };
+export interface D1Stats {
+  /** SQL statements sent, alone or inside a batch. */
+  statements: number;
+  /** db.batch() calls. */
+  batches: number;
+  /** Round trips to D1: one per batch and one per statement run alone. */
+  roundTrips: number;
+  captureStatements: number;
+}
+
+export const d1Stats: D1Stats = { statements: 0, batches: 0, roundTrips: 0, captureStatements: 0 };
+
+/**
+ * Tests use countingD1 with stats of their own to pin how many round trips a
+ * request costs (test/routes/round-trips.test.ts).
+ */
 
 const real = new WeakMap<object, { statement: D1PreparedStatement; sql: string }>();
 
-function count(sql: string) {
-  d1Stats.statements++;
+function count(stats: D1Stats, sql: string) {
+  stats.statements++;
   // The capture provider's own writes (it stands in for SES, which writes nothing to D1).
-  if (sql.includes("captured_messages")) d1Stats.captureStatements++;
+  if (sql.includes("captured_messages")) stats.captureStatements++;
 }
 
-function wrapStatement(statement: D1PreparedStatement, sql: string): D1PreparedStatement {
+function wrapStatement(statement: D1PreparedStatement, sql: string, stats: D1Stats): D1PreparedStatement {
   const wrapped = new Proxy(statement, {
     get(target, prop) {
-      if (prop === "bind") return (...values: unknown[]) => wrapStatement(target.bind(...values), sql);
+      if (prop === "bind") return (...values: unknown[]) => wrapStatement(target.bind(...values), sql, stats);
       if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") {
         return (...args: unknown[]) => {
-          count(sql);
+          count(stats, sql);
+          stats.roundTrips++;
           return (target[prop] as (...a: unknown[]) => unknown).apply(target, args);
         };
       }
@@ -33,16 +49,17 @@ function wrapStatement(statement: D1PreparedStatement, sql: string): D1PreparedS
   return wrapped;
 }
 
-export function countingD1(db: D1Database): D1Database {
+export function countingD1(db: D1Database, stats: D1Stats = d1Stats): D1Database {
   return new Proxy(db, {
     get(target, prop) {
-      if (prop === "prepare") return (sql: string) => wrapStatement(target.prepare(sql), sql);
+      if (prop === "prepare") return (sql: string) => wrapStatement(target.prepare(sql), sql, stats);
       if (prop === "batch") {
         return (statements: D1PreparedStatement[]) => {
-          d1Stats.batches++;
+          stats.batches++;
+          stats.roundTrips++;
           const unwrapped = statements.map((s) => {
             const found = real.get(s);
-            count(found?.sql ?? "");
+            count(stats, found?.sql ?? "");
             return found?.statement ?? s;
           });
           return target.batch(unwrapped);
@@ -50,7 +67,8 @@ export function countingD1(db: D1Database): D1Database {
       }
       if (prop === "exec") {
         return (sql: string) => {
-          count(sql);
+          count(stats, sql);
+          stats.roundTrips++;
           return target.exec(sql);
         };
       }

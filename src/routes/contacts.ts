@@ -1,4 +1,3 @@
-import { assertContactQuota } from "../services/quotas";
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
@@ -148,8 +147,8 @@ export const contactsRouter = createRouter()
   })
   .openapi(upsertRoute, async (c) => {
     const input = c.req.valid("json");
-    await assertContactQuota(getDb(c.env.DB), c.env, c.get("auth").projectId, [input.email.toLowerCase()]);
-    const { contact, isNew } = await upsertContact(getDb(c.env.DB), c.get("auth").projectId, input);
+    const { contact, isNew, workflowTriggersPending } = await upsertContact(getDb(c.env.DB), c.env, c.get("auth").projectId, input);
+    c.set("workflowTriggersPending", workflowTriggersPending);
     const body = { ...toContactView(contact), _meta: { isNew, isUpdate: !isNew } };
     return isNew ? c.json(body, 201) : c.json(body, 200);
   })

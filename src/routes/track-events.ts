@@ -1,4 +1,3 @@
-import { assertContactQuota, assertDailyQuota } from "../services/quotas";
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
@@ -57,9 +56,8 @@ export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) =>
   const { projectId, keyKind } = c.get("auth");
   const input = c.req.valid("json");
   const db = getDb(c.env.DB);
-  await assertDailyQuota(db, c.env, projectId, "QUOTA_EVENTS_PER_DAY", 1);
-  await assertContactQuota(db, c.env, projectId, [input.email.toLowerCase()]);
-  const result = await trackEvent(db, projectId, input, { publicKey: keyKind === "public" });
+  const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public" });
+  c.set("workflowTriggersPending", result.workflowTriggersPending);
   return c.json(
     {
       success: true as const,

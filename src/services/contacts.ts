@@ -1,9 +1,12 @@
-import { and, eq, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { contacts, events, type Contact, type JsonObject } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { listNewestFirst } from "../lib/pagination";
+import type { Env } from "../env";
+import { buildQuotaGuard, runGuardedBatch } from "./quotas";
+import { buildOutboxProbe } from "./workflows/triggers";
 
 export interface ContactView {
   id: string;
@@ -25,6 +28,23 @@ export function toContactView(contact: Contact): ContactView {
   };
 }
 
+/**
+ * The id of the project's contact with this address, as a subquery: a write in
+ * the same batch as the contact's upsert refers to the contact it creates
+ * without a read first (the (project_id, email) unique index answers it).
+ */
+export function contactIdByEmail(projectId: string, email: string): SQL<string> {
+  return sql<string>`(SELECT ${contacts.id} FROM ${contacts} WHERE ${contacts.projectId} = ${projectId} AND ${contacts.email} = ${email.toLowerCase()})`;
+}
+
+/** The project's contacts among these addresses (lower-case; at most 90 per query: one IN list). */
+export function contactsByEmail(db: Database, projectId: string, addresses: string[]) {
+  return db
+    .select()
+    .from(contacts)
+    .where(and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses)));
+}
+
 export interface UpsertContactInput {
   email: string;
   /** Applied to new and existing contacts when given. */
@@ -43,16 +63,20 @@ export interface UpsertResult {
  * concurrent upserts of one address never create two contacts. `data` merges
  * with SQLite's json_patch (RFC 7396), which also drops keys set to null.
  * `defaultSubscribed` is the subscription of a new contact when none is given
- * (true for /contacts and /v1/track, false for /v1/send).
+ * (true for /contacts and /v1/track, false for /v1/send). The contacts quota is
+ * checked in the same batch (buildQuotaGuard): one D1 round trip in all.
  */
 export async function upsertContact(
   db: Database,
+  env: Env,
   projectId: string,
   input: UpsertContactInput,
   defaultSubscribed = true,
-): Promise<UpsertResult> {
+): Promise<UpsertResult & { workflowTriggersPending: boolean }> {
   const upsert = buildContactUpsert(db, projectId, input, defaultSubscribed);
-  return upsert.result(await upsert.query);
+  const guard = buildQuotaGuard(db, env, projectId, { contacts: [input.email.toLowerCase()] });
+  const [, rows, outbox] = await runGuardedBatch(env, () => db.batch([guard!, upsert.query, buildOutboxProbe(db, projectId)]));
+  return { ...upsert.result(rows), workflowTriggersPending: outbox.length > 0 };
 }
 
 /**

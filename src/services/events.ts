@@ -1,9 +1,12 @@
-import { and, asc, count, desc, eq, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { contacts, events, type JsonObject } from "../db/schema";
 import { newId } from "../lib/ids";
 import { decodeCursor, toPage } from "../lib/pagination";
-import { buildContactUpsert, splitPersistentData } from "./contacts";
+import type { Env } from "../env";
+import { buildContactUpsert, contactIdByEmail, splitPersistentData } from "./contacts";
+import { buildQuotaGuard, runGuardedBatch } from "./quotas";
+import { buildOutboxProbe } from "./workflows/triggers";
 
 export interface TrackEventInput {
   email: string;
@@ -29,15 +32,20 @@ export interface TrackEventResult {
   eventId: string;
   createdAt: Date;
   isNewContact: boolean;
+  /** Whether the project's workflow outbox holds triggers to hand over (this event's or earlier ones). */
+  workflowTriggersPending: boolean;
 }
 
 /**
- * Creates or updates the contact and records the event in one atomic batch.
- * The event finds its contact by (project, email) in a subquery, so both
- * statements go in the same batch and a failure leaves neither behind.
+ * Creates or updates the contact and records the event in one atomic batch,
+ * the quota checks first (contacts, events today: buildQuotaGuard), so the
+ * whole request is one D1 round trip. The event finds its contact by (project,
+ * email) in a subquery, so both writes go in the same batch and a failure
+ * (a quota, the contact data cap) leaves neither behind.
  */
 export async function trackEvent(
   db: Database,
+  env: Env,
   projectId: string,
   input: TrackEventInput,
   options: TrackOptions = {},
@@ -50,19 +58,22 @@ export async function trackEvent(
     : buildContactUpsert(db, projectId, { email, data: persistent, subscribed: input.subscribed }, true);
   const eventId = newId();
   const createdAt = new Date();
-  const [contactRows] = await db.batch([
-    upsert.query,
-    db.insert(events).values({
-      id: eventId,
-      projectId,
-      contactId: sql`(SELECT id FROM contacts WHERE project_id = ${projectId} AND email = ${email})`,
-      name: input.event,
-      data: all,
-      createdAt,
-    }),
-  ]);
+  const guard = buildQuotaGuard(db, env, projectId, { contacts: [email], eventsToday: 1 }, createdAt);
+  const eventInsert = db.insert(events).values({
+    id: eventId,
+    projectId,
+    contactId: contactIdByEmail(projectId, email),
+    name: input.event,
+    data: all,
+    createdAt,
+  });
+  const [, contactRows, , outbox] = await runGuardedBatch(
+    env,
+    () => db.batch([guard!, upsert.query, eventInsert, buildOutboxProbe(db, projectId)]),
+    createdAt,
+  );
   const { contact, isNew } = upsert.result(contactRows);
-  return { contactId: contact.id, eventId, createdAt, isNewContact: isNew };
+  return { contactId: contact.id, eventId, createdAt, isNewContact: isNew, workflowTriggersPending: outbox.length > 0 };
 }
 
 export interface EventView {

@@ -1,6 +1,6 @@
 import { and, count, eq, gte, inArray, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { contacts, emails, events, projects } from "../db/schema";
+import { contacts, emails, events, projects, quotaChecks } from "../db/schema";
 import type { Env } from "../env";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
@@ -166,6 +166,73 @@ export async function assertStoredBytesQuota(db: Database, env: Env, projectId: 
   const limit = readConfig(env).QUOTA_STORED_BYTES;
   const [project] = await db.select({ storedBytes: projects.storedBytes }).from(projects).where(eq(projects.id, projectId));
   if ((project?.storedBytes ?? 0) + adding > limit) throw quotaExceeded("QUOTA_STORED_BYTES", limit);
+}
+
+/** What one write batch adds, for the quotas it could pass. */
+export interface QuotaUse {
+  /** Addresses the batch upserts as contacts (lower-case, distinct); those that are not contacts yet count. */
+  contacts?: string[];
+  eventsToday?: number;
+  emailsToday?: number;
+  storedBytes?: number;
+}
+
+/**
+ * The quota checks of a write batch as one statement that goes first in the
+ * batch: an INSERT into quota_checks of (quota, used, limit) rows (one SELECT each) whose trigger
+ * (migration 0010) aborts the whole batch when a quota would be passed. Counted
+ * inside the batch's transaction, so the check costs no round trip of its own
+ * and no concurrent request slips between check and write. Null when nothing
+ * is to be checked. Run the batch with runGuardedBatch for the error.
+ */
+export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: QuotaUse, now = new Date()) {
+  const rows: SQL[] = [];
+  const addresses = [...new Set(use.contacts ?? [])];
+  if (addresses.length > 0) {
+    // Existing contacts cost nothing; only when one would be created is the project's total counted.
+    // The IN list is bound once (a derived table), so 50 addresses stay well under D1's 100 parameters.
+    rows.push(
+      sql`SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ${addresses.length} THEN (SELECT count(*) FROM ${contacts} WHERE ${eq(contacts.projectId, projectId)}) + ${addresses.length} - existing.n ELSE 0 END, ${quotaLimit(env, "QUOTA_CONTACTS")} FROM (SELECT count(*) AS n FROM ${contacts} WHERE ${and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses))}) AS existing`,
+    );
+  }
+  const since = idAtTime(utcDayStart(now));
+  for (const [name, table, adding] of [
+    ["QUOTA_EVENTS_PER_DAY", events, use.eventsToday ?? 0],
+    ["QUOTA_EMAILS_PER_DAY", emails, use.emailsToday ?? 0],
+  ] as const) {
+    if (adding <= 0) continue;
+    rows.push(
+      sql`SELECT ${name}, (SELECT count(*) FROM ${table} WHERE ${and(eq(table.projectId, projectId), gte(table.id, since))}) + ${adding}, ${quotaLimit(env, name)}`,
+    );
+  }
+  if ((use.storedBytes ?? 0) > 0) {
+    rows.push(
+      sql`SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT ${projects.storedBytes} FROM ${projects} WHERE ${eq(projects.id, projectId)}), 0) + ${use.storedBytes}, ${quotaLimit(env, "QUOTA_STORED_BYTES")}`,
+    );
+  }
+  if (rows.length === 0) return null;
+  return db.insert(quotaChecks).select(sql.join(rows, sql` UNION ALL `));
+}
+
+/** The quota error a batch with a buildQuotaGuard statement was aborted with, or null. */
+export function quotaGuardError(err: unknown, env: Env, now = new Date()): ApiError | null {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const match = /QUOTA_EXCEEDED:(QUOTA_[A-Z_]+)/.exec(e instanceof Error ? e.message : String(e));
+    if (match && match[1] in QUOTA_DEFAULTS) {
+      const name = match[1] as QuotaName;
+      return quotaExceeded(name, quotaLimit(env, name), now);
+    }
+  }
+  return null;
+}
+
+/** Runs a write batch (db.batch or runBatch) that starts with a quota guard, turning its abort into the quota's error. */
+export async function runGuardedBatch<T>(env: Env, run: () => Promise<T>, now = new Date()): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw quotaGuardError(err, env, now) ?? err;
+  }
 }
 
 /** The statement that adds `bytes` to the project's stored-bytes count (run in the same batch as the write). */

@@ -62,6 +62,12 @@ describe("per-project quotas", () => {
     expect(retryAfter).toBeGreaterThan(0);
     expect(Math.abs(retryAfter - (midnight - Date.now()) / 1000)).toBeLessThan(5);
     expect((await p.api.get("/events")).body.data.total).toBe(2);
+    // Refused as a whole (the check runs in the write's own batch): no new contact, no change to an existing one.
+    expectError(await request(p.secretKey, "POST", "/v1/track", { email: "new@example.com", event: "visit" }, limits), 429, "QUOTA_EXCEEDED");
+    expectError(await request(p.secretKey, "POST", "/v1/track", { email: "a@example.com", event: "visit", data: { plan: "pro" } }, limits), 429, "QUOTA_EXCEEDED");
+    const contacts = (await p.api.get("/contacts")).body.contacts;
+    expect(contacts.map((c: { email: string; data: unknown }) => [c.email, c.data])).toEqual([["a@example.com", {}]]);
+    expect((await p.api.get("/events")).body.data.total).toBe(2);
   });
 
   it("QUOTA_EMAILS_PER_DAY: a send that would pass it is 429, and nothing of it is stored or queued", async () => {

@@ -53,6 +53,19 @@ export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId
   return rows.length;
 }
 
+/**
+ * A read to put at the end of a write batch: whether the project's outbox holds
+ * anything once the batch's triggers ran (an indexed probe, one row at most),
+ * so a request that started no workflow skips the hand-over after its response.
+ */
+export function buildOutboxProbe(db: Database, projectId: string) {
+  return db
+    .select({ id: workflowTriggerOutbox.id })
+    .from(workflowTriggerOutbox)
+    .where(eq(workflowTriggerOutbox.projectId, projectId))
+    .limit(1);
+}
+
 /** The cron's share: drains every project's outbox, at most 10 pages per tick. */
 export async function dispatchAllWorkflowTriggers(env: Env): Promise<number> {
   const db = getDb(env.DB);
