@@ -48,9 +48,10 @@ export function quotaExceeded(name: QuotaName, limit: number, now = new Date()):
 }
 
 /*
- * The checks run before the write they guard. Two requests racing at the very
- * edge of a quota can both pass (a quota may be passed by one request's worth);
- * the counts read are exact.
+ * The assert* checks run before the write they guard. Two requests racing at
+ * the very edge of a quota can both pass (a quota may be passed by one
+ * request's worth); the counts read are exact. buildQuotaGuard checks inside
+ * the write's own batch instead, which no concurrent request can slip past.
  */
 
 /** Start of the current UTC day, in ms. */
@@ -192,7 +193,7 @@ export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: 
     // Existing contacts cost nothing; only when one would be created is the project's total counted.
     // The IN list is bound once (a derived table), so 50 addresses stay well under D1's 100 parameters.
     rows.push(
-      sql`SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ${addresses.length} THEN (SELECT count(*) FROM ${contacts} WHERE ${eq(contacts.projectId, projectId)}) + ${addresses.length} - existing.n ELSE 0 END, ${quotaLimit(env, "QUOTA_CONTACTS")} FROM (SELECT count(*) AS n FROM ${contacts} WHERE ${and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses))}) AS existing`,
+      sql`SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ${addresses.length} THEN (SELECT count(*) FROM ${contacts} WHERE ${eq(contacts.projectId, projectId)}) + ${addresses.length} - existing.n ELSE 0 END, ${readConfig(env).QUOTA_CONTACTS} FROM (SELECT count(*) AS n FROM ${contacts} WHERE ${and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses))}) AS existing`,
     );
   }
   const since = idAtTime(utcDayStart(now));
@@ -202,12 +203,12 @@ export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: 
   ] as const) {
     if (adding <= 0) continue;
     rows.push(
-      sql`SELECT ${name}, (SELECT count(*) FROM ${table} WHERE ${and(eq(table.projectId, projectId), gte(table.id, since))}) + ${adding}, ${quotaLimit(env, name)}`,
+      sql`SELECT ${name}, (SELECT count(*) FROM ${table} WHERE ${and(eq(table.projectId, projectId), gte(table.id, since))}) + ${adding}, ${readConfig(env)[name]}`,
     );
   }
   if ((use.storedBytes ?? 0) > 0) {
     rows.push(
-      sql`SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT ${projects.storedBytes} FROM ${projects} WHERE ${eq(projects.id, projectId)}), 0) + ${use.storedBytes}, ${quotaLimit(env, "QUOTA_STORED_BYTES")}`,
+      sql`SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT ${projects.storedBytes} FROM ${projects} WHERE ${eq(projects.id, projectId)}), 0) + ${use.storedBytes}, ${readConfig(env).QUOTA_STORED_BYTES}`,
     );
   }
   if (rows.length === 0) return null;
@@ -218,9 +219,9 @@ export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: 
 export function quotaGuardError(err: unknown, env: Env, now = new Date()): ApiError | null {
   for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const match = /QUOTA_EXCEEDED:(QUOTA_[A-Z_]+)/.exec(e instanceof Error ? e.message : String(e));
-    if (match && match[1] in QUOTA_DEFAULTS) {
+    if (match && match[1] in WHAT) {
       const name = match[1] as QuotaName;
-      return quotaExceeded(name, quotaLimit(env, name), now);
+      return quotaExceeded(name, readConfig(env)[name], now);
     }
   }
   return null;
