@@ -33,7 +33,7 @@ export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
 // Each prefix once: Hono's "/x/*" also matches "/x", and a path listed twice
 // would run auth and the rate limiter twice for one request.
-const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/segments/*", "/campaigns/*", "/v1/verify", "/v1/send", "/workflows/*"];
+const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/segments/*", "/campaigns/*", "/v1/verify", "/workflows/*"];
 
 export interface AppOptions {
   /** The clock of the rate limiter and the key cache (default Date.now); tests inject one they move. */
@@ -88,6 +88,8 @@ export function createApp(options: AppOptions = {}) {
   );
   app.use("/v1/track", authenticate({ allowPublic: true, lookup }), limitRate);
   for (const path of SECRET_KEY_PATHS) app.use(path, authenticate({ lookup }), limitRate);
+  // /v1/send reads (template, domain, suppressions, contacts) while the limiter answers; it writes only once allowed.
+  app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true }));
 
   app.route("/", healthRouter);
   app.route("/", contactsRouter);

@@ -135,6 +135,8 @@ export const sendRouter = createRouter().openapi(sendRoute, async (c) => {
   const result = await acceptSend(getDb(c.env.DB), c.env, c.get("auth").projectId, body, {
     idempotencyKey,
     requestUrl: c.req.url,
+    beforeWrite: c.get("rateLimitAllowed"),
+    onWorkflowTriggers: (pending) => c.set("workflowTriggersPending", pending),
   });
   return c.json({ success: true as const, data: result }, 200);
 });

@@ -24,6 +24,14 @@ export async function findSuppressed(db: Database, projectId: string, emails: st
   return found;
 }
 
+/** The project's suppressions among these addresses (lower-case; at most 90: one IN list), as a query not yet run. */
+export function suppressionsOf(db: Database, projectId: string, addresses: string[]) {
+  return db
+    .select({ email: suppressions.email, reason: suppressions.reason })
+    .from(suppressions)
+    .where(and(eq(suppressions.projectId, projectId), inArray(suppressions.email, addresses)));
+}
+
 /** Adds an address to the project's suppression list; the first reason recorded is kept. */
 export function buildSuppression(db: Database, projectId: string, email: string, reason: SuppressionReason, detail?: string | null) {
   return db

@@ -1,7 +1,11 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
+import { getDb } from "../../src/db/client";
+import { contacts as dbContacts, domains, emails, type Domain } from "../../src/db/schema";
+import { VERIFIED_DOMAIN_CACHE_TTL_MS, verifiedDomainCache } from "../../src/services/domains";
 import type { Env } from "../../src/env";
 import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
 import { BASE, newProject, type JsonResponse } from "../helpers";
@@ -12,9 +16,9 @@ import { BASE, newProject, type JsonResponse } from "../helpers";
  * the count includes the work after the response (waitUntil). A change that
  * adds a round trip to one of these paths fails here.
  */
-function countingApp(settings: Partial<Env> = {}) {
+function countingApp(settings: Partial<Env> = {}, now?: () => number) {
   const stats: D1Stats = { statements: 0, batches: 0, roundTrips: 0, captureStatements: 0 };
-  const app = createApp();
+  const app = createApp({ now });
   const countedEnv = { ...env, ...settings, DB: countingD1(env.DB, stats) } as Env;
   async function request(method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
     const ctx = createExecutionContext();
@@ -81,5 +85,85 @@ describe("D1 round trips per request (warm isolate: the key is cached)", () => {
     expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "visit" }), 200)).toMatchObject({ roundTrips: 2 });
     expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "visit" }), 200)).toMatchObject({ roundTrips: 1 });
     expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "signup" }), 200)).toMatchObject({ roundTrips: 2 });
+  });
+});
+
+/** A VERIFIED sending domain written straight into D1 (these tests count D1, not DNS). */
+async function verifiedDomainOf(projectId: string) {
+  const name = `rt-${crypto.randomUUID().slice(0, 8)}.test`;
+  await getDb(env.DB)
+    .insert(domains)
+    .values({ id: crypto.randomUUID(), projectId, name, status: "VERIFIED", dkimSelector: "rt", dkimPublicKey: "", dkimPrivateKeyEncrypted: "", records: [] });
+  return name;
+}
+
+describe("D1 round trips of POST /v1/send (warm isolate)", () => {
+  it("two round trips: one batch of reads, one atomic batch of writes, for 1 or 50 recipients, with a template or an Idempotency-Key", async () => {
+    const p = await newProject();
+    const domain = await verifiedDomainOf(p.id);
+    const from = `hi@${domain}`;
+    const { request, cost } = countingApp();
+    const send = (body: Record<string, unknown>, headers?: Record<string, string>) => () => request("POST", "/v1/send", p.secretKey, body, headers);
+    // First send of the key: the key lookup is one more.
+    expect(await cost(send({ to: "a@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 1 } }), 200)).toMatchObject({ roundTrips: 3, batches: 2 });
+    expect(await cost(send({ to: "b@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 2 } }), 200)).toMatchObject({ roundTrips: 2, batches: 2 });
+    const fifty = Array.from({ length: 50 }, (_, i) => `r${i}@example.com`);
+    expect(await cost(send({ to: fifty, from, subject: "Hi", body: "<p>Hi {{email}}</p>" }), 200)).toMatchObject({ roundTrips: 2, batches: 2 });
+    expect(await cost(send({ to: "c@example.com", from, subject: "Hi", body: "<p>Hi</p>" }, { "Idempotency-Key": "k1" }), 200)).toMatchObject({ roundTrips: 2 });
+    const template = await request("POST", "/templates", p.secretKey, { name: "t", subject: "S", body: "<p>B</p>", from, type: "TRANSACTIONAL" });
+    expect(template.status, JSON.stringify(template.body)).toBe(201);
+    // The template's from domain was seen VERIFIED moments ago (the domain cache): still two.
+    expect(await cost(send({ to: "d@example.com", template: template.body.id }), 200)).toMatchObject({ roundTrips: 2, batches: 2 });
+  });
+
+  it("a 429 from the rate limiter writes nothing, though the reads ran while the limiter answered", async () => {
+    const p = await newProject();
+    const domain = await verifiedDomainOf(p.id);
+    const minute = 29_500_000 * 60_000;
+    const { request } = countingApp({ RATE_LIMIT_PER_MINUTE: "2" } as Partial<Env>, () => minute + 1_000);
+    const body = { to: "a@example.com", from: `hi@${domain}`, subject: "Hi", body: "<p>Hi</p>" };
+    expect((await request("POST", "/v1/send", p.secretKey, body)).status).toBe(200);
+    expect((await request("POST", "/v1/send", p.secretKey, { ...body, to: "b@example.com" })).status).toBe(200);
+    const refused = await request("POST", "/v1/send", p.secretKey, { ...body, to: "c@example.com" });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe("RATE_LIMITED");
+    expect(refused.headers.get("Retry-After")).toBe("59");
+    // A request that would fail validation while refused is refused too (429 first, as before).
+    expect((await request("POST", "/v1/send", p.secretKey, { ...body, from: "hi@unverified.test" })).status).toBe(429);
+    const stored = await getDb(env.DB).select({ to: emails.toAddress }).from(emails).where(eq(emails.projectId, p.id));
+    expect(stored.map((e) => e.to).sort()).toEqual(["a@example.com", "b@example.com"]);
+    expect((await request("GET", "/contacts", p.secretKey)).status).toBe(429);
+    const contacts = await getDb(env.DB).select({ email: dbContacts.email }).from(dbContacts).where(eq(dbContacts.projectId, p.id));
+    expect(contacts.map((c) => c.email).sort()).toEqual(["a@example.com", "b@example.com"]);
+  });
+});
+
+describe("the verified-domain cache", () => {
+  it("trusts a VERIFIED answer for at most VERIFIED_DOMAIN_CACHE_TTL_MS, and never caches another status", () => {
+    const clock = { now: 1_000_000 };
+    const cache = verifiedDomainCache(() => clock.now);
+    const domain = { name: "a.test", status: "VERIFIED" } as Domain;
+    cache.remember("p1", domain);
+    cache.remember("p1", { name: "b.test", status: "PENDING" } as Domain);
+    expect(cache.get("p1", "x@a.test")).toBe("a.test");
+    expect(cache.get("p1", "x@A.TEST")).toBe("a.test");
+    expect(cache.get("p2", "x@a.test")).toBeUndefined();
+    expect(cache.get("p1", "x@b.test")).toBeUndefined();
+    clock.now += VERIFIED_DOMAIN_CACHE_TTL_MS + 1;
+    expect(cache.get("p1", "x@a.test")).toBeUndefined();
+  });
+
+  it("a domain deleted through the API stops /v1/send at once in this isolate", async () => {
+    const p = await newProject();
+    const name = await verifiedDomainOf(p.id);
+    const { request } = countingApp();
+    const body = { to: "a@example.com", from: `hi@${name}`, subject: "Hi", body: "<p>Hi</p>" };
+    expect((await request("POST", "/v1/send", p.secretKey, body)).status).toBe(200);
+    const [row] = await getDb(env.DB).select({ id: domains.id }).from(domains).where(eq(domains.name, name));
+    const deleted = await request("DELETE", `/domains/${row.id}`, p.secretKey);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(204);
+    const refused = await request("POST", "/v1/send", p.secretKey, body);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe("DOMAIN_NOT_VERIFIED");
   });
 });

@@ -3,6 +3,7 @@
  * delete, and the guard sending uses (`requireVerifiedDomain`).
  */
 import { and, count, eq, isNull, lt, type SQL } from "drizzle-orm";
+import { LRUCache } from "lru-cache";
 import type { Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
@@ -193,6 +194,7 @@ export async function deleteDomain(db: Database, env: Env, projectId: string, id
     }
   }
   await db.delete(domains).where(and(eq(domains.id, id), eq(domains.projectId, projectId)));
+  verifiedDomains.forget(projectId, domain.name);
 }
 
 /** Domains released per cron tick (each costs one SES call). */
@@ -238,18 +240,16 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
   return { released, failed: expired.length - released };
 }
 
-/**
- * The guard every send path calls: the address's domain must be a VERIFIED
- * domain of this project (exactly that name; subdomains are domains of their
- * own). Otherwise 403 DOMAIN_NOT_VERIFIED.
- */
-export async function requireVerifiedDomain(db: Database, projectId: string, fromAddress: string): Promise<Domain> {
+/** The project's domain named like the address's domain (not yet checked for status), as a query not yet run. */
+export function findSendingDomain(db: Database, projectId: string, fromAddress: string) {
   const name = domainOfAddress(fromAddress);
-  const domain = name
-    ? await db.query.domains.findFirst({ where: and(eq(domains.projectId, projectId), eq(domains.name, name)) })
-    : undefined;
+  return name ? db.select().from(domains).where(and(eq(domains.projectId, projectId), eq(domains.name, name))).limit(1) : null;
+}
+
+/** 403 DOMAIN_NOT_VERIFIED unless `domain` (the from address's domain of the project, if any) is VERIFIED. */
+export function assertVerifiedDomain(fromAddress: string, domain: Domain | undefined): Domain {
   if (domain?.status !== "VERIFIED") {
-    const shown = name ?? fromAddress;
+    const shown = domainOfAddress(fromAddress) ?? fromAddress;
     throw new ApiError(
       403,
       "DOMAIN_NOT_VERIFIED",
@@ -265,3 +265,46 @@ export async function requireVerifiedDomain(db: Database, projectId: string, fro
   }
   return domain;
 }
+
+/**
+ * The guard every send path calls: the address's domain must be a VERIFIED
+ * domain of this project (exactly that name; subdomains are domains of their
+ * own). Otherwise 403 DOMAIN_NOT_VERIFIED, saying why.
+ */
+export async function requireVerifiedDomain(db: Database, projectId: string, fromAddress: string): Promise<Domain> {
+  const query = findSendingDomain(db, projectId, fromAddress);
+  const [domain] = query ? await query : [];
+  return assertVerifiedDomain(fromAddress, domain);
+}
+
+/**
+ * How long an isolate trusts that a domain it saw VERIFIED still is: a domain
+ * deleted, or failing its re-check, stops /v1/send within this time (only
+ * VERIFIED answers are cached; README "What a request costs").
+ */
+export const VERIFIED_DOMAIN_CACHE_TTL_MS = 5_000;
+
+/** (project, domain name) -> the domain's name, for domains seen VERIFIED; bounded LRU with a short TTL. */
+export function verifiedDomainCache(now: () => number = Date.now) {
+  const cache = new LRUCache<string, string>({ max: 1_000, ttl: VERIFIED_DOMAIN_CACHE_TTL_MS, ttlResolution: 0, perf: { now } });
+  const keyOf = (projectId: string, fromAddress: string) => {
+    const name = domainOfAddress(fromAddress);
+    return name ? `${projectId}\n${name}` : null;
+  };
+  return {
+    /** The verified domain's name when this isolate saw it VERIFIED within the TTL. */
+    get(projectId: string, fromAddress: string): string | undefined {
+      const key = keyOf(projectId, fromAddress);
+      return key ? cache.get(key) : undefined;
+    },
+    remember(projectId: string, domain: Domain) {
+      if (domain.status === "VERIFIED") cache.set(`${projectId}\n${domain.name}`, domain.name);
+    },
+    forget(projectId: string, name: string) {
+      cache.delete(`${projectId}\n${name}`);
+    },
+  };
+}
+
+/** The isolate's cache of verified sending domains (used by /v1/send; a deletion here forgets at once). */
+export const verifiedDomains = verifiedDomainCache();

@@ -1,16 +1,18 @@
-import { and, asc, eq, inArray, lt, sql } from "drizzle-orm";
+import { and, asc, eq, lt } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import { runBatch, type Database } from "../../db/client";
-import { contacts, emails, idempotencyKeys, templates, type Contact, type JsonObject, type Template } from "../../db/schema";
+import { emails, idempotencyKeys, templates, type Contact, type Domain, type JsonObject, type Template } from "../../db/schema";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { buildContactUpsert, splitPersistentData } from "../contacts";
-import { requireVerifiedDomain } from "../domains";
-import { findSuppressed } from "../suppressions";
-import { addStoredBytes, assertContactQuota, assertDailyQuota, assertStoredBytesQuota } from "../quotas";
+import { buildContactUpsert, contactIdByEmail, contactsByEmail, splitPersistentData } from "../contacts";
+import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, verifiedDomains } from "../domains";
+import { suppressionsOf, type SuppressionReason } from "../suppressions";
+import { addStoredBytes, buildQuotaGuard, runGuardedBatch } from "../quotas";
 import { unsubscribeUrl } from "../tracking/links";
+import { buildOutboxProbe } from "../workflows/triggers";
 import type { SendRequest } from "../../routes/send";
 import { base64DecodedSize, buildAttachmentInserts, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "./attachments";
 import { RenderBudget, renderBody, renderSubject } from "./render";
@@ -26,6 +28,8 @@ export interface SendResult {
   timestamp: string;
 }
 
+type IdempotencyRecord = typeof idempotencyKeys.$inferSelect;
+
 const mailbox = (m: Mailbox) => (typeof m === "string" ? { email: m, name: undefined } : m);
 
 async function requestHash(body: SendRequest): Promise<string> {
@@ -37,10 +41,18 @@ async function requestHash(body: SendRequest): Promise<string> {
  * there is none (an expired record is removed). The emails are read back by
  * the send's id, so the record is written in the same batch as the emails.
  */
-async function replayIdempotent(db: Database, projectId: string, key: string, hash: string): Promise<SendResult | null> {
-  const record = await db.query.idempotencyKeys.findFirst({
-    where: and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, key)),
-  });
+async function replayIdempotent(
+  db: Database,
+  projectId: string,
+  key: string,
+  hash: string,
+  alreadyRead?: IdempotencyRecord,
+): Promise<SendResult | null> {
+  const record =
+    alreadyRead ??
+    (await db.query.idempotencyKeys.findFirst({
+      where: and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, key)),
+    }));
   if (!record) return null;
   if (Date.now() - record.createdAt.getTime() > IDEMPOTENCY_TTL_MS) {
     await db
@@ -77,35 +89,69 @@ export async function purgeExpiredIdempotencyKeys(db: Database, now = new Date()
 
 const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed: idempotency_keys/.test(String((err as Error)?.message ?? err));
 
-async function loadTemplate(db: Database, projectId: string, id: string): Promise<Template> {
-  const template = await db.query.templates.findFirst({
-    where: and(eq(templates.id, id), eq(templates.projectId, projectId)),
-  });
-  if (!template) throw ApiError.notFound("Template");
-  return template;
+export interface AcceptOptions {
+  idempotencyKey?: string;
+  requestUrl?: string;
+  /** Resolves once the request may write (the rate limiter's answer, awaited after the reads); rejects to refuse it. */
+  beforeWrite?: () => Promise<void>;
+  /** Told after the write whether the project's workflow outbox holds triggers to hand over. */
+  onWorkflowTriggers?: (pending: boolean) => void;
+}
+
+/** One email per distinct address; the first spelling of a name wins. */
+function distinctRecipients(body: SendRequest) {
+  const recipients = new Map<string, { email: string; name?: string }>();
+  for (const m of (Array.isArray(body.to) ? body.to : [body.to]).map(mailbox)) {
+    if (!recipients.has(m.email)) recipients.set(m.email, m);
+  }
+  return recipients;
 }
 
 /**
- * POST /v1/send: validates the whole request, then in one atomic batch
- * records the Idempotency-Key, upserts every recipient's contact, stores one
- * QUEUED email record per recipient and the attachments, and only then
- * enqueues {emailId} messages. If enqueueing fails, the records stay
- * QUEUED and the stuck-mail sweep enqueues them later.
+ * Step 1, reads: everything the send depends on in one batch (one round trip):
+ * the Idempotency-Key record, the template, the from domain (unless this
+ * isolate saw it VERIFIED moments ago), the recipients' suppressions and
+ * contacts. Only a template's own from address, when its domain is not cached,
+ * costs a second read.
  */
-export async function acceptSend(
-  db: Database,
-  env: Env,
-  projectId: string,
-  body: SendRequest,
-  options: { idempotencyKey?: string; requestUrl?: string } = {},
-): Promise<SendResult> {
-  const hash = options.idempotencyKey ? await requestHash(body) : "";
-  if (options.idempotencyKey) {
-    const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
-    if (replay) return replay;
-  }
+async function readSendInputs(db: Database, projectId: string, body: SendRequest, addresses: string[], idempotencyKey?: string) {
+  const fromGiven = body.from ? mailbox(body.from).email : undefined;
+  const domainQuery = fromGiven && !verifiedDomains.get(projectId, fromGiven) ? findSendingDomain(db, projectId, fromGiven) : null;
+  const reads = [
+    idempotencyKey
+      ? db.select().from(idempotencyKeys).where(and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, idempotencyKey)))
+      : null,
+    body.template ? db.select().from(templates).where(and(eq(templates.id, body.template), eq(templates.projectId, projectId))) : null,
+    domainQuery,
+    suppressionsOf(db, projectId, addresses),
+    contactsByEmail(db, projectId, addresses),
+  ] as const;
+  const present = reads.filter((q) => q !== null);
+  const results = await runBatch(db, present as BatchItem<"sqlite">[]);
+  let i = 0;
+  const next = <T>(q: unknown): T | undefined => (q === null ? undefined : (results[i++] as T));
+  const [record] = next<IdempotencyRecord[]>(reads[0]) ?? [];
+  const [template] = next<Template[]>(reads[1]) ?? [];
+  const [domain] = next<Domain[]>(reads[2]) ?? [];
+  const suppressed = next<{ email: string; reason: SuppressionReason }[]>(reads[3]) ?? [];
+  const existing = next<Contact[]>(reads[4]) ?? [];
+  return {
+    record,
+    template,
+    domainRead: domainQuery !== null,
+    domain,
+    suppressed: new Map(suppressed.map((row) => [row.email, row.reason])),
+    existing: new Map(existing.map((row) => [row.email, row])),
+  };
+}
 
-  const template = body.template ? await loadTemplate(db, projectId, body.template) : undefined;
+type SendInputs = Awaited<ReturnType<typeof readSendInputs>>;
+
+/**
+ * Step 2, the message: subject, body and sender from the request, the
+ * template filling what the request leaves out. 422 naming what is missing.
+ */
+function resolveMessage(body: SendRequest, template: Template | undefined) {
   const subject = body.subject ?? template?.subject;
   const html = body.body ?? template?.body;
   const from = body.from ? mailbox(body.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined;
@@ -118,35 +164,39 @@ export async function acceptSend(
       ].filter((e): e is { field: string; message: string; code: string } => Boolean(e)),
     );
   }
-  const fromName = body.name ?? from.name ?? (body.from ? undefined : template?.fromName ?? undefined);
-  const replyTo = body.reply ?? template?.replyTo ?? null;
-  const marketing = template?.type === "MARKETING";
-  const senderDomain = (await requireVerifiedDomain(db, projectId, from.email)).name;
+  return {
+    subject,
+    html,
+    from,
+    fromName: body.name ?? from.name ?? (body.from ? undefined : template?.fromName ?? undefined),
+    replyTo: body.reply ?? template?.replyTo ?? null,
+    marketing: template?.type === "MARKETING",
+  };
+}
 
-  // One email per distinct address; the first spelling of a name wins.
-  const recipients = new Map<string, { email: string; name?: string }>();
-  for (const m of (Array.isArray(body.to) ? body.to : [body.to]).map(mailbox)) {
-    if (!recipients.has(m.email)) recipients.set(m.email, m);
-  }
-  const addresses = [...recipients.keys()];
+type Message = ReturnType<typeof resolveMessage>;
 
-  // Both reads at once (at most 50 addresses: one IN list each).
-  const [suppressedMap, existingContacts] = await Promise.all([
-    findSuppressed(db, projectId, addresses),
-    db
-      .select()
-      .from(contacts)
-      .where(and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses))),
-  ]);
-  const suppressed = addresses.filter((a) => suppressedMap.has(a)).map((email) => ({ email, reason: suppressedMap.get(email)! }));
-  const sendable = addresses.filter((a) => !suppressedMap.has(a));
-  const existing = new Map<string, Contact>(existingContacts.map((row) => [row.email, row]));
+/** Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so). */
+async function senderDomainOf(db: Database, projectId: string, fromAddress: string, inputs: SendInputs): Promise<string> {
+  const cached = verifiedDomains.get(projectId, fromAddress);
+  if (cached) return cached;
+  const domain = inputs.domainRead ? assertVerifiedDomain(fromAddress, inputs.domain) : await requireVerifiedDomain(db, projectId, fromAddress);
+  verifiedDomains.remember(projectId, domain);
+  return domain.name;
+}
 
+/**
+ * Step 4, who gets it: suppressed addresses are listed, not sent to; a
+ * MARKETING template refuses the whole send if any recipient is unsubscribed.
+ */
+function sendableRecipients(body: SendRequest, addresses: string[], inputs: SendInputs, marketing: boolean) {
+  const suppressed = addresses.filter((a) => inputs.suppressed.has(a)).map((email) => ({ email, reason: inputs.suppressed.get(email)! }));
+  const sendable = addresses.filter((a) => !inputs.suppressed.has(a));
   if (marketing) {
     // `subscribed: true` opts in new contacts only: it never re-subscribes
     // someone who unsubscribed (only they, or a contact update, can do that).
     const unsubscribed = sendable.filter((a) => {
-      const contact = existing.get(a);
+      const contact = inputs.existing.get(a);
       return contact ? !contact.subscribed : body.subscribed !== true;
     });
     if (unsubscribed.length > 0) {
@@ -156,20 +206,19 @@ export async function acceptSend(
       );
     }
   }
+  return { sendable, suppressed };
+}
 
-  const { persistent, all: forThisEmail } = splitPersistentData(body.data as JsonObject | undefined);
-  const sendId = newId();
-  const now = new Date();
-  const baseUrl = publicUrl(env, options.requestUrl);
+/** Step 5, rendering: every recipient's subject and body, on one render budget for the whole request. */
+async function renderEmails(env: Env, body: SendRequest, message: Message, sendable: string[], inputs: SendInputs, forThisEmail: JsonObject, requestUrl?: string) {
+  const baseUrl = publicUrl(env, requestUrl);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
-
-  // One render budget for the whole request: every recipient's subject and body draw on it.
   const budget = new RenderBudget();
-  const prepared = await Promise.all(
+  return Promise.all(
     sendable.map(async (address) => {
       const emailId = newId();
       const vars = {
-        data: { ...(existing.get(address)?.data ?? {}), ...forThisEmail },
+        data: { ...(inputs.existing.get(address)?.data ?? {}), ...forThisEmail },
         email: address,
         unsubscribeUrl: await unsubscribeUrl(baseUrl, secret, emailId),
       };
@@ -177,16 +226,23 @@ export async function acceptSend(
         emailId,
         address,
         // Values from data may hold line breaks; a subject is one line.
-        subject: await renderSubject(subject, vars, budget),
-        html: await renderBody(html, vars, body.type ?? "html", budget),
+        subject: await renderSubject(message.subject, vars, budget),
+        html: await renderBody(message.html, vars, body.type ?? "html", budget),
       };
     }),
   );
+}
 
-  if (body.attachments?.length && prepared.length > 0) {
-    const encoder = new TextEncoder();
-    const largestHtml = Math.max(...prepared.map((p) => encoder.encode(p.html).length));
-    const estimate = estimateRawMessageSize(body.attachments.map((a) => base64DecodedSize(a.content) ?? 0), largestHtml);
+type Rendered = Awaited<ReturnType<typeof renderEmails>>;
+
+/** Step 6, size: with attachments, the largest email must fit what one provider call carries. Returns the bytes the send stores. */
+function storedSize(body: SendRequest, rendered: Rendered): number {
+  if (rendered.length === 0) return 0;
+  const encoder = new TextEncoder();
+  const htmlBytes = rendered.map((p) => encoder.encode(p.html).length);
+  const attachmentBytes = (body.attachments ?? []).map((a) => base64DecodedSize(a.content) ?? 0);
+  if (attachmentBytes.length > 0) {
+    const estimate = estimateRawMessageSize(attachmentBytes, Math.max(...htmlBytes));
     if (estimate > MAX_RAW_MESSAGE_BYTES) {
       throw ApiError.validation([
         {
@@ -197,69 +253,45 @@ export async function acceptSend(
       ]);
     }
   }
+  return htmlBytes.reduce((a, b) => a + b, 0) + attachmentBytes.reduce((a, b) => a + b, 0);
+}
 
-  // Per-project quotas (src/services/quotas.ts): emails today, new contacts, stored mail.
-  const storedBytes =
-    prepared.length === 0
-      ? 0
-      : prepared.reduce((sum, p) => sum + new TextEncoder().encode(p.html).length, 0) +
-        (body.attachments ?? []).reduce((sum, a) => sum + (base64DecodedSize(a.content) ?? 0), 0);
-  await assertDailyQuota(db, env, projectId, "QUOTA_EMAILS_PER_DAY", prepared.length, now);
-  await assertContactQuota(db, env, projectId, prepared.map((p) => p.address));
-  await assertStoredBytesQuota(db, env, projectId, storedBytes);
+/**
+ * POST /v1/send as a pipeline: read everything in one batch, resolve the
+ * message, check the sender, pick the recipients, render, size; then, once the
+ * rate limiter allowed it, one atomic batch checks the quotas (emails today,
+ * new contacts, stored bytes), records the Idempotency-Key, upserts every
+ * recipient's contact, stores one QUEUED email per recipient and the
+ * attachments; only then are {emailId} messages enqueued. If enqueueing
+ * fails, the records stay QUEUED and the stuck-mail sweep enqueues them later.
+ * Two D1 round trips in all on a warm isolate (README "What a request costs").
+ */
+export async function acceptSend(db: Database, env: Env, projectId: string, body: SendRequest, options: AcceptOptions = {}): Promise<SendResult> {
+  const hash = options.idempotencyKey ? await requestHash(body) : "";
+  const recipients = distinctRecipients(body);
+  const addresses = [...recipients.keys()];
 
+  const inputs = await readSendInputs(db, projectId, body, addresses, options.idempotencyKey);
+  if (options.idempotencyKey && inputs.record) {
+    const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash, inputs.record);
+    if (replay) return replay;
+  }
+  if (body.template && !inputs.template) throw ApiError.notFound("Template");
+  const message = resolveMessage(body, inputs.template);
+  const senderDomain = await senderDomainOf(db, projectId, message.from.email, inputs);
+  const { sendable, suppressed } = sendableRecipients(body, addresses, inputs, message.marketing);
+  const { persistent, all: forThisEmail } = splitPersistentData(body.data as JsonObject | undefined);
+  const rendered = await renderEmails(env, body, message, sendable, inputs, forThisEmail, options.requestUrl);
+  const storedBytes = storedSize(body, rendered);
+
+  await options.beforeWrite?.();
+  const sendId = newId();
+  const now = new Date();
   const response: SendResult = { emails: [], suppressed, timestamp: now.toISOString() };
-  const upserts = prepared.map((p) =>
-    buildContactUpsert(db, projectId, { email: p.address, subscribed: body.subscribed, data: persistent }, false),
-  );
-  const emailInserts = prepared.map((p) =>
-    db.insert(emails).values({
-      id: p.emailId,
-      projectId,
-      sendId,
-      templateId: template?.id ?? null,
-      // The contact row is written earlier in the same batch.
-      contactId: sql`(SELECT id FROM contacts WHERE project_id = ${projectId} AND email = ${p.address})`,
-      fromAddress: from.email,
-      fromName: fromName ?? null,
-      toAddress: p.address,
-      toName: recipients.get(p.address)?.name ?? null,
-      replyTo,
-      subject: p.subject,
-      html: p.html,
-      headers: body.headers ?? {},
-      marketing,
-      hasAttachments: (body.attachments?.length ?? 0) > 0,
-      status: "QUEUED",
-      messageId: `${p.emailId}@${senderDomain}`,
-      queuedAt: now,
-      createdAt: now,
-      updatedAt: now,
-    }),
-  );
-  // The Idempotency-Key record goes first in the same atomic batch: a
-  // concurrent duplicate fails on its unique key, writes nothing, and replays.
-  const idempotencyInsert = options.idempotencyKey
-    ? [
-        db.insert(idempotencyKeys).values({
-          projectId,
-          key: options.idempotencyKey,
-          requestHash: hash,
-          sendId,
-          response: { suppressed, timestamp: response.timestamp },
-          createdAt: now,
-        }),
-      ]
-    : [];
+  const write = buildSendWrites(db, env, projectId, { body, message, recipients, rendered, persistent, senderDomain, sendId, now, storedBytes, response, hash, idempotencyKey: options.idempotencyKey });
   let results: unknown[];
   try {
-    results = await runBatch(db, [
-      ...idempotencyInsert,
-      ...upserts.map((u) => u.query),
-      ...emailInserts,
-      ...(prepared.length > 0 ? buildAttachmentInserts(db, sendId, body.attachments ?? []) : []),
-      ...(storedBytes > 0 ? [addStoredBytes(db, projectId, storedBytes)] : []),
-    ]);
+    results = await runGuardedBatch(env, () => runBatch(db, write.statements), now);
   } catch (err) {
     if (options.idempotencyKey && isUniqueViolation(err)) {
       const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
@@ -267,14 +299,93 @@ export async function acceptSend(
     }
     throw err;
   }
-  const upsertResults = results.slice(idempotencyInsert.length);
-  response.emails = prepared.map((p, i) => ({
-    contact: { id: upserts[i].result(upsertResults[i] as Contact[]).contact.id, email: p.address },
-    email: p.emailId,
-  }));
-
+  response.emails = write.emailsOf(results);
+  options.onWorkflowTriggers?.((results.at(-1) as unknown[]).length > 0);
   await enqueueEmails(env, projectId, response.emails.map((e) => e.email));
   return response;
+}
+
+/**
+ * Step 7, the writes, as one atomic batch: the quota guard first, then the
+ * Idempotency-Key record (a concurrent duplicate fails on its unique key,
+ * writes nothing, and replays), the contacts, the emails (each finds its
+ * contact by address in a subquery), the attachments and the stored-bytes count.
+ */
+function buildSendWrites(
+  db: Database,
+  env: Env,
+  projectId: string,
+  w: {
+    body: SendRequest;
+    message: Message;
+    recipients: Map<string, { email: string; name?: string }>;
+    rendered: Rendered;
+    persistent: JsonObject;
+    senderDomain: string;
+    sendId: string;
+    now: Date;
+    storedBytes: number;
+    response: SendResult;
+    hash: string;
+    idempotencyKey?: string;
+  },
+) {
+  const { body, message, rendered, now } = w;
+  const guard = buildQuotaGuard(db, env, projectId, { emailsToday: rendered.length, contacts: rendered.map((p) => p.address), storedBytes: w.storedBytes }, now);
+  const idempotency = w.idempotencyKey
+    ? [
+        db.insert(idempotencyKeys).values({
+          projectId,
+          key: w.idempotencyKey,
+          requestHash: w.hash,
+          sendId: w.sendId,
+          response: { suppressed: w.response.suppressed, timestamp: w.response.timestamp },
+          createdAt: now,
+        }),
+      ]
+    : [];
+  const upserts = rendered.map((p) => buildContactUpsert(db, projectId, { email: p.address, subscribed: body.subscribed, data: w.persistent }, false));
+  const emailInserts = rendered.map((p) =>
+    db.insert(emails).values({
+      id: p.emailId,
+      projectId,
+      sendId: w.sendId,
+      templateId: body.template ?? null,
+      contactId: contactIdByEmail(projectId, p.address),
+      fromAddress: message.from.email,
+      fromName: message.fromName ?? null,
+      toAddress: p.address,
+      toName: w.recipients.get(p.address)?.name ?? null,
+      replyTo: message.replyTo,
+      subject: p.subject,
+      html: p.html,
+      headers: body.headers ?? {},
+      marketing: message.marketing,
+      hasAttachments: (body.attachments?.length ?? 0) > 0,
+      status: "QUEUED",
+      messageId: `${p.emailId}@${w.senderDomain}`,
+      queuedAt: now,
+      createdAt: now,
+      updatedAt: now,
+    }),
+  );
+  const head = [...(guard ? [guard] : []), ...idempotency];
+  return {
+    statements: [
+      ...head,
+      ...upserts.map((u) => u.query),
+      ...emailInserts,
+      ...(rendered.length > 0 ? buildAttachmentInserts(db, w.sendId, body.attachments ?? []) : []),
+      ...(w.storedBytes > 0 ? [addStoredBytes(db, projectId, w.storedBytes)] : []),
+      // Last: whether a contact this send created started a workflow (see buildOutboxProbe).
+      buildOutboxProbe(db, projectId),
+    ] as BatchItem<"sqlite">[],
+    emailsOf: (results: unknown[]) =>
+      rendered.map((p, i) => ({
+        contact: { id: upserts[i].result(results[head.length + i] as Contact[]).contact.id, email: p.address },
+        email: p.emailId,
+      })),
+  };
 }
 
 /** Fans email ids out to the send queue, 100 messages per sendBatch. */
