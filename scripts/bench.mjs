@@ -194,15 +194,17 @@ const SECTIONS = [
     key: "throughput",
     title: "Throughput",
     async run(ctx) {
-      printThroughput("GET /health (floor)", await throughput(ctx.base, () => ({ path: "/health" }), [200]));
+      const health = await throughput(ctx.base, () => ({ path: "/health" }), [200]);
+      printThroughput("GET /health (floor)", health);
 
+      let track = null;
       if (ctx.paths.has("/v1/track")) {
-        const r = await throughput(
+        track = await throughput(
           ctx.base,
           (i) => ({ method: "POST", path: "/v1/track", key: ctx.bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
           [200],
         );
-        printThroughput("POST /v1/track (new contact + event, pk_)", r);
+        printThroughput("POST /v1/track (new contact + event, pk_)", track);
       } else {
         report("POST /v1/track", "skipped", "(route not in /openapi.json yet)");
       }
@@ -213,6 +215,19 @@ const SECTIONS = [
         [201],
       );
       printThroughput("POST /contacts (distinct emails)", contacts);
+
+      // The request path's figures (issue 9): each write path against the floor, measured in the same run.
+      const send = await throughput(
+        ctx.base,
+        (i) => ({ method: "POST", path: "/v1/send", key: ctx.bench.secretKey, body: { to: `rp${i}@bench.test`, from: `hello@${BENCH_DOMAIN}`, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } } }),
+        [200],
+      );
+      printThroughput("POST /v1/send (1 recipient, accepted)", send);
+      const ratio = (label, r, goal) =>
+        report(label, fmt(r ? r.rps / health.rps : NaN, 2), `(${fmt(r?.rps ?? NaN, 0)} / ${fmt(health.rps, 0)} req/s; goal >= ${goal})`);
+      ratio("POST /v1/track / GET /health", track, 0.6);
+      ratio("POST /contacts / GET /health", contacts, 0.6);
+      ratio("POST /v1/send (1 recipient) / GET /health", send, 0.4);
     },
   },
   {
