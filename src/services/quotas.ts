@@ -58,28 +58,6 @@ export function quotaExceeded(name: QuotaName, limit: number, now = new Date()):
 const utcDayStart = (now: Date) => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
 
 /**
- * QUOTA_CONTACTS: refuses a write that would create contacts past the quota.
- * Addresses that already are contacts of the project cost nothing, so updates
- * always pass; the project's contacts are only counted when a new one would be made.
- */
-export async function assertContactQuota(db: Database, env: Env, projectId: string, addresses: string[]): Promise<void> {
-  if (addresses.length === 0) return;
-  const existing = new Set<string>();
-  for (let i = 0; i < addresses.length; i += 90) {
-    const rows = await db
-      .select({ email: contacts.email })
-      .from(contacts)
-      .where(and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses.slice(i, i + 90))));
-    for (const row of rows) existing.add(row.email);
-  }
-  const created = new Set(addresses.filter((a) => !existing.has(a))).size;
-  if (created === 0) return;
-  const limit = readConfig(env).QUOTA_CONTACTS;
-  const [{ total }] = await db.select({ total: count() }).from(contacts).where(eq(contacts.projectId, projectId));
-  if (total + created > limit) throw quotaExceeded("QUOTA_CONTACTS", limit);
-}
-
-/**
  * QUOTA_EMAILS_PER_DAY / QUOTA_EVENTS_PER_DAY: what the project recorded since
  * 00:00 UTC plus `adding` must stay within the quota. Today's rows are an id
  * range (UUIDv7) on the (project_id, id) index.

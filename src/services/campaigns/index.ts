@@ -7,6 +7,7 @@ import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { ConditionSchema, type Condition } from "../conditions";
+import { contactsByEmail } from "../contacts";
 import { requireVerifiedDomain } from "../domains";
 import { enqueueEmails } from "../send/accept";
 import { assertTemplateSyntax, renderBody, renderSubject } from "../send/render";
@@ -259,7 +260,7 @@ export async function sendTestEmail(db: Database, env: Env, projectId: string, i
   if (suppressed.size > 0) {
     throw ApiError.invalidState(`${address} is on the suppression list (${[...suppressed.values()][0]})`, "Send the test to another address.");
   }
-  const contact = await db.query.contacts.findFirst({ where: and(eq(contacts.projectId, projectId), eq(contacts.email, address)) });
+  const [contact] = await contactsByEmail(db, projectId, [address.toLowerCase()]);
   const emailId = newId();
   const vars = {
     data: contact?.data ?? {},
