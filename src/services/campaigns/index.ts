@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gt, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { campaigns, contacts, emails, events, segments, type AudienceType, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, emails, events, segments, type AudienceType, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
