@@ -3,7 +3,7 @@ import type { Env } from "./env";
 import { runCampaignJobs } from "./services/campaigns/audience";
 import { releaseUnverifiedDomains, runDomainChecks } from "./services/domains";
 import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
-import { sweepStuckEmails } from "./services/send/deliver";
+import { sweepStuckEmails } from "./services/send/sweep";
 import { runRetention } from "./services/retention";
 import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 

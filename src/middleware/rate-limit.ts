@@ -1,4 +1,5 @@
 import { createMiddleware } from "hono/factory";
+import { projectLimiter } from "../durable/names";
 import type { AppBindings } from "../env";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
@@ -18,7 +19,7 @@ export type Clock = () => number;
 export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean } = {}) => createMiddleware<AppBindings>(async (c, next) => {
   const { projectId, keyKind } = c.get("auth");
   const limit = readConfig(c.env).RATE_LIMIT_PER_MINUTE;
-  const limiter = c.env.PROJECT_LIMITER.get(c.env.PROJECT_LIMITER.idFromName(keyKind === "public" ? `public:${projectId}` : projectId));
+  const limiter = projectLimiter(c.env, keyKind === "public" ? "public" : "api", projectId);
   const answer = Promise.resolve(limiter.hitApi(limit, now())).then((result) => {
     const headers = {
       "RateLimit-Limit": String(result.limit),

@@ -6,7 +6,7 @@ import worker from "../../src/index";
 import { getDb } from "../../src/db/client";
 import { emails, projects } from "../../src/db/schema";
 import type { SendEmailMessage } from "../../src/env";
-import { sweepStuckEmails } from "../../src/services/send/deliver";
+import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { decodeWords } from "../fakes/ses";
 import { sendingSetup } from "../sending";
 

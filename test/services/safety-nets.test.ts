@@ -17,7 +17,9 @@ import type { ProjectLimiter } from "../../src/durable/project-limiter";
 import type { SendEmailMessage } from "../../src/env";
 import worker from "../../src/index";
 import { MAX_ATTACHMENT_BYTES } from "../../src/services/send/attachments";
-import { backoffSeconds, CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, sweepStuckEmails } from "../../src/services/send/deliver";
+import { backoffSeconds } from "../../src/lib/queue-consumer";
+import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON } from "../../src/services/send/records";
+import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { BASE, expectError } from "../helpers";
 import { sendingSetup } from "../sending";
 

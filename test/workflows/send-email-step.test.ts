@@ -2,7 +2,8 @@ import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { emails, workflowExecutions } from "../../src/db/schema";
 import { newId } from "../../src/lib/ids";
-import { CLAIM_LEASE_MS, sweepStuckEmails } from "../../src/services/send/deliver";
+import { CLAIM_LEASE_MS } from "../../src/services/send/records";
+import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { sendWorkflowEmail, workflowSendId } from "../../src/services/workflows/send-email";
 import { BULK_QUEUE, callsPerAddress, campaignSetup, SEND_QUEUE } from "../campaigns/harness";
 

@@ -5,7 +5,6 @@ import { newId } from "../../lib/ids";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
-import { handleSendBatch } from "../send/deliver";
 import { renderBody, renderSubject } from "../send/render";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { unsubscribeUrl } from "../tracking/links";
@@ -30,7 +29,6 @@ export interface CampaignPageMessage {
 export interface CampaignEmailMessage extends SendEmailMessage {
   campaignId: string;
 }
-export type BulkMessage = CampaignPageMessage | CampaignEmailMessage;
 
 /** Marketing audience: subscribed, not suppressed, matching the condition (null: every contact). */
 export function audienceWhere(projectId: string, condition: Condition | null, now: number): SQL {
@@ -197,33 +195,6 @@ export async function finalizeCampaigns(db: Database, campaignIds: string[]): Pr
 }
 
 /**
- * Bulk emails (campaigns, MARKETING workflow steps) whose contact
- * unsubscribed, was deleted or got suppressed after the email was written are
- * not sent: they become FAILED with the reason, so a campaign can still finish.
- */
-async function skipLapsedRecipients(db: Database, emailIds: string[]) {
-  const now = new Date();
-  const statements = [];
-  for (let i = 0; i < emailIds.length; i += 90) {
-    statements.push(
-      db
-        .update(emails)
-        .set({ status: "FAILED", failedAt: now, updatedAt: now, error: "Not sent: the contact unsubscribed, was deleted or is suppressed" })
-        .where(
-          and(
-            inArray(emails.id, emailIds.slice(i, i + 90)),
-            eq(emails.bulk, true),
-            eq(emails.status, "QUEUED"),
-            sql`(NOT EXISTS (SELECT 1 FROM contacts AS lap_c WHERE lap_c.id = ${emails.contactId} AND lap_c.subscribed = 1)
-              OR EXISTS (SELECT 1 FROM suppressions AS lap_s WHERE lap_s.project_id = ${emails.projectId} AND lap_s.email = ${emails.toAddress}))`,
-          ),
-        ),
-    );
-  }
-  await runBatch(db, statements);
-}
-
-/**
  * Moves a DRAFT or SCHEDULED campaign to SENDING (one conditional UPDATE, so
  * of two concurrent starts, by API or cron, exactly one wins) and queues the
  * first audience page. Returns the campaign, or undefined when another start won.
@@ -253,41 +224,6 @@ export async function startSending(db: Database, env: Env, campaign: Campaign, c
   await enqueueCampaignPage(env, started, null);
   return started;
 }
-
-const isPage = (body: unknown): body is CampaignPageMessage => (body as CampaignPageMessage | undefined)?.kind === "campaign-page";
-
-/**
- * The bulk queue's consumer: audience pages, and campaign emails, which go
- * through the same send consumer as every email (claims, rate, retries),
- * deferring back onto the bulk queue.
- */
-export async function handleBulkBatch(batch: MessageBatch<BulkMessage>, env: Env): Promise<void> {
-  const db = getDb(env.DB);
-  const pages = batch.messages.filter((m) => isPage(m.body));
-  const sends = batch.messages.filter((m) => !isPage(m.body)) as unknown as Message<CampaignEmailMessage>[];
-  for (const message of pages) {
-    try {
-      await handleCampaignPage(env, message.body as CampaignPageMessage);
-      message.ack();
-    } catch (err) {
-      console.error("campaign page failed; retrying", err);
-      message.retry({ delaySeconds: 5 });
-    }
-  }
-  if (sends.length === 0) return;
-  const ids = sends.map((m) => m.body?.emailId).filter((id): id is string => typeof id === "string");
-  await skipLapsedRecipients(db, ids);
-  await handleSendBatch(
-    { ...batch, messages: sends } as unknown as MessageBatch<SendEmailMessage>,
-    { ...env, EMAIL_QUEUE: env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage> },
-    { kind: "bulk" },
-  );
-  await finalizeCampaigns(db, campaignIdsOf(sends));
-}
-
-export const campaignIdsOf = (messages: readonly Message<unknown>[]) => [
-  ...new Set(messages.map((m) => (m.body as Partial<CampaignEmailMessage> | undefined)?.campaignId).filter((id): id is string => typeof id === "string")),
-];
 
 /**
  * Cron: starts each due SCHEDULED campaign exactly once (the conditional

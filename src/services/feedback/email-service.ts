@@ -3,6 +3,7 @@ import type { Env } from "../../env";
 import { normalizeMessageId } from "../providers/cloudflare";
 import { eventsPerDay } from "../quotas";
 import { applyFeedback, type Feedback } from "./apply";
+import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 
 /**
  * Cloudflare Email Service feedback. Email Sending publishes lifecycle events
@@ -102,20 +103,22 @@ export function parseEmailServiceEvent(body: unknown): Feedback | null {
  * holds at most max_batch_size of them); events that change nothing (deferred,
  * unknown mail, malformed) are acked, a database failure is retried.
  */
-export async function handleEmailServiceEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+export async function applyEmailServiceEvents(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
   const db = getDb(env.DB);
-  for (const message of batch.messages) {
+  const verdicts: Verdict[] = [];
+  for (const message of messages) {
     const feedback = parseEmailServiceEvent(message.body);
     if (!feedback) {
-      message.ack();
+      verdicts.push(ACK);
       continue;
     }
     try {
       await applyFeedback(db, feedback, eventsPerDay(env));
-      message.ack();
+      verdicts.push(ACK);
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);
-      message.retry({ delaySeconds: 30 });
+      verdicts.push(retryAfter(30));
     }
   }
+  return verdicts;
 }

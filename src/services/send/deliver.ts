@@ -1,53 +1,94 @@
-import { and, eq, inArray, lt, sql } from "drizzle-orm";
+import { getTableColumns, sql } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../../db/client";
-import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
-import { emails, projects, type Email, type EmailStatus } from "../../db/schema";
+import { emails, projects, type Email } from "../../db/schema";
+import { projectLimiter } from "../../durable/names";
 import type { SendKind } from "../../durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, readConfig, requireSecret } from "../../lib/config";
+import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
 import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { loadAttachments, MAX_RAW_MESSAGE_BYTES } from "./attachments";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
-
-/** A claim older than this is taken to belong to a consumer that died mid-send. */
-export const CLAIM_LEASE_MS = 15 * 60 * 1000;
-
-/** Exponential back-off with jitter for provider throttling and outages: ~5 s, 10 s, 20 s ... capped at 15 min. */
-export function backoffSeconds(attempt: number): number {
-  const base = Math.min(900, 5 * 2 ** Math.max(0, attempt - 1));
-  return Math.round(base + Math.random() * base * 0.5);
-}
-
-/** The reason stored on mail of a disabled project. */
-export const PROJECT_DISABLED_REASON = "Not sent: the project is disabled";
-/** The reason stored on an email whose consumer stopped after claiming it (see sweepStuckEmails). */
-export const OUTCOME_UNKNOWN_REASON =
-  "Outcome unknown: the sending attempt stopped after claiming this email; it may or may not have reached the provider, so it is not sent again";
-
-const projectEnabled = sql`NOT EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${emails.projectId} AND ${projects.disabled} = 1)`;
+import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEmailsById } from "./records";
 
 /**
- * Claims emails for sending in one round trip: only one invocation can move
- * an email from QUEUED to SENDING, and only while its project is enabled. A
- * redelivered message for an email already SENT, FAILED or being sent claims
- * nothing. A SENDING claim is never taken over: whether its provider call
- * happened is unknown, so the sweep settles it instead (sweepStuckEmails).
+ * The send consumer, per batch rather than per email (README "Queues in
+ * production"). For a batch of N messages it costs, whatever N:
+ * - one claim statement (1 D1 round trip),
+ * - one Durable Object call per project in the batch (sending-rate tokens),
+ * - N provider calls, at most PROVIDER_CONCURRENCY at a time (one at a time for
+ *   mail with attachments),
+ * - one statement with every outcome (1 round trip),
+ * plus, only when some mail is over the sending rate, one statement and one
+ * sendBatch to put it back. Each statement carries its ids as one JSON
+ * parameter (json_each), so it stays far under D1's 100 bound parameters.
  */
-async function claimEmails(db: Database, projectId: string, emailIds: string[]): Promise<(Email | undefined)[]> {
-  const now = new Date();
-  const results = await runBatch(
-    db,
-    emailIds.map((id) =>
-      db
-        .update(emails)
-        .set({ status: "SENDING", sendingAt: now, updatedAt: now, attempts: sql`${emails.attempts} + 1` })
-        .where(and(eq(emails.id, id), eq(emails.projectId, projectId), eq(emails.status, "QUEUED"), projectEnabled))
-        .returning(),
-    ),
+
+/**
+ * Provider calls in flight per invocation. A Worker keeps at most 6 outgoing
+ * connections open at once (more wait for one to free up), so more would only
+ * queue inside the runtime; the batch's provider calls (<= max_batch_size, 100)
+ * stay far inside the paid plan's subrequest limit per invocation.
+ */
+export const PROVIDER_CONCURRENCY = 6;
+/** Messages per claim or outcome statement: its ids go in one JSON parameter, kept small. */
+const IDS_PER_STATEMENT = 500;
+
+const chunks = <T>(list: T[], size: number) => Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size));
+
+/** A message of this invocation: its place in the batch (where its verdict goes), attempt number and body. */
+interface Slot {
+  index: number;
+  attempts: number;
+  body: SendEmailMessage;
+}
+
+type ClaimedEmail = Email & { trackingEnabled: boolean };
+
+/**
+ * Claims a batch's emails in one statement: only one invocation can move an
+ * email from QUEUED to SENDING. In the same statement, mail that must not go
+ * out is settled instead: a disabled (or missing) project's mail becomes
+ * FAILED with the reason and, for bulk mail (campaigns, MARKETING workflow
+ * steps), an email whose contact unsubscribed, was deleted or got suppressed
+ * after the email was written becomes FAILED too, so a campaign can still finish. Only a message's own
+ * project's email matches (a message naming another project's email changes
+ * nothing). A redelivered message for an email already SENT, FAILED or being
+ * sent claims nothing. A SENDING claim is never taken over: whether its
+ * provider call happened is unknown, so the sweep settles it (sweep.ts).
+ */
+async function claimBatch(db: Database, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
+  const now = Date.now();
+  const refused = sql`NOT EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${emails.projectId} AND ${projects.disabled} = 0)`;
+  const lapsed = options.checkAudience
+    ? sql`(${emails.bulk} = 1 AND (NOT EXISTS (SELECT 1 FROM contacts AS lap_c WHERE lap_c.id = ${emails.contactId} AND lap_c.subscribed = 1)
+        OR EXISTS (SELECT 1 FROM suppressions AS lap_s WHERE lap_s.project_id = ${emails.projectId} AND lap_s.email = ${emails.toAddress})))`
+    : sql`0`;
+  const statements = chunks(slots, IDS_PER_STATEMENT).map((chunk) =>
+    db
+      .update(emails)
+      .set({
+        status: sql`CASE WHEN ${refused} OR ${lapsed} THEN 'FAILED' ELSE 'SENDING' END`,
+        error: sql`CASE WHEN ${refused} THEN ${PROJECT_DISABLED_REASON} WHEN ${lapsed} THEN ${LAPSED_RECIPIENT_REASON} ELSE ${emails.error} END`,
+        failedAt: sql`CASE WHEN ${refused} OR ${lapsed} THEN ${now} ELSE ${emails.failedAt} END`,
+        sendingAt: sql`CASE WHEN ${refused} OR ${lapsed} THEN ${emails.sendingAt} ELSE ${now} END`,
+        attempts: sql`CASE WHEN ${refused} OR ${lapsed} THEN ${emails.attempts} ELSE ${emails.attempts} + 1 END`,
+        updatedAt: new Date(now),
+      })
+      .where(
+        sql`(${emails.id}, ${emails.projectId}) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(${JSON.stringify(
+          chunk.map((slot) => [slot.body.emailId, slot.body.projectId]),
+        )})) AND ${emails.status} = 'QUEUED'`,
+      )
+      .returning({
+        ...getTableColumns(emails),
+        trackingEnabled: sql<number>`(SELECT ${projects.trackingEnabled} FROM ${projects} WHERE ${projects.id} = ${emails.projectId})`.mapWith(Boolean),
+      }),
   );
-  return results.map((rows) => (rows as Email[])[0]);
+  const results = (await runBatch(db, statements)) as ClaimedEmail[][];
+  return results.flat().filter((email) => email.status === "SENDING");
 }
 
 async function composeMessage(
@@ -82,79 +123,111 @@ async function composeMessage(
   };
 }
 
-async function markOutcome(db: Database, emailId: string, set: SQLiteUpdateSetSource<typeof emails>) {
-  await db
-    .update(emails)
-    .set({ ...set, updatedAt: new Date() })
-    .where(and(eq(emails.id, emailId), eq(emails.status, "SENDING")));
-}
+/** What happened to one claimed email, to be recorded with the batch's others. */
+type Outcome =
+  | { emailId: string; status: "SENT"; providerMessageId: string }
+  | { emailId: string; status: "FAILED"; error: string }
+  | { emailId: string; status: "QUEUED"; error: string };
 
-/** Sends one claimed email and records what happened; the queue message is acked or retried accordingly. */
-async function deliverOne(
-  db: Database,
-  env: Env,
-  provider: EmailProvider,
-  message: Message<SendEmailMessage>,
-  email: Email,
-  trackingEnabled: boolean,
-): Promise<void> {
-  let providerMessageId: string;
+/** Sends one claimed email; returns its outcome (nothing is written here). */
+async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail): Promise<Outcome> {
   try {
-    const composed = await composeMessage(db, env, email, trackingEnabled);
+    const composed = await composeMessage(db, env, email, email.trackingEnabled);
     let raw: string | null = composed.raw;
     if (raw.length > MAX_RAW_MESSAGE_BYTES) {
       throw new ProviderError(`The message is ${raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`, false);
     }
     const outgoing = { emailId: email.id, projectId: email.projectId, from: email.fromAddress, to: email.toAddress, subject: email.subject, raw, parts: composed.parts };
     raw = null;
-    ({ providerMessageId } = await provider.send(outgoing));
+    const { providerMessageId } = await provider.send(outgoing);
+    return { emailId: email.id, status: "SENT", providerMessageId };
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
-    if (err instanceof ProviderError && !err.retryable) {
-      await markOutcome(db, email.id, { status: "FAILED", failedAt: new Date(), error: reason });
-      message.ack();
-      return;
-    }
-    // Give the claim back so the retry can take it again. This is the one
+    if (err instanceof ProviderError && !err.retryable) return { emailId: email.id, status: "FAILED", error: reason };
+    // The claim is given back so the retry can take it again. This is the one
     // at-least-once path left: a provider call that timed out or lost its
     // connection may still have been accepted (SES has no idempotency key).
-    await markOutcome(db, email.id, { status: "QUEUED", error: reason });
-    message.retry({ delaySeconds: backoffSeconds(message.attempts) });
-    return;
+    return { emailId: email.id, status: "QUEUED", error: reason };
   }
-  // The provider has the message: from here on it must never be sent again,
-  // so the outcome is recorded (with retries) and the message acked either way.
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const now = new Date();
-      await markOutcome(db, email.id, { status: "SENT", sentAt: now, providerMessageId, error: null });
-      break;
-    } catch (err) {
-      console.error("recording SENT failed", email.id, err);
-    }
-  }
-  message.ack();
 }
 
 /**
- * The send queue's consumer. Messages are grouped by project. Mail of a
- * disabled project is marked FAILED with the reason. The rest is claimed
- * first; only claimed emails take a token from the project's sending-rate
- * bucket (its Durable Object), and claimed emails over the rate give their
+ * Records a batch's outcomes in one statement (per IDS_PER_STATEMENT), only
+ * on emails still SENDING. Once the provider has a message it must never be
+ * sent again, so when any was SENT the write is tried three times; a write
+ * that still fails leaves those emails SENDING, and the sweep settles them as
+ * "Outcome unknown" rather than sending them twice.
+ */
+// `+status`: emails are looked up by id (the JSON rows), not through the status index.
+const RECORD_OUTCOMES_SQL = `UPDATE emails SET
+    status = o.status,
+    sent_at = CASE WHEN o.status = 'SENT' THEN ?1 ELSE emails.sent_at END,
+    failed_at = CASE WHEN o.status = 'FAILED' THEN ?1 ELSE emails.failed_at END,
+    provider_message_id = COALESCE(o.provider_message_id, emails.provider_message_id),
+    error = o.error,
+    updated_at = ?1
+  FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS status,
+          json_extract(value, '$[2]') AS provider_message_id, json_extract(value, '$[3]') AS error
+        FROM json_each(?2)) AS o
+  WHERE emails.id = o.id AND +emails.status = 'SENDING'`;
+
+async function recordOutcomes(d1: D1Database, outcomes: Outcome[]) {
+  if (outcomes.length === 0) return;
+  const now = Date.now();
+  const statements = chunks(outcomes, IDS_PER_STATEMENT).map((chunk) =>
+    d1
+      .prepare(RECORD_OUTCOMES_SQL)
+      .bind(now, JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId : null, o.status === "SENT" ? null : o.error]))),
+  );
+  const tries = outcomes.some((o) => o.status === "SENT") ? 3 : 1;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await d1.batch(statements);
+      return;
+    } catch (err) {
+      console.error(`recording ${outcomes.length} outcomes failed (try ${attempt} of ${tries})`, err);
+      if (attempt >= tries) {
+        if (outcomes.some((o) => o.status !== "SENT")) throw err;
+        return;
+      }
+    }
+  }
+}
+
+/** Runs `work` on every item, at most `limit` at a time. */
+async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>) {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]);
+  });
+  await Promise.all(lanes);
+}
+
+export interface DeliveryOptions {
+  /** Whose share of the project's sending rate this mail takes (ProjectLimiter): bulk only what transactional mail leaves free. */
+  kind: SendKind;
+  /** Where mail over the sending rate waits for its turn (its own queue). */
+  requeue: Queue<SendEmailMessage>;
+}
+
+/**
+ * The send consumer (transactional and bulk mail), per batch: one claim
+ * statement for every message; then per project one Durable Object call takes
+ * sending-rate tokens for all its claimed emails (bulk mail only what
+ * transactional mail leaves free); claimed emails over the rate give their
  * claim back (which also touches the record, so the sweep does not queue a
  * copy) and are put back on the queue with a delay, as new messages, so
- * waiting for the rate limit never uses up delivery retries.
+ * waiting for the rate never uses up delivery retries. The rest go to the
+ * provider in parallel (PROVIDER_CONCURRENCY) and their outcomes are written
+ * in one statement: SENT and permanent failures are acked, retryable failures
+ * go back to QUEUED and their messages are retried with back-off.
  *
- * Memory: emails without attachments go out concurrently; emails with
- * attachments (up to ~10 MB each once encoded, held several times while the
- * message is built and signed) go one at a time, so an invocation never holds
- * more than one large message.
+ * Memory: emails with attachments (up to ~10 MB each once encoded, held
+ * several times while the message is built and signed) go one at a time, so
+ * an invocation never holds more than one large message.
  */
-export async function handleSendBatch(
-  batch: MessageBatch<SendEmailMessage>,
-  env: Env,
-  options: { kind?: SendKind } = {},
-): Promise<void> {
+export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], env: Env, options: DeliveryOptions): Promise<Verdict[]> {
+  const verdicts: Verdict[] = messages.map(() => ACK);
   const db = getDb(env.DB);
   let provider: EmailProvider;
   try {
@@ -163,162 +236,98 @@ export async function handleSendBatch(
     // A deployment problem (e.g. missing credentials): keep the mail, say why on each record, retry.
     const reason = err instanceof Error ? err.message : String(err);
     console.error("email provider unavailable", reason);
-    await updateEmailsById(db, emailIdsOf(batch), ["QUEUED"], { error: reason, updatedAt: new Date() });
-    for (const message of batch.messages) message.retry({ delaySeconds: backoffSeconds(message.attempts) });
-    return;
+    await updateEmailsById(db, emailIdsOf(messages.map((m) => m.body)), ["QUEUED"], { error: reason, updatedAt: new Date() });
+    return messages.map((m) => retryAfter(backoffSeconds(m.attempts)));
   }
 
-  const byProject = new Map<string, Message<SendEmailMessage>[]>();
-  for (const message of batch.messages) {
+  const slots: Slot[] = [];
+  messages.forEach((message, index) => {
     const body = message.body as Partial<SendEmailMessage> | undefined;
     if (typeof body?.emailId !== "string" || typeof body.projectId !== "string") {
       console.error("dropping malformed send message", message.id);
-      message.ack();
-      continue;
+      return;
     }
-    byProject.set(body.projectId, [...(byProject.get(body.projectId) ?? []), message]);
+    // The whole body travels on when the email is deferred (a campaign email keeps its campaignId).
+    slots.push({ index, attempts: message.attempts, body: body as SendEmailMessage });
+  });
+  if (slots.length === 0) return verdicts;
+
+  // Unclaimed emails (already sent, being sent, failed; or settled by the claim) are acked.
+  const claimed = await claimBatch(db, slots, { checkAudience: options.kind === "bulk" });
+  const slotOf = new Map(slots.map((slot) => [slot.body.emailId, slot]));
+  const byProject = new Map<string, ClaimedEmail[]>();
+  for (const email of claimed) {
+    const list = byProject.get(email.projectId);
+    if (list) list.push(email);
+    else byProject.set(email.projectId, [email]);
   }
-  if (byProject.size === 0) return;
+  if (byProject.size === 0) return verdicts;
 
-  const projectRows = new Map(
-    (
-      await db
-        .select({ id: projects.id, trackingEnabled: projects.trackingEnabled, disabled: projects.disabled })
-        .from(projects)
-        .where(inArray(projects.id, [...byProject.keys()]))
-    ).map((p) => [p.id, p]),
-  );
-
-  const withAttachments: [Message<SendEmailMessage>, Email, boolean][] = [];
+  // Tokens: one Durable Object call per project, for all its claimed emails.
+  const toSend: ClaimedEmail[] = [];
+  const deferrals: Promise<void>[] = [];
   await Promise.all(
-    [...byProject].map(async ([projectId, messages]) => {
-      const project = projectRows.get(projectId);
-      if (!project || project.disabled) {
-        const now = new Date();
-        await updateEmailsById(db, messages.map((m) => m.body.emailId), ["QUEUED"], {
-          status: "FAILED",
-          failedAt: now,
-          updatedAt: now,
-          error: PROJECT_DISABLED_REASON,
-        }, projectId); // only the project's own emails: a message naming another project's email changes nothing
-        for (const m of messages) m.ack();
-        return;
+    [...byProject].map(async ([projectId, list]) => {
+      const { granted, retryAfterMs } = await projectLimiter(env, "send", projectId).takeSendTokens(list.length, readConfig(env).SEND_RATE_PER_SECOND, undefined, options.kind);
+      toSend.push(...list.slice(0, granted));
+      const over = list.slice(granted).map((email) => slotOf.get(email.id)!);
+      if (over.length > 0) {
+        deferrals.push(
+          deferClaimed(env.DB, options.requeue, over, retryAfterMs).then((verdict) => {
+            for (const slot of over) verdicts[slot.index] = verdict;
+          }),
+        );
       }
-      const claims = await claimEmails(db, projectId, messages.map((m) => m.body.emailId));
-      const claimed: [Message<SendEmailMessage>, Email][] = [];
-      messages.forEach((m, i) => {
-        const email = claims[i];
-        if (email) claimed.push([m, email]);
-        else m.ack(); // already sent, being sent, failed, or the project was disabled meanwhile
-      });
-      if (claimed.length === 0) return;
-      const limiter = env.PROJECT_LIMITER.get(env.PROJECT_LIMITER.idFromName(`send:${projectId}`));
-      // Bulk mail (the bulk queue) takes only the rate transactional mail leaves free (ProjectLimiter).
-      const { granted, retryAfterMs } = await limiter.takeSendTokens(claimed.length, readConfig(env).SEND_RATE_PER_SECOND, undefined, options.kind ?? "transactional");
-      const over = claimed.slice(granted);
-      if (over.length > 0) await deferClaimed(db, env, over, retryAfterMs);
-      const now = claimed.slice(0, granted);
-      for (const [m, email] of now) if (email.hasAttachments) withAttachments.push([m, email, project.trackingEnabled]);
-      await Promise.all(
-        now.filter(([, email]) => !email.hasAttachments).map(([m, email]) => deliverOne(db, env, provider, m, email, project.trackingEnabled)),
-      );
     }),
   );
-  for (const [m, email, tracking] of withAttachments) await deliverOne(db, env, provider, m, email, tracking);
+
+  const outcomes: Outcome[] = [];
+  await Promise.all([
+    ...deferrals,
+    eachLimited(
+      toSend.filter((email) => !email.hasAttachments),
+      PROVIDER_CONCURRENCY,
+      async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
+    ),
+    eachLimited(
+      toSend.filter((email) => email.hasAttachments),
+      1,
+      async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
+    ),
+  ]);
+  await recordOutcomes(env.DB, outcomes);
+  for (const outcome of outcomes) {
+    const slot = slotOf.get(outcome.emailId)!;
+    if (outcome.status === "QUEUED") verdicts[slot.index] = retryAfter(backoffSeconds(slot.attempts));
+  }
+  return verdicts;
 }
 
 /**
  * Gives back claims that are over the sending rate and re-queues their
- * messages with a delay. The record goes back to QUEUED with a fresh
- * updatedAt, so the sweep (which looks for old QUEUED records) does not queue
- * a copy of mail that is waiting for its turn.
+ * messages with a delay, in one statement and one sendBatch (per 100). The
+ * record goes back to QUEUED with a fresh updatedAt, so the sweep (which looks
+ * for old QUEUED records) does not queue a copy of mail that is waiting for
+ * its turn. Returns the verdict for their messages: acked once the copies are
+ * queued, retried when queueing failed.
  */
-async function deferClaimed(db: Database, env: Env, claimed: [Message<SendEmailMessage>, Email][], retryAfterMs: number) {
+async function deferClaimed(d1: D1Database, requeue: Queue<SendEmailMessage>, slots: Slot[], retryAfterMs: number): Promise<Verdict> {
   const delaySeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  const now = new Date();
-  await updateEmailsById(db, claimed.map(([, e]) => e.id), ["SENDING"], {
-    status: "QUEUED",
-    sendingAt: null,
-    updatedAt: now,
-    attempts: sql`MAX(0, ${emails.attempts} - 1)`,
-  });
-  const messages = claimed.map(([m]) => m);
+  const now = Date.now();
+  await d1.batch(
+    chunks(slots, IDS_PER_STATEMENT).map((chunk) =>
+      d1
+        .prepare(
+          `UPDATE emails SET status = 'QUEUED', sending_at = NULL, updated_at = ?1, attempts = MAX(0, attempts - 1)
+           WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING'`,
+        )
+        .bind(now, JSON.stringify(chunk.map((slot) => slot.body.emailId))),
+    ),
+  );
   try {
-    await env.EMAIL_QUEUE.sendBatch(messages.map((m) => ({ body: m.body, delaySeconds })));
-    for (const m of messages) m.ack();
+    for (const chunk of chunks(slots, 100)) await requeue.sendBatch(chunk.map((slot) => ({ body: slot.body, delaySeconds })));
+    return ACK;
   } catch {
-    for (const m of messages) m.retry({ delaySeconds });
+    return retryAfter(delaySeconds);
   }
-}
-
-/** Dead-letter consumer: a message that exhausted its retries marks its email FAILED (if it is not done already). */
-export async function handleDeadLetters(batch: MessageBatch<SendEmailMessage>, env: Env): Promise<void> {
-  const db = getDb(env.DB);
-  const now = new Date();
-  await updateEmailsById(db, emailIdsOf(batch), ["QUEUED", "SENDING"], {
-    status: "FAILED",
-    failedAt: now,
-    updatedAt: now,
-    error: sql`'Gave up after ' || ${emails.attempts} || ' attempts' || COALESCE(': ' || ${emails.error}, '')`,
-  });
-  for (const m of batch.messages) m.ack();
-}
-
-/**
- * Scheduled sweep, bounded to `limit` records of each kind per run:
- * - QUEUED past the lease (their enqueue was lost): enqueued again and touched,
- *   so the next sweep waits another lease. Claims make a duplicate message harmless.
- * - SENDING past the lease (their consumer died or hung after claiming):
- *   never sent again. Whether the provider got the message cannot be known,
- *   so the record is settled as FAILED with an explicit "Outcome unknown"
- *   reason. Every provider call times out well inside the lease
- *   (SES_TIMEOUT_MS), so a live consumer always records its outcome first.
- */
-export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500): Promise<number> {
-  const db = getDb(env.DB);
-  const cutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
-  const stale = (status: EmailStatus) =>
-    db
-      .select({ id: emails.id, projectId: emails.projectId, bulk: emails.bulk })
-      .from(emails)
-      .where(and(eq(emails.status, status), lt(emails.updatedAt, cutoff)))
-      .limit(limit);
-  const [queued, sending] = await db.batch([stale("QUEUED"), stale("SENDING")]);
-  await updateEmailsById(db, sending.map((e) => e.id), ["SENDING"], {
-    status: "FAILED",
-    failedAt: now,
-    updatedAt: now,
-    error: OUTCOME_UNKNOWN_REASON,
-  });
-  // Bulk mail goes back on the bulk queue, so it keeps yielding to transactional mail.
-  for (const [queue, list] of [
-    [env.EMAIL_QUEUE, queued.filter((e) => !e.bulk)],
-    [env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage>, queued.filter((e) => e.bulk)],
-  ] as const) {
-    for (let i = 0; i < list.length; i += 100) {
-      await queue.sendBatch(list.slice(i, i + 100).map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
-    }
-  }
-  // Touch them so the next sweep waits another lease before trying again.
-  await updateEmailsById(db, queued.map((e) => e.id), ["QUEUED"], { updatedAt: now });
-  return queued.length + sending.length;
-}
-
-const emailIdsOf = (batch: MessageBatch<SendEmailMessage>) =>
-  batch.messages.map((m) => (m.body as Partial<SendEmailMessage>)?.emailId).filter((id): id is string => typeof id === "string");
-
-/** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's 100-parameter limit, in one batch. */
-async function updateEmailsById(
-  db: Database,
-  ids: string[],
-  statuses: EmailStatus[],
-  set: SQLiteUpdateSetSource<typeof emails>,
-  projectId?: string,
-) {
-  const statements = [];
-  for (let i = 0; i < ids.length; i += 90) {
-    const ofProject = projectId === undefined ? undefined : eq(emails.projectId, projectId);
-    statements.push(db.update(emails).set(set).where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, statuses), ofProject)));
-  }
-  await runBatch(db, statements);
 }

@@ -5,6 +5,7 @@ import { workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/s
 import type { Env } from "../../env";
 import { newId } from "../../lib/ids";
 import { ACTIVE_STATUSES, type ExecutionParams, type WorkflowQueueMessage } from "./executions";
+import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 
 /** Outbox rows handed to the queue per drain (one sendBatch). */
 const OUTBOX_PAGE = 100;
@@ -204,21 +205,21 @@ async function terminate(env: Env, executionIds: string[]) {
  * terminates cancelled ones. A failed message is retried; redelivery is
  * harmless (unique trigger keys, instance lookups before creating).
  */
-export async function handleWorkflowBatch(batch: MessageBatch<WorkflowQueueMessage>, env: Env): Promise<void> {
+export async function consumeWorkflowMessages(messages: readonly QueuedMessage<WorkflowQueueMessage>[], env: Env): Promise<Verdict[]> {
   const db = getDb(env.DB);
-  const pending: { message: Message<WorkflowQueueMessage>; instances: { id: string; params: ExecutionParams }[] }[] = [];
-  for (const message of batch.messages) {
+  const verdicts: Verdict[] = messages.map(() => ACK);
+  const pending: { index: number; attempts: number; instances: { id: string; params: ExecutionParams }[] }[] = [];
+  for (const [index, message] of messages.entries()) {
     try {
       if (message.body.kind === "terminate") {
         await terminate(env, message.body.executionIds.slice(0, 100));
-        message.ack();
         continue;
       }
       await resumeWaiting(db, env, message.body);
-      pending.push({ message, instances: await startExecutions(db, env, message.body) });
+      pending.push({ index, attempts: message.attempts, instances: await startExecutions(db, env, message.body) });
     } catch (err) {
       console.error("workflow trigger failed", err);
-      message.retry({ delaySeconds: 5 * message.attempts });
+      verdicts[index] = retryAfter(5 * message.attempts);
     }
   }
   const all = pending.flatMap((p) => p.instances);
@@ -231,17 +232,17 @@ export async function handleWorkflowBatch(batch: MessageBatch<WorkflowQueueMessa
       failure = err instanceof Error ? err.message : String(err);
     }
   }
-  for (const { message, instances } of pending) {
-    if (failure === null || instances.length === 0) message.ack();
+  for (const { index, attempts, instances } of pending) {
+    if (failure === null || instances.length === 0) continue;
     // Retrying re-creates only instances that are missing (see startExecutions).
-    else if (message.attempts <= WORKFLOW_QUEUE_MAX_RETRIES) message.retry({ delaySeconds: 5 * message.attempts });
+    if (attempts <= WORKFLOW_QUEUE_MAX_RETRIES) verdicts[index] = retryAfter(5 * attempts);
     else {
       // The queue drops the message after this delivery: nothing would ever start
       // these executions, so they end FAILED with the reason instead of RUNNING forever.
-      await failUnstarted(db, env, instances.map((i) => i.id), `The workflow engine could not start this execution after ${message.attempts} attempts: ${failure}`);
-      message.ack();
+      await failUnstarted(db, env, instances.map((i) => i.id), `The workflow engine could not start this execution after ${attempts} attempts: ${failure}`);
     }
   }
+  return verdicts;
 }
 
 /** The workflow queue's max_retries (wrangler.toml): a message is delivered at most this many times plus one. */

@@ -1,0 +1,57 @@
+import { getDb } from "../../db/client";
+import type { Env, SendEmailMessage } from "../../env";
+import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
+import { deliverBatch } from "../send/deliver";
+import { settleDeadLetters } from "../send/dead-letter";
+import { finalizeCampaigns, handleCampaignPage, type CampaignEmailMessage, type CampaignPageMessage } from "./audience";
+
+/** What the bulk queue carries: audience pages {kind: "campaign-page"} and campaign emails {emailId, projectId, campaignId}. */
+export type BulkMessage = CampaignPageMessage | CampaignEmailMessage;
+
+const isPage = (body: unknown): body is CampaignPageMessage => (body as CampaignPageMessage | undefined)?.kind === "campaign-page";
+
+export const campaignIdsOf = (bodies: readonly unknown[]) => [
+  ...new Set(bodies.map((body) => (body as Partial<CampaignEmailMessage> | undefined)?.campaignId).filter((id): id is string => typeof id === "string")),
+];
+
+/**
+ * The bulk queue's consumer: audience pages, and campaign emails, which go
+ * through the same send consumer as every email (claims, rate, retries) as
+ * bulk mail, deferring back onto the bulk queue. Pages go first, one at a
+ * time; then the batch's campaign emails as one delivery batch.
+ */
+export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
+  const db = getDb(env.DB);
+  const verdicts: Verdict[] = messages.map(() => ACK);
+  const sends: { index: number; message: QueuedMessage<unknown> }[] = [];
+  for (const [index, message] of messages.entries()) {
+    if (!isPage(message.body)) {
+      sends.push({ index, message });
+      continue;
+    }
+    try {
+      await handleCampaignPage(env, message.body);
+    } catch (err) {
+      console.error("campaign page failed; retrying", err);
+      verdicts[index] = retryAfter(5);
+    }
+  }
+  if (sends.length === 0) return verdicts;
+  const bodies = sends.map((s) => s.message.body);
+  // The claim also settles emails whose contact left the audience since their page was written (deliverBatch, bulk).
+  const sent = await deliverBatch(
+    sends.map((s) => s.message),
+    env,
+    { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage> },
+  );
+  sends.forEach((s, i) => (verdicts[s.index] = sent[i]));
+  await finalizeCampaigns(db, campaignIdsOf(bodies));
+  return verdicts;
+}
+
+/** The bulk dead-letter queue: like the send queue's, then campaigns whose last emails just failed are finished. */
+export async function settleBulkDeadLetters(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
+  const verdicts = await settleDeadLetters(messages, env);
+  await finalizeCampaigns(getDb(env.DB), campaignIdsOf(messages.map((m) => m.body)));
+  return verdicts;
+}

@@ -1,0 +1,41 @@
+import { and, eq, inArray } from "drizzle-orm";
+import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
+import { runBatch, type Database } from "../../db/client";
+import { emails, type EmailStatus } from "../../db/schema";
+
+/**
+ * What the send consumer, the dead-letter consumer and the cron sweep agree
+ * on about an email record's lifecycle (QUEUED -> SENDING -> SENT or FAILED).
+ */
+
+/** A claim older than this is taken to belong to a consumer that died mid-send (the sweep settles it). */
+export const CLAIM_LEASE_MS = 15 * 60 * 1000;
+
+/** The reason stored on mail of a disabled project. */
+export const PROJECT_DISABLED_REASON = "Not sent: the project is disabled";
+/** The reason stored on an email whose consumer stopped after claiming it (see sweepStuckEmails). */
+export const OUTCOME_UNKNOWN_REASON =
+  "Outcome unknown: the sending attempt stopped after claiming this email; it may or may not have reached the provider, so it is not sent again";
+/** The reason stored on a campaign email whose contact left the audience after its page was written. */
+export const LAPSED_RECIPIENT_REASON = "Not sent: the contact unsubscribed, was deleted or is suppressed";
+
+/** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's 100-parameter limit, in one batch. */
+export async function updateEmailsById(
+  db: Database,
+  ids: string[],
+  statuses: EmailStatus[],
+  set: SQLiteUpdateSetSource<typeof emails>,
+  projectId?: string,
+) {
+  const statements = [];
+  for (let i = 0; i < ids.length; i += 90) {
+    const ofProject = projectId === undefined ? undefined : eq(emails.projectId, projectId);
+    statements.push(db.update(emails).set(set).where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, statuses), ofProject)));
+  }
+  await runBatch(db, statements);
+}
+
+/** The email ids named by well-formed message bodies. */
+export const emailIdsOf = (bodies: readonly unknown[]) =>
+  bodies.map((body) => (body as { emailId?: unknown } | undefined)?.emailId).filter((id): id is string => typeof id === "string");
+
