@@ -15,7 +15,16 @@ export interface D1Stats {
   captureStatements: number;
 }
 
-export const d1Stats: D1Stats = { statements: 0, batches: 0, roundTrips: 0, captureStatements: 0 };
+const zero = (): D1Stats => ({ statements: 0, batches: 0, roundTrips: 0, captureStatements: 0 });
+
+/** Which handler ran a statement: the HTTP API, the queue consumers (the consumer's own count) or the cron. */
+export type D1Source = "fetch" | "queue" | "scheduled";
+
+/** Every statement of the isolate, and the same counts per entry point (the Worker wraps DB twice, see src/index.ts). */
+export const d1Stats: D1Stats & { bySource: Record<D1Source, D1Stats> } = {
+  ...zero(),
+  bySource: { fetch: zero(), queue: zero(), scheduled: zero() },
+};
 
 /**
  * Tests use countingD1 with stats of their own to pin how many round trips a
@@ -24,10 +33,10 @@ export const d1Stats: D1Stats = { statements: 0, batches: 0, roundTrips: 0, capt
 
 const real = new WeakMap<object, { statement: D1PreparedStatement; sql: string }>();
 
-function count(stats: D1Stats, sql: string) {
+function count(stats: D1Stats, sql: string, capture = sql.includes("captured_messages")) {
   stats.statements++;
   // The capture provider's own writes (it stands in for SES, which writes nothing to D1).
-  if (sql.includes("captured_messages")) stats.captureStatements++;
+  if (capture) stats.captureStatements++;
 }
 
 function wrapStatement(statement: D1PreparedStatement, sql: string, stats: D1Stats): D1PreparedStatement {
@@ -57,10 +66,12 @@ export function countingD1(db: D1Database, stats: D1Stats = d1Stats): D1Database
         return (statements: D1PreparedStatement[]) => {
           stats.batches++;
           stats.roundTrips++;
-          const unwrapped = statements.map((s) => {
-            const found = real.get(s);
-            count(stats, found?.sql ?? "");
-            return found?.statement ?? s;
+          const found = statements.map((s) => real.get(s));
+          // A batch of the capture provider's is all its own (the message rows and the raw mail's blob chunks).
+          const capture = found.some((f) => f?.sql.includes("captured_messages"));
+          const unwrapped = statements.map((s, i) => {
+            count(stats, found[i]?.sql ?? "", capture);
+            return found[i]?.statement ?? s;
           });
           return target.batch(unwrapped);
         };

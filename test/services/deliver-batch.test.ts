@@ -5,6 +5,7 @@ import { getDb } from "../../src/db/client";
 import { emails } from "../../src/db/schema";
 import { countingD1, d1Stats } from "../../src/lib/d1-counter";
 import { PROVIDER_CONCURRENCY } from "../../src/services/send/deliver";
+import type { Env } from "../../src/env";
 import { sendingSetup } from "../sending";
 
 type Setup = Awaited<ReturnType<typeof sendingSetup>>;
@@ -71,6 +72,29 @@ describe("the send consumer works per batch, not per email", () => {
     // The retried message is the one whose email went back to QUEUED.
     const retried = messages[Number(/^m(\d+)-/.exec(result.retryMessages[0].msgId)![1])];
     expect(retried.emailId).toBe(byStatus.get("QUEUED")!.id);
+  });
+});
+
+describe("the sending-rate bucket", () => {
+  it("when its Durable Object cannot be reached, nothing goes out unmetered: the claims are given back and the mail re-queued with a delay", async () => {
+    const unreachable = {
+      idFromName: (name: string) => env.PROJECT_LIMITER.idFromName(name),
+      // The API's rate limit still works; only the sending-rate call fails.
+      get: (id: DurableObjectId) => {
+        const real = env.PROJECT_LIMITER.get(id);
+        return { hitApi: (limit: number, now?: number) => real.hitApi(limit, now), takeSendTokens: () => Promise.reject(new Error("Durable Object reset (test)")) };
+      },
+    } as unknown as Env["PROJECT_LIMITER"];
+    const s = await sendingSetup({ PROJECT_LIMITER: unreachable });
+    const ids = await sendTo(s, ["a@example.com", "b@example.com"]);
+    const result = await s.deliver();
+    expect(s.ses.requests).toHaveLength(0);
+    expect(result.explicitAcks).toHaveLength(2);
+    const requeued = s.queue.take();
+    expect(requeued.map((m) => m.body.emailId).sort()).toEqual([...ids].sort());
+    expect(requeued.every((m) => (m.delaySeconds ?? 0) >= 5)).toBe(true);
+    const rows = await db().select().from(emails).where(inArray(emails.id, ids));
+    expect(rows.map((r) => [r.status, r.attempts])).toEqual([["QUEUED", 0], ["QUEUED", 0]]);
   });
 });
 

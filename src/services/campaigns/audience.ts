@@ -54,12 +54,17 @@ export async function enqueueCampaignPage(env: Env, campaign: Pick<Campaign, "id
   await env.EMAIL_BULK_QUEUE.send(body);
 }
 
+/** A page's emails onto the bulk queue: one sendBatch per 100 (the Queues limit), all at once. */
 async function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: string[]) {
+  const batches = [];
   for (let i = 0; i < emailIds.length; i += 100) {
-    await env.EMAIL_BULK_QUEUE.sendBatch(
-      emailIds.slice(i, i + 100).map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
+    batches.push(
+      env.EMAIL_BULK_QUEUE.sendBatch(
+        emailIds.slice(i, i + 100).map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
+      ),
     );
   }
+  await Promise.all(batches);
 }
 
 interface RenderedRow {

@@ -33,6 +33,8 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEma
  * stay far inside the paid plan's subrequest limit per invocation.
  */
 export const PROVIDER_CONCURRENCY = 6;
+/** When the sending-rate bucket cannot be reached, claimed mail waits this long and tries again. */
+const LIMITER_UNAVAILABLE_RETRY_MS = 5_000;
 /** Messages per claim or outcome statement: its ids go in one JSON parameter, kept small. */
 const IDS_PER_STATEMENT = 500;
 
@@ -268,7 +270,14 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   const deferrals: Promise<void>[] = [];
   await Promise.all(
     [...byProject].map(async ([projectId, list]) => {
-      const { granted, retryAfterMs } = await projectLimiter(env, "send", projectId).takeSendTokens(list.length, readConfig(env).SEND_RATE_PER_SECOND, undefined, options.kind);
+      const { granted, retryAfterMs } = await projectLimiter(env, "send", projectId)
+        .takeSendTokens(list.length, readConfig(env).SEND_RATE_PER_SECOND, undefined, options.kind)
+        .catch((err) => {
+          // The bucket could not be asked (e.g. the object was being reset): nothing goes out
+          // unmetered; the claims are given back and the mail tries again shortly.
+          console.error("sending-rate bucket unavailable", projectId, err);
+          return { granted: 0, retryAfterMs: LIMITER_UNAVAILABLE_RETRY_MS };
+        });
       toSend.push(...list.slice(0, granted));
       const over = list.slice(granted).map((email) => slotOf.get(email.id)!);
       if (over.length > 0) {
