@@ -48,5 +48,10 @@ export class ProviderError extends Error {
 
 export interface EmailProvider {
   readonly name: string;
+  /**
+   * Calls the consumer may have in flight at once (default PROVIDER_CONCURRENCY
+   * in send/deliver.ts: a Worker's 6 simultaneous connections).
+   */
+  readonly maxConcurrency?: number;
   send(message: OutgoingMessage): Promise<ProviderResult>;
 }

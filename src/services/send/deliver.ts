@@ -18,8 +18,8 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEma
  * production"). For a batch of N messages it costs, whatever N:
  * - one claim statement (1 D1 round trip),
  * - one Durable Object call per project in the batch (sending-rate tokens),
- * - N provider calls, at most PROVIDER_CONCURRENCY at a time (one at a time for
- *   mail with attachments),
+ * - N provider calls, at most PROVIDER_CONCURRENCY at a time (or the provider's
+ *   own maxConcurrency; one at a time for mail with attachments),
  * - one statement with every outcome (1 round trip),
  * plus, only when some mail is over the sending rate, one statement and one
  * sendBatch to put it back. Each statement carries its ids as one JSON
@@ -295,7 +295,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
     ...deferrals,
     eachLimited(
       toSend.filter((email) => !email.hasAttachments),
-      PROVIDER_CONCURRENCY,
+      provider.maxConcurrency ?? PROVIDER_CONCURRENCY,
       async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
     ),
     eachLimited(
