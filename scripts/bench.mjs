@@ -16,7 +16,7 @@
 // (the campaign draining at 14/s while transactional sends are timed, default 10000; its own server
 // and state in .wrangler/bench-priority-state), BENCH_STARTUP_RUNS (startup section, default 5). BENCH_ONLY=<comma-separated section keys or title text> runs some.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -564,8 +564,13 @@ async function startServer(stateDir, vars = {}) {
     { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
   let serverLog = "";
-  child.stdout.on("data", (d) => (serverLog = (serverLog + d).slice(-20_000)));
-  child.stderr.on("data", (d) => (serverLog = (serverLog + d).slice(-20_000)));
+  // BENCH_SERVER_LOG=<file>: keep the server's whole output (queue batches and their times, errors).
+  const keep = (d) => {
+    serverLog = (serverLog + d).slice(-20_000);
+    if (process.env.BENCH_SERVER_LOG) appendFileSync(process.env.BENCH_SERVER_LOG, d);
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
   const handle = {
     base,
     child,

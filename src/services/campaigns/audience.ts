@@ -168,10 +168,10 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
   const advanced = (results[results.length - 2].results ?? []).length > 0;
   const toSend = ((results[results.length - 1].results ?? []) as { id: string }[]).map((r) => r.id);
 
-  await enqueueCampaignEmails(env, campaign, toSend);
-  if (!advanced) return;
-  if (!done) await enqueueCampaignPage(env, campaign, last);
-  else await finalizeCampaigns(db, [campaign.id]);
+  // The next page is queued with this page's emails, not after them: the queue then always holds a
+  // full batch, and the walk stays one page ahead of the sends instead of waiting for them.
+  await Promise.all([enqueueCampaignEmails(env, campaign, toSend), advanced && !done ? enqueueCampaignPage(env, campaign, last) : undefined]);
+  if (advanced && done) await finalizeCampaigns(db, [campaign.id]);
 }
 
 /**

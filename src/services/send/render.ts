@@ -146,6 +146,23 @@ class CappedEmitter {
   }
 }
 
+/** Parsed templates per engine, by source: a campaign renders one template for every contact. Bounded. */
+const parsedTemplates = new WeakMap<Liquid, Map<string, ReturnType<Liquid["parse"]>>>();
+const MAX_PARSED_TEMPLATES = 64;
+
+function parsedTemplate(engine: Liquid, template: string) {
+  let cache = parsedTemplates.get(engine);
+  if (!cache) parsedTemplates.set(engine, (cache = new Map()));
+  let templates = cache.get(template);
+  if (!templates) {
+    templates = engine.parse(translateDefaults(template));
+    // A template that fails to parse throws above and is never kept.
+    if (cache.size >= MAX_PARSED_TEMPLATES) cache.delete(cache.keys().next().value!);
+    cache.set(template, templates);
+  }
+  return templates;
+}
+
 async function render(
   engine: Liquid | "html" | "text",
   template: string,
@@ -158,7 +175,7 @@ async function render(
   if (typeof engine === "string") engine = (await liquidEngines())[engine];
   const { Context, toPromise } = liquidjs!;
   try {
-    const templates = engine.parse(translateDefaults(template));
+    const templates = parsedTemplate(engine, template);
     const ctx = new Context(scope(vars), engine.options, {}, {
       memoryLimit: budget.memoryLimit as never,
       renderLimit: budget.renderLimit as never,
