@@ -29,7 +29,12 @@ describe("queue dispatch", () => {
     const delays: (number | undefined)[] = [];
     for (const message of batch.messages) {
       const retry = message.retry.bind(message);
-      Object.defineProperty(message, "retry", { value: (options?: QueueRetryOptions) => (delays.push(options?.delaySeconds), retry(options)) });
+      Object.defineProperty(message, "retry", {
+        value: (options?: QueueRetryOptions) => {
+          delays.push(options?.delaySeconds);
+          retry(options);
+        },
+      });
     }
     const ctx = createExecutionContext();
     await worker.queue!(batch as MessageBatch<unknown>, { ...env, DB: brokenDb }, ctx);

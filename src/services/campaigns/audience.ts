@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, lt, lte, sql, type SQL } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../../db/client";
-import { campaigns, contacts, emails, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";

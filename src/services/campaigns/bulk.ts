@@ -44,7 +44,7 @@ export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], e
     env,
     { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage> },
   );
-  sends.forEach((s, i) => (verdicts[s.index] = sent[i]));
+  for (const [i, s] of sends.entries()) verdicts[s.index] = sent[i];
   await finalizeCampaigns(db, campaignIdsOf(bodies));
   return verdicts;
 }

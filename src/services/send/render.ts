@@ -152,7 +152,10 @@ const MAX_PARSED_TEMPLATES = 64;
 
 function parsedTemplate(engine: Liquid, template: string) {
   let cache = parsedTemplates.get(engine);
-  if (!cache) parsedTemplates.set(engine, (cache = new Map()));
+  if (!cache) {
+    cache = new Map();
+    parsedTemplates.set(engine, cache);
+  }
   let templates = cache.get(template);
   if (!templates) {
     templates = engine.parse(translateDefaults(template));
