@@ -41,7 +41,6 @@ describe("sending priority: transactional mail never waits behind a campaign", (
     expect(sentBefore).toBeLessThan(recipients);
 
     // A sign-in link arrives while the campaign drains ...
-    const accepted = Date.now();
     const sent = await s.send({ to: "user@example.com", from: s.from, subject: "Your sign-in link", body: "<p>Sign in</p>" });
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     const messages = s.queue.take();
@@ -53,11 +52,13 @@ describe("sending priority: transactional mail never waits behind a campaign", (
       else if (lastStepGranted === 0) break;
     }
     expect(lastStepGranted).toBe(0);
+    // Its first consumer invocation sends it: not deferred for a token (a deferral would
+    // come back here as a retry with a delay of seconds). How long that takes on the
+    // platform (queue batch wait + this one call) is measured by `npm run bench`
+    // ("transactional delay during a campaign"), not by a wall-clock bound on a shared runner.
     const retried = await s.runBatch(SEND_QUEUE, messages);
-    const delayMs = Date.now() - accepted;
     expect(retried).toEqual([]);
     expect(s.ses.calls.filter((c) => c.to[0] === "user@example.com")).toHaveLength(1);
-    expect(delayMs).toBeLessThan(3000);
     const email = await s.request("GET", `/emails/${sent.body.data.emails[0].email}`);
     expect(email.body.status).toBe("SENT");
     // ... while most of the campaign's mail is still waiting.
