@@ -2,7 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from "../db/schema";
 import { ApiError } from "../lib/errors";
-import { commonErrors, EmailSchema, headerText, IdParamSchema, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { EmailAddressSchema, headerText, IdParamSchema } from "../lib/validators";
 import { createRouter } from "../lib/router";
 import { ConditionSchema } from "../services/conditions";
 import {
@@ -79,9 +80,9 @@ const fields = {
   description: z.string().trim().max(MAX_CAMPAIGN_DESCRIPTION).nullable().optional(),
   subject: headerText(MAX_CAMPAIGN_SUBJECT).min(1),
   body,
-  from: EmailSchema.openapi({ description: "On a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED otherwise)" }),
+  from: EmailAddressSchema.openapi({ description: "On a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED otherwise)" }),
   fromName: headerText(200).min(1).nullable().optional(),
-  replyTo: EmailSchema.nullable().optional(),
+  replyTo: EmailAddressSchema.nullable().optional(),
   audienceType: z.enum(AUDIENCE_TYPES),
   segmentId: z.string().min(1).max(64).nullable().optional().openapi({ description: "Required when audienceType is SEGMENT" }),
   audienceFilter: ConditionSchema.nullable().optional().openapi({ description: "Required when audienceType is FILTERED" }),
@@ -233,7 +234,7 @@ const testRoute = createRoute({
   description:
     "One email to `email`, subject prefixed `[TEST] `, rendered with that contact's data when the address is a contact. Not tracked and never counted in the campaign's stats; it goes out with transactional mail.",
   security: securityScheme,
-  request: { params: IdParamSchema, body: jsonBody(z.object({ email: EmailSchema }).strict()) },
+  request: { params: IdParamSchema, body: jsonBody(z.object({ email: EmailAddressSchema }).strict()) },
   responses: { 200: jsonResponse(successEnvelope(z.object({ email: z.string().openapi({ description: "Email record id" }) })), "Queued"), ...commonErrors },
 });
 

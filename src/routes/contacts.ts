@@ -1,15 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import {
-  commonErrors,
-  DataObjectSchema,
-  EmailSchema,
-  IdParamSchema,
-  jsonBody,
-  jsonResponse,
-  securityScheme,
-} from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
+import { DataObjectSchema, EmailAddressSchema, IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import {
   deleteContact,
@@ -85,7 +78,7 @@ const upsertRoute = createRoute({
   request: {
     body: jsonBody(
       z.object({
-        email: EmailSchema,
+        email: EmailAddressSchema,
         subscribed: z.boolean().optional().openapi({ description: "Default true for a new contact" }),
         data: DataObjectSchema.optional(),
       }),

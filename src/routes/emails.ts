@@ -1,14 +1,15 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { EMAIL_STATUSES } from "../db/schema";
-import { commonErrors, IdParamSchema, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
 import { getEmail, listEmails, toEmailView } from "../services/emails/views";
 
 const timestamp = z.string().datetime().nullable();
 
-const EmailSchema = z
+const EmailRecordSchema = z
   .object({
     id: z.string(),
     contactId: z.string().nullable(),
@@ -58,7 +59,7 @@ const listRoute = createRoute({
       campaignId: z.string().min(1).max(64).optional().openapi({ param: { name: "campaignId", in: "query" }, description: "Only this campaign's emails (test sends are not linked to it)" }),
     }),
   },
-  responses: { 200: jsonResponse(listEnvelope(EmailSchema), "A page of emails"), ...commonErrors },
+  responses: { 200: jsonResponse(listEnvelope(EmailRecordSchema), "A page of emails"), ...commonErrors },
 });
 
 const getRoute = createRoute({
@@ -68,7 +69,7 @@ const getRoute = createRoute({
   summary: "Get an email and its delivery status",
   security: securityScheme,
   request: { params: IdParamSchema },
-  responses: { 200: jsonResponse(EmailSchema, "The email"), ...commonErrors },
+  responses: { 200: jsonResponse(EmailRecordSchema, "The email"), ...commonErrors },
 });
 
 export const emailsRouter = createRouter()

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { commonErrors, headerText, IdParamSchema, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { headerText, IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
 import { ConditionSchema } from "../services/conditions";

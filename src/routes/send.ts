@@ -1,16 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import {
-  commonErrors,
-  DataObjectSchema,
-  EmailSchema,
-  errorResponse,
-  headerText,
-  jsonBody,
-  jsonResponse,
-  securityScheme,
-  successEnvelope,
-} from "../lib/openapi";
+import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { DataObjectSchema, EmailAddressSchema, headerText } from "../lib/validators";
 import { createRouter } from "../lib/router";
 import {
   base64DecodedSize,
@@ -25,7 +16,7 @@ import { headerNameProblem, headerValueProblem } from "../services/send/headers"
 
 const DisplayNameSchema = headerText(200);
 
-const MailboxSchema = z.union([EmailSchema, z.object({ name: DisplayNameSchema.optional(), email: EmailSchema })]);
+const MailboxSchema = z.union([EmailAddressSchema, z.object({ name: DisplayNameSchema.optional(), email: EmailAddressSchema })]);
 
 const AttachmentSchema = z
   .object({
@@ -53,7 +44,7 @@ export const SendRequestSchema = z
     template: z.string().min(1).max(64).optional().openapi({ description: "Template id" }),
     from: MailboxSchema.optional(),
     name: DisplayNameSchema.optional().openapi({ description: "Sender display name (instead of from.name)" }),
-    reply: EmailSchema.optional().openapi({ description: "Reply-To address" }),
+    reply: EmailAddressSchema.optional().openapi({ description: "Reply-To address" }),
     headers: z.record(z.string(), z.string()).optional(),
     subscribed: z.boolean().optional().openapi({
       description: "Subscribes the recipients to marketing mail. Contacts created by a send are unsubscribed unless true.",

@@ -1,16 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import {
-  commonErrors,
-  EmailSchema,
-  headerText,
-  IdParamSchema,
-  jsonBody,
-  jsonResponse,
-  listEnvelope,
-  securityScheme,
-} from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { EmailAddressSchema, headerText, IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import {
   createTemplate,
@@ -63,7 +55,7 @@ const templateFields = {
     })
     .openapi({ example: "<p>Hello {{firstName}}</p>", description: "HTML, at most 512 KB; may use {{variables}}" }),
   type: TemplateTypeSchema,
-  from: EmailSchema.nullable()
+  from: EmailAddressSchema.nullable()
     .optional()
     .openapi({
       type: ["string", "null"],
@@ -73,7 +65,7 @@ const templateFields = {
     .nullable()
     .optional()
     .openapi({ description: "Default sender display name, no line breaks; null clears it" }),
-  replyTo: EmailSchema.nullable()
+  replyTo: EmailAddressSchema.nullable()
     .optional()
     .openapi({ type: ["string", "null"], description: "Default reply-to address; null clears it" }),
 };

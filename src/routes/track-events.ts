@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, DataObjectSchema, EmailSchema, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { DataObjectSchema, EmailAddressSchema } from "../lib/validators";
 import { trackEvent } from "../services/events";
 
 export const MAX_EVENT_NAME = 100;
@@ -30,7 +31,7 @@ const trackRoute = createRoute({
   request: {
     body: jsonBody(
       z.object({
-        email: EmailSchema,
+        email: EmailAddressSchema,
         event: EventNameSchema.openapi({ example: "signed-up", description: `Event name, 1-${MAX_EVENT_NAME} characters, trimmed` }),
         data: DataObjectSchema.optional(),
         subscribed: z.boolean().optional().openapi({ description: "Sets the contact's subscription; default true for a new contact" }),

@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, IdParamSchema, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import {
   createWorkflow,

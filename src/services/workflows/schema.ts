@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { WORKFLOW_EXECUTION_STATUSES } from "../../db/schema";
-import { DataObjectSchema, headerText } from "../../lib/openapi";
+import { DataObjectSchema, headerText } from "../../lib/validators";
 import { ConditionSchema } from "../conditions";
 
 /** Bounds of a definition (CONTRACT.md "Workflows"). */
