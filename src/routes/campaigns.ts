@@ -1,11 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from "../db/schema";
+import { CAMPAIGN_STATUSES } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
-import { EmailAddressSchema, headerText, IdParamSchema } from "../lib/validators";
+import { EmailAddressSchema, IdParamSchema } from "../lib/validators";
 import { createRouter } from "../lib/router";
-import { ConditionSchema } from "../services/conditions";
 import {
   campaignStats,
   cancelCampaign,
@@ -19,110 +18,7 @@ import {
   updateCampaign,
   type CampaignInput,
 } from "../services/campaigns";
-
-export const MAX_CAMPAIGN_NAME = 200;
-export const MAX_CAMPAIGN_DESCRIPTION = 1000;
-export const MAX_CAMPAIGN_SUBJECT = 998;
-export const MAX_CAMPAIGN_BODY_BYTES = 512 * 1024;
-
-const CampaignSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    subject: z.string(),
-    body: z.string(),
-    from: z.string(),
-    fromName: z.string().nullable(),
-    replyTo: z.string().nullable(),
-    type: z.enum(AUDIENCE_TYPES).openapi({ description: "Repeats audienceType (the spec's sample calls it type)" }),
-    audienceType: z.enum(AUDIENCE_TYPES),
-    segmentId: z.string().nullable(),
-    audienceFilter: ConditionSchema.nullable(),
-    status: z.enum(CAMPAIGN_STATUSES).openapi({
-      description: "DRAFT -> SENDING -> SENT; DRAFT -> SCHEDULED -> SENDING (at scheduledAt, by the cron) -> SENT; SCHEDULED -> DRAFT by cancel",
-    }),
-    scheduledAt: z.string().datetime().nullable(),
-    sentAt: z.string().datetime().nullable(),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
-  })
-  .openapi("Campaign");
-
-const StatsSchema = z
-  .object({
-    totalRecipients: z.number().int(),
-    sentCount: z.number().int().openapi({ description: "Handed to the provider (every status from SENT on)" }),
-    deliveredCount: z.number().int().openapi({ description: "Confirmed by provider feedback" }),
-    openedCount: z.number().int(),
-    clickedCount: z.number().int(),
-    bouncedCount: z.number().int(),
-    complainedCount: z.number().int(),
-    unsubscribedCount: z.number().int(),
-    failedCount: z.number().int(),
-    openRate: z.number(),
-    clickRate: z.number(),
-    bounceRate: z.number(),
-    deliveryRate: z.number(),
-    complaintRate: z.number(),
-    unsubscribeRate: z.number(),
-  })
-  .openapi("CampaignStats", { description: "Counts are recipients (two opens by one person are one open); rates are percentages of sentCount, two decimals, 0 when nothing was sent; test emails never count" });
-
-const body = z
-  .string()
-  .min(1)
-  .refine((value) => new TextEncoder().encode(value).length <= MAX_CAMPAIGN_BODY_BYTES, { message: `Body may be at most ${MAX_CAMPAIGN_BODY_BYTES / 1024} KB` })
-  .openapi({ description: "HTML with {{variables}}; an unsubscribe link is added at the end when the body has no {{unsubscribeUrl}}" });
-
-const fields = {
-  name: headerText(MAX_CAMPAIGN_NAME).min(1),
-  description: z.string().trim().max(MAX_CAMPAIGN_DESCRIPTION).nullable().optional(),
-  subject: headerText(MAX_CAMPAIGN_SUBJECT).min(1),
-  body,
-  from: EmailAddressSchema.openapi({ description: "On a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED otherwise)" }),
-  fromName: headerText(200).min(1).nullable().optional(),
-  replyTo: EmailAddressSchema.nullable().optional(),
-  audienceType: z.enum(AUDIENCE_TYPES),
-  segmentId: z.string().min(1).max(64).nullable().optional().openapi({ description: "Required when audienceType is SEGMENT" }),
-  audienceFilter: ConditionSchema.nullable().optional().openapi({ description: "Required when audienceType is FILTERED" }),
-  audienceCondition: ConditionSchema.nullable().optional().openapi({ description: "Alias of audienceFilter (Plunk's name)" }),
-};
-
-/** `audienceCondition` (Plunk's name) is accepted for `audienceFilter`. */
-const withAlias = <T extends { audienceFilter?: unknown; audienceCondition?: unknown }>(input: T) => {
-  const { audienceCondition, ...rest } = input;
-  return { ...rest, audienceFilter: rest.audienceFilter !== undefined ? rest.audienceFilter : audienceCondition };
-};
-
-const CreateCampaignSchema = z.object(fields).strict().openapi("CreateCampaign");
-const UpdateCampaignSchema = z
-  .object({
-    name: fields.name.optional(),
-    description: fields.description,
-    subject: fields.subject.optional(),
-    body: fields.body.optional(),
-    from: fields.from.optional(),
-    fromName: fields.fromName,
-    replyTo: fields.replyTo,
-    audienceType: fields.audienceType.optional(),
-    segmentId: fields.segmentId,
-    audienceFilter: fields.audienceFilter,
-    audienceCondition: fields.audienceCondition,
-  })
-  .strict()
-  .openapi("UpdateCampaign");
-
-const SendSchema = z
-  .object({
-    scheduledFor: z
-      .string()
-      .datetime({ offset: true, message: "scheduledFor must be an ISO 8601 date-time, e.g. 2030-01-01T09:00:00Z" })
-      .nullable()
-      .optional()
-      .openapi({ description: "Future ISO 8601 date-time: SCHEDULED until then; omitted or null: send now" }),
-  })
-  .strict();
+import { CampaignSchema, StatsSchema, withAlias, CreateCampaignSchema, UpdateCampaignSchema, SendSchema } from "../schemas/campaigns";
 
 const tags = ["Campaigns"];
 const envelope = (description: string) => jsonResponse(successEnvelope(CampaignSchema), description);

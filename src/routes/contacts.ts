@@ -12,26 +12,7 @@ import {
   updateContact,
   upsertContact,
 } from "../services/contacts";
-
-const ContactSchema = z
-  .object({
-    id: z.string(),
-    email: z.string().email(),
-    subscribed: z.boolean(),
-    data: z.record(z.string(), z.unknown()),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
-  })
-  .openapi("Contact");
-
-const UpsertedContactSchema = ContactSchema.extend({
-  _meta: z.object({ isNew: z.boolean(), isUpdate: z.boolean() }),
-}).openapi("UpsertedContact");
-
-const booleanQuery = z
-  .enum(["true", "false"])
-  .transform((v) => v === "true")
-  .optional();
+import { ContactSchema, UpsertedContactSchema, booleanQuery } from "../schemas/contacts";
 
 const tags = ["Contacts"];
 

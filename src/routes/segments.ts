@@ -1,10 +1,9 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { commonErrors, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
-import { headerText, IdParamSchema } from "../lib/validators";
+import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
-import { ConditionSchema } from "../services/conditions";
 import {
   createSegment,
   deleteSegment,
@@ -14,41 +13,7 @@ import {
   updateSegment,
   viewOf,
 } from "../services/segments";
-
-export const MAX_SEGMENT_NAME = 200;
-export const MAX_SEGMENT_DESCRIPTION = 1000;
-
-const SegmentSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    condition: ConditionSchema,
-    memberCount: z.number().int().openapi({ description: "Live: every contact matching the condition, subscribed or not" }),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
-  })
-  .openapi("Segment");
-
-const MemberSchema = z.object({
-  id: z.string(),
-  email: z.string(),
-  subscribed: z.boolean(),
-  data: z.record(z.string(), z.unknown()),
-  createdAt: z.string().datetime(),
-  updatedAt: z.string().datetime(),
-});
-
-const fields = {
-  name: headerText(MAX_SEGMENT_NAME).min(1).openapi({ example: "Pro users" }),
-  description: z.string().trim().max(MAX_SEGMENT_DESCRIPTION).nullable().optional(),
-  condition: ConditionSchema,
-};
-const CreateSegmentSchema = z.object(fields).strict().openapi("CreateSegment");
-const UpdateSegmentSchema = z
-  .object({ name: fields.name.optional(), description: fields.description, condition: fields.condition.optional() })
-  .strict()
-  .openapi("UpdateSegment");
+import { SegmentSchema, MemberSchema, CreateSegmentSchema, UpdateSegmentSchema } from "../schemas/segments";
 
 const tags = ["Segments"];
 

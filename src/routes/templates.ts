@@ -1,8 +1,8 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
-import { EmailAddressSchema, headerText, IdParamSchema } from "../lib/validators";
+import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import {
   createTemplate,
@@ -12,76 +12,7 @@ import {
   toTemplateView,
   updateTemplate,
 } from "../services/templates";
-
-export const MAX_TEMPLATE_NAME = 200;
-/** RFC 5322's line length limit: the subject becomes a mail header. */
-export const MAX_TEMPLATE_SUBJECT = 998;
-export const MAX_TEMPLATE_FROM_NAME = 200;
-export const MAX_TEMPLATE_BODY_BYTES = 512 * 1024;
-
-/** Single-line, non-empty text that is safe to put in a mail header. */
-const requiredHeaderText = (max: number) => headerText(max).min(1);
-
-const TemplateTypeSchema = z.enum(["TRANSACTIONAL", "MARKETING"]).openapi({
-  description: "MARKETING templates are only sent to subscribed contacts",
-});
-
-const TemplateSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    subject: z.string(),
-    body: z.string().openapi({ description: "HTML" }),
-    type: TemplateTypeSchema,
-    from: z.string().email().nullable(),
-    fromName: z.string().nullable(),
-    replyTo: z.string().email().nullable(),
-    createdAt: z.string().datetime(),
-    updatedAt: z.string().datetime(),
-  })
-  .openapi("Template");
-
-const templateFields = {
-  name: requiredHeaderText(MAX_TEMPLATE_NAME).openapi({ example: "Welcome", description: `1-${MAX_TEMPLATE_NAME} characters` }),
-  subject: requiredHeaderText(MAX_TEMPLATE_SUBJECT).openapi({
-    example: "Welcome, {{firstName ?? friend}}",
-    description: `1-${MAX_TEMPLATE_SUBJECT} characters, no line breaks; may use {{variables}}`,
-  }),
-  body: z
-    .string()
-    .min(1)
-    .refine((value) => new TextEncoder().encode(value).length <= MAX_TEMPLATE_BODY_BYTES, {
-      message: `Body may be at most ${MAX_TEMPLATE_BODY_BYTES / 1024} KB`,
-    })
-    .openapi({ example: "<p>Hello {{firstName}}</p>", description: "HTML, at most 512 KB; may use {{variables}}" }),
-  type: TemplateTypeSchema,
-  from: EmailAddressSchema.nullable()
-    .optional()
-    .openapi({
-      type: ["string", "null"],
-      description: "Default sender address for sends with this template (needs a verified domain when sending); null clears it",
-    }),
-  fromName: requiredHeaderText(MAX_TEMPLATE_FROM_NAME)
-    .nullable()
-    .optional()
-    .openapi({ description: "Default sender display name, no line breaks; null clears it" }),
-  replyTo: EmailAddressSchema.nullable()
-    .optional()
-    .openapi({ type: ["string", "null"], description: "Default reply-to address; null clears it" }),
-};
-
-const CreateTemplateSchema = z.object(templateFields).openapi("CreateTemplate");
-const UpdateTemplateSchema = z
-  .object({
-    name: templateFields.name.optional(),
-    subject: templateFields.subject.optional(),
-    body: templateFields.body.optional(),
-    type: templateFields.type.optional(),
-    from: templateFields.from,
-    fromName: templateFields.fromName,
-    replyTo: templateFields.replyTo,
-  })
-  .openapi("UpdateTemplate");
+import { TemplateSchema, CreateTemplateSchema, UpdateTemplateSchema } from "../schemas/templates";
 
 const tags = ["Templates"];
 

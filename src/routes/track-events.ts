@@ -1,19 +1,9 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
-import { DataObjectSchema, EmailAddressSchema } from "../lib/validators";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, } from "../lib/openapi";
+import { TrackEventRequestSchema, TrackEventResponseSchema } from "../schemas/events";
 import { trackEvent } from "../services/events";
-
-export const MAX_EVENT_NAME = 100;
-
-/** An event name: trimmed, 1-100 characters, no control characters. Shared with GET /events' `name` filter. */
-export const EventNameSchema = z
-  .string()
-  .refine((value) => !/\p{Cc}/u.test(value), { message: "Must not contain control characters" })
-  .trim()
-  .min(1)
-  .max(MAX_EVENT_NAME);
 
 const trackRoute = createRoute({
   method: "post",
@@ -29,26 +19,10 @@ const trackRoute = createRoute({
   ].join(" "),
   security: securityScheme,
   request: {
-    body: jsonBody(
-      z.object({
-        email: EmailAddressSchema,
-        event: EventNameSchema.openapi({ example: "signed-up", description: `Event name, 1-${MAX_EVENT_NAME} characters, trimmed` }),
-        data: DataObjectSchema.optional(),
-        subscribed: z.boolean().optional().openapi({ description: "Sets the contact's subscription; default true for a new contact" }),
-      }),
-    ),
+    body: jsonBody(TrackEventRequestSchema),
   },
   responses: {
-    200: jsonResponse(
-      successEnvelope(
-        z.object({
-          contact: z.string().openapi({ description: "Contact id" }),
-          event: z.string().openapi({ description: "Event id" }),
-          timestamp: z.string().datetime(),
-        }),
-      ),
-      "The event was recorded",
-    ),
+    200: jsonResponse(TrackEventResponseSchema, "The event was recorded"),
     ...commonErrors,
   },
 });

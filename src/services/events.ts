@@ -1,22 +1,17 @@
 import { and, asc, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { contacts, events, type JsonObject } from "../db/schema";
+import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
+import type { EventListQuerySchema, EventView, TrackEventRequest } from "../schemas/events";
 import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
 import { buildContactUpsert, contactIdByEmail, splitPersistentData } from "./contacts";
 import { buildQuotaGuard, runGuardedBatch } from "./quotas";
 import { buildOutboxProbe } from "./workflows/triggers";
 
-export interface TrackEventInput {
-  email: string;
-  /** The event name. */
-  event: string;
-  /** Stored on the event and merged into the contact's data (a null value removes that key from the contact). */
-  data?: JsonObject;
-  /** Applied to the contact when given; a new contact is subscribed by default. */
-  subscribed?: boolean;
-}
+/** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
+export type TrackEventInput = TrackEventRequest;
 
 export interface TrackOptions {
   /**
@@ -76,22 +71,8 @@ export async function trackEvent(
   return { contactId: contact.id, eventId, createdAt, isNewContact: isNew, workflowTriggersPending: outbox.length > 0 };
 }
 
-export interface EventView {
-  id: string;
-  name: string;
-  contactId: string | null;
-  email: string | null;
-  data: JsonObject;
-  emailId: string | null;
-  createdAt: string;
-}
 
-export interface ListEventsQuery {
-  limit: number;
-  cursor?: string;
-  name?: string;
-  contactId?: string;
-}
+export type ListEventsQuery = z.infer<typeof EventListQuerySchema>;
 
 /**
  * Newest first, keyset-paginated on id. Filters use the (project_id, name, id)

@@ -13,7 +13,7 @@ import { suppressionsOf, type SuppressionReason } from "../suppressions";
 import { addStoredBytes, buildQuotaGuard, runGuardedBatch } from "../quotas";
 import { unsubscribeUrl } from "../tracking/links";
 import { buildOutboxProbe } from "../workflows/triggers";
-import type { SendRequest } from "../../routes/send";
+import type { SendRequest } from "../../schemas/send";
 import { base64DecodedSize, buildAttachmentInserts, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "./attachments";
 import { RenderBudget, renderBody, renderSubject } from "./render";
 

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { WORKFLOW_EXECUTION_STATUSES } from "../../db/schema";
 import { DataObjectSchema, headerText } from "../../lib/validators";
+import { EventNameSchema } from "../../schemas/events";
 import { ConditionSchema } from "../conditions";
 
 /** Bounds of a definition (CONTRACT.md "Workflows"). */
@@ -10,7 +11,6 @@ export const MAX_WEBHOOK_HEADERS = 20;
 export const MAX_WEBHOOK_BODY_BYTES = 16 * 1024;
 export const MAX_WORKFLOW_NAME = 200;
 export const MAX_WORKFLOW_DESCRIPTION = 2000;
-const MAX_EVENT_NAME = 100;
 
 export const UNIT_MS = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 } as const;
 export const durationMs = (d: { amount: number; unit: keyof typeof UNIT_MS }) => d.amount * UNIT_MS[d.unit];
@@ -21,12 +21,6 @@ export const StepIdSchema = z
   .regex(/^[A-Za-z0-9_-]{1,64}$/, "A step id is 1-64 letters, digits, _ or -")
   .openapi({ example: "welcome" });
 
-const EventNameSchema = z
-  .string()
-  .refine((value) => !/\p{Cc}/u.test(value), { message: "Must not contain control characters" })
-  .trim()
-  .min(1)
-  .max(MAX_EVENT_NAME);
 
 const DurationSchema = z
   .object({

@@ -1,0 +1,70 @@
+import { z } from "@hono/zod-openapi";
+import { listEnvelope, successEnvelope } from "../lib/openapi";
+import { PaginationQuerySchema } from "../lib/pagination";
+import { DataObjectSchema, EmailAddressSchema } from "../lib/validators";
+
+/** Custom events: POST /v1/track records one, GET /events and /events/names read them. */
+
+export const MAX_EVENT_NAME = 100;
+
+/** An event name: trimmed, 1-100 characters, no control characters. Shared with GET /events' `name` filter. */
+export const EventNameSchema = z
+  .string()
+  .refine((value) => !/\p{Cc}/u.test(value), { message: "Must not contain control characters" })
+  .trim()
+  .min(1)
+  .max(MAX_EVENT_NAME);
+
+export const EventSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    contactId: z.string().nullable(),
+    email: z.string().nullable().openapi({ description: "The contact's email" }),
+    data: z.record(z.string(), z.unknown()),
+    emailId: z.string().nullable().openapi({ description: "The email this event belongs to, for events recorded by sends" }),
+    createdAt: z.string().datetime(),
+  })
+  .openapi("Event");
+export type EventView = z.infer<typeof EventSchema>;
+
+export const EventListQuerySchema = PaginationQuerySchema.extend({
+  name: EventNameSchema.optional().openapi({
+    param: { name: "name", in: "query" },
+    description: `Only events with exactly this name (trimmed, 1-${MAX_EVENT_NAME} characters)`,
+  }),
+  contactId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .openapi({ param: { name: "contactId", in: "query" }, description: "Only events of this contact" }),
+});
+
+export const EventListResponseSchema = listEnvelope(EventSchema);
+
+export const EventNamesResponseSchema = successEnvelope(
+  z.object({
+    items: z.array(z.string()),
+    nextCursor: z.null(),
+    hasMore: z.literal(false),
+    total: z.number().int(),
+    counts: z.record(z.string(), z.number().int()),
+  }),
+);
+
+export const TrackEventRequestSchema = z.object({
+  email: EmailAddressSchema,
+  event: EventNameSchema.openapi({ example: "signed-up", description: `Event name, 1-${MAX_EVENT_NAME} characters, trimmed` }),
+  data: DataObjectSchema.optional(),
+  subscribed: z.boolean().optional().openapi({ description: "Sets the contact's subscription; default true for a new contact" }),
+});
+export type TrackEventRequest = z.infer<typeof TrackEventRequestSchema>;
+
+export const TrackEventResponseSchema = successEnvelope(
+  z.object({
+    contact: z.string().openapi({ description: "Contact id" }),
+    event: z.string().openapi({ description: "Event id" }),
+    timestamp: z.string().datetime(),
+  }),
+);
