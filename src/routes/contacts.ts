@@ -1,9 +1,8 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
-import { DataObjectSchema, EmailAddressSchema, IdParamSchema } from "../lib/validators";
-import { PaginationQuerySchema } from "../lib/pagination";
+import { IdParamSchema } from "../lib/validators";
 import {
   deleteContact,
   getContact,
@@ -12,7 +11,7 @@ import {
   updateContact,
   upsertContact,
 } from "../services/contacts";
-import { ContactSchema, UpsertedContactSchema, booleanQuery } from "../schemas/contacts";
+import { ContactListQuerySchema, ContactListResponseSchema, ContactSchema, UpdateContactRequestSchema, UpsertContactRequestSchema, UpsertedContactSchema } from "../schemas/contacts";
 
 const tags = ["Contacts"];
 
@@ -25,25 +24,10 @@ const listRoute = createRoute({
     "Newest first. Keyset (cursor) pagination: pass the returned `cursor` to get the next page; it is null on the last page. Contacts added while paging never make a row appear twice or go missing.",
   security: securityScheme,
   request: {
-    query: PaginationQuerySchema.extend({
-      subscribed: booleanQuery.openapi({ param: { name: "subscribed", in: "query" }, type: "boolean" }),
-      search: z
-        .string()
-        .max(254)
-        .optional()
-        .openapi({ param: { name: "search", in: "query" }, description: "Case-insensitive substring of the email" }),
-    }),
+    query: ContactListQuerySchema,
   },
   responses: {
-    200: jsonResponse(
-      z.object({
-        contacts: z.array(ContactSchema),
-        cursor: z.string().nullable(),
-        hasMore: z.boolean(),
-        total: z.number().int(),
-      }),
-      "A page of contacts",
-    ),
+    200: jsonResponse(ContactListResponseSchema, "A page of contacts"),
     ...commonErrors,
   },
 });
@@ -57,13 +41,7 @@ const upsertRoute = createRoute({
     "Upsert by email (case-insensitive; stored lower-case). `data` is merged into the existing data; a key set to null is removed. 201 when the contact was created, 200 when an existing one was updated.",
   security: securityScheme,
   request: {
-    body: jsonBody(
-      z.object({
-        email: EmailAddressSchema,
-        subscribed: z.boolean().optional().openapi({ description: "Default true for a new contact" }),
-        data: DataObjectSchema.optional(),
-      }),
-    ),
+    body: jsonBody(UpsertContactRequestSchema),
   },
   responses: {
     200: jsonResponse(UpsertedContactSchema, "An existing contact was updated"),
@@ -91,12 +69,7 @@ const updateRoute = createRoute({
   security: securityScheme,
   request: {
     params: IdParamSchema,
-    body: jsonBody(
-      z.object({
-        subscribed: z.boolean().optional(),
-        data: DataObjectSchema.optional(),
-      }),
-    ),
+    body: jsonBody(UpdateContactRequestSchema),
   },
   responses: { 200: jsonResponse(ContactSchema, "The updated contact"), ...commonErrors },
 });

@@ -7,15 +7,9 @@ import { listNewestFirst } from "../lib/pagination";
 import type { Env } from "../env";
 import { buildQuotaGuard, runGuardedBatch } from "./quotas";
 import { buildOutboxProbe } from "./workflows/triggers";
+import type { ContactListQuery, ContactView, UpdateContactRequest } from "../schemas/contacts";
+import type { ContactView, } from "../schemas/contacts";
 
-export interface ContactView {
-  id: string;
-  email: string;
-  subscribed: boolean;
-  data: JsonObject;
-  createdAt: string;
-  updatedAt: string;
-}
 
 export function toContactView(contact: Contact): ContactView {
   return {
@@ -189,20 +183,13 @@ export async function deleteContact(db: Database, projectId: string, id: string)
   if (deleted.length === 0) throw ApiError.notFound("Contact");
 }
 
-export interface ListContactsQuery {
-  limit: number;
-  cursor?: string;
-  subscribed?: boolean;
-  search?: string;
-}
-
 /** LIKE pattern for a substring, with the user's %, _ and \ taken literally. */
 export function likeSubstring(text: string): string {
   return `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
 }
 
 /** Newest first, keyset-paginated on id; `total` counts every row matching the filters. */
-export async function listContacts(db: Database, projectId: string, query: ListContactsQuery) {
+export async function listContacts(db: Database, projectId: string, query: ContactListQuery) {
   const filters: SQL[] = [eq(contacts.projectId, projectId)];
   if (query.subscribed !== undefined) filters.push(eq(contacts.subscribed, query.subscribed));
   if (query.search) filters.push(sql`${contacts.email} LIKE ${likeSubstring(query.search.toLowerCase())} ESCAPE '\\'`);

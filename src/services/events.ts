@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { contacts, events, type JsonObject } from "../db/schema";
+import { contacts, events, } from "../db/schema";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
 import type { EventListQuerySchema, EventView, TrackEventRequest } from "../schemas/events";
