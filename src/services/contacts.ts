@@ -8,7 +8,6 @@ import type { Env } from "../env";
 import { buildQuotaGuard, runGuardedBatch } from "./quotas";
 import { buildOutboxProbe } from "./workflows/triggers";
 import type { ContactListQuery, ContactView, UpdateContactRequest } from "../schemas/contacts";
-import type { ContactView, } from "../schemas/contacts";
 
 
 export function toContactView(contact: Contact): ContactView {
