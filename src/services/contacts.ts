@@ -150,7 +150,7 @@ export async function updateContact(
   db: Database,
   projectId: string,
   id: string,
-  input: { subscribed?: boolean; data?: JsonObject },
+  input: UpdateContactRequest,
 ): Promise<Contact> {
   const [contact] = await db
     .update(contacts)
