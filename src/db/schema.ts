@@ -111,7 +111,9 @@ export const templates = sqliteTable(
   (t) => [index("templates_project_id_idx").on(t.projectId, t.id)],
 );
 
-export type DnsRecordStatus = "PENDING" | "VERIFIED" | "FAILED";
+/** Status of a sending domain and of each of its DNS records. */
+export const DOMAIN_STATUSES = ["PENDING", "VERIFIED", "FAILED"] as const;
+export type DnsRecordStatus = (typeof DOMAIN_STATUSES)[number];
 export interface DomainDnsRecord {
   purpose: "DKIM" | "SPF" | "RETURN_PATH_MX" | "RETURN_PATH_SPF" | "DMARC";
   type: "TXT" | "MX" | "CNAME";
@@ -135,7 +137,7 @@ export const domains = sqliteTable(
       .references(() => projects.id, { onDelete: "cascade" }),
     // Normalised (lower-case, punycode) domain name; one domain belongs to one project.
     name: text("name").notNull(),
-    status: text("status", { enum: ["PENDING", "VERIFIED", "FAILED"] }).notNull().default("PENDING"),
+    status: text("status", { enum: DOMAIN_STATUSES }).notNull().default("PENDING"),
     dkimSelector: text("dkim_selector").notNull(),
     dkimPublicKey: text("dkim_public_key").notNull(),
     // AES-GCM encrypted PKCS#8 private key (base64 "iv.ciphertext"), key from the DKIM_ENCRYPTION_KEY secret.

@@ -1,9 +1,8 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, errorResponse, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
-import { PaginationQuerySchema } from "../lib/pagination";
 import {
   createDomain,
   deleteDomain,
@@ -12,7 +11,7 @@ import {
   toDomainView,
   verifyDomainNow,
 } from "../services/domains";
-import { STATUS, DomainSchema } from "../schemas/domains";
+import { CreateDomainRequestSchema, DomainListQuerySchema, DomainListResponseSchema, DomainSchema } from "../schemas/domains";
 
 const tags = ["Domains"];
 
@@ -27,11 +26,9 @@ const listRoute = createRoute({
   description: `Newest first, cursor pagination. ${STATES}`,
   security: securityScheme,
   request: {
-    query: PaginationQuerySchema.extend({
-      status: z.enum(STATUS).optional().openapi({ param: { name: "status", in: "query" } }),
-    }),
+    query: DomainListQuerySchema,
   },
-  responses: { 200: jsonResponse(listEnvelope(DomainSchema), "A page of domains"), ...commonErrors },
+  responses: { 200: jsonResponse(DomainListResponseSchema, "A page of domains"), ...commonErrors },
 });
 
 const createDomainRoute = createRoute({
@@ -42,9 +39,7 @@ const createDomainRoute = createRoute({
   description: `The name is normalised (lower-case, IDN to punycode, trailing dot dropped); IP addresses and bare top-level domains are refused (422). A domain belongs to one project at most: adding one that any project already has is 409 CONFLICT, and so is one whose identity already exists in the shared Amazon SES account (its DKIM key is never replaced). A project may have at most QUOTA_DOMAINS domains (default 50; past it 403 QUOTA_EXCEEDED). A domain not verified within 72 hours of being added is FAILED (check-now can still verify it), and one still never verified 7 days after it was added is released: deleted, with its SES identity, so the name is free again. The service generates a 2048-bit RSA DKIM key for the domain and answers the records to publish; it checks DNS once right away. ${STATES}`,
   security: securityScheme,
   request: {
-    body: jsonBody(
-      z.object({ domain: z.string().max(300).openapi({ example: "example.com", description: "Domain name (IDN allowed)" }) }),
-    ),
+    body: jsonBody(CreateDomainRequestSchema),
   },
   responses: {
     201: jsonResponse(DomainSchema, "The domain, with the DNS records to publish"),

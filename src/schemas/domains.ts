@@ -1,6 +1,8 @@
 import { z } from "@hono/zod-openapi";
+import { DOMAIN_STATUSES } from "../db/schema";
+import { listEnvelope } from "../lib/openapi";
+import { PaginationQuerySchema } from "../lib/pagination";
 
-export const STATUS = ["PENDING", "VERIFIED", "FAILED"] as const;
 
 export const DnsRecordSchema = z
   .object({
@@ -10,7 +12,7 @@ export const DnsRecordSchema = z
     value: z.string().openapi({ description: "Exact value to publish (MX: the host; see priority)" }),
     priority: z.number().int().optional().openapi({ description: "MX priority" }),
     required: z.boolean().openapi({ description: "Needed for VERIFIED (DKIM and SPF); the others are recommended" }),
-    status: z.enum(STATUS).openapi({
+    status: z.enum(DOMAIN_STATUSES).openapi({
       description:
         "VERIFIED: found with this value at the last check; PENDING: not found yet; FAILED: a verified record that disappeared, or not found when the domain's verification failed",
     }),
@@ -23,7 +25,7 @@ export const DomainSchema = z
   .object({
     id: z.string(),
     domain: z.string().openapi({ description: "Normalised name: lower-case, IDN as punycode", example: "example.com" }),
-    status: z.enum(STATUS),
+    status: z.enum(DOMAIN_STATUSES),
     dkimSelector: z.string().openapi({ example: "em202607" }),
     records: z.array(DnsRecordSchema),
     createdAt: z.string().datetime(),
@@ -33,3 +35,16 @@ export const DomainSchema = z
     nextCheckAt: z.string().datetime().nullable().openapi({ description: "When the background check runs next (null: not scheduled)" }),
   })
   .openapi("Domain");
+/** A sending domain as the API shows it. */
+export type DomainView = z.infer<typeof DomainSchema>;
+
+export const DomainListQuerySchema = PaginationQuerySchema.extend({
+  status: z.enum(DOMAIN_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
+});
+export type DomainListQuery = z.infer<typeof DomainListQuerySchema>;
+
+export const DomainListResponseSchema = listEnvelope(DomainSchema);
+
+export const CreateDomainRequestSchema = z.object({
+  domain: z.string().max(300).openapi({ example: "example.com", description: "Domain name (IDN allowed)" }),
+});

@@ -5,11 +5,12 @@
 import { and, count, eq, isNull, lt, type SQL } from "drizzle-orm";
 import { LRUCache } from "lru-cache";
 import type { Database } from "../../db/client";
-import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
+import { domains, type Domain, } from "../../db/schema";
 import type { Env } from "../../env";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
+import type { DomainListQuery, DomainView } from "../../schemas/domains";
 import { listNewestFirst } from "../../lib/pagination";
 import { dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim";
 import { domainOfAddress, normaliseDomainName } from "./names";
@@ -21,20 +22,6 @@ import { checkDomain, VERIFICATION_WINDOW_MS } from "./dns-check";
 
 export { runDomainChecks } from "./dns-check";
 
-export type DomainStatus = Domain["status"];
-
-export interface DomainView {
-  id: string;
-  domain: string;
-  status: DomainStatus;
-  dkimSelector: string;
-  records: DomainDnsRecord[];
-  createdAt: string;
-  updatedAt: string;
-  lastCheckedAt: string | null;
-  verifiedAt: string | null;
-  nextCheckAt: string | null;
-}
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
@@ -155,14 +142,8 @@ export async function verifyDomainNow(db: Database, env: Env, projectId: string,
   return checkDomain(db, env, await getDomain(db, projectId, id), now);
 }
 
-export interface ListDomainsQuery {
-  limit: number;
-  cursor?: string;
-  status?: DomainStatus;
-}
-
 /** Newest first, keyset-paginated on id. */
-export async function listDomains(db: Database, projectId: string, query: ListDomainsQuery) {
+export async function listDomains(db: Database, projectId: string, query: DomainListQuery) {
   const filters: SQL[] = [eq(domains.projectId, projectId)];
   if (query.status) filters.push(eq(domains.status, query.status));
   return listNewestFirst(db, domains, and(...filters), query);
