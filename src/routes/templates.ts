@@ -1,7 +1,7 @@
 import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import {
@@ -12,7 +12,7 @@ import {
   toTemplateView,
   updateTemplate,
 } from "../services/templates";
-import { TemplateSchema, CreateTemplateSchema, UpdateTemplateSchema } from "../schemas/templates";
+import { CreateTemplateSchema, TemplateListResponseSchema, TemplateSchema, UpdateTemplateSchema } from "../schemas/templates";
 
 const tags = ["Templates"];
 
@@ -24,7 +24,7 @@ const listRoute = createRoute({
   description: "Newest first, cursor pagination: pass `nextCursor` as `cursor` for the next page; it is null on the last page.",
   security: securityScheme,
   request: { query: PaginationQuerySchema },
-  responses: { 200: jsonResponse(listEnvelope(TemplateSchema), "A page of templates"), ...commonErrors },
+  responses: { 200: jsonResponse(TemplateListResponseSchema, "A page of templates"), ...commonErrors },
 });
 
 const createTemplateRoute = createRoute({

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { listEnvelope } from "../lib/openapi";
 import { EmailAddressSchema, headerText, } from "../lib/validators";
 
 export const MAX_TEMPLATE_NAME = 200;
@@ -70,3 +71,10 @@ export const UpdateTemplateSchema = z
     replyTo: templateFields.replyTo,
   })
   .openapi("UpdateTemplate");
+
+/** A template as the API shows it. */
+export type TemplateView = z.infer<typeof TemplateSchema>;
+export const TemplateListResponseSchema = listEnvelope(TemplateSchema);
+export type CreateTemplateRequest = z.infer<typeof CreateTemplateSchema>;
+/** Every field optional; `null` clears from, fromName or replyTo. */
+export type UpdateTemplateRequest = z.infer<typeof UpdateTemplateSchema>;

@@ -5,21 +5,10 @@ import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { assertTemplateSyntax } from "./send/render";
 import { listNewestFirst } from "../lib/pagination";
+import type { CreateTemplateRequest, TemplateView, UpdateTemplateRequest } from "../schemas/templates";
 
 export type TemplateType = Template["type"];
 
-export interface TemplateView {
-  id: string;
-  name: string;
-  subject: string;
-  body: string;
-  type: TemplateType;
-  from: string | null;
-  fromName: string | null;
-  replyTo: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
 
 export function toTemplateView(template: Template): TemplateView {
   return {
@@ -36,18 +25,6 @@ export function toTemplateView(template: Template): TemplateView {
   };
 }
 
-export interface CreateTemplateInput {
-  name: string;
-  subject: string;
-  body: string;
-  type: TemplateType;
-  from?: string | null;
-  fromName?: string | null;
-  replyTo?: string | null;
-}
-
-/** Every field optional; `null` clears from, fromName or replyTo. */
-export type UpdateTemplateInput = Partial<CreateTemplateInput>;
 
 /** A template that cannot render is refused when it is stored, not when mail is sent. */
 async function assertRenderable(input: { subject?: string; body?: string }) {
@@ -55,7 +32,7 @@ async function assertRenderable(input: { subject?: string; body?: string }) {
   if (input.body !== undefined) await assertTemplateSyntax(input.body, "body");
 }
 
-export async function createTemplate(db: Database, projectId: string, input: CreateTemplateInput): Promise<Template> {
+export async function createTemplate(db: Database, projectId: string, input: CreateTemplateRequest): Promise<Template> {
   await assertRenderable(input);
   const now = new Date();
   const [template] = await db
@@ -90,7 +67,7 @@ export async function updateTemplate(
   db: Database,
   projectId: string,
   id: string,
-  input: UpdateTemplateInput,
+  input: UpdateTemplateRequest,
 ): Promise<Template> {
   await assertRenderable(input);
   const set: Partial<typeof templates.$inferInsert> = {};
