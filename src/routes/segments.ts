@@ -1,6 +1,6 @@
 import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { commonErrors, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
@@ -13,7 +13,7 @@ import {
   updateSegment,
   viewOf,
 } from "../services/segments";
-import { SegmentSchema, MemberSchema, CreateSegmentSchema, UpdateSegmentSchema } from "../schemas/segments";
+import { SegmentSchema, CreateSegmentSchema, UpdateSegmentSchema, SegmentListResponseSchema, SegmentMemberListResponseSchema } from "../schemas/segments";
 
 const tags = ["Segments"];
 
@@ -25,7 +25,7 @@ const listRoute = createRoute({
   description: "Newest first, cursor pagination; each segment carries its live `memberCount`.",
   security: securityScheme,
   request: { query: PaginationQuerySchema },
-  responses: { 200: jsonResponse(listEnvelope(SegmentSchema), "A page of segments"), ...commonErrors },
+  responses: { 200: jsonResponse(SegmentListResponseSchema, "A page of segments"), ...commonErrors },
 });
 
 const createSegmentRoute = createRoute({
@@ -79,7 +79,7 @@ const membersRoute = createRoute({
   description: "The contacts matching the segment now, subscribed or not; newest first, cursor pagination; `total` is the member count.",
   security: securityScheme,
   request: { params: IdParamSchema, query: PaginationQuerySchema },
-  responses: { 200: jsonResponse(listEnvelope(MemberSchema), "A page of members"), ...commonErrors },
+  responses: { 200: jsonResponse(SegmentMemberListResponseSchema, "A page of members"), ...commonErrors },
 });
 
 export const segmentsRouter = createRouter()

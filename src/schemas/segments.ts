@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { listEnvelope } from "../lib/openapi";
 import { headerText, } from "../lib/validators";
 import { ConditionSchema } from "../services/conditions";
 
@@ -26,7 +27,7 @@ export const MemberSchema = z.object({
   updatedAt: z.string().datetime(),
 });
 
-export const fields = {
+const fields = {
   name: headerText(MAX_SEGMENT_NAME).min(1).openapi({ example: "Pro users" }),
   description: z.string().trim().max(MAX_SEGMENT_DESCRIPTION).nullable().optional(),
   condition: ConditionSchema,
@@ -36,3 +37,10 @@ export const UpdateSegmentSchema = z
   .object({ name: fields.name.optional(), description: fields.description, condition: fields.condition.optional() })
   .strict()
   .openapi("UpdateSegment");
+
+/** A segment as the API shows it. */
+export type SegmentView = z.infer<typeof SegmentSchema>;
+export const SegmentListResponseSchema = listEnvelope(SegmentSchema);
+export const SegmentMemberListResponseSchema = listEnvelope(MemberSchema);
+export type CreateSegmentRequest = z.infer<typeof CreateSegmentSchema>;
+export type UpdateSegmentRequest = z.infer<typeof UpdateSegmentSchema>;

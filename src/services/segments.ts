@@ -5,17 +5,9 @@ import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { decodeCursor, toPage } from "../lib/pagination";
 import { compileCondition, ConditionSchema, type Condition } from "./conditions";
+import type { CreateSegmentRequest, SegmentView, UpdateSegmentRequest } from "../schemas/segments";
 import { toContactView } from "./contacts";
 
-export interface SegmentView {
-  id: string;
-  name: string;
-  description: string | null;
-  condition: Condition;
-  memberCount: number;
-  createdAt: string;
-  updatedAt: string;
-}
 
 /** A stored condition was validated on write; parsing again only fills defaults of older rows. */
 export const storedCondition = (raw: unknown): Condition => ConditionSchema.parse(raw);
@@ -53,13 +45,8 @@ export async function viewOf(db: Database, segment: Segment): Promise<SegmentVie
   return toSegmentView(segment, memberCount);
 }
 
-export interface CreateSegmentInput {
-  name: string;
-  description?: string | null;
-  condition: Condition;
-}
 
-export async function createSegment(db: Database, projectId: string, input: CreateSegmentInput): Promise<Segment> {
+export async function createSegment(db: Database, projectId: string, input: CreateSegmentRequest): Promise<Segment> {
   const now = new Date();
   const [segment] = await db
     .insert(segments)
@@ -74,7 +61,7 @@ export async function getSegment(db: Database, projectId: string, id: string): P
   return segment;
 }
 
-export async function updateSegment(db: Database, projectId: string, id: string, input: Partial<CreateSegmentInput>): Promise<Segment> {
+export async function updateSegment(db: Database, projectId: string, id: string, input: UpdateSegmentRequest): Promise<Segment> {
   const set: Partial<typeof segments.$inferInsert> = {};
   if (input.name !== undefined) set.name = input.name;
   if (input.description !== undefined) set.description = input.description;
