@@ -1,6 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { CAMPAIGN_STATUSES } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
 import { EmailAddressSchema, IdParamSchema } from "../lib/validators";
@@ -16,12 +15,11 @@ import {
   sendTestEmail,
   toCampaignView,
   updateCampaign,
-  type CampaignInput,
 } from "../services/campaigns";
-import { CampaignSchema, StatsSchema, withAlias, CreateCampaignSchema, UpdateCampaignSchema, SendSchema } from "../schemas/campaigns";
+import { type CampaignInput, CampaignListQuerySchema, CampaignListResponseSchema, CampaignResponseSchema, CampaignStatsResponseSchema, CreateCampaignSchema, SendSchema, UpdateCampaignSchema, withAlias } from "../schemas/campaigns";
 
 const tags = ["Campaigns"];
-const envelope = (description: string) => jsonResponse(successEnvelope(CampaignSchema), description);
+const envelope = (description: string) => jsonResponse(CampaignResponseSchema, description);
 
 const listRoute = createRoute({
   method: "get",
@@ -32,26 +30,10 @@ const listRoute = createRoute({
     "Newest first. Page with `page` (1-based) or with the opaque `cursor` from `nextCursor` (stable while campaigns are added). `limit` is the page size (1-100).",
   security: securityScheme,
   request: {
-    query: z.object({
-      limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ param: { name: "limit", in: "query" } }),
-      page: z.coerce.number().int().min(1).max(100000).optional().openapi({ param: { name: "page", in: "query" } }),
-      cursor: z.string().max(512).optional().openapi({ param: { name: "cursor", in: "query" } }),
-      status: z.enum(CAMPAIGN_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
-    }),
+    query: CampaignListQuerySchema,
   },
   responses: {
-    200: jsonResponse(
-      z.object({
-        campaigns: z.array(CampaignSchema),
-        page: z.number().int(),
-        pageSize: z.number().int(),
-        total: z.number().int(),
-        totalPages: z.number().int(),
-        hasMore: z.boolean(),
-        nextCursor: z.string().nullable(),
-      }),
-      "A page of campaigns",
-    ),
+    200: jsonResponse(CampaignListResponseSchema, "A page of campaigns"),
     ...commonErrors,
   },
 });
@@ -141,7 +123,7 @@ const statsRoute = createRoute({
   summary: "Campaign statistics",
   security: securityScheme,
   request: { params: IdParamSchema },
-  responses: { 200: jsonResponse(successEnvelope(StatsSchema), "Statistics"), ...commonErrors },
+  responses: { 200: jsonResponse(CampaignStatsResponseSchema, "Statistics"), ...commonErrors },
 });
 
 /** The send body is optional; when present it must be a JSON object. */

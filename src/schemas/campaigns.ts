@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { successEnvelope } from "../lib/openapi";
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from "../db/schema";
 import { EmailAddressSchema, headerText, } from "../lib/validators";
 import { ConditionSchema } from "../services/conditions";
@@ -106,3 +107,28 @@ export const SendSchema = z
       .openapi({ description: "Future ISO 8601 date-time: SCHEDULED until then; omitted or null: send now" }),
   })
   .strict();
+
+/** A campaign as the API shows it. */
+export type CampaignView = z.infer<typeof CampaignSchema>;
+/** A campaign's fields once `audienceCondition` (Plunk's name) has become `audienceFilter`. */
+export type CampaignInput = Omit<z.infer<typeof CreateCampaignSchema>, "audienceCondition">;
+export const CampaignResponseSchema = successEnvelope(CampaignSchema);
+export const CampaignStatsResponseSchema = successEnvelope(StatsSchema);
+
+/** GET /campaigns pages by `page` (Plunk) or by `cursor`. */
+export const CampaignListQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ param: { name: "limit", in: "query" } }),
+  page: z.coerce.number().int().min(1).max(100000).optional().openapi({ param: { name: "page", in: "query" } }),
+  cursor: z.string().max(512).optional().openapi({ param: { name: "cursor", in: "query" } }),
+  status: z.enum(CAMPAIGN_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
+});
+
+export const CampaignListResponseSchema = z.object({
+  campaigns: z.array(CampaignSchema),
+  page: z.number().int(),
+  pageSize: z.number().int(),
+  total: z.number().int(),
+  totalPages: z.number().int(),
+  hasMore: z.boolean(),
+  nextCursor: z.string().nullable(),
+});

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gt, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { campaigns, emails, events, segments, type AudienceType, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, emails, events, segments, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
@@ -14,27 +14,9 @@ import { assertTemplateSyntax, renderBody, renderSubject } from "../send/render"
 import { assertDailyQuota, campaignQuotaError, campaignQuotaFit } from "../quotas";
 import { findSuppressed } from "../suppressions";
 import { unsubscribeUrl } from "../tracking/links";
+import type { CampaignInput, CampaignView } from "../../schemas/campaigns";
 import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
 
-export interface CampaignView {
-  id: string;
-  name: string;
-  description: string | null;
-  subject: string;
-  body: string;
-  from: string;
-  fromName: string | null;
-  replyTo: string | null;
-  type: AudienceType;
-  audienceType: AudienceType;
-  segmentId: string | null;
-  audienceFilter: Condition | null;
-  status: CampaignStatus;
-  scheduledAt: string | null;
-  sentAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -60,18 +42,6 @@ export function toCampaignView(c: Campaign): CampaignView {
   };
 }
 
-export interface CampaignInput {
-  name: string;
-  description?: string | null;
-  subject: string;
-  body: string;
-  from: string;
-  fromName?: string | null;
-  replyTo?: string | null;
-  audienceType: AudienceType;
-  segmentId?: string | null;
-  audienceFilter?: Condition | null;
-}
 
 /** Checks what the body schema cannot: the sender's domain, the segment's project, the audience's completeness, template syntax. */
 async function validateCampaign(db: Database, projectId: string, input: CampaignInput, changed: Partial<CampaignInput>) {
