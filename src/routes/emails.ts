@@ -1,12 +1,10 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { EMAIL_STATUSES } from "../db/schema";
-import { commonErrors, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonResponse, securityScheme } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
-import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
 import { getEmail, listEmails, toEmailView } from "../services/emails/views";
-import { EmailRecordSchema } from "../schemas/emails";
+import { EmailListQuerySchema, EmailListResponseSchema, EmailRecordSchema } from "../schemas/emails";
 
 const tags = ["Emails"];
 
@@ -18,13 +16,9 @@ const listRoute = createRoute({
   description: "Newest first, cursor pagination. Filter by `status`, `contactId` and `campaignId`.",
   security: securityScheme,
   request: {
-    query: PaginationQuerySchema.extend({
-      status: z.enum(EMAIL_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
-      contactId: z.string().min(1).max(64).optional().openapi({ param: { name: "contactId", in: "query" } }),
-      campaignId: z.string().min(1).max(64).optional().openapi({ param: { name: "campaignId", in: "query" }, description: "Only this campaign's emails (test sends are not linked to it)" }),
-    }),
+    query: EmailListQuerySchema,
   },
-  responses: { 200: jsonResponse(listEnvelope(EmailRecordSchema), "A page of emails"), ...commonErrors },
+  responses: { 200: jsonResponse(EmailListResponseSchema, "A page of emails"), ...commonErrors },
 });
 
 const getRoute = createRoute({

@@ -1,23 +1,9 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, } from "@hono/zod-openapi";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, } from "../lib/openapi";
+import { VerifyAddressRequestSchema, VerifyAddressResponseSchema } from "../schemas/verify-address";
 import { dnsConfig } from "../services/dns";
 import { verifyEmailAddress } from "../services/email-verification";
-
-const VerificationSchema = z
-  .object({
-    email: z.string().openapi({ description: "The address as given, trimmed" }),
-    valid: z.boolean().openapi({ description: "Syntax is valid and the domain can receive mail (MX, or A/AAAA fallback)" }),
-    isDisposable: z.boolean().openapi({ description: "Domain (or a parent domain) is a known disposable provider" }),
-    isAlias: z.boolean().openapi({ description: "Relay service: Apple Hide My Email, Firefox Relay, DuckDuckGo, SimpleLogin, addy.io, Proton Pass..." }),
-    isTypo: z.boolean(),
-    isPlusAddressed: z.boolean(),
-    domainExists: z.boolean(),
-    hasMxRecords: z.boolean().openapi({ description: "At least one MX record that is not a null MX (RFC 7505)" }),
-    reasons: z.array(z.string()).openapi({ description: "Human-readable reasons for every flag set and every problem found; empty for a clean, deliverable address" }),
-    suggestedEmail: z.string().optional().openapi({ description: "Present when the domain looks like a typo", example: "ada@gmail.com" }),
-  })
-  .openapi("VerificationResult");
 
 const verifyRoute = createRoute({
   method: "post",
@@ -32,11 +18,9 @@ const verifyRoute = createRoute({
   ].join("\n"),
   security: securityScheme,
   request: {
-    body: jsonBody(
-      z.object({ email: z.string().trim().min(1).max(512).openapi({ example: "ada@example.com" }) }),
-    ),
+    body: jsonBody(VerifyAddressRequestSchema),
   },
-  responses: { 200: jsonResponse(successEnvelope(VerificationSchema), "The verification result"), ...commonErrors },
+  responses: { 200: jsonResponse(VerifyAddressResponseSchema, "The verification result"), ...commonErrors },
 });
 
 export const verifyAddressRouter = createRouter().openapi(verifyRoute, async (c) => {

@@ -1,5 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { EMAIL_STATUSES } from "../db/schema";
+import { listEnvelope } from "../lib/openapi";
+import { PaginationQuerySchema } from "../lib/pagination";
 
 const timestamp = z.string().datetime().nullable();
 
@@ -36,3 +38,20 @@ export const EmailRecordSchema = z
     updatedAt: z.string().datetime(),
   })
   .openapi("Email");
+
+/** What GET /emails shows of an email record (the rendered body is not repeated in lists). */
+export type EmailView = z.infer<typeof EmailRecordSchema>;
+
+export const EmailListQuerySchema = PaginationQuerySchema.extend({
+  status: z.enum(EMAIL_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
+  contactId: z.string().min(1).max(64).optional().openapi({ param: { name: "contactId", in: "query" } }),
+  campaignId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .openapi({ param: { name: "campaignId", in: "query" }, description: "Only this campaign's emails (test sends are not linked to it)" }),
+});
+export type EmailListQuery = z.infer<typeof EmailListQuerySchema>;
+
+export const EmailListResponseSchema = listEnvelope(EmailRecordSchema);

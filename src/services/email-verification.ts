@@ -5,20 +5,8 @@
  * short per-domain cache).
  */
 import { mxValue, resolveDnsCached, type DnsConfig, type DnsResult } from "./dns";
+import type { VerificationResult } from "../schemas/verify-address";
 import { normaliseDomainName } from "./domains/names";
-
-export interface VerificationResult {
-  email: string;
-  valid: boolean;
-  isDisposable: boolean;
-  isAlias: boolean;
-  isTypo: boolean;
-  isPlusAddressed: boolean;
-  domainExists: boolean;
-  hasMxRecords: boolean;
-  reasons: string[];
-  suggestedEmail?: string;
-}
 
 /** Every human-readable reason /v1/verify can give (some end with details). */
 export const REASONS = {

@@ -1,13 +1,13 @@
 import { and, eq, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { emails, type Email, type EmailStatus } from "../../db/schema";
+import { emails, type Email, } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { listNewestFirst } from "../../lib/pagination";
+import type { EmailListQuery, EmailView } from "../../schemas/emails";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-/** What GET /emails shows of an email record (the rendered body is not repeated in lists). */
-export function toEmailView(email: Email) {
+export function toEmailView(email: Email): EmailView {
   return {
     id: email.id,
     contactId: email.contactId,
@@ -44,16 +44,8 @@ export async function getEmail(db: Database, projectId: string, id: string): Pro
   return email;
 }
 
-export interface ListEmailsQuery {
-  limit: number;
-  cursor?: string;
-  status?: EmailStatus;
-  contactId?: string;
-  campaignId?: string;
-}
-
 /** Newest first, keyset pagination on id; filters use (project_id, status, id) and (contact_id, id). */
-export async function listEmails(db: Database, projectId: string, query: ListEmailsQuery) {
+export async function listEmails(db: Database, projectId: string, query: EmailListQuery) {
   const filters: SQL[] = [eq(emails.projectId, projectId)];
   if (query.status) filters.push(eq(emails.status, query.status));
   if (query.contactId) filters.push(eq(emails.contactId, query.contactId));
