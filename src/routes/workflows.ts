@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonBody, jsonResponse, listEnvelope, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import {
@@ -21,7 +21,9 @@ import {
   ExecutionStatusSchema,
   UpdateWorkflowSchema,
   WorkflowSchema,
-} from "../services/workflows/schema";
+  WorkflowListResponseSchema,
+  ExecutionListResponseSchema,
+} from "../schemas/workflows";
 
 const tags = ["Workflows"];
 
@@ -40,7 +42,7 @@ const listRoute = createRoute({
   description: "Newest first, cursor pagination; each with its executions counted by status in `stats`.",
   security: securityScheme,
   request: { query: PaginationQuerySchema },
-  responses: { 200: jsonResponse(listEnvelope(WorkflowSchema), "A page of workflows"), ...commonErrors },
+  responses: { 200: jsonResponse(WorkflowListResponseSchema, "A page of workflows"), ...commonErrors },
 });
 
 const createWorkflowRoute = createRoute({
@@ -106,7 +108,7 @@ const listExecutionsRoute = createRoute({
   description: "Newest first, cursor pagination, optional `status` and `contactId` filters. Statuses: RUNNING, WAITING (in a delay or a wait), COMPLETED, EXITED (an EXIT step), FAILED, CANCELLED.",
   security: securityScheme,
   request: { params: IdParamSchema, query: ExecutionListQuerySchema },
-  responses: { 200: jsonResponse(listEnvelope(ExecutionSchema), "A page of executions"), ...commonErrors },
+  responses: { 200: jsonResponse(ExecutionListResponseSchema, "A page of executions"), ...commonErrors },
 });
 
 const getExecutionRoute = createRoute({

@@ -5,7 +5,7 @@ import { getDb } from "../db/client";
 import { workflowVersions, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../db/schema";
 import type { Env } from "../env";
 import { recordProgress, type ExecutionParams } from "../services/workflows/executions";
-import { MAX_STEPS, durationMs, type WorkflowStep } from "../services/workflows/schema";
+import { MAX_STEPS, durationMs, type WorkflowStep } from "../schemas/workflows";
 import { PermanentStepError, sendWorkflowEmail } from "../services/workflows/send-email";
 import { callWebhookStep, evaluateConditionStep, updateContactStep } from "../services/workflows/steps";
 import { waitEventType } from "../services/workflows/triggers";

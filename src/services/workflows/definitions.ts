@@ -15,24 +15,8 @@ import { listNewestFirst } from "../../lib/pagination";
 import { requireEncryptionKey } from "../../lib/config";
 import { encryptPrivateKey } from "../domains/dkim";
 import { cancelExecutionsOf } from "./executions";
-import type { CreateWorkflowInput, UpdateWorkflowInput, WorkflowStep, WorkflowTrigger } from "./schema";
+import type { CreateWorkflowInput, UpdateWorkflowInput, WorkflowStats, WorkflowStep, WorkflowTrigger, WorkflowView } from "../../schemas/workflows";
 import { newWebhookSecret, webhookUrlProblem } from "./webhook";
-
-export type WorkflowStats = Record<"running" | "waiting" | "completed" | "exited" | "failed" | "cancelled", number>;
-
-export interface WorkflowView {
-  id: string;
-  name: string;
-  description: string | null;
-  enabled: boolean;
-  trigger: WorkflowTrigger;
-  allowReentry: boolean;
-  steps: WorkflowStep[];
-  version: number;
-  stats: WorkflowStats;
-  createdAt: string;
-  updatedAt: string;
-}
 
 const emptyStats = (): WorkflowStats => ({ running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
 

@@ -4,6 +4,7 @@ import { workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatu
 import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { listNewestFirst } from "../../lib/pagination";
+import type { ExecutionView } from "../../schemas/workflows";
 
 /** A unit of work on the workflow queue. Redelivery is harmless (see triggers.ts). */
 export type WorkflowQueueMessage =
@@ -32,20 +33,6 @@ export interface ExecutionParams {
 
 export const ACTIVE_STATUSES: WorkflowExecutionStatus[] = ["RUNNING", "WAITING"];
 export const TERMINATE_IDS_PER_MESSAGE = 10;
-
-export interface ExecutionView {
-  id: string;
-  workflowId: string;
-  workflowVersion: number;
-  contactId: string;
-  status: WorkflowExecutionStatus;
-  currentStepId: string | null;
-  resumeAt: string | null;
-  error: string | null;
-  history: WorkflowHistoryEntry[];
-  startedAt: string;
-  finishedAt: string | null;
-}
 
 export function toExecutionView(row: WorkflowExecution): ExecutionView {
   return {

@@ -1,8 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import { WORKFLOW_EXECUTION_STATUSES } from "../../db/schema";
-import { DataObjectSchema, headerText } from "../../lib/validators";
-import { EventNameSchema } from "../../schemas/events";
-import { ConditionSchema } from "../conditions";
+import { WORKFLOW_EXECUTION_STATUSES } from "../db/schema";
+import { listEnvelope } from "../lib/openapi";
+import { DataObjectSchema, headerText } from "../lib/validators";
+import { EventNameSchema } from "./events";
+import { ConditionSchema } from "../services/conditions";
 
 /** Bounds of a definition (CONTRACT.md "Workflows"). */
 export const MAX_STEPS = 100;
@@ -207,3 +208,12 @@ export const ExecutionSchema = z
     finishedAt: z.string().datetime().nullable(),
   })
   .openapi("WorkflowExecution");
+
+/** A workflow as the API shows it. */
+export type WorkflowView = z.infer<typeof WorkflowSchema>;
+/** Executions by status. */
+export type WorkflowStats = WorkflowView["stats"];
+/** A workflow execution as the API shows it. */
+export type ExecutionView = z.infer<typeof ExecutionSchema>;
+export const WorkflowListResponseSchema = listEnvelope(WorkflowSchema);
+export const ExecutionListResponseSchema = listEnvelope(ExecutionSchema);
