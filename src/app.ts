@@ -68,7 +68,7 @@ export function createApp(options: AppOptions = {}) {
     bodyLimit({
       maxSize: c.req.path === "/v1/send" ? MAX_SEND_BODY_BYTES : MAX_BODY_BYTES,
       onError: () => {
-        throw new ApiError(413, "PAYLOAD_TOO_LARGE", "Request body is too large", {
+        throw new ApiError("PAYLOAD_TOO_LARGE", "Request body is too large", {
           suggestion: `Bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_SEND_BODY_BYTES} for /v1/send).`,
         });
       },

@@ -101,7 +101,7 @@ export function requireSecret(env: Env, name: keyof Env & string, options: { min
       ? `Server misconfigured: the ${name} secret is too short (at least ${options.minLength} characters).`
       : `Server misconfigured: ${name} is not set. Set it with \`wrangler secret put ${name}\` (or in wrangler.toml [vars] for non-secret settings).`;
   console.error(message);
-  throw new ApiError(500, "INTERNAL_ERROR", message, options.suggestion ? { suggestion: options.suggestion } : {});
+  throw new ApiError("INTERNAL_ERROR", message, options.suggestion ? { suggestion: options.suggestion } : {});
 }
 
 /** An HKDF input shorter than this is refused (src/services/domains/dkim.ts). */

@@ -11,48 +11,70 @@ export interface FieldError {
   code: string;
 }
 
-export type ErrorCode =
-  | "BAD_REQUEST"
-  | "INVALID_JSON"
-  | "UNSUPPORTED_MEDIA_TYPE"
-  | "INVALID_STATE"
-  | "UNAUTHORIZED"
-  | "FORBIDDEN"
-  | "PROJECT_DISABLED"
-  | "DOMAIN_NOT_VERIFIED"
-  | "NOT_FOUND"
-  | "CONFLICT"
-  | "PAYLOAD_TOO_LARGE"
-  | "VALIDATION_ERROR"
-  | "RATE_LIMITED"
-  | "QUOTA_EXCEEDED"
-  | "INTERNAL_ERROR";
+/**
+ * Every error code of the service and the HTTP status it answers: the status
+ * follows from the code. One code has a second status: QUOTA_EXCEEDED is 403
+ * for the stock quotas (contacts, domains, stored bytes) and 429 for the daily
+ * ones (emails, events), which waiting fixes; that error passes the status.
+ */
+export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
+  INVALID_JSON: 400,
+  UNSUPPORTED_MEDIA_TYPE: 400,
+  INVALID_STATE: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  PROJECT_DISABLED: 403,
+  DOMAIN_NOT_VERIFIED: 403,
+  QUOTA_EXCEEDED: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  VALIDATION_ERROR: 422,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  /** A dependency (SES, SNS) could not be reached; retrying later helps. */
+  SERVICE_UNAVAILABLE: 503,
+} as const satisfies Record<string, ContentfulStatusCode>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]];
+
+export interface ErrorDetails {
+  errors?: FieldError[];
+  suggestion?: string;
+  headers?: Record<string, string>;
+  /** Only where the code alone cannot say it: the daily quotas (429) and statuses Hono raised itself. */
+  status?: ContentfulStatusCode;
+}
 
 /**
  * The one error type of the service. Anything thrown as an ApiError reaches
- * the client as the contract's envelope with this status and code.
+ * the client as the contract's envelope with the code's status (ERROR_STATUS).
  */
 export class ApiError extends Error {
+  readonly status: ContentfulStatusCode;
+
   constructor(
-    readonly status: ContentfulStatusCode,
     readonly code: ErrorCode,
     message: string,
-    readonly details: { errors?: FieldError[]; suggestion?: string; headers?: Record<string, string> } = {},
+    readonly details: ErrorDetails = {},
   ) {
     super(message);
     this.name = "ApiError";
+    this.status = details.status ?? ERROR_STATUS[code];
   }
 
   static notFound(resource: string) {
-    return new ApiError(404, "NOT_FOUND", `${resource} not found`);
+    return new ApiError("NOT_FOUND", `${resource} not found`);
   }
 
   static invalidState(message: string, suggestion?: string) {
-    return new ApiError(400, "INVALID_STATE", message, { suggestion });
+    return new ApiError("INVALID_STATE", message, { suggestion });
   }
 
   static validation(errors: FieldError[]) {
-    return new ApiError(422, "VALIDATION_ERROR", "Validation failed", {
+    return new ApiError("VALIDATION_ERROR", "Validation failed", {
       errors,
       suggestion: "Fix the fields listed in errors and retry.",
     });
@@ -63,7 +85,7 @@ export const ErrorEnvelopeSchema = z
   .object({
     success: z.literal(false),
     error: z.object({
-      code: z.string().openapi({ example: "VALIDATION_ERROR" }),
+      code: z.enum(ERROR_CODES).openapi({ example: "VALIDATION_ERROR", description: "The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota)" }),
       message: z.string(),
       statusCode: z.number().int(),
       requestId: z.string(),
@@ -107,18 +129,18 @@ export function fieldErrorsFromZod(error: z.ZodError, prefix?: string): FieldErr
 
 function fromHttpException(err: HTTPException): ApiError {
   const message = err.message || "Bad request";
-  if (err.status === 413) return new ApiError(413, "PAYLOAD_TOO_LARGE", "Request body is too large");
+  if (err.status === 413) return new ApiError("PAYLOAD_TOO_LARGE", "Request body is too large");
   if (/malformed json/i.test(message)) {
-    return new ApiError(400, "INVALID_JSON", "Request body is not valid JSON", {
+    return new ApiError("INVALID_JSON", "Request body is not valid JSON", {
       suggestion: "Send a JSON object with Content-Type: application/json.",
     });
   }
   if (err.status === 415 || /content-type/i.test(message)) {
-    return new ApiError(400, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", {
+    return new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", {
       suggestion: "Send the body as JSON with Content-Type: application/json.",
     });
   }
-  return new ApiError(err.status as ContentfulStatusCode, err.status === 400 ? "BAD_REQUEST" : "INTERNAL_ERROR", message);
+  return new ApiError(err.status === 400 ? "BAD_REQUEST" : "INTERNAL_ERROR", message, { status: err.status as ContentfulStatusCode });
 }
 
 export function respondWithError(c: Context<AppBindings>, err: ApiError) {
@@ -166,9 +188,9 @@ export function handleError(err: Error, c: Context<AppBindings>) {
   const guarded = fromDatabaseGuard(err);
   if (guarded) return respondWithError(c, guarded);
   console.error("unhandled error", c.get("requestId"), err);
-  return respondWithError(c, new ApiError(500, "INTERNAL_ERROR", "An unexpected error occurred"));
+  return respondWithError(c, new ApiError("INTERNAL_ERROR", "An unexpected error occurred"));
 }
 
 export function handleNotFound(c: Context<AppBindings>) {
-  return respondWithError(c, new ApiError(404, "NOT_FOUND", `No route for ${c.req.method} ${c.req.path}`));
+  return respondWithError(c, new ApiError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}`));
 }

@@ -37,6 +37,9 @@ export const jsonResponse = <T extends z.ZodType>(schema: T, description: string
 export const successEnvelope = <T extends z.ZodType>(data: T) =>
   z.object({ success: z.literal(true), data });
 
+/** The body successEnvelope describes: `c.json(success(data), 200)`. */
+export const success = <T>(data: T) => ({ success: true as const, data });
+
 /** The spec's general list shape: `{success, data: {items, nextCursor, hasMore, total}}`. */
 export const listEnvelope = <T extends z.ZodType>(item: T) =>
   successEnvelope(

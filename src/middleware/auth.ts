@@ -16,21 +16,21 @@ export const authenticate = (options: { allowPublic?: boolean; lookup?: KeyLooku
   return createMiddleware<AppBindings>(async (c, next) => {
     const header = c.req.header("Authorization");
     if (!header) {
-      throw new ApiError(401, "UNAUTHORIZED", "Missing API key", {
+      throw new ApiError("UNAUTHORIZED", "Missing API key", {
         suggestion: "Send Authorization: Bearer <sk_... key>.",
       });
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match || !isWellFormedKey(match[1])) {
-      throw new ApiError(401, "UNAUTHORIZED", "Malformed API key", {
+      throw new ApiError("UNAUTHORIZED", "Malformed API key", {
         suggestion: "Keys look like sk_ or pk_ followed by 48 hex characters.",
       });
     }
     const owner = await lookup(getDb(c.env.DB), match[1]);
-    if (!owner) throw new ApiError(401, "UNAUTHORIZED", "Invalid API key");
-    if (owner.projectDisabled) throw new ApiError(403, "PROJECT_DISABLED", "This project is disabled");
+    if (!owner) throw new ApiError("UNAUTHORIZED", "Invalid API key");
+    if (owner.projectDisabled) throw new ApiError("PROJECT_DISABLED", "This project is disabled");
     if (owner.kind === "public" && !options.allowPublic) {
-      throw new ApiError(403, "FORBIDDEN", "Public keys (pk_) can only be used on POST /v1/track", {
+      throw new ApiError("FORBIDDEN", "Public keys (pk_) can only be used on POST /v1/track", {
         suggestion: "Use a secret key (sk_) from your server for this endpoint.",
       });
     }

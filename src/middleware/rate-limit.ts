@@ -28,7 +28,7 @@ export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean }
     };
     const refusal = result.allowed
       ? null
-      : new ApiError(429, "RATE_LIMITED", `Rate limit of ${result.limit} requests per minute exceeded`, {
+      : new ApiError("RATE_LIMITED", `Rate limit of ${result.limit} requests per minute exceeded`, {
           headers: { ...headers, "Retry-After": String(result.resetSeconds) },
           suggestion: `Retry after ${result.resetSeconds} seconds.`,
         });

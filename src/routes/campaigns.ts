@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { ApiError } from "../lib/errors";
-import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, successEnvelope, success } from "../lib/openapi";
 import { EmailAddressSchema, IdParamSchema } from "../lib/validators";
 import { createRouter } from "../lib/router";
 import {
@@ -134,7 +134,7 @@ async function scheduledForOf(request: Request): Promise<Date | null> {
   try {
     json = JSON.parse(text);
   } catch {
-    throw new ApiError(400, "INVALID_JSON", "Request body is not valid JSON");
+    throw new ApiError("INVALID_JSON", "Request body is not valid JSON");
   }
   const parsed = SendSchema.safeParse(json);
   if (!parsed.success) {
@@ -143,21 +143,20 @@ async function scheduledForOf(request: Request): Promise<Date | null> {
   return parsed.data.scheduledFor ? new Date(parsed.data.scheduledFor) : null;
 }
 
-const ok = <T>(data: T) => ({ success: true as const, data });
 
 export const campaignsRouter = createRouter()
   .openapi(listRoute, async (c) => c.json(await listCampaigns(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query")), 200))
   .openapi(createCampaignRoute, async (c) => {
     const campaign = await createCampaign(getDb(c.env.DB), c.get("auth").projectId, withAlias(c.req.valid("json")) as CampaignInput);
-    return c.json(ok(toCampaignView(campaign)), 201);
+    return c.json(success(toCampaignView(campaign)), 201);
   })
   .openapi(getRoute, async (c) => {
-    return c.json(ok(toCampaignView(await getCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id))), 200);
+    return c.json(success(toCampaignView(await getCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id))), 200);
   })
   .openapi(updateRoute, async (c) => {
     const changes = withAlias(c.req.valid("json")) as Partial<CampaignInput>;
     const campaign = await updateCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, changes);
-    return c.json(ok(toCampaignView(campaign)), 200);
+    return c.json(success(toCampaignView(campaign)), 200);
   })
   .openapi(deleteRoute, async (c) => {
     await deleteCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
@@ -166,16 +165,16 @@ export const campaignsRouter = createRouter()
   .openapi(sendRoute, async (c) => {
     const scheduledFor = await scheduledForOf(c.req.raw);
     const campaign = await sendCampaign(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, scheduledFor);
-    return c.json(ok(toCampaignView(campaign)), 200);
+    return c.json(success(toCampaignView(campaign)), 200);
   })
   .openapi(cancelRoute, async (c) => {
-    return c.json(ok(toCampaignView(await cancelCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id))), 200);
+    return c.json(success(toCampaignView(await cancelCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id))), 200);
   })
   .openapi(testRoute, async (c) => {
     const { projectId } = c.get("auth");
     const emailId = await sendTestEmail(getDb(c.env.DB), c.env, projectId, c.req.valid("param").id, c.req.valid("json").email, c.req.url);
-    return c.json(ok({ email: emailId }), 200);
+    return c.json(success({ email: emailId }), 200);
   })
   .openapi(statsRoute, async (c) => {
-    return c.json(ok(await campaignStats(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id)), 200);
+    return c.json(success(await campaignStats(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id)), 200);
   });

@@ -18,7 +18,7 @@ import { d1Stats } from "../lib/d1-counter";
 export const devOutboxRouter = new Hono<AppBindings>();
 
 devOutboxRouter.use("/dev/*", async (c, next) => {
-  if (!readConfig(c.env).development) throw new ApiError(404, "NOT_FOUND", `No route for ${c.req.method} ${c.req.path}`);
+  if (!readConfig(c.env).development) throw new ApiError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}`);
   await next();
 });
 

@@ -1,7 +1,7 @@
 import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
+import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import {
   createDomain,
@@ -76,7 +76,7 @@ const deleteRoute = createRoute({
   tags,
   summary: "Remove a sending domain",
   description:
-    "Refused with 400 INVALID_STATE while a template's `from` address is on this domain (and, once campaigns exist, an unsent campaign's). With Amazon SES as the provider, the domain's identity is deleted from the SES account too (if SES cannot be reached, nothing is deleted: 503, retry).",
+    "Refused with 400 INVALID_STATE while a template's `from` address is on this domain (and, once campaigns exist, an unsent campaign's). With Amazon SES as the provider, the domain's identity is deleted from the SES account too (if SES cannot be reached, nothing is deleted: 503 SERVICE_UNAVAILABLE, retry).",
   security: securityScheme,
   request: { params: IdParamSchema },
   responses: { 204: { description: "Deleted" }, ...commonErrors },
@@ -86,10 +86,7 @@ export const domainsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listDomains(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
     return c.json(
-      {
-        success: true as const,
-        data: { items: page.items.map(toDomainView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total },
-      },
+      success({ items: page.items.map(toDomainView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }),
       200,
     );
   })

@@ -1,6 +1,6 @@
 import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { commonErrors, jsonResponse, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { createRouter } from "../lib/router";
 import { getEmail, listEmails, toEmailView } from "../services/emails/views";
@@ -34,7 +34,7 @@ const getRoute = createRoute({
 export const emailsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listEmails(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
-    return c.json({ success: true as const, data: page }, 200);
+    return c.json(success(page), 200);
   })
   .openapi(getRoute, async (c) => {
     const email = await getEmail(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);

@@ -1,7 +1,7 @@
 import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonResponse, securityScheme, } from "../lib/openapi";
+import { commonErrors, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { listEventNames, listEvents } from "../services/events";
 import { EventListQuerySchema, EventListResponseSchema, EventNamesResponseSchema } from "../schemas/events";
 
@@ -36,12 +36,12 @@ const namesRoute = createRoute({
 export const eventsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listEvents(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
-    return c.json({ success: true as const, data: page }, 200);
+    return c.json(success(page), 200);
   })
   .openapi(namesRoute, async (c) => {
     const { names, counts } = await listEventNames(getDb(c.env.DB), c.get("auth").projectId);
     return c.json(
-      { success: true as const, data: { items: names, nextCursor: null, hasMore: false as const, total: names.length, counts } },
+      success({ items: names, nextCursor: null, hasMore: false as const, total: names.length, counts }),
       200,
     );
   });

@@ -1,6 +1,6 @@
 import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
@@ -85,7 +85,7 @@ const membersRoute = createRoute({
 export const segmentsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listSegments(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
-    return c.json({ success: true as const, data: page }, 200);
+    return c.json(success(page), 200);
   })
   .openapi(createSegmentRoute, async (c) => {
     const db = getDb(c.env.DB);
@@ -107,5 +107,5 @@ export const segmentsRouter = createRouter()
   })
   .openapi(membersRoute, async (c) => {
     const page = await listSegmentMembers(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, c.req.valid("query"));
-    return c.json({ success: true as const, data: page }, 200);
+    return c.json(success(page), 200);
   });

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, } from "../lib/openapi";
+import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { acceptSend, } from "../services/send/accept";
 import { SendRequestSchema, SendResponseSchema, IdempotencyKeySchema } from "../schemas/send";
@@ -42,5 +42,5 @@ export const sendRouter = createRouter().openapi(sendRoute, async (c) => {
     beforeWrite: c.get("rateLimitAllowed"),
     onWorkflowTriggers: (pending) => c.set("workflowTriggersPending", pending),
   });
-  return c.json({ success: true as const, data: result }, 200);
+  return c.json(success(result), 200);
 });

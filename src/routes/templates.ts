@@ -1,7 +1,7 @@
 import { createRoute, } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import {
@@ -72,10 +72,7 @@ export const templatesRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listTemplates(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
     return c.json(
-      {
-        success: true as const,
-        data: { items: page.items.map(toTemplateView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total },
-      },
+      success({ items: page.items.map(toTemplateView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }),
       200,
     );
   })

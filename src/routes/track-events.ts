@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonBody, jsonResponse, securityScheme, } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { TrackEventRequestSchema, TrackEventResponseSchema } from "../schemas/events";
 import { trackEvent } from "../services/events";
 
@@ -34,10 +34,7 @@ export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) =>
   const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public" });
   c.set("workflowTriggersPending", result.workflowTriggersPending);
   return c.json(
-    {
-      success: true as const,
-      data: { contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() },
-    },
+    success({ contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() }),
     200,
   );
 });

@@ -83,11 +83,11 @@ export const trackingLinksRouter = createRouter()
     const { u, s } = c.req.valid("query");
     const secrets = linkVerificationSecrets(c.env);
     if (!u || !s || !(await verifyClickSignature(secrets, emailId, u, s))) {
-      throw new ApiError(400, "BAD_REQUEST", "This tracking link is invalid or was altered", {
+      throw new ApiError("BAD_REQUEST", "This tracking link is invalid or was altered", {
         suggestion: "Use the link exactly as it appears in the email.",
       });
     }
-    if (!isTrackableUrl(u)) throw new ApiError(400, "BAD_REQUEST", "This tracking link does not point to an http(s) URL");
+    if (!isTrackableUrl(u)) throw new ApiError("BAD_REQUEST", "This tracking link does not point to an http(s) URL");
     try {
       await recordEngagement(getDb(c.env.DB), emailId, "CLICKED", { url: u }, new Date(), eventsPerDay(c.env));
     } catch (err) {

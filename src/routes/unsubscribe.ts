@@ -87,14 +87,14 @@ async function emailIdOf(c: Context<AppBindings>, token: string) {
 async function readForm(c: Context<AppBindings>): Promise<Record<string, unknown>> {
   const type = (c.req.header("Content-Type") ?? "").toLowerCase();
   if (!type.startsWith("application/x-www-form-urlencoded") && !type.startsWith("multipart/form-data")) {
-    throw new ApiError(400, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/x-www-form-urlencoded or multipart/form-data", {
+    throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/x-www-form-urlencoded or multipart/form-data", {
       suggestion: "Send the form body List-Unsubscribe=One-Click (RFC 8058).",
     });
   }
   try {
     return await c.req.parseBody();
   } catch {
-    throw new ApiError(400, "BAD_REQUEST", "The form body could not be read");
+    throw new ApiError("BAD_REQUEST", "The form body could not be read");
   }
 }
 
@@ -117,10 +117,10 @@ unsubscribeRouter
   .post("/unsubscribe/:token", async (c) => {
     const { token } = c.req.param();
     const emailId = await emailIdOf(c, token);
-    if (!emailId) throw new ApiError(400, "BAD_REQUEST", "Invalid unsubscribe token");
+    if (!emailId) throw new ApiError("BAD_REQUEST", "Invalid unsubscribe token");
     const form = await readForm(c);
     if (form["List-Unsubscribe"] !== "One-Click") {
-      throw new ApiError(400, "BAD_REQUEST", "The body must be List-Unsubscribe=One-Click", {
+      throw new ApiError("BAD_REQUEST", "The body must be List-Unsubscribe=One-Click", {
         suggestion: "See RFC 8058: POST the form field List-Unsubscribe with the value One-Click.",
       });
     }

@@ -1,6 +1,6 @@
 import { createRoute, } from "@hono/zod-openapi";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonBody, jsonResponse, securityScheme, } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { VerifyAddressRequestSchema, VerifyAddressResponseSchema } from "../schemas/verify-address";
 import { dnsConfig } from "../services/dns";
 import { verifyEmailAddress } from "../services/email-verification";
@@ -25,5 +25,5 @@ const verifyRoute = createRoute({
 
 export const verifyAddressRouter = createRouter().openapi(verifyRoute, async (c) => {
   const result = await verifyEmailAddress(dnsConfig(c.env), c.req.valid("json").email);
-  return c.json({ success: true as const, data: result }, 200);
+  return c.json(success(result), 200);
 });

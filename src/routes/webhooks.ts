@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
-import { errorResponse, jsonResponse, successEnvelope } from "../lib/openapi";
+import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { applySesFeedback } from "../services/feedback/ses";
 import { eventsPerDay } from "../services/quotas";
@@ -36,24 +36,24 @@ const sesRoute = createRoute({
 });
 
 function toApiError(err: SnsVerificationError): ApiError {
-  if (err.kind === "malformed") return new ApiError(400, "BAD_REQUEST", err.message);
-  if (err.kind === "unavailable") return new ApiError(503, "INTERNAL_ERROR", err.message);
-  return new ApiError(403, "FORBIDDEN", `SNS message rejected: ${err.message}`);
+  if (err.kind === "malformed") return new ApiError("BAD_REQUEST", err.message);
+  if (err.kind === "unavailable") return new ApiError("SERVICE_UNAVAILABLE", err.message);
+  return new ApiError("FORBIDDEN", `SNS message rejected: ${err.message}`);
 }
 
 async function confirmSubscription(m: SnsMessage): Promise<void> {
   const url = m.SubscribeURL ? isSnsUrl(m.SubscribeURL) : null;
   if (!url || url.hostname !== snsHostForTopic(m.TopicArn)) {
-    throw new ApiError(403, "FORBIDDEN", "SubscribeURL is not an https URL on the SNS host of the TopicArn's region");
+    throw new ApiError("FORBIDDEN", "SubscribeURL is not an https URL on the SNS host of the TopicArn's region");
   }
   let response: Response;
   try {
     response = await fetch(url.href, { redirect: "manual" });
   } catch (err) {
-    throw new ApiError(503, "INTERNAL_ERROR", `Could not confirm the SNS subscription: ${String(err)}`);
+    throw new ApiError("SERVICE_UNAVAILABLE", `Could not confirm the SNS subscription: ${String(err)}`);
   }
   await response.body?.cancel();
-  if (!response.ok) throw new ApiError(503, "INTERNAL_ERROR", `Confirming the SNS subscription answered ${response.status}`);
+  if (!response.ok) throw new ApiError("SERVICE_UNAVAILABLE", `Confirming the SNS subscription answered ${response.status}`);
 }
 
 export const webhooksRouter = createRouter();
@@ -65,7 +65,7 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
   try {
     body = JSON.parse(raw);
   } catch {
-    throw new ApiError(400, "INVALID_JSON", "Request body is not valid JSON", {
+    throw new ApiError("INVALID_JSON", "Request body is not valid JSON", {
       suggestion: "This endpoint takes Amazon SNS HTTP(S) notifications.",
     });
   }
@@ -74,7 +74,7 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
   const topics = readConfig(c.env).SES_SNS_TOPIC_ARNS;
   if (topics.length === 0) {
     console.error("POST /webhooks/ses refused: SES_SNS_TOPIC_ARNS is not set");
-    throw new ApiError(403, "FORBIDDEN", "SNS message rejected: this deployment accepts no SNS topic (SES_SNS_TOPIC_ARNS is not set)", {
+    throw new ApiError("FORBIDDEN", "SNS message rejected: this deployment accepts no SNS topic (SES_SNS_TOPIC_ARNS is not set)", {
       suggestion: "An operator must set SES_SNS_TOPIC_ARNS to the ARN(s) of the SES feedback topic(s).",
     });
   }
@@ -83,7 +83,7 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
     message = parseSnsMessage(body);
     // The topic first: a message from a foreign topic never makes this Worker fetch anything.
     if (!topics.includes(message.TopicArn)) {
-      throw new ApiError(403, "FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
+      throw new ApiError("FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
     }
     await verifySnsMessage(message);
   } catch (err) {
@@ -100,7 +100,7 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
   } else {
     outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, eventsPerDay(c.env));
   }
-  return c.json({ success: true as const, data: { type: message.Type, outcome } }, 200);
+  return c.json(success({ type: message.Type, outcome }), 200);
 });
 
 webhooksRouter.openAPIRegistry.registerPath(sesRoute);

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
-import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import {
@@ -128,7 +128,7 @@ const getExecutionRoute = createRoute({
 export const workflowsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listWorkflows(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
-    return c.json({ success: true as const, data: { items: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total } }, 200);
+    return c.json(success({ items: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }), 200);
   })
   .openapi(createWorkflowRoute, async (c) => {
     const { workflow, webhookSecret } = await createWorkflow(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("json"));
@@ -155,7 +155,7 @@ export const workflowsRouter = createRouter()
     const workflow = await getWorkflow(db, c.get("auth").projectId, c.req.valid("param").id);
     const { status, contactId, ...page } = c.req.valid("query");
     const result = await listExecutions(db, workflow.id, { ...page, status, contactId });
-    return c.json({ success: true as const, data: { items: result.items, nextCursor: result.nextCursor, hasMore: result.hasMore, total: result.total } }, 200);
+    return c.json(success({ items: result.items, nextCursor: result.nextCursor, hasMore: result.hasMore, total: result.total }), 200);
   })
   .openapi(getExecutionRoute, async (c) => {
     const db = getDb(c.env.DB);

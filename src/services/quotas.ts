@@ -37,12 +37,13 @@ export function quotaExceeded(name: QuotaName, limit: number, now = new Date()):
   const message = `This project has reached its quota of ${limit} ${WHAT[name]}`;
   if (daily) {
     const retryAfter = secondsUntilUtcMidnight(now);
-    return new ApiError(429, "QUOTA_EXCEEDED", message, {
+    return new ApiError("QUOTA_EXCEEDED", message, {
+      status: 429,
       headers: { "Retry-After": String(retryAfter) },
       suggestion: `The daily quota starts again at 00:00 UTC (in ${retryAfter} seconds). An operator can raise ${name}.`,
     });
   }
-  return new ApiError(403, "QUOTA_EXCEEDED", message, {
+  return new ApiError("QUOTA_EXCEEDED", message, {
     suggestion: `Delete what is no longer needed, or ask an operator to raise ${name}.`,
   });
 }
@@ -117,16 +118,14 @@ export async function campaignQuotaFit(db: Database, env: Env, projectId: string
 /** The refusal of a campaign that does not fit the daily email quota (see campaignQuotaFit). */
 export function campaignQuotaError(check: Awaited<ReturnType<typeof campaignQuotaFit>>, now = new Date()): ApiError {
   if (check.fit === "never") {
-    return new ApiError(403, "QUOTA_EXCEEDED", `The campaign's audience (more than ${check.limit} contacts) is larger than this project's quota of ${check.limit} emails per day`, {
+    return new ApiError("QUOTA_EXCEEDED", `The campaign's audience (more than ${check.limit} contacts) is larger than this project's quota of ${check.limit} emails per day`, {
       suggestion: "Narrow the audience (a segment or filter), or ask an operator to raise QUOTA_EMAILS_PER_DAY.",
     });
   }
   const retryAfter = secondsUntilUtcMidnight(now);
-  return new ApiError(
-    429,
-    "QUOTA_EXCEEDED",
-    `The campaign's audience (${check.recipients} contacts) is more than the ${check.left} emails left of today's quota of ${check.limit}`,
+  return new ApiError("QUOTA_EXCEEDED", `The campaign's audience (${check.recipients} contacts) is more than the ${check.left} emails left of today's quota of ${check.limit}`,
     {
+      status: 429,
       headers: { "Retry-After": String(retryAfter) },
       suggestion: `Nothing was sent. Send it after 00:00 UTC (in ${retryAfter} seconds), e.g. with scheduledFor, or ask an operator to raise QUOTA_EMAILS_PER_DAY.`,
     },

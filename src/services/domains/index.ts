@@ -58,10 +58,7 @@ export function parseDomainName(input: string): string {
 }
 
 function conflict(name: string, sameProject: boolean) {
-  return new ApiError(
-    409,
-    "CONFLICT",
-    sameProject
+  return new ApiError("CONFLICT", sameProject
       ? `The domain ${name} has already been added to this project`
       : `The domain ${name} is already in use by another project`,
     {
@@ -117,13 +114,13 @@ export async function createDomain(db: Database, env: Env, projectId: string, in
     } catch (err) {
       await db.delete(domains).where(eq(domains.id, inserted.id));
       if (err instanceof SesRegistrationError && err.alreadyExists) {
-        throw new ApiError(409, "CONFLICT", `The domain ${name} already exists in this service's Amazon SES account; it was left unchanged`, {
+        throw new ApiError("CONFLICT", `The domain ${name} already exists in this service's Amazon SES account; it was left unchanged`, {
           suggestion:
             "The email provider account is shared by every project: a domain set up there outside this service cannot be added. An operator must remove that identity from SES first.",
         });
       }
       const message = err instanceof SesRegistrationError ? err.message : "SES could not be reached";
-      throw new ApiError(500, "INTERNAL_ERROR", `The domain could not be registered with Amazon SES: ${message}`, {
+      throw new ApiError("INTERNAL_ERROR", `The domain could not be registered with Amazon SES: ${message}`, {
         suggestion: "Nothing was saved; retry later. If it persists, an operator should check the SES credentials.",
       });
     }
@@ -169,7 +166,7 @@ export async function deleteDomain(db: Database, env: Env, projectId: string, id
       await deleteDomainFromSes(env, domain.name);
     } catch (err) {
       const message = err instanceof SesRegistrationError ? err.message : "SES could not be reached";
-      throw new ApiError(503, "INTERNAL_ERROR", `The domain could not be removed from Amazon SES: ${message}`, {
+      throw new ApiError("SERVICE_UNAVAILABLE", `The domain could not be removed from Amazon SES: ${message}`, {
         suggestion: "Nothing was deleted; retry later.",
       });
     }
@@ -231,10 +228,7 @@ export function findSendingDomain(db: Database, projectId: string, fromAddress: 
 export function assertVerifiedDomain(fromAddress: string, domain: Domain | undefined): Domain {
   if (domain?.status !== "VERIFIED") {
     const shown = domainOfAddress(fromAddress) ?? fromAddress;
-    throw new ApiError(
-      403,
-      "DOMAIN_NOT_VERIFIED",
-      domain
+    throw new ApiError("DOMAIN_NOT_VERIFIED", domain
         ? `The domain ${shown} is ${domain.status === "FAILED" ? "not verified (verification failed)" : "not verified yet"}`
         : `The domain ${shown} is not a verified sending domain of this project`,
       {

@@ -18,7 +18,7 @@ function hmacKey(secret: string): Promise<CryptoKey> {
   if (encoder.encode(secret).length < MIN_SIGNING_SECRET_BYTES) {
     const message = `Server misconfigured: LINK_SIGNING_SECRET (and LINK_SIGNING_SECRET_PREVIOUS, when set) must be at least ${MIN_SIGNING_SECRET_BYTES} bytes`;
     console.error(message);
-    throw new ApiError(500, "INTERNAL_ERROR", message, {
+    throw new ApiError("INTERNAL_ERROR", message, {
       suggestion: "An operator must run `openssl rand -base64 32 | npx wrangler secret put LINK_SIGNING_SECRET`.",
     });
   }

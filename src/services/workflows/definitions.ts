@@ -236,7 +236,7 @@ export async function updateWorkflow(db: Database, env: Env, projectId: string, 
       ])
     : [await update];
   const workflow = (rows as Workflow[])[0];
-  if (!workflow) throw new ApiError(409, "CONFLICT", "The workflow changed while this update was applied", { suggestion: "Read it again and retry." });
+  if (!workflow) throw new ApiError("CONFLICT", "The workflow changed while this update was applied", { suggestion: "Read it again and retry." });
   return workflow;
 }
 
