@@ -1,9 +1,8 @@
-import { createExecutionContext } from "cloudflare:test";
+
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createApp, MAX_BODY_BYTES } from "../src/app";
-import worker from "../src/index";
-import { BASE, call, expectError, newProject } from "./helpers";
+import { call, expectError, newProject } from "./helpers";
 
 /** Routes deliberately left out of the API reference, with the reason. */
 const UNDOCUMENTED = [
@@ -38,19 +37,15 @@ describe("GET /health", () => {
       },
     });
     const brokenEnv = { ...env, DB: broken };
-    const health = await worker.fetch(new Request(`${BASE}/health`), brokenEnv, createExecutionContext());
+    const health = await call<{ status: string }>("GET", "/health", { env: brokenEnv });
     expect(health.status).toBe(200);
-    expect(((await health.json()) as { status: string }).status).toBe("ok");
+    expect(health.body.status).toBe("ok");
     // The same broken database does break an authenticated route (so the probe is real), as a 500 envelope.
     const p = await newProject();
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
-    const contacts = await worker.fetch(
-      new Request(`${BASE}/contacts`, { headers: { Authorization: `Bearer ${p.secretKey}` } }),
-      brokenEnv,
-      createExecutionContext(),
-    );
+    const contacts = await call<{ error: { code: string; message: string } }>("GET", "/contacts", { key: p.secretKey, env: brokenEnv });
     expect(contacts.status).toBe(500);
-    const body = (await contacts.json()) as { error: { code: string; message: string } };
+    const body = contacts.body;
     expect(body.error.code).toBe("INTERNAL_ERROR");
     expect(body.error.message).not.toContain("D1 is down");
     expect(logged).toHaveBeenCalled(); // the real cause goes to the logs, not to the client

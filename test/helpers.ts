@@ -1,6 +1,9 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { getDb } from "../src/db/client";
+import type { Env } from "../src/env";
+import worker from "../src/index";
 import { createProject } from "../src/services/projects";
 
 export const BASE = "http://edge-mail.test";
@@ -11,12 +14,30 @@ export interface JsonResponse<T = any> {
   body: T;
 }
 
-/** Calls the Worker's fetch handler exactly as an HTTP client would. */
-export async function call<T = any>(
-  method: string,
-  path: string,
-  options: { key?: string; body?: unknown; rawBody?: BodyInit; headers?: Record<string, string> } = {},
-): Promise<JsonResponse<T>> {
+/** What a test may change about how a request reaches the Worker. */
+export interface CallOptions {
+  key?: string;
+  body?: unknown;
+  rawBody?: BodyInit;
+  headers?: Record<string, string>;
+  /** Bindings and settings for this request (the Worker's fetch handler is called with them). */
+  env?: Env;
+  /** Another fetch handler with the Worker's signature (e.g. an app with an injected clock). */
+  handler?: (request: Request, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
+  /** With `env` or `handler`: wait for the request's waitUntil work before answering (default true). */
+  waitForBackground?: boolean;
+  /** "manual" to see a redirect rather than follow it back into the Worker. */
+  redirect?: "follow" | "manual";
+  /** Read the body as bytes (images) instead of text or JSON. */
+  binary?: boolean;
+}
+
+/**
+ * The one HTTP helper of the tests: calls the Worker exactly as an HTTP client
+ * would (through `exports.default`, or the fetch handler with `env` when a test
+ * changes bindings) and reads the body as JSON when it is JSON.
+ */
+export async function call<T = any>(method: string, path: string, options: CallOptions = {}): Promise<JsonResponse<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.Authorization = `Bearer ${options.key}`;
   let body: BodyInit | undefined = options.rawBody;
@@ -24,7 +45,16 @@ export async function call<T = any>(
     body = JSON.stringify(options.body);
     headers["Content-Type"] ??= "application/json";
   }
-  const response = await exports.default.fetch(new Request(BASE + path, { method, headers, body }));
+  const request = new Request(path.startsWith("http") ? path : BASE + path, { method, headers, body, redirect: options.redirect });
+  let response: Response;
+  if (options.env || options.handler) {
+    const ctx = createExecutionContext();
+    response = await (options.handler ?? worker.fetch)(request, options.env ?? (env as Env), ctx);
+    if (options.waitForBackground ?? true) await waitOnExecutionContext(ctx);
+  } else {
+    response = await exports.default.fetch(request);
+  }
+  if (options.binary) return { status: response.status, headers: response.headers, body: new Uint8Array(await response.arrayBuffer()) as T };
   const text = await response.text();
   let parsed: any = text;
   try {

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import worker from "../src/index";
 import type { Env, SendEmailMessage } from "../src/env";
-import { BASE, newProject, type TestProject } from "./helpers";
+import { call, newProject, type TestProject } from "./helpers";
 import { fakeDns } from "./fakes/dns";
 import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fakes/ses";
 
@@ -83,21 +83,8 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
   const project = await newProject("sender");
   const domain = await verifiedDomain(project, dns);
 
-  async function request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    const ctx = createExecutionContext();
-    const response = await worker.fetch(
-      new Request(BASE + path, {
-        method,
-        headers: { Authorization: `Bearer ${project.secretKey}`, "Content-Type": "application/json", ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-      testEnv,
-      ctx,
-    );
-    await waitOnExecutionContext(ctx);
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
-  }
+  const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    call(method, path, { key: project.secretKey, body, headers: { "Content-Type": "application/json", ...headers }, env: testEnv });
 
   /** Runs the consumer on the given messages (default: everything queued so far) with their delivery attempt number. */
   async function deliver(messages = queue.take().map((m) => m.body), attempts = 1) {

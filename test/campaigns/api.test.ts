@@ -1,7 +1,7 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
-import { expectError, newProject } from "../helpers";
+import { call, expectError, newProject } from "../helpers";
 import { campaignSetup } from "./harness";
 
 afterEach(() => vi.restoreAllMocks());
@@ -199,10 +199,10 @@ describe("campaigns API", () => {
     expect(s.queue.messages).toHaveLength(1);
     expect(s.bulk.messages).toHaveLength(0);
     await s.pump();
-    const [call] = s.ses.calls;
+    const [testCall] = s.ses.calls;
     const { decodeWords } = await import("../fakes/ses");
-    expect(decodeWords(call.mime.headers.subject)).toBe("[TEST] Hello Ada");
-    const html = call.mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text;
+    expect(decodeWords(testCall.mime.headers.subject)).toBe("[TEST] Hello Ada");
+    const html = testCall.mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text;
     expect(html).toContain("Hi Ada");
     expect(html).toContain('href="https://example.com/x"'); // no click tracking
     expect(html).not.toContain("/t/o/"); // no open pixel
@@ -218,9 +218,7 @@ describe("campaigns API", () => {
     const adaHtml = real.find((c) => c.to[0] === "ada@example.com")!.mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text;
     const pixel = /<img src="([^"]*\/t\/o\/[^"]*)"/.exec(adaHtml)![1].replace(/&amp;/g, "&");
     for (let i = 0; i < 2; i++) {
-      const ctx = createExecutionContext();
-      await worker.fetch(new Request(pixel), s.env, ctx);
-      await waitOnExecutionContext(ctx);
+      await call("GET", pixel, { binary: true, env: s.env });
     }
     const stats = await s.request("GET", `/campaigns/${campaign.id}/stats`);
     expect(stats.body.data).toMatchObject({ totalRecipients: 2, sentCount: 2, openedCount: 1, openRate: 50, clickRate: 0, failedCount: 0 });

@@ -6,6 +6,7 @@ import { getDb } from "../../src/db/client";
 import { contacts, suppressions } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { newId } from "../../src/lib/ids";
+import { call } from "../helpers";
 import { recordingQueue, sendingSetup } from "../sending";
 
 export const SEND_QUEUE = "edge-mail-send";
@@ -23,21 +24,9 @@ export async function campaignSetup(overrides: Partial<Env> = {}) {
   const s = await sendingSetup({ EMAIL_BULK_QUEUE: bulk as unknown as Queue<unknown>, SEND_RATE_PER_SECOND: "100000", ...overrides });
   const db = getDb(env.DB);
 
-  async function request(method: string, path: string, body?: unknown) {
-    const { BASE } = await import("../helpers");
-    const ctx = createExecutionContext();
-    const response = await worker.fetch(
-      new Request(BASE + path, {
-        method,
-        headers: { Authorization: `Bearer ${s.project.secretKey}`, "Content-Type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-      s.env,
-      ctx,
-    );
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
-  }
+  // Background work (workflow triggers) is left to run on its own, as before the consumer runs.
+  const request = (method: string, path: string, body?: unknown) =>
+    call(method, path, { key: s.project.secretKey, body, headers: { "Content-Type": "application/json" }, env: s.env, waitForBackground: false });
 
   /** Runs one consumer invocation on these messages; returns the bodies it asked to retry. */
   async function runBatch(queue: string, messages: Queued[], attempts = 1): Promise<Queued[]> {

@@ -1,9 +1,4 @@
-/**
- * One whole loop with no hand-written rows: everything below goes through the
- * Worker's HTTP API, its queue consumer and its webhook, with only the
- * outside world faked at its HTTP boundary (DNS-over-HTTPS, SES, SNS).
- */
-import { exports } from "cloudflare:workers";
+
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { clearSnsKeyCache } from "../../src/services/feedback/sns";
 import { notification, sesBounce, sign, snsHandler } from "../fakes/sns";
@@ -67,7 +62,7 @@ describe("the feedback loop, end to end", () => {
     expect(opened.status).toBe(200);
     expect(opened.headers.get("content-type")).toMatch(/^image\//);
     // As a browser's first request: the redirect itself, not where it leads.
-    const clicked = await exports.default.fetch(new Request(click, { redirect: "manual" }));
+    const clicked = await call("GET", click, { redirect: "manual" });
     expect(clicked.status).toBe(302);
     expect(clicked.headers.get("location")).toBe("https://docs.example/news?id=7&ref=mail");
     expect((await s.get(`/emails/${emailId}`)).body).toMatchObject({ opens: 1, clicks: 1 });

@@ -1,22 +1,10 @@
-/**
- * Malformed bodies thrown at every write endpoint: each must be refused with
- * exactly 400, 413 or 422 in the error envelope (a body that breaks one field
- * with a 422 naming that field), never a 5xx or another 4xx, and leave the data
- * exactly as it was. The valid body of every entry must really be accepted, so
- * a refusal can only come from validation.
- *
- * To cover a new endpoint, add one entry to ENDPOINTS: its fields (kind and
- * limits) and the GET paths whose answers must not change. An entry whose
- * route is not in /openapi.json fails: the table must describe real routes.
- */
-import { createExecutionContext } from "cloudflare:test";
+
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES, MAX_SEND_BODY_BYTES } from "../../src/app";
-import worker from "../../src/index";
 import { fakeDns } from "../fakes/dns";
-import { BASE, call, expectError, newProject, type JsonResponse, type TestProject } from "../helpers";
+import { call, expectError, newProject, type JsonResponse, type TestProject } from "../helpers";
 import { verifiedDomain } from "../sending";
 
 type Field =
@@ -290,21 +278,8 @@ function fixedSamples(endpoint: WriteEndpoint, validBody: Record<string, unknown
  * Through the Worker's fetch handler directly: hundreds of calls through
  * `exports.default` are quadratic in vitest-pool-workers 0.15.1 (cloudflare/workers-sdk#15092).
  */
-async function send(method: string, path: string, key: string, raw: string): Promise<JsonResponse> {
-  const request = new Request(BASE + path, {
-    method,
-    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-    body: raw,
-  });
-  const response = await worker.fetch(request, env, createExecutionContext());
-  const text = await response.text();
-  let body: any = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // keep the text for the failure message
-  }
-  return { status: response.status, headers: response.headers, body };
+function send(method: string, path: string, key: string, raw: string): Promise<JsonResponse> {
+  return call(method, path, { key, rawBody: raw, headers: { "Content-Type": "application/json" }, env, waitForBackground: false });
 }
 
 async function snapshot(p: TestProject, paths: string[], target: string) {

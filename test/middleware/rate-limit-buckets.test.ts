@@ -1,20 +1,19 @@
-import { createExecutionContext } from "cloudflare:test";
+
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import worker from "../../src/index";
-import { BASE, newProject } from "../helpers";
+import { call, newProject } from "../helpers";
 
 const LIMIT = 3;
 
 /** One request through the Worker with a small per-minute limit. */
 async function hit(key: string, path: string, body?: unknown) {
-  const request = new Request(BASE + path, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
+  const response = await call(body === undefined ? "GET" : "POST", path, {
+    key,
+    body,
+    headers: { "Content-Type": "application/json" },
+    env: { ...env, RATE_LIMIT_PER_MINUTE: String(LIMIT) },
+    waitForBackground: false,
   });
-  const response = await worker.fetch(request, { ...env, RATE_LIMIT_PER_MINUTE: String(LIMIT) }, createExecutionContext());
-  await response.body?.cancel();
   return { status: response.status, remaining: response.headers.get("RateLimit-Remaining") };
 }
 

@@ -1,9 +1,9 @@
-import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import type { ProjectLimiter } from "../../src/durable/project-limiter";
-import { BASE, expectError, newProject, type JsonResponse } from "../helpers";
+import { call, expectError, newProject, type JsonResponse } from "../helpers";
 
 const LIMIT = 1000; // vitest.config.ts sets RATE_LIMIT_PER_MINUTE to 1000
 const CHEAP = "/contacts?limit=1";
@@ -20,14 +20,7 @@ function appAt(start: number) {
   const clock = { now: start };
   const app = createApp({ now: () => clock.now });
   async function request(key: string, method = "GET", path = CHEAP, body?: unknown): Promise<JsonResponse> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${key}` };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await app.fetch(
-      new Request(BASE + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
-      env,
-      createExecutionContext(),
-    );
-    return { status: response.status, headers: response.headers, body: await response.json() };
+    return call(method, path, { key, body, handler: (r, e, ctx) => app.fetch(r, e, ctx), env, waitForBackground: false });
   }
   return { clock, request };
 }

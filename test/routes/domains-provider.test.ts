@@ -6,7 +6,7 @@ import { getDb } from "../../src/db/client";
 import { domains } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
-import { BASE, expectError, newProject, type JsonResponse, type TestProject } from "../helpers";
+import { call, expectError, newProject, type JsonResponse, type TestProject } from "../helpers";
 import { fakeDns } from "../fakes/dns";
 
 /**
@@ -61,21 +61,8 @@ const sesEnv = {
   SES_SECRET_ACCESS_KEY: "secret-example",
 } as Env;
 
-async function request(p: TestProject, method: string, path: string, body?: unknown, overrides: Partial<Env> = {}): Promise<JsonResponse> {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(
-    new Request(BASE + path, {
-      method,
-      headers: { Authorization: `Bearer ${p.secretKey}`, "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-    { ...sesEnv, ...overrides },
-    ctx,
-  );
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
-}
+const request = (p: TestProject, method: string, path: string, body?: unknown, overrides: Partial<Env> = {}): Promise<JsonResponse> =>
+  call(method, path, { key: p.secretKey, body, headers: { "Content-Type": "application/json" }, env: { ...sesEnv, ...overrides } as Env });
 
 let seq = 0;
 const uniqueDomain = () => `p${Date.now().toString(36)}${seq++}.example`;

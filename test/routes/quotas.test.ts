@@ -1,13 +1,12 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
-import worker from "../../src/index";
 import { getDb } from "../../src/db/client";
 import { applyFeedback } from "../../src/services/feedback/apply";
 import { openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
 import { getEmail, insertSentEmail } from "../fixtures/emails";
-import { BASE, expectError, newProject, type JsonResponse } from "../helpers";
+import { BASE, call, expectError, newProject, type JsonResponse } from "../helpers";
 import { sendingSetup } from "../sending";
 
 afterEach(() => {
@@ -15,21 +14,8 @@ afterEach(() => {
 });
 
 /** A request through the Worker with some settings changed. */
-async function request(key: string, method: string, path: string, body: unknown, settings: Partial<Env>): Promise<JsonResponse> {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(
-    new Request(BASE + path, {
-      method,
-      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    }),
-    { ...env, ...settings },
-    ctx,
-  );
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
-}
+const request = (key: string, method: string, path: string, body: unknown, settings: Partial<Env>): Promise<JsonResponse> =>
+  call(method, path, { key, body, headers: { "Content-Type": "application/json" }, env: { ...env, ...settings } as Env });
 
 describe("per-project quotas", () => {
   it("QUOTA_CONTACTS: a new contact past it is 403 QUOTA_EXCEEDED on /contacts and /v1/track; updates still pass", async () => {
@@ -99,12 +85,8 @@ describe("per-project quotas", () => {
     for (let i = 0; i < 2; i++) {
       expect((await request(p.secretKey, "POST", "/v1/track", { email: "a@example.com", event: "visit" }, limits)).status).toBe(200);
     }
-    const fetchWith = async (path: string, init?: RequestInit) => {
-      const ctx = createExecutionContext();
-      const res = await worker.fetch(new Request(BASE + path, init), quotaEnv, ctx);
-      await waitOnExecutionContext(ctx);
-      return res;
-    };
+    const fetchWith = (path: string, init: { method?: string; body?: BodyInit; headers?: Record<string, string> } = {}) =>
+      call(init.method ?? "GET", path, { rawBody: init.body, headers: init.headers, env: quotaEnv });
     const secret = env.LINK_SIGNING_SECRET!;
     // An open: counted on the email, no email.opened event.
     const pixel = new URL(await openPixelUrl(BASE, secret, email.id));

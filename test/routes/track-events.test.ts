@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BASE, call, expectError, newProject } from "../helpers";
-import { exports } from "cloudflare:workers";
+import { call, expectError, newProject } from "../helpers";
 
 async function contactByEmail(p: Awaited<ReturnType<typeof newProject>>, email: string) {
   const res = await p.api.get(`/contacts?search=${encodeURIComponent(email)}`);
@@ -194,16 +193,13 @@ describe("POST /v1/track", () => {
 
 describe("CORS on /v1/track", () => {
   it("answers a browser preflight from any origin, allowing Authorization", async () => {
-    const res = await exports.default.fetch(
-      new Request(`${BASE}/v1/track`, {
-        method: "OPTIONS",
-        headers: {
-          Origin: "https://shop.example.org",
-          "Access-Control-Request-Method": "POST",
-          "Access-Control-Request-Headers": "authorization, content-type",
-        },
-      }),
-    );
+    const res = await call("OPTIONS", "/v1/track", {
+      headers: {
+        Origin: "https://shop.example.org",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+      },
+    });
     expect(res.status).toBeLessThan(300);
     expect(res.headers.get("Access-Control-Allow-Origin")).toBe("*");
     expect(res.headers.get("Access-Control-Allow-Methods")).toContain("POST");

@@ -1,11 +1,9 @@
-import { env, exports } from "cloudflare:workers";
+import { env, } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
 import { eq } from "drizzle-orm";
 import { events } from "../../src/db/schema";
 import { ENGAGEMENT_DEDUP_WINDOW_MS, recordEngagement } from "../../src/services/emails/status";
-import worker from "../../src/index";
-import { createExecutionContext } from "cloudflare:test";
 import { addTracking, decodeHtmlAttribute } from "../../src/services/tracking/links";
 import { eventsOfEmail, getEmail, insertSentEmail, setTracking } from "../fixtures/emails";
 import { BASE, call, expectError, newProject } from "../helpers";
@@ -24,16 +22,12 @@ async function trackedMail(emailId: string, links: string[]) {
 const GIF_HEADER = "GIF89a";
 
 /** GET without following redirects (the test client would follow a 302 back into the Worker). */
-async function click(path: string) {
-  const res = await exports.default.fetch(new Request(BASE + path, { redirect: "manual" }));
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
-}
+const click = (path: string) => call("GET", path, { redirect: "manual" });
 
 /** GET the pixel; the body checked as bytes. */
 async function open(path: string) {
-  const res = await exports.default.fetch(new Request(BASE + path));
-  return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) };
+  const res = await call<Uint8Array>("GET", path, { binary: true });
+  return { status: res.status, headers: res.headers, bytes: res.body };
 }
 
 describe("GET /t/o/{emailId} (open pixel)", () => {
@@ -263,10 +257,10 @@ describe("the click redirect when D1 fails", () => {
       },
     });
     const brokenEnv = { ...env, DB: brokenDb };
-    const res = await worker.fetch(new Request(BASE + clicks[0], { redirect: "manual" }), brokenEnv, createExecutionContext());
+    const res = await call("GET", clicks[0], { redirect: "manual", env: brokenEnv });
     expect(res.status).toBe(302);
     expect(res.headers.get("Location")).toBe("https://example.com/docs");
-    const img = await worker.fetch(new Request(BASE + pixel), brokenEnv, createExecutionContext());
+    const img = await call("GET", pixel, { binary: true, env: brokenEnv });
     expect(img.status).toBe(200);
     expect((await getEmail(email.id)).clicks).toBe(0);
   });
@@ -282,11 +276,11 @@ describe("link signing secret rotation", () => {
     const out = await addTracking(html, { emailId: email.id, baseUrl: BASE, secret: OLD, trackOpens: true, trackClicks: true });
     const link = decodeHtmlAttribute(/<a href="([^"]*)"/.exec(out)![1]);
     const rotating = { ...env, LINK_SIGNING_SECRET_PREVIOUS: OLD };
-    const during = await worker.fetch(new Request(link, { redirect: "manual" }), rotating, createExecutionContext());
+    const during = await call("GET", link, { redirect: "manual", env: rotating });
     expect(during.status).toBe(302);
     expect(during.headers.get("Location")).toBe("https://example.com/");
     // Without the previous secret the old link is refused.
-    const after = await worker.fetch(new Request(link, { redirect: "manual" }), env, createExecutionContext());
+    const after = await call("GET", link, { redirect: "manual", env });
     expect(after.status).toBe(400);
   });
 
@@ -295,14 +289,14 @@ describe("link signing secret rotation", () => {
     const email = await insertSentEmail(p);
     const { clicks } = await trackedMail(email.id, ["https://example.com/"]);
     const short = { ...env, LINK_SIGNING_SECRET: "x".repeat(31) };
-    const res = await worker.fetch(new Request(BASE + clicks[0], { redirect: "manual" }), short, createExecutionContext());
+    const res = await call("GET", clicks[0], { redirect: "manual", env: short });
     expect(res.status).toBe(500);
-    const body = (await res.json()) as any;
+    const body = res.body;
     expect(body.error.message).toContain("at least 32 bytes");
     expect(res.headers.get("Location")).toBeNull();
     const shortPrevious = { ...env, LINK_SIGNING_SECRET_PREVIOUS: "too-short" };
     const forged = `/t/c/${email.id}?u=${encodeURIComponent("https://example.com/")}&s=${"A".repeat(43)}`;
-    const res2 = await worker.fetch(new Request(BASE + forged, { redirect: "manual" }), shortPrevious, createExecutionContext());
+    const res2 = await call("GET", forged, { redirect: "manual", env: shortPrevious });
     expect(res2.status).toBe(500);
   });
 });

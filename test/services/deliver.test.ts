@@ -210,16 +210,16 @@ describe("end to end through the real queue", () => {
     expect(s.ses.calls).toHaveLength(0);
 
     const devEnv = { ...env, ENVIRONMENT: "development" };
-    const outbox = await worker.fetch(new Request("http://edge-mail.test/dev/outbox"), devEnv, createExecutionContext());
+    const outbox = await call<string>("GET", "/dev/outbox", { env: devEnv });
     expect(outbox.status).toBe(200);
-    const page = await outbox.text();
+    const page = outbox.body;
     expect(page).toContain("Queued for real");
     const link = /href="(\/dev\/outbox\/[^"]+\.eml)"/.exec(page)![1];
-    const eml = await worker.fetch(new Request(`http://edge-mail.test${link}`), devEnv, createExecutionContext());
+    const eml = await call<string>("GET", link, { env: devEnv });
     expect(eml.headers.get("content-type")).toContain("message/rfc822");
-    expect(await eml.text()).toContain(`Message-ID: <${id}@${s.domain}>`);
+    expect(eml.body).toContain(`Message-ID: <${id}@${s.domain}>`);
 
-    const production = await worker.fetch(new Request("http://edge-mail.test/dev/outbox"), env, createExecutionContext());
+    const production = await call("GET", "/dev/outbox", { env });
     expect(production.status).toBe(404);
   });
 });

@@ -20,7 +20,7 @@ import { MAX_ATTACHMENT_BYTES } from "../../src/services/send/attachments";
 import { backoffSeconds } from "../../src/lib/queue-consumer";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON } from "../../src/services/send/records";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
-import { BASE, expectError } from "../helpers";
+import { BASE, call, expectError } from "../helpers";
 import { sendingSetup } from "../sending";
 
 afterEach(() => vi.restoreAllMocks());
@@ -192,14 +192,14 @@ describe("the capture provider and /dev/* are refused outside development", () =
 
   it.each([["production"], ["test"], [undefined]])("ENVIRONMENT=%s: /dev/outbox and its files are 404 in the error envelope", async (environment) => {
     for (const path of ["/dev/outbox", "/dev/outbox/anything.eml", "/dev/outbox/anything"]) {
-      const response = await worker.fetch(new Request(BASE + path), { ...env, ENVIRONMENT: environment }, createExecutionContext());
+      const response = await call<{ success: boolean; error: { code: string; requestId: string } }>("GET", path, { env: { ...env, ENVIRONMENT: environment } });
       expect(response.status, path).toBe(404);
-      const body = (await response.json()) as { success: boolean; error: { code: string; requestId: string } };
+      const body = response.body;
       expect(body).toMatchObject({ success: false, error: { code: "NOT_FOUND" } });
       expect(response.headers.get("X-Request-Id")).toBe(body.error.requestId);
     }
     // The positive control: in development the page exists.
-    const dev = await worker.fetch(new Request(`${BASE}/dev/outbox`), { ...env, ENVIRONMENT: "development" }, createExecutionContext());
+    const dev = await call("GET", "/dev/outbox", { env: { ...env, ENVIRONMENT: "development" } });
     expect(dev.status).toBe(200);
   });
 });
