@@ -7,6 +7,11 @@ import { decryptPrivateKey } from "../../src/services/domains/dkim";
 import { base64ToBytes } from "../../src/lib/base64";
 import { fakeDns } from "../fakes/dns";
 import { expectError, newProject, type TestProject } from "../helpers";
+import type { z } from "@hono/zod-openapi";
+import type { DomainListResponseSchema, DomainSchema } from "../../src/schemas/domains";
+
+type DomainList = z.infer<typeof DomainListResponseSchema>;
+type Domain = z.infer<typeof DomainSchema>;
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -135,15 +140,15 @@ describe("POST /domains", () => {
     ["an empty string", ""],
   ])("refuses %s with 422", async (_what, domain) => {
     const p = await newProject();
-    const error = expectError(await p.api.post("/domains", { domain }), 422, "VALIDATION_ERROR");
+    const error = expectError(await p.api.post<Domain>("/domains", { domain }), 422, "VALIDATION_ERROR");
     expect(error.errors?.[0].field).toBe("domain");
   });
 
   it("refuses a missing or non-string domain with 422, and malformed JSON with 400", async () => {
     const p = await newProject();
-    expectError(await p.api.post("/domains", {}), 422, "VALIDATION_ERROR");
-    expectError(await p.api.post("/domains", { domain: 42 }), 422, "VALIDATION_ERROR");
-    expectError(await p.api.post("/domains", undefined, { "Content-Type": "application/json" }), 400);
+    expectError(await p.api.post<Domain>("/domains", {}), 422, "VALIDATION_ERROR");
+    expectError(await p.api.post<Domain>("/domains", { domain: 42 }), 422, "VALIDATION_ERROR");
+    expectError(await p.api.post<Domain>("/domains", undefined, { "Content-Type": "application/json" }), 400);
   });
 
   it("needs a secret key", async () => {
@@ -359,17 +364,17 @@ describe("projects and domains", () => {
     const a = await newProject("A");
     const b = await newProject("B");
     const d = await addDomain(a);
-    expectError(await b.api.get(`/domains/${d.id}`), 404, "NOT_FOUND");
-    expectError(await b.api.post(`/domains/${d.id}/verify`), 404, "NOT_FOUND");
+    expectError(await b.api.get<Domain>(`/domains/${d.id}`), 404, "NOT_FOUND");
+    expectError(await b.api.post<Domain>(`/domains/${d.id}/verify`), 404, "NOT_FOUND");
     expectError(await b.api.delete(`/domains/${d.id}`), 404, "NOT_FOUND");
-    const taken = expectError(await b.api.post("/domains", { domain: d.domain.toUpperCase() }), 409, "CONFLICT");
+    const taken = expectError(await b.api.post<Domain>("/domains", { domain: d.domain.toUpperCase() }), 409, "CONFLICT");
     expect(taken.message).toContain("another project");
-    const again = expectError(await a.api.post("/domains", { domain: d.domain }), 409, "CONFLICT");
+    const again = expectError(await a.api.post<Domain>("/domains", { domain: d.domain }), 409, "CONFLICT");
     expect(again.message).toContain("this project");
-    const listB = await b.api.get("/domains");
+    const listB = await b.api.get<DomainList>("/domains");
     expect(listB.body.data.total).toBe(0);
     // A's domain is still A's.
-    expect((await a.api.get(`/domains/${d.id}`)).status).toBe(200);
+    expect((await a.api.get<Domain>(`/domains/${d.id}`)).status).toBe(200);
   });
 
   it("lists domains newest first with the general list shape, cursor pages and a status filter", async () => {
@@ -378,19 +383,19 @@ describe("projects and domains", () => {
     const d2 = await addDomain(p);
     const d3 = await addDomain(p);
     dns.publish(d2.records);
-    await p.api.post(`/domains/${d2.id}/verify`);
-    const page1 = await p.api.get("/domains?limit=2");
+    await p.api.post<Domain>(`/domains/${d2.id}/verify`);
+    const page1 = await p.api.get<DomainList>("/domains?limit=2");
     expect(page1.status).toBe(200);
     expect(page1.body.success).toBe(true);
     expect(page1.body.data).toMatchObject({ hasMore: true, total: 3 });
     expect(page1.body.data.items.map((d: DomainBody) => d.id)).toEqual([d3.id, d2.id]);
-    const page2 = await p.api.get(`/domains?limit=2&cursor=${page1.body.data.nextCursor}`);
+    const page2 = await p.api.get<DomainList>(`/domains?limit=2&cursor=${page1.body.data.nextCursor}`);
     expect(page2.body.data).toMatchObject({ hasMore: false, nextCursor: null, total: 3 });
     expect(page2.body.data.items.map((d: DomainBody) => d.id)).toEqual([d1.id]);
-    const verified = await p.api.get("/domains?status=VERIFIED");
+    const verified = await p.api.get<DomainList>("/domains?status=VERIFIED");
     expect(verified.body.data.items.map((d: DomainBody) => d.id)).toEqual([d2.id]);
-    expectError(await p.api.get("/domains?status=NOPE"), 422);
-    expectError(await p.api.get("/domains?cursor=garbage"), 422);
+    expectError(await p.api.get<DomainList>("/domains?status=NOPE"), 422);
+    expectError(await p.api.get<DomainList>("/domains?cursor=garbage"), 422);
   });
 
   it("refuses to delete a domain a template sends from (400), then deletes it (204)", async () => {
@@ -409,9 +414,9 @@ describe("projects and domains", () => {
     // A template on another domain that merely ends with the same text does not block.
     await p.api.patch(`/templates/${template.body.id}`, { from: `news@not${d.domain}` });
     expect((await p.api.delete(`/domains/${d.id}`)).status).toBe(204);
-    expectError(await p.api.get(`/domains/${d.id}`), 404);
+    expectError(await p.api.get<Domain>(`/domains/${d.id}`), 404);
     // The name is free again.
-    expect((await p.api.post("/domains", { domain: d.domain })).status).toBe(201);
+    expect((await p.api.post<Domain>("/domains", { domain: d.domain })).status).toBe(201);
   });
 });
 

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { call, expectError, newProject, type TestProject } from "../helpers";
+import type { z } from "@hono/zod-openapi";
+import type { EventListResponseSchema, EventNamesResponseSchema } from "../../src/schemas/events";
+
+type EventList = z.infer<typeof EventListResponseSchema>;
+type EventNames = z.infer<typeof EventNamesResponseSchema>;
 
 async function track(p: TestProject, email: string, event: string, data?: Record<string, unknown>) {
   const res = await p.publicApi.post("/v1/track", { email, event, ...(data ? { data } : {}) });
@@ -12,7 +17,7 @@ describe("GET /events", () => {
     const p = await newProject();
     const first = await track(p, "ada@example.com", "signed-up", { source: "ad" });
     const second = await track(p, "bob@example.com", "purchase", { amount: 10 });
-    const res = await p.api.get("/events");
+    const res = await p.api.get<EventList>("/events");
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       success: true,
@@ -53,7 +58,7 @@ describe("GET /events", () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res: any = await p.api.get(`/events?limit=3${cursor ? `&cursor=${cursor}` : ""}`);
+      const res: any = await p.api.get<EventList>(`/events?limit=3${cursor ? `&cursor=${cursor}` : ""}`);
       expect(res.status).toBe(200);
       expect(res.body.data.items.length).toBeLessThanOrEqual(3);
       seen.push(...res.body.data.items.map((e: any) => e.id));
@@ -74,23 +79,23 @@ describe("GET /events", () => {
     await track(p, "bob@example.com", "click");
     await track(p, "bob@example.com", "click");
 
-    const clicks = await p.api.get("/events?name=click");
+    const clicks = await p.api.get<EventList>("/events?name=click");
     expect(clicks.body.data.total).toBe(3);
     expect(clicks.body.data.items.every((e: any) => e.name === "click")).toBe(true);
 
-    const adaEvents = await p.api.get(`/events?contactId=${ada.contact}`);
+    const adaEvents = await p.api.get<EventList>(`/events?contactId=${ada.contact}`);
     expect(adaEvents.body.data.total).toBe(2);
     expect(adaEvents.body.data.items.map((e: any) => e.name)).toEqual(["purchase", "click"]);
 
-    const adaClicks = await p.api.get(`/events?contactId=${ada.contact}&name=click`);
+    const adaClicks = await p.api.get<EventList>(`/events?contactId=${ada.contact}&name=click`);
     expect(adaClicks.body.data.items.map((e: any) => e.id)).toEqual([ada.event]);
 
-    const none = await p.api.get("/events?name=nothing-like-this");
+    const none = await p.api.get<EventList>("/events?name=nothing-like-this");
     expect(none.body.data).toEqual({ items: [], nextCursor: null, hasMore: false, total: 0 });
 
-    const filteredPage = await p.api.get("/events?name=click&limit=2");
+    const filteredPage = await p.api.get<EventList>("/events?name=click&limit=2");
     expect(filteredPage.body.data).toMatchObject({ hasMore: true, total: 3 });
-    const rest = await p.api.get(`/events?name=click&limit=2&cursor=${filteredPage.body.data.nextCursor}`);
+    const rest = await p.api.get<EventList>(`/events?name=click&limit=2&cursor=${filteredPage.body.data.nextCursor}`);
     expect(rest.body.data.items.map((e: any) => e.id)).toEqual([ada.event]);
   });
 
@@ -101,20 +106,20 @@ describe("GET /events", () => {
     const bob = await track(p, "bob@example.com", "click");
     expect((await p.api.delete(`/contacts/${ada.contact}`)).status).toBe(204);
 
-    const res = await p.api.get("/events");
+    const res = await p.api.get<EventList>("/events");
     expect(res.body.data.total).toBe(1);
     expect(res.body.data.items.map((e: any) => e.id)).toEqual([bob.event]);
-    expect((await p.api.get(`/events?contactId=${ada.contact}`)).body.data.total).toBe(0);
-    expect((await p.api.get("/events/names")).body.data.counts).toEqual({ click: 1 });
+    expect((await p.api.get<EventList>(`/events?contactId=${ada.contact}`)).body.data.total).toBe(0);
+    expect((await p.api.get<EventNames>("/events/names")).body.data.counts).toEqual({ click: 1 });
   });
 
   it("422 for a bad limit, cursor or filter", async () => {
     const p = await newProject();
-    expect(expectError(await p.api.get("/events?limit=0"), 422, "VALIDATION_ERROR").errors![0].field).toBe("limit");
-    expect(expectError(await p.api.get("/events?limit=500"), 422).errors![0].field).toBe("limit");
-    expect(expectError(await p.api.get("/events?cursor=not-a-cursor"), 422).errors![0].field).toBe("cursor");
-    expect(expectError(await p.api.get(`/events?name=${"n".repeat(101)}`), 422).errors![0].field).toBe("name");
-    expect(expectError(await p.api.get(`/events?contactId=${"c".repeat(65)}`), 422).errors![0].field).toBe("contactId");
+    expect(expectError(await p.api.get<EventList>("/events?limit=0"), 422, "VALIDATION_ERROR").errors![0].field).toBe("limit");
+    expect(expectError(await p.api.get<EventList>("/events?limit=500"), 422).errors![0].field).toBe("limit");
+    expect(expectError(await p.api.get<EventList>("/events?cursor=not-a-cursor"), 422).errors![0].field).toBe("cursor");
+    expect(expectError(await p.api.get<EventList>(`/events?name=${"n".repeat(101)}`), 422).errors![0].field).toBe("name");
+    expect(expectError(await p.api.get<EventList>(`/events?contactId=${"c".repeat(65)}`), 422).errors![0].field).toBe("contactId");
   });
 
   it("never shows another project's events, even when filtering by its contact id", async () => {
@@ -123,16 +128,16 @@ describe("GET /events", () => {
     const ada = await track(a, "ada@example.com", "secret-thing");
     await track(b, "bob@example.com", "b-thing");
 
-    const listB = await b.api.get("/events");
+    const listB = await b.api.get<EventList>("/events");
     expect(listB.body.data.total).toBe(1);
     expect(listB.body.data.items.map((e: any) => e.name)).toEqual(["b-thing"]);
-    expect((await b.api.get(`/events?contactId=${ada.contact}`)).body.data).toEqual({
+    expect((await b.api.get<EventList>(`/events?contactId=${ada.contact}`)).body.data).toEqual({
       items: [],
       nextCursor: null,
       hasMore: false,
       total: 0,
     });
-    expect((await b.api.get("/events?name=secret-thing")).body.data.total).toBe(0);
+    expect((await b.api.get<EventList>("/events?name=secret-thing")).body.data.total).toBe(0);
   });
 });
 
@@ -144,7 +149,7 @@ describe("GET /events/names", () => {
     await track(p, "bob@example.com", "click");
     await track(p, "bob@example.com", "signed-up");
     await track(p, "cy@example.com", "click");
-    const res = await p.api.get("/events/names");
+    const res = await p.api.get<EventNames>("/events/names");
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       success: true,
@@ -161,7 +166,7 @@ describe("GET /events/names", () => {
   it("keeps a name like __proto__ in counts", async () => {
     const p = await newProject();
     await track(p, "ada@example.com", "__proto__");
-    const res = await p.api.get("/events/names");
+    const res = await p.api.get<EventNames>("/events/names");
     expect(res.body.data.items).toEqual(["__proto__"]);
     expect(Object.keys(res.body.data.counts)).toEqual(["__proto__"]);
   });
@@ -170,7 +175,7 @@ describe("GET /events/names", () => {
     const a = await newProject("A");
     const b = await newProject("B");
     await track(a, "ada@example.com", "a-event");
-    expect((await b.api.get("/events/names")).body).toEqual({
+    expect((await b.api.get<EventNames>("/events/names")).body).toEqual({
       success: true,
       data: { items: [], nextCursor: null, hasMore: false, total: 0, counts: {} },
     });

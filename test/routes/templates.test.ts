@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { call, expectError, newProject } from "../helpers";
+import type { z } from "@hono/zod-openapi";
+import type { TemplateListResponseSchema, TemplateSchema } from "../../src/schemas/templates";
+
+type TemplateList = z.infer<typeof TemplateListResponseSchema>;
+type Template = z.infer<typeof TemplateSchema>;
 
 const welcome = {
   name: "Welcome",
@@ -11,7 +16,7 @@ const welcome = {
 describe("POST /templates", () => {
   it("creates a template (201) and returns the bare object with nullable sender fields", async () => {
     const p = await newProject();
-    const res = await p.api.post("/templates", welcome);
+    const res = await p.api.post<Template>("/templates", welcome);
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -22,13 +27,13 @@ describe("POST /templates", () => {
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
-    expect(res.body.success).toBeUndefined();
+    expect("success" in res.body).toBe(false);
     expect(Date.parse(res.body.createdAt)).not.toBeNaN();
   });
 
   it("stores from (lower-cased), fromName and replyTo for later sends", async () => {
     const p = await newProject();
-    const res = await p.api.post("/templates", {
+    const res = await p.api.post<Template>("/templates", {
       ...welcome,
       type: "MARKETING",
       from: "News@Example.com",
@@ -37,31 +42,31 @@ describe("POST /templates", () => {
     });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ type: "MARKETING", from: "news@example.com", fromName: "Example News", replyTo: "help@example.com" });
-    const fetched = await p.api.get(`/templates/${res.body.id}`);
+    const fetched = await p.api.get<Template>(`/templates/${res.body.id}`);
     expect(fetched.body).toEqual(res.body);
   });
 
   it("accepts a body of exactly 512 KB and rejects one byte more with 422", async () => {
     const p = await newProject();
     const max = 512 * 1024;
-    const ok = await p.api.post("/templates", { ...welcome, body: "a".repeat(max) });
+    const ok = await p.api.post<Template>("/templates", { ...welcome, body: "a".repeat(max) });
     expect(ok.status).toBe(201);
     expect(ok.body.body).toHaveLength(max);
-    const tooBig = expectError(await p.api.post("/templates", { ...welcome, body: "a".repeat(max + 1) }), 422, "VALIDATION_ERROR");
+    const tooBig = expectError(await p.api.post<Template>("/templates", { ...welcome, body: "a".repeat(max + 1) }), 422, "VALIDATION_ERROR");
     expect(tooBig.errors!.map((e) => e.field)).toEqual(["body"]);
   });
 
   it("counts the body limit in bytes, not characters", async () => {
     const p = await newProject();
     // "é" is two bytes in UTF-8: 300k of them is under 512k characters but over 512 KB.
-    const err = expectError(await p.api.post("/templates", { ...welcome, body: "é".repeat(300_000) }), 422);
+    const err = expectError(await p.api.post<Template>("/templates", { ...welcome, body: "é".repeat(300_000) }), 422);
     expect(err.errors!.map((e) => e.field)).toEqual(["body"]);
   });
 
   it("422 lists one error per bad field", async () => {
     const p = await newProject();
     const err = expectError(
-      await p.api.post("/templates", { name: "", subject: 42, type: "NEWSLETTER", from: "not-an-email", replyTo: "also bad" }),
+      await p.api.post<Template>("/templates", { name: "", subject: 42, type: "NEWSLETTER", from: "not-an-email", replyTo: "also bad" }),
       422,
       "VALIDATION_ERROR",
     );
@@ -70,7 +75,7 @@ describe("POST /templates", () => {
       expect(typeof item.message).toBe("string");
       expect(typeof item.code).toBe("string");
     }
-    expect((await p.api.get("/templates")).body.data.total).toBe(0);
+    expect((await p.api.get<TemplateList>("/templates")).body.data.total).toBe(0);
   });
 
   it.each([
@@ -85,14 +90,14 @@ describe("POST /templates", () => {
     ["empty body", { body: "" }, "body"],
   ])("rejects %s with 422 on that field", async (_label, override, field) => {
     const p = await newProject();
-    const err = expectError(await p.api.post("/templates", { ...welcome, ...override }), 422, "VALIDATION_ERROR");
+    const err = expectError(await p.api.post<Template>("/templates", { ...welcome, ...override }), 422, "VALIDATION_ERROR");
     expect(err.errors!.map((e) => e.field)).toEqual([field]);
-    expect((await p.api.get("/templates")).body.data.total).toBe(0);
+    expect((await p.api.get<TemplateList>("/templates")).body.data.total).toBe(0);
   });
 
   it("accepts names and subjects at their length limits", async () => {
     const p = await newProject();
-    const res = await p.api.post("/templates", { ...welcome, name: "n".repeat(200), subject: "s".repeat(998) });
+    const res = await p.api.post<Template>("/templates", { ...welcome, name: "n".repeat(200), subject: "s".repeat(998) });
     expect(res.status).toBe(201);
     expect(res.body.name).toHaveLength(200);
     expect(res.body.subject).toHaveLength(998);
@@ -100,13 +105,13 @@ describe("POST /templates", () => {
 
   it("422 for a subject or body that cannot render (template syntax), on create and update", async () => {
     const p = await newProject();
-    const bad = expectError(await p.api.post("/templates", { ...welcome, body: "<p>{% if x %}never closed</p>" }), 422);
+    const bad = expectError(await p.api.post<Template>("/templates", { ...welcome, body: "<p>{% if x %}never closed</p>" }), 422);
     expect(bad.errors!.map((e) => e.field)).toEqual(["body"]);
-    const created = await p.api.post("/templates", welcome);
-    const patched = expectError(await p.api.patch(`/templates/${created.body.id}`, { subject: "Hi {{ name | nosuchfilter }}" }), 422);
+    const created = await p.api.post<Template>("/templates", welcome);
+    const patched = expectError(await p.api.patch<Template>(`/templates/${created.body.id}`, { subject: "Hi {{ name | nosuchfilter }}" }), 422);
     expect(patched.errors!.map((e) => e.field)).toEqual(["subject"]);
-    expect((await p.api.get(`/templates/${created.body.id}`)).body.subject).toBe(welcome.subject);
-    expect((await p.api.get("/templates")).body.data.total).toBe(1);
+    expect((await p.api.get<Template>(`/templates/${created.body.id}`)).body.subject).toBe(welcome.subject);
+    expect((await p.api.get<TemplateList>("/templates")).body.data.total).toBe(1);
   });
 
   it("400 for malformed JSON and for a non-JSON content type", async () => {
@@ -123,13 +128,13 @@ describe("POST /templates", () => {
       headers: { "Content-Type": "text/plain" },
     });
     expectError(text, 400);
-    expect((await p.api.get("/templates")).body.data.total).toBe(0);
+    expect((await p.api.get<TemplateList>("/templates")).body.data.total).toBe(0);
   });
 
   it("422 for a JSON body that is not an object", async () => {
     const p = await newProject();
-    expectError(await p.api.post("/templates", [welcome]), 422, "VALIDATION_ERROR");
-    expectError(await p.api.post("/templates", "Welcome"), 422, "VALIDATION_ERROR");
+    expectError(await p.api.post<Template>("/templates", [welcome]), 422, "VALIDATION_ERROR");
+    expectError(await p.api.post<Template>("/templates", "Welcome"), 422, "VALIDATION_ERROR");
   });
 });
 
@@ -137,19 +142,19 @@ describe("GET /templates/{id}", () => {
   it("404 for an unknown id and for another project's template", async () => {
     const a = await newProject("A");
     const b = await newProject("B");
-    const created = await a.api.post("/templates", welcome);
+    const created = await a.api.post<Template>("/templates", welcome);
     expectError(await a.api.get("/templates/0190f0a4-0000-7000-8000-000000000000"), 404, "NOT_FOUND");
-    expectError(await b.api.get(`/templates/${created.body.id}`), 404, "NOT_FOUND");
-    expect((await a.api.get(`/templates/${created.body.id}`)).status).toBe(200);
+    expectError(await b.api.get<Template>(`/templates/${created.body.id}`), 404, "NOT_FOUND");
+    expect((await a.api.get<Template>(`/templates/${created.body.id}`)).status).toBe(200);
   });
 });
 
 describe("PATCH /templates/{id}", () => {
   it("changes only the given fields and bumps updatedAt", async () => {
     const p = await newProject();
-    const created = await p.api.post("/templates", { ...welcome, from: "hi@example.com" });
+    const created = await p.api.post<Template>("/templates", { ...welcome, from: "hi@example.com" });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    const res = await p.api.patch(`/templates/${created.body.id}`, { subject: "New subject", type: "MARKETING" });
+    const res = await p.api.patch<Template>(`/templates/${created.body.id}`, { subject: "New subject", type: "MARKETING" });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       id: created.body.id,
@@ -161,70 +166,70 @@ describe("PATCH /templates/{id}", () => {
       createdAt: created.body.createdAt,
     });
     expect(Date.parse(res.body.updatedAt)).toBeGreaterThan(Date.parse(created.body.updatedAt));
-    expect((await p.api.get(`/templates/${created.body.id}`)).body).toEqual(res.body);
+    expect((await p.api.get<Template>(`/templates/${created.body.id}`)).body).toEqual(res.body);
   });
 
   it("with an empty object returns the template unchanged", async () => {
     const p = await newProject();
-    const created = await p.api.post("/templates", welcome);
-    const res = await p.api.patch(`/templates/${created.body.id}`, {});
+    const created = await p.api.post<Template>("/templates", welcome);
+    const res = await p.api.patch<Template>(`/templates/${created.body.id}`, {});
     expect(res.status).toBe(200);
     expect(res.body).toEqual(created.body);
   });
 
   it("clears from, fromName and replyTo with null", async () => {
     const p = await newProject();
-    const created = await p.api.post("/templates", {
+    const created = await p.api.post<Template>("/templates", {
       ...welcome,
       from: "hi@example.com",
       fromName: "Example",
       replyTo: "help@example.com",
     });
-    const res = await p.api.patch(`/templates/${created.body.id}`, { from: null, fromName: null, replyTo: null });
+    const res = await p.api.patch<Template>(`/templates/${created.body.id}`, { from: null, fromName: null, replyTo: null });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ from: null, fromName: null, replyTo: null, subject: welcome.subject });
   });
 
   it("does not allow null for required fields, and validates like create", async () => {
     const p = await newProject();
-    const created = await p.api.post("/templates", welcome);
+    const created = await p.api.post<Template>("/templates", welcome);
     const err = expectError(
-      await p.api.patch(`/templates/${created.body.id}`, { name: null, subject: "a\r\nb", type: "OTHER", fromName: "x\ny" }),
+      await p.api.patch<Template>(`/templates/${created.body.id}`, { name: null, subject: "a\r\nb", type: "OTHER", fromName: "x\ny" }),
       422,
       "VALIDATION_ERROR",
     );
     expect(err.errors!.map((e) => e.field).sort()).toEqual(["fromName", "name", "subject", "type"]);
-    expect((await p.api.get(`/templates/${created.body.id}`)).body).toEqual(created.body);
+    expect((await p.api.get<Template>(`/templates/${created.body.id}`)).body).toEqual(created.body);
   });
 
   it("404 for an unknown id and for another project's template, which stays unchanged", async () => {
     const a = await newProject("A");
     const b = await newProject("B");
-    const created = await a.api.post("/templates", welcome);
+    const created = await a.api.post<Template>("/templates", welcome);
     expectError(await a.api.patch("/templates/nope", { name: "x" }), 404, "NOT_FOUND");
-    expectError(await b.api.patch(`/templates/${created.body.id}`, { name: "hijacked" }), 404, "NOT_FOUND");
-    expectError(await b.api.patch(`/templates/${created.body.id}`, {}), 404, "NOT_FOUND");
-    expect((await a.api.get(`/templates/${created.body.id}`)).body.name).toBe(welcome.name);
+    expectError(await b.api.patch<Template>(`/templates/${created.body.id}`, { name: "hijacked" }), 404, "NOT_FOUND");
+    expectError(await b.api.patch<Template>(`/templates/${created.body.id}`, {}), 404, "NOT_FOUND");
+    expect((await a.api.get<Template>(`/templates/${created.body.id}`)).body.name).toBe(welcome.name);
   });
 });
 
 describe("DELETE /templates/{id}", () => {
   it("deletes (204, empty body); then the id is 404", async () => {
     const p = await newProject();
-    const created = await p.api.post("/templates", welcome);
+    const created = await p.api.post<Template>("/templates", welcome);
     const res = await p.api.delete(`/templates/${created.body.id}`);
     expect(res.status).toBe(204);
     expect(res.body).toBeNull();
-    expectError(await p.api.get(`/templates/${created.body.id}`), 404);
+    expectError(await p.api.get<Template>(`/templates/${created.body.id}`), 404);
     expectError(await p.api.delete(`/templates/${created.body.id}`), 404);
   });
 
   it("404 for another project's template, which survives", async () => {
     const a = await newProject("A");
     const b = await newProject("B");
-    const created = await a.api.post("/templates", welcome);
+    const created = await a.api.post<Template>("/templates", welcome);
     expectError(await b.api.delete(`/templates/${created.body.id}`), 404, "NOT_FOUND");
-    expect((await a.api.get(`/templates/${created.body.id}`)).status).toBe(200);
+    expect((await a.api.get<Template>(`/templates/${created.body.id}`)).status).toBe(200);
   });
 });
 
@@ -232,9 +237,9 @@ describe("GET /templates", () => {
   it("lists newest first in the general list shape and pages with nextCursor", async () => {
     const p = await newProject();
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await p.api.post("/templates", { ...welcome, name: `T${i}` })).body.id);
+    for (let i = 0; i < 5; i++) ids.push((await p.api.post<Template>("/templates", { ...welcome, name: `T${i}` })).body.id);
 
-    const first = await p.api.get("/templates?limit=2");
+    const first = await p.api.get<TemplateList>("/templates?limit=2");
     expect(first.status).toBe(200);
     expect(first.body.success).toBe(true);
     expect(first.body.data).toMatchObject({ hasMore: true, total: 5 });
@@ -244,7 +249,7 @@ describe("GET /templates", () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await p.api.get(`/templates?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+      const page: any = await p.api.get<TemplateList>(`/templates?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
       expect(page.body.data.total).toBe(5);
       seen.push(...page.body.data.items.map((t: any) => t.id));
       cursor = page.body.data.nextCursor;
@@ -255,26 +260,26 @@ describe("GET /templates", () => {
 
   it("an empty project has an empty list", async () => {
     const p = await newProject();
-    const res = await p.api.get("/templates");
+    const res = await p.api.get<TemplateList>("/templates");
     expect(res.body).toEqual({ success: true, data: { items: [], nextCursor: null, hasMore: false, total: 0 } });
   });
 
   it("never shows another project's templates", async () => {
     const a = await newProject("A");
     const b = await newProject("B");
-    await a.api.post("/templates", welcome);
-    await b.api.post("/templates", { ...welcome, name: "B's" });
-    const listB = await b.api.get("/templates");
+    await a.api.post<Template>("/templates", welcome);
+    await b.api.post<Template>("/templates", { ...welcome, name: "B's" });
+    const listB = await b.api.get<TemplateList>("/templates");
     expect(listB.body.data.total).toBe(1);
     expect(listB.body.data.items.map((t: any) => t.name)).toEqual(["B's"]);
   });
 
   it("422 for a bad limit or cursor", async () => {
     const p = await newProject();
-    expect(expectError(await p.api.get("/templates?limit=0"), 422).errors![0].field).toBe("limit");
-    expect(expectError(await p.api.get("/templates?limit=101"), 422).errors![0].field).toBe("limit");
-    expect(expectError(await p.api.get("/templates?limit=abc"), 422).errors![0].field).toBe("limit");
-    expect(expectError(await p.api.get("/templates?cursor=%%%"), 422).errors![0].field).toBe("cursor");
+    expect(expectError(await p.api.get<TemplateList>("/templates?limit=0"), 422).errors![0].field).toBe("limit");
+    expect(expectError(await p.api.get<TemplateList>("/templates?limit=101"), 422).errors![0].field).toBe("limit");
+    expect(expectError(await p.api.get<TemplateList>("/templates?limit=abc"), 422).errors![0].field).toBe("limit");
+    expect(expectError(await p.api.get<TemplateList>("/templates?cursor=%%%"), 422).errors![0].field).toBe("cursor");
   });
 });
 
@@ -287,14 +292,14 @@ describe("templates auth", () => {
 
   it("403 for a public key on every templates endpoint", async () => {
     const p = await newProject();
-    const created = await p.api.post("/templates", welcome);
+    const created = await p.api.post<Template>("/templates", welcome);
     expectError(await p.publicApi.get("/templates"), 403, "FORBIDDEN");
     expectError(await p.publicApi.post("/templates", welcome), 403, "FORBIDDEN");
     expectError(await p.publicApi.get(`/templates/${created.body.id}`), 403, "FORBIDDEN");
     expectError(await p.publicApi.patch(`/templates/${created.body.id}`, { name: "x" }), 403, "FORBIDDEN");
     expectError(await p.publicApi.delete(`/templates/${created.body.id}`), 403, "FORBIDDEN");
-    const after = await p.api.get(`/templates/${created.body.id}`);
+    const after = await p.api.get<Template>(`/templates/${created.body.id}`);
     expect(after.body).toEqual(created.body);
-    expect((await p.api.get("/templates")).body.data.total).toBe(1);
+    expect((await p.api.get<TemplateList>("/templates")).body.data.total).toBe(1);
   });
 });
