@@ -5,36 +5,8 @@ import worker from "../src/index";
 import type { Env, SendEmailMessage } from "../src/env";
 import { call, newProject, type TestProject } from "./helpers";
 import { fakeDns } from "./fakes/dns";
+import { recordingQueue } from "./fakes/queue";
 import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fakes/ses";
-
-/** Stands in for the queue producer so a test decides when the consumer runs. */
-export function recordingQueue() {
-  const messages: { body: SendEmailMessage; delaySeconds?: number }[] = [];
-  let failures = 0;
-  const fail = () => {
-    if (failures <= 0) return;
-    failures--;
-    throw new Error("Queue send failed: the queue is unavailable (test)");
-  };
-  return {
-    messages,
-    async send(body: SendEmailMessage, options?: { delaySeconds?: number }) {
-      fail();
-      messages.push({ body, delaySeconds: options?.delaySeconds });
-    },
-    async sendBatch(batch: { body: SendEmailMessage; delaySeconds?: number }[]) {
-      fail();
-      messages.push(...batch);
-    },
-    /** The next `n` send/sendBatch calls throw, as a queue outage does. */
-    failNext(n = 1) {
-      failures += n;
-    },
-    take() {
-      return messages.splice(0, messages.length);
-    },
-  };
-}
 
 let domainCounter = 0;
 

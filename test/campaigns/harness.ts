@@ -7,7 +7,8 @@ import { contacts, suppressions } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { newId } from "../../src/lib/ids";
 import { call } from "../helpers";
-import { recordingQueue, sendingSetup } from "../sending";
+import { recordingQueue } from "../fakes/queue";
+import { sendingSetup } from "../sending";
 
 export const SEND_QUEUE = "edge-mail-send";
 export const BULK_QUEUE = "edge-mail-bulk";
