@@ -63,29 +63,40 @@ describe("campaigns API", () => {
     err(await s.request("GET", "/campaigns?status=DONE"), 422);
   });
 
-  it("refuses bad bodies: unverified sender 403, missing segmentId or filter 422, another project's segment 422, bad condition 422 with its path", async () => {
-    const s = await campaignSetup();
-    const base = { name: "x", subject: "s", body: "<p>b</p>", from: s.from, audienceType: "ALL" };
-    err(await s.request("POST", "/campaigns", { ...base, from: "me@not-verified.test" }), 403, "DOMAIN_NOT_VERIFIED");
-    const noSegment = err(await s.request("POST", "/campaigns", { ...base, audienceType: "SEGMENT" }), 422);
-    expect(noSegment.errors?.map((e) => e.field)).toEqual(["segmentId"]);
-    const noFilter = err(await s.request("POST", "/campaigns", { ...base, audienceType: "FILTERED" }), 422);
-    expect(noFilter.errors?.map((e) => e.field)).toEqual(["audienceFilter"]);
+  type Setup = Awaited<ReturnType<typeof campaignSetup>>;
+  const baseOf = (s: Setup) => ({ name: "x", subject: "s", body: "<p>b</p>", from: s.from, audienceType: "ALL" });
+  const foreignSegmentId = async () => {
     const other = await newProject("other");
     const foreign = await other.api.post("/segments", { name: "x", condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "exists" }] }] } });
-    const foreignSegment = err(await s.request("POST", "/campaigns", { ...base, audienceType: "SEGMENT", segmentId: foreign.body.id }), 422);
-    expect(foreignSegment.errors?.map((e) => e.field)).toEqual(["segmentId"]);
-    const badFilter = err(
-      await s.request("POST", "/campaigns", {
-        ...base,
+    return foreign.body.id as string;
+  };
+  it.each([
+    { refused: "an unverified sender (403)", body: async (s: Setup) => ({ ...baseOf(s), from: "me@not-verified.test" }), status: 403, code: "DOMAIN_NOT_VERIFIED" },
+    { refused: "SEGMENT without segmentId", body: async (s: Setup) => ({ ...baseOf(s), audienceType: "SEGMENT" }), status: 422, fields: ["segmentId"] },
+    { refused: "FILTERED without audienceFilter", body: async (s: Setup) => ({ ...baseOf(s), audienceType: "FILTERED" }), status: 422, fields: ["audienceFilter"] },
+    {
+      refused: "another project's segment",
+      body: async (s: Setup) => ({ ...baseOf(s), audienceType: "SEGMENT", segmentId: await foreignSegmentId() }),
+      status: 422,
+      fields: ["segmentId"],
+    },
+    {
+      refused: "a bad condition (422 with its path)",
+      body: async (s: Setup) => ({
+        ...baseOf(s),
         audienceType: "FILTERED",
         audienceFilter: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "within", value: 3 }] }] },
       }),
-      422,
-    );
-    expect(badFilter.errors?.map((e) => e.field)).toContain("audienceFilter.groups.0.filters.0.operator");
-    err(await s.request("POST", "/campaigns", { ...base, subject: "a\r\nBcc: x@y.z" }), 422);
-    err(await s.request("POST", "/campaigns", { ...base, body: "{% if %}" }), 422);
+      status: 422,
+      fieldsContain: "audienceFilter.groups.0.filters.0.operator",
+    },
+    { refused: "CR/LF in the subject", body: async (s: Setup) => ({ ...baseOf(s), subject: "a\r\nBcc: x@y.z" }), status: 422 },
+    { refused: "a body that is not valid Liquid", body: async (s: Setup) => ({ ...baseOf(s), body: "{% if %}" }), status: 422 },
+  ])("refuses $refused, storing nothing", async ({ body, status, code, fields, fieldsContain }) => {
+    const s = await campaignSetup();
+    const error = err(await s.request("POST", "/campaigns", await body(s)), status, code);
+    if (fields) expect(error.errors?.map((e) => e.field)).toEqual(fields);
+    if (fieldsContain) expect(error.errors?.map((e) => e.field)).toContain(fieldsContain);
     expect((await s.request("GET", "/campaigns")).body.total).toBe(0);
   });
 
