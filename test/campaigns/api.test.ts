@@ -120,12 +120,19 @@ describe("campaigns API", () => {
     expectError(await s.project.publicApi.get("/campaigns"), 403);
   });
 
-  it("an empty audience cannot be sent; a past or malformed scheduledFor is 422; nothing changes", async () => {
+  it("an empty audience (only unsubscribed contacts) cannot be sent: 400 INVALID_STATE, nothing changes", async () => {
     const s = await campaignSetup();
     await s.addContacts([{ email: "gone@example.com", subscribed: false }]);
     const campaign = await s.createCampaign();
     err(await s.request("POST", `/campaigns/${campaign.id}/send`), 400, "INVALID_STATE");
+    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
+    expect(s.bulk.messages).toHaveLength(0);
+  });
+
+  it("a past or malformed scheduledFor, or an unknown field, is 422; nothing changes", async () => {
+    const s = await campaignSetup();
     await s.addContacts([{ email: "here@example.com" }]);
+    const campaign = await s.createCampaign();
     err(await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: new Date(Date.now() - 60_000).toISOString() }), 422);
     err(await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: "tomorrow" }), 422);
     err(await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: "2030-01-01T00:00:00Z", extra: 1 }), 422);
