@@ -7,6 +7,10 @@ import { call, newProject, type TestProject } from "./helpers";
 import { fakeDns } from "./fakes/dns";
 import { recordingQueue } from "./fakes/queue";
 import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fakes/ses";
+import type { z } from "@hono/zod-openapi";
+import type { SendResponseSchema } from "../src/schemas/send";
+
+type SendResponse = z.infer<typeof SendResponseSchema>;
 
 let domainCounter = 0;
 
@@ -55,8 +59,8 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
   const project = await newProject("sender");
   const domain = await verifiedDomain(project, dns);
 
-  const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-    call(method, path, { key: project.secretKey, body, headers: { "Content-Type": "application/json", ...headers }, env: testEnv });
+  const request = <T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    call<T>(method, path, { key: project.secretKey, body, headers: { "Content-Type": "application/json", ...headers }, env: testEnv });
 
   /** Runs the consumer on the given messages (default: everything queued so far) with their delivery attempt number. */
   async function deliver(messages = queue.take().map((m) => m.body), attempts = 1) {
@@ -100,7 +104,8 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
     dns,
     queue,
     env: testEnv,
-    send: (body: unknown, headers?: Record<string, string>) => request("POST", "/v1/send", body, headers),
+    /** POST /v1/send; the body typed as the success response (errors go through expectError). */
+    send: (body: unknown, headers?: Record<string, string>) => request<SendResponse>("POST", "/v1/send", body, headers),
     get: (path: string) => request("GET", path),
     /** Any API call through the Worker with this setup's env (e.g. EMAIL_PROVIDER=ses for POST /domains). */
     post: (path: string, body?: unknown) => request("POST", path, body),
