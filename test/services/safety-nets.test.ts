@@ -20,7 +20,7 @@ import { MAX_ATTACHMENT_BYTES } from "../../src/services/send/attachments";
 import { backoffSeconds } from "../../src/lib/queue-consumer";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON } from "../../src/services/send/records";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
-import { BASE, call, expectError } from "../helpers";
+import { call, expectError } from "../helpers";
 import { sendingSetup } from "../sending";
 
 afterEach(() => vi.restoreAllMocks());
