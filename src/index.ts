@@ -1,28 +1,52 @@
-import { createApp } from "./app";
+import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import type { Env } from "./env";
-import { readConfig } from "./lib/config";
-import { countingD1, d1Stats, type D1Source } from "./lib/d1-counter";
-import { handleQueue } from "./queue";
-import { runScheduledJobs } from "./scheduled";
+import type { D1Source } from "./lib/d1-counter";
+import type { ExecutionParams } from "./services/workflows/executions";
 
 export { ProjectLimiter } from "./durable/project-limiter";
-export { AutomationWorkflow } from "./workflows/automation";
 
-const app = createApp();
+// Worker startup evaluates this module and the small Durable Object only. Each entry
+// point imports its code (the HTTP routes and their zod schemas, the queue consumers,
+// the cron jobs, the workflow steps) on its first invocation in an isolate, so a queue,
+// cron, rate-limiter or workflow isolate never builds the HTTP app (README "Benchmarks").
+
+let httpApp: Promise<ReturnType<typeof import("./app").createApp>> | undefined;
+const app = () =>
+  (httpApp ??= import("./app")
+    .then(({ createApp }) => createApp())
+    .catch((err) => {
+      httpApp = undefined;
+      throw err;
+    }));
 
 /** `npm run bench` counts D1 statements (development only, BENCH_COUNT_D1=1; see src/lib/d1-counter.ts). */
-const counted = (env: Env, source: D1Source): Env => {
+async function counted(env: Env, source: D1Source): Promise<Env> {
+  const { readConfig } = await import("./lib/config");
   const config = readConfig(env);
+  if (!(config.BENCH_COUNT_D1 && config.development)) return env;
+  const { countingD1, d1Stats } = await import("./lib/d1-counter");
   // Counted twice: per entry point (inside) and in the isolate's total (outside).
-  return config.BENCH_COUNT_D1 && config.development ? { ...env, DB: countingD1(countingD1(env.DB, d1Stats.bySource[source])) } : env;
-};
+  return { ...env, DB: countingD1(countingD1(env.DB, d1Stats.bySource[source])) };
+}
+
+/** The class the [[workflows]] binding names; the steps (src/workflows/automation.ts) load on the first run. */
+export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams> {
+  async run(event: Readonly<WorkflowEvent<ExecutionParams>>, step: WorkflowStep) {
+    const { AutomationWorkflow: Automation } = await import("./workflows/automation");
+    return new Automation(this.ctx, this.env).run(event, step);
+  }
+}
 
 export default {
-  fetch: (request: Request, env: Env, ctx: ExecutionContext) => app.fetch(request, counted(env, "fetch"), ctx),
+  async fetch(request: Request, env: Env, ctx: ExecutionContext) {
+    return (await app()).fetch(request, await counted(env, "fetch"), ctx);
+  },
   async queue(batch, env, _ctx) {
-    await handleQueue(batch, counted(env, "queue"));
+    const { handleQueue } = await import("./queue");
+    await handleQueue(batch, await counted(env, "queue"));
   },
   async scheduled(controller, env, _ctx) {
-    await runScheduledJobs(counted(env, "scheduled"), controller);
+    const { runScheduledJobs } = await import("./scheduled");
+    await runScheduledJobs(await counted(env, "scheduled"), controller);
   },
 } satisfies ExportedHandler<Env>;
