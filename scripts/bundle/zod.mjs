@@ -1,13 +1,29 @@
 // Stands in for "zod" in the deployed bundle (wrangler.toml [alias]). zod's `z` is a
-// namespace of everything zod exports, so esbuild keeps all of it. This module exports
-// the same bindings and its own namespace as `z`, minus what nothing here uses:
-// `locales` (~370 KB of error messages in other languages; errors here are English),
-// `core` (re-exports the locales too), `compile` (the schema JIT) and `fromJSONSchema`.
+// namespace of everything zod exports, and @hono/zod-openapi hands it around whole, so
+// esbuild keeps all of it: every schema type, the schema compiler, JSON Schema import
+// and ~370 KB of error messages in other languages (errors here are English). This
+// module's `z` holds the same functions and classes, only those the code uses;
+// test/scripts/zod-stand-in.test.ts fails when src/ uses a z.<name> missing here.
 import * as z from "./zod.mjs";
 
-export * from "zod/v4";
-export const locales = undefined;
-export const core = undefined;
-export const compile = undefined;
-export const fromJSONSchema = undefined;
+export {
+  ZodError,
+  ZodType,
+  array,
+  boolean,
+  coerce,
+  email,
+  enum,
+  input,
+  literal,
+  null,
+  number,
+  object,
+  output,
+  preprocess,
+  record,
+  string,
+  union,
+  unknown,
+} from "zod/v4";
 export { z, z as default };
