@@ -12,6 +12,7 @@ export {
   array,
   boolean,
   coerce,
+  discriminatedUnion,
   email,
   enum,
   input,
