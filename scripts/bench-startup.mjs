@@ -60,7 +60,11 @@ export async function runStartupSection({ env, log, report, fmt }) {
       return { ...worker, dir, ...build(worker.config, dir, env), runs: [] };
     });
     const [service, bare] = built;
-    report("bundle, gzip (wrangler deploy --dry-run)", `${fmt(service.gzipKiB)} KiB`, `(${fmt(service.rawKiB)} KiB before gzip; bare Hono ${fmt(bare.gzipKiB)} KiB gzip; goal <= 300 KiB)`);
+    report(
+      "bundle, gzip (wrangler deploy --dry-run)",
+      `${fmt(service.gzipKiB)} KiB`,
+      `(${fmt(service.rawKiB)} KiB before gzip; bare Hono ${fmt(bare.gzipKiB)} KiB gzip; goal <= 300 KiB)`,
+    );
 
     for (let i = 0; i < RUNS; i++) {
       for (const worker of built) {

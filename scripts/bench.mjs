@@ -41,8 +41,7 @@ const PRIORITY_STATE_DIR = ".wrangler/bench-priority-state";
 /** Only some sections: comma-separated section keys or text their titles contain (default: all). */
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
 /** A section is wanted when BENCH_ONLY names its key, or (for text that is no section's key) its title contains the text. */
-const wantsSection = (section) =>
-  ONLY.length === 0 || ONLY.some((o) => section.key === o || (!SECTIONS.some((s) => s.key === o) && section.title.includes(o)));
+const wantsSection = (section) => ONLY.length === 0 || ONLY.some((o) => section.key === o || (!SECTIONS.some((s) => s.key === o) && section.title.includes(o)));
 const PAGE = 20;
 const env = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" };
 const started = performance.now();
@@ -92,9 +91,7 @@ function insertContacts(projectId, count, { stateDir = STATE_DIR, prefix = "list
     for (let j = i; j < Math.min(count, i + rowsPerStatement); j++) {
       rows.push(row ? row(j) : `(${sqlText(uuidv7())},${sqlText(projectId)},'${prefix}${j}@bench.test',${j % 3 === 0 ? 0 : 1},'{}',${now},${now})`);
     }
-    statements.push(
-      `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ${rows.join(",")};`,
-    );
+    statements.push(`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ${rows.join(",")};`);
   }
   writeFileSync(file, statements.join("\n"));
   try {
@@ -184,7 +181,11 @@ function report(label, value, detail = "") {
 
 function printThroughput(label, r) {
   const errs = [...r.errors].map(([s, n]) => `${n}x${s}`).join(" ");
-  report(label, `${fmt(r.rps, 0)} req/s`, `(${r.ok} in ${fmt(r.elapsed)}s, median ${fmt(r.median)} ms, p95 ${fmt(r.p95)} ms${errs ? `, non-2xx: ${errs}` : ""})`);
+  report(
+    label,
+    `${fmt(r.rps, 0)} req/s`,
+    `(${r.ok} in ${fmt(r.elapsed)}s, median ${fmt(r.median)} ms, p95 ${fmt(r.p95)} ms${errs ? `, non-2xx: ${errs}` : ""})`,
+  );
 }
 
 // ---- sections ----------------------------------------------------------------
@@ -219,7 +220,12 @@ const SECTIONS = [
       // The request path's figures (issue 9): each write path against the floor, measured in the same run.
       const send = await throughput(
         ctx.base,
-        (i) => ({ method: "POST", path: "/v1/send", key: ctx.bench.secretKey, body: { to: `rp${i}@bench.test`, from: `hello@${BENCH_DOMAIN}`, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } } }),
+        (i) => ({
+          method: "POST",
+          path: "/v1/send",
+          key: ctx.bench.secretKey,
+          body: { to: `rp${i}@bench.test`, from: `hello@${BENCH_DOMAIN}`, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } },
+        }),
         [200],
       );
       printThroughput("POST /v1/send (1 recipient, accepted)", send);
@@ -258,7 +264,11 @@ const SECTIONS = [
       const firstPage = await latency(ctx.base, { path: `/contacts?limit=${PAGE}`, key });
       const deepPage = await latency(ctx.base, { path: `/contacts?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`, key });
       report(`first page (limit ${PAGE})`, `${fmt(firstPage.median, 2)} ms`, `median; p95 ${fmt(firstPage.p95, 2)} ms over ${LATENCY_SAMPLES}`);
-      report(`page after ${seen} contacts (page ${seen / PAGE + 1})`, `${fmt(deepPage.median, 2)} ms`, `median; p95 ${fmt(deepPage.p95, 2)} ms over ${LATENCY_SAMPLES}`);
+      report(
+        `page after ${seen} contacts (page ${seen / PAGE + 1})`,
+        `${fmt(deepPage.median, 2)} ms`,
+        `median; p95 ${fmt(deepPage.p95, 2)} ms over ${LATENCY_SAMPLES}`,
+      );
       report("deep / first page (median)", `${fmt(deepPage.median / firstPage.median, 2)}x`, "(keyset pagination: close to 1)");
     },
   },
@@ -321,7 +331,12 @@ const SECTIONS = [
       const from = `hello@${BENCH_DOMAIN}`;
       const accepted = await throughput(
         ctx.base,
-        (i) => ({ method: "POST", path: "/v1/send", key: ctx.bench.secretKey, body: { to: `s${i}@bench.test`, from, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } } }),
+        (i) => ({
+          method: "POST",
+          path: "/v1/send",
+          key: ctx.bench.secretKey,
+          body: { to: `s${i}@bench.test`, from, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } },
+        }),
         [200],
       );
       printThroughput("POST /v1/send accepted (1 recipient)", accepted);
@@ -347,7 +362,9 @@ SECTIONS.push({
     for (const key of [ctx.bench.secretKey]) {
       const deadline = performance.now() + SEND_TIMEOUT_S * 1000;
       while (performance.now() < deadline) {
-        const pending = await Promise.all(["QUEUED", "SENDING"].map(async (status) => (await api(ctx.base, key, "GET", `/emails?status=${status}&limit=1`)).data.total));
+        const pending = await Promise.all(
+          ["QUEUED", "SENDING"].map(async (status) => (await api(ctx.base, key, "GET", `/emails?status=${status}&limit=1`)).data.total),
+        );
         if (pending.every((n) => n === 0)) break;
         await sleep(250);
       }
@@ -363,7 +380,12 @@ SECTIONS.push({
         while (nextRequest < requests) {
           const r = nextRequest++;
           const to = Array.from({ length: 50 }, (_, j) => `e2e${r * 50 + j}@bench.test`).slice(0, SEND_EMAILS - r * 50);
-          const res = await send(ctx.base, { method: "POST", path: "/v1/send", key, body: { to, from: `hello@send.${BENCH_DOMAIN}`, subject: "Bench", body: "<p>Hello {{email}}</p>" } });
+          const res = await send(ctx.base, {
+            method: "POST",
+            path: "/v1/send",
+            key,
+            body: { to, from: `hello@send.${BENCH_DOMAIN}`, subject: "Bench", body: "<p>Hello {{email}}</p>" },
+          });
           if (res.status !== 200) throw new Error(`/v1/send answered ${res.status}: ${res.text.slice(0, 200)}`);
         }
       }),
@@ -399,8 +421,7 @@ SECTIONS.push({
 /** Campaign contacts: all subscribed, every other one on the "pro" plan (the segment figure counts those). */
 const campaignContactRow = (projectId, prefix) => {
   const now = Date.now();
-  return (j) =>
-    `(${sqlText(uuidv7())},${sqlText(projectId)},'${prefix}${j}@bench.test',1,'{"plan":"${j % 2 === 0 ? "pro" : "free"}","n":${j}}',${now},${now})`;
+  return (j) => `(${sqlText(uuidv7())},${sqlText(projectId)},'${prefix}${j}@bench.test',1,'{"plan":"${j % 2 === 0 ? "pro" : "free"}","n":${j}}',${now},${now})`;
 };
 
 async function api(base, key, method, path, body) {
@@ -485,7 +506,18 @@ SECTIONS.push(
       rmSync(PRIORITY_STATE_DIR, { recursive: true, force: true });
       run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", PRIORITY_STATE_DIR]);
       const project = createProject("bench-priority", PRIORITY_STATE_DIR);
-      run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", PRIORITY_STATE_DIR, "--yes", "--command", verifiedDomainSql(project.id, BENCH_DOMAIN)]);
+      run("npx", [
+        "wrangler",
+        "d1",
+        "execute",
+        "DB",
+        "--local",
+        "--persist-to",
+        PRIORITY_STATE_DIR,
+        "--yes",
+        "--command",
+        verifiedDomainSql(project.id, BENCH_DOMAIN),
+      ]);
       insertContacts(project.id, PRIORITY_CONTACTS, { stateDir: PRIORITY_STATE_DIR, row: campaignContactRow(project.id, "fan") });
       const server = await startServer(PRIORITY_STATE_DIR, { SEND_RATE_PER_SECOND: "14" });
       try {
@@ -507,7 +539,12 @@ SECTIONS.push(
         const delays = [];
         for (let i = 0; i < 5; i++) {
           const t0 = performance.now();
-          const res = await api(server.base, key, "POST", "/v1/send", { to: `reset${i}@bench.test`, from: `auth@${BENCH_DOMAIN}`, subject: "Reset", body: "<p>Reset</p>" });
+          const res = await api(server.base, key, "POST", "/v1/send", {
+            to: `reset${i}@bench.test`,
+            from: `auth@${BENCH_DOMAIN}`,
+            subject: "Reset",
+            body: "<p>Reset</p>",
+          });
           const id = res.data.emails[0].email;
           for (;;) {
             const email = await api(server.base, key, "GET", `/emails/${id}`);
@@ -556,8 +593,17 @@ async function startServer(stateDir, vars = {}) {
   const child = spawn(
     "npx",
     [
-      "wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", String(port),
-      "--inspector-port", String(inspectorPort), "--persist-to", stateDir,
+      "wrangler",
+      "dev",
+      "--local",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspectorPort),
+      "--persist-to",
+      stateDir,
       ...Object.entries(allVars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
       "--show-interactive-dev-session=false",
     ],
@@ -618,12 +664,22 @@ async function main() {
   const list = createProject("bench-list");
   const sender = createProject("bench-send");
   const campaign = createProject("bench-campaign");
-  run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", STATE_DIR, "--yes", "--command",
+  run("npx", [
+    "wrangler",
+    "d1",
+    "execute",
+    "DB",
+    "--local",
+    "--persist-to",
+    STATE_DIR,
+    "--yes",
+    "--command",
     [
       verifiedDomainSql(bench.id, BENCH_DOMAIN),
       verifiedDomainSql(sender.id, `send.${BENCH_DOMAIN}`),
       verifiedDomainSql(campaign.id, `campaign.${BENCH_DOMAIN}`),
-    ].join(" ")]);
+    ].join(" "),
+  ]);
   let insertSeconds = 0;
   if (wants("list")) {
     log(`inserting ${LIST_CONTACTS} contacts`);
@@ -719,7 +775,11 @@ SECTIONS.push({
     const mb = (bytes) => `${fmt(bytes / 1024 / 1024, 0)} MB`;
     const sent = statuses.filter((s) => s === "SENT").length;
     report("10 emails with a 7 MB attachment", `${sent} of 10 SENT`, `in ${fmt(seconds)} s`);
-    report("workerd resident memory, peak while sending", mb(peak), `(${mb(baseline)} before, +${mb(peak - baseline)}; the whole local runtime, consumer and D1 included)`);
+    report(
+      "workerd resident memory, peak while sending",
+      mb(peak),
+      `(${mb(baseline)} before, +${mb(peak - baseline)}; the whole local runtime, consumer and D1 included)`,
+    );
   },
 });
 

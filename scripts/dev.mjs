@@ -23,7 +23,13 @@ if (!existsSync(".dev.vars")) {
   console.log("Created .dev.vars from .dev.vars.example");
 } else {
   // Settings added to the example since .dev.vars was made are appended; existing values are kept.
-  const names = (text) => new Set(text.split("\n").map((l) => /^([A-Z0-9_]+)=/.exec(l)?.[1]).filter(Boolean));
+  const names = (text) =>
+    new Set(
+      text
+        .split("\n")
+        .map((l) => /^([A-Z0-9_]+)=/.exec(l)?.[1])
+        .filter(Boolean),
+    );
   const current = readFileSync(".dev.vars", "utf8");
   const have = names(current);
   const missing = readFileSync(".dev.vars.example", "utf8")

@@ -151,9 +151,7 @@ async function main() {
       break;
     }
     case "list": {
-      const rows = select<{ id: string; name: string; disabled: number }>(
-        "SELECT id, name, disabled FROM projects ORDER BY id",
-      );
+      const rows = select<{ id: string; name: string; disabled: number }>("SELECT id, name, disabled FROM projects ORDER BY id");
       if (json) process.stdout.write(`${JSON.stringify(rows.map((r) => ({ ...r, disabled: !!r.disabled })))}\n`);
       else for (const r of rows) console.log(`${r.id}  ${r.name}${r.disabled ? "  (disabled)" : ""}`);
       break;

@@ -72,10 +72,7 @@ if (database) {
   console.log(`+ created D1 database ${config.database} (${database.uuid})`);
 }
 if (config.databaseId !== database.uuid) {
-  const updated = text.replace(
-    /(\[\[d1_databases\]\][^[]*?database_id\s*=\s*")([^"]*)(")/s,
-    (_, before, _old, after) => `${before}${database.uuid}${after}`,
-  );
+  const updated = text.replace(/(\[\[d1_databases\]\][^[]*?database_id\s*=\s*")([^"]*)(")/s, (_, before, _old, after) => `${before}${database.uuid}${after}`);
   writeFileSync(CONFIG, updated);
   console.log(`+ ${CONFIG}: database_id = "${database.uuid}" (commit this change)`);
 }
@@ -125,4 +122,4 @@ if (missing.length === 0) {
   console.log(`\nSecrets still to set (${missing.length}):`);
   for (const [name, what, command] of missing) console.log(`  ${name}: ${what}\n    ${command}`);
 }
-console.log("\nNext: set PUBLIC_URL in wrangler.toml [vars], then `npm run deploy`. README.md \"Deploy\" has the rest.");
+console.log('\nNext: set PUBLIC_URL in wrangler.toml [vars], then `npm run deploy`. README.md "Deploy" has the rest.');

@@ -1,4 +1,3 @@
-
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createApp, MAX_BODY_BYTES } from "../src/app";
@@ -146,7 +145,10 @@ describe("API reference", () => {
       const [method, path] = route.split(" ");
       const op = doc.paths[path][method.toLowerCase()];
       const statuses = Object.keys(op.responses);
-      expect(statuses.some((s) => /^2/.test(s) || /^3/.test(s)), route).toBe(true);
+      expect(
+        statuses.some((s) => /^2/.test(s) || /^3/.test(s)),
+        route,
+      ).toBe(true);
       if (op.security?.length) {
         // Every keyed route documents the auth, validation and rate-limit errors in the envelope.
         expect(statuses, route).toEqual(expect.arrayContaining(["401", "403", "422", "429"]));

@@ -70,8 +70,7 @@ export async function newProject(name = "test project") {
   const project = await createProject(getDb(env.DB), name);
   const as = (key: string) => ({
     get: <T = any>(path: string) => call<T>("GET", path, { key }),
-    post: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) =>
-      call<T>("POST", path, { key, body, headers }),
+    post: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>("POST", path, { key, body, headers }),
     patch: <T = any>(path: string, body?: unknown) => call<T>("PATCH", path, { key, body }),
     put: <T = any>(path: string, body?: unknown) => call<T>("PUT", path, { key, body }),
     delete: <T = any>(path: string) => call<T>("DELETE", path, { key }),

@@ -17,7 +17,10 @@ describe("queue dispatch", () => {
     // The dead-letter consumer writes to D1; a D1 that fails every statement makes it throw.
     const brokenDb = new Proxy(env.DB, {
       get(target, prop) {
-        if (prop === "prepare" || prop === "batch") return () => { throw new Error("D1 unavailable (test)"); };
+        if (prop === "prepare" || prop === "batch")
+          return () => {
+            throw new Error("D1 unavailable (test)");
+          };
         return Reflect.get(target, prop, target);
       },
     });

@@ -11,5 +11,8 @@ function encode(text) {
 
 export const Base64 = {
   encode,
-  encodeURI: (text) => encode(text).replace(/[+/]/g, (c) => (c === "+" ? "-" : "_")).replace(/=+$/, ""),
+  encodeURI: (text) =>
+    encode(text)
+      .replace(/[+/]/g, (c) => (c === "+" ? "-" : "_"))
+      .replace(/=+$/, ""),
 };

@@ -3,14 +3,8 @@ import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqli
 
 // Timestamps are stored as integer milliseconds since the epoch and exposed as Date.
 const timestamp = (name: string) => integer(name, { mode: "timestamp_ms" });
-const createdAt = () =>
-  timestamp("created_at")
-    .notNull()
-    .default(sql`(unixepoch('subsec') * 1000)`);
-const updatedAt = () =>
-  timestamp("updated_at")
-    .notNull()
-    .default(sql`(unixepoch('subsec') * 1000)`);
+const createdAt = () => timestamp("created_at").notNull().default(sql`(unixepoch('subsec') * 1000)`);
+const updatedAt = () => timestamp("updated_at").notNull().default(sql`(unixepoch('subsec') * 1000)`);
 const json = <T>(name: string) => text(name, { mode: "json" }).$type<T>();
 
 export type JsonObject = Record<string, unknown>;
@@ -163,17 +157,7 @@ export type Event = typeof events.$inferSelect;
 export type Template = typeof templates.$inferSelect;
 export type Domain = typeof domains.$inferSelect;
 
-export const EMAIL_STATUSES = [
-  "QUEUED",
-  "SENDING",
-  "SENT",
-  "DELIVERED",
-  "OPENED",
-  "CLICKED",
-  "BOUNCED",
-  "COMPLAINED",
-  "FAILED",
-] as const;
+export const EMAIL_STATUSES = ["QUEUED", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED"] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
 /** One row per recipient per send: the rendered message and everything that happened to it. */
@@ -304,20 +288,17 @@ export const suppressions = sqliteTable(
 );
 
 /** Mail kept by the `capture` provider (local development) for GET /dev/outbox. */
-export const capturedMessages = sqliteTable(
-  "captured_messages",
-  {
-    id: text("id").primaryKey(),
-    emailId: text("email_id").notNull(),
-    projectId: text("project_id").notNull(),
-    fromAddress: text("from_address").notNull(),
-    toAddress: text("to_address").notNull(),
-    subject: text("subject").notNull(),
-    size: integer("size").notNull(),
-    blobId: text("blob_id").notNull(),
-    createdAt: createdAt(),
-  },
-);
+export const capturedMessages = sqliteTable("captured_messages", {
+  id: text("id").primaryKey(),
+  emailId: text("email_id").notNull(),
+  projectId: text("project_id").notNull(),
+  fromAddress: text("from_address").notNull(),
+  toAddress: text("to_address").notNull(),
+  subject: text("subject").notNull(),
+  size: integer("size").notNull(),
+  blobId: text("blob_id").notNull(),
+  createdAt: createdAt(),
+});
 
 export type Email = typeof emails.$inferSelect;
 

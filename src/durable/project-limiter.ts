@@ -87,12 +87,7 @@ export class ProjectLimiter extends DurableObject {
     else this.lastTransactionalAt = now;
 
     const reserve = Math.ceil((ratePerSecond * (1 - BULK_SHARE)) / 2);
-    const available =
-      kind === "bulk"
-        ? Math.max(this.bulkCredit, this.tokens - reserve)
-        : otherActive
-          ? this.tokens - this.bulkCredit
-          : this.tokens;
+    const available = kind === "bulk" ? Math.max(this.bulkCredit, this.tokens - reserve) : otherActive ? this.tokens - this.bulkCredit : this.tokens;
     // A tiny epsilon so fractions that add up to a whole token count as one.
     const granted = Math.max(0, Math.min(requested, Math.floor(Math.max(0, available) + 1e-9)));
     this.tokens = Math.max(0, this.tokens - granted);
@@ -105,5 +100,4 @@ export class ProjectLimiter extends DurableObject {
     const retryAfterMs = missing > 0 ? Math.ceil(((missing - remaining) / rateNow) * 1000) : 0;
     return { granted, retryAfterMs };
   }
-
 }

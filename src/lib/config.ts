@@ -18,8 +18,7 @@ const positive = (fallback: number, options: { max?: number; integer?: boolean }
     .catch(fallback);
 
 /** A text setting, trimmed; empty means the default. */
-const text = (fallback: string) =>
-  z.preprocess((raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : fallback), z.string()).catch(fallback);
+const text = (fallback: string) => z.preprocess((raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : fallback), z.string()).catch(fallback);
 
 /** Text that may be absent (no default). */
 const optionalText = z.preprocess((raw) => (typeof raw === "string" && raw.trim() !== "" ? raw.trim() : undefined), z.string().optional()).catch(undefined);
@@ -42,7 +41,12 @@ const ConfigSchema = z.object({
   /** Comma-separated SNS topic ARNs accepted by POST /webhooks/ses; empty accepts none. */
   SES_SNS_TOPIC_ARNS: z
     .preprocess((raw) => (typeof raw === "string" ? raw : ""), z.string())
-    .transform((value) => value.split(",").map((t) => t.trim()).filter(Boolean))
+    .transform((value) =>
+      value
+        .split(",")
+        .map((t) => t.trim())
+        .filter(Boolean),
+    )
     .catch([]),
   /** Base URL of this service as recipients reach it, without a trailing slash; see publicUrl. */
   PUBLIC_URL: optionalText.transform((url) => url?.replace(/\/+$/, "") || undefined),

@@ -85,13 +85,13 @@ export const ErrorEnvelopeSchema = z
   .object({
     success: z.literal(false),
     error: z.object({
-      code: z.enum(ERROR_CODES).openapi({ example: "VALIDATION_ERROR", description: "The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota)" }),
+      code: z
+        .enum(ERROR_CODES)
+        .openapi({ example: "VALIDATION_ERROR", description: "The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota)" }),
       message: z.string(),
       statusCode: z.number().int(),
       requestId: z.string(),
-      errors: z
-        .array(z.object({ field: z.string(), message: z.string(), code: z.string() }))
-        .optional(),
+      errors: z.array(z.object({ field: z.string(), message: z.string(), code: z.string() })).optional(),
       suggestion: z.string().optional(),
     }),
     timestamp: z.string().datetime(),

@@ -34,8 +34,7 @@ export const jsonResponse = <T extends z.ZodType>(schema: T, description: string
 });
 
 /** `{success: true, data}` as used by /v1 endpoints and several resource endpoints. */
-export const successEnvelope = <T extends z.ZodType>(data: T) =>
-  z.object({ success: z.literal(true), data });
+export const successEnvelope = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
 
 /** The body successEnvelope describes: `c.json(success(data), 200)`. */
 export const success = <T>(data: T) => ({ success: true as const, data });

@@ -73,7 +73,10 @@ export async function listNewestFirst<T extends SQLiteTable & { id: SQLiteColumn
       .where(after ? and(where, lt(table.id, after)) : where)
       .orderBy(desc(table.id))
       .limit(page.limit + 1),
-    db.select({ total: count() }).from(table as SQLiteTable).where(where),
+    db
+      .select({ total: count() })
+      .from(table as SQLiteTable)
+      .where(where),
   ]);
   type Row = InferSelectModel<T>;
   const { items, nextCursor, hasMore } = toPage(rows as { id: string }[], page.limit);

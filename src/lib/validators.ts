@@ -7,7 +7,11 @@ import { z } from "@hono/zod-openapi";
  */
 
 export const IdParamSchema = z.object({
-  id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" }, example: "0190f0a4-..." }),
+  id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: "id", in: "path" }, example: "0190f0a4-..." }),
 });
 
 const MAX_DATA_BYTES = 32 * 1024;

@@ -16,39 +16,40 @@ export type Clock = () => number;
  * `deferred` (POST /v1/send): the handler runs while the object answers and
  * must await `c.var.rateLimitAllowed()` before it writes anything.
  */
-export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean } = {}) => createMiddleware<AppBindings>(async (c, next) => {
-  const { projectId, keyKind } = c.get("auth");
-  const limit = readConfig(c.env).RATE_LIMIT_PER_MINUTE;
-  const limiter = projectLimiter(c.env, keyKind === "public" ? "public" : "api", projectId);
-  const answer = Promise.resolve(limiter.hitApi(limit, now())).then((result) => {
-    const headers = {
-      "RateLimit-Limit": String(result.limit),
-      "RateLimit-Remaining": String(result.remaining),
-      "RateLimit-Reset": String(result.resetSeconds),
-    };
-    const refusal = result.allowed
-      ? null
-      : new ApiError("RATE_LIMITED", `Rate limit of ${result.limit} requests per minute exceeded`, {
-          headers: { ...headers, "Retry-After": String(result.resetSeconds) },
-          suggestion: `Retry after ${result.resetSeconds} seconds.`,
-        });
-    return { headers, refusal };
-  });
-  if (options.deferred) {
-    // The handler reads while the limiter answers and awaits rateLimitAllowed()
-    // before its first write, so a refused request still writes nothing.
-    answer.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
-    c.set("rateLimitAllowed", async () => {
+export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean } = {}) =>
+  createMiddleware<AppBindings>(async (c, next) => {
+    const { projectId, keyKind } = c.get("auth");
+    const limit = readConfig(c.env).RATE_LIMIT_PER_MINUTE;
+    const limiter = projectLimiter(c.env, keyKind === "public" ? "public" : "api", projectId);
+    const answer = Promise.resolve(limiter.hitApi(limit, now())).then((result) => {
+      const headers = {
+        "RateLimit-Limit": String(result.limit),
+        "RateLimit-Remaining": String(result.remaining),
+        "RateLimit-Reset": String(result.resetSeconds),
+      };
+      const refusal = result.allowed
+        ? null
+        : new ApiError("RATE_LIMITED", `Rate limit of ${result.limit} requests per minute exceeded`, {
+            headers: { ...headers, "Retry-After": String(result.resetSeconds) },
+            suggestion: `Retry after ${result.resetSeconds} seconds.`,
+          });
+      return { headers, refusal };
+    });
+    if (options.deferred) {
+      // The handler reads while the limiter answers and awaits rateLimitAllowed()
+      // before its first write, so a refused request still writes nothing.
+      answer.catch(() => {}); // awaited below; never an unhandled rejection meanwhile
+      c.set("rateLimitAllowed", async () => {
+        const { refusal } = await answer;
+        if (refusal) throw refusal;
+      });
+    } else {
       const { refusal } = await answer;
       if (refusal) throw refusal;
-    });
-  } else {
-    const { refusal } = await answer;
+    }
+    await next();
+    const { headers, refusal } = await answer;
+    // Deferred: a refused request is a 429 whatever the handler answered (a 422 found while reading, say).
     if (refusal) throw refusal;
-  }
-  await next();
-  const { headers, refusal } = await answer;
-  // Deferred: a refused request is a 429 whatever the handler answered (a 422 found while reading, say).
-  if (refusal) throw refusal;
-  for (const [name, value] of Object.entries(headers)) c.header(name, value);
-});
+    for (const [name, value] of Object.entries(headers)) c.header(name, value);
+  });

@@ -16,7 +16,17 @@ import {
   toCampaignView,
   updateCampaign,
 } from "../services/campaigns";
-import { type CampaignInput, CampaignListQuerySchema, CampaignListResponseSchema, CampaignResponseSchema, CampaignStatsResponseSchema, CreateCampaignSchema, SendSchema, UpdateCampaignSchema, withAlias } from "../schemas/campaigns";
+import {
+  type CampaignInput,
+  CampaignListQuerySchema,
+  CampaignListResponseSchema,
+  CampaignResponseSchema,
+  CampaignStatsResponseSchema,
+  CreateCampaignSchema,
+  SendSchema,
+  UpdateCampaignSchema,
+  withAlias,
+} from "../schemas/campaigns";
 
 const tags = ["Campaigns"];
 const envelope = (description: string) => jsonResponse(CampaignResponseSchema, description);
@@ -142,7 +152,6 @@ async function scheduledForOf(request: Request): Promise<Date | null> {
   }
   return parsed.data.scheduledFor ? new Date(parsed.data.scheduledFor) : null;
 }
-
 
 export const campaignsRouter = createRouter()
   .openapi(listRoute, async (c) => c.json(await listCampaigns(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query")), 200))

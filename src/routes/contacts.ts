@@ -3,15 +3,15 @@ import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, securityScheme } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
+import { deleteContact, getContact, listContacts, toContactView, updateContact, upsertContact } from "../services/contacts";
 import {
-  deleteContact,
-  getContact,
-  listContacts,
-  toContactView,
-  updateContact,
-  upsertContact,
-} from "../services/contacts";
-import { ContactListQuerySchema, ContactListResponseSchema, ContactSchema, UpdateContactRequestSchema, UpsertContactRequestSchema, UpsertedContactSchema } from "../schemas/contacts";
+  ContactListQuerySchema,
+  ContactListResponseSchema,
+  ContactSchema,
+  UpdateContactRequestSchema,
+  UpsertContactRequestSchema,
+  UpsertedContactSchema,
+} from "../schemas/contacts";
 
 const tags = ["Contacts"];
 
@@ -87,10 +87,7 @@ const deleteRoute = createRoute({
 export const contactsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listContacts(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
-    return c.json(
-      { contacts: page.items.map(toContactView), cursor: page.nextCursor, hasMore: page.hasMore, total: page.total },
-      200,
-    );
+    return c.json({ contacts: page.items.map(toContactView), cursor: page.nextCursor, hasMore: page.hasMore, total: page.total }, 200);
   })
   .openapi(upsertRoute, async (c) => {
     const input = c.req.valid("json");

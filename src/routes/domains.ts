@@ -1,16 +1,9 @@
-import { createRoute, } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
 import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
-import {
-  createDomain,
-  deleteDomain,
-  getDomain,
-  listDomains,
-  toDomainView,
-  verifyDomainNow,
-} from "../services/domains";
+import { createDomain, deleteDomain, getDomain, listDomains, toDomainView, verifyDomainNow } from "../services/domains";
 import { CreateDomainRequestSchema, DomainListQuerySchema, DomainListResponseSchema, DomainSchema } from "../schemas/domains";
 
 const tags = ["Domains"];
@@ -85,10 +78,7 @@ const deleteRoute = createRoute({
 export const domainsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listDomains(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
-    return c.json(
-      success({ items: page.items.map(toDomainView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }),
-      200,
-    );
+    return c.json(success({ items: page.items.map(toDomainView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }), 200);
   })
   .openapi(createDomainRoute, async (c) => {
     const domain = await createDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("json").domain);

@@ -1,4 +1,4 @@
-import { createRoute, } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { commonErrors, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";

@@ -1,4 +1,4 @@
-import { createRoute, } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonResponse, securityScheme, success } from "../lib/openapi";
@@ -12,7 +12,8 @@ const listRoute = createRoute({
   path: "/events",
   tags,
   summary: "List events",
-  description: "Newest first, cursor pagination: pass `nextCursor` as `cursor` for the next page; it is null on the last page. Filter by exact event `name` and/or `contactId`.",
+  description:
+    "Newest first, cursor pagination: pass `nextCursor` as `cursor` for the next page; it is null on the last page. Filter by exact event `name` and/or `contactId`.",
   security: securityScheme,
   request: {
     query: EventListQuerySchema,
@@ -40,8 +41,5 @@ export const eventsRouter = createRouter()
   })
   .openapi(namesRoute, async (c) => {
     const { names, counts } = await listEventNames(getDb(c.env.DB), c.get("auth").projectId);
-    return c.json(
-      success({ items: names, nextCursor: null, hasMore: false as const, total: names.length, counts }),
-      200,
-    );
+    return c.json(success({ items: names, nextCursor: null, hasMore: false as const, total: names.length, counts }), 200);
   });

@@ -13,6 +13,4 @@ const healthRoute = createRoute({
   },
 });
 
-export const healthRouter = createRouter().openapi(healthRoute, (c) =>
-  c.json({ status: "ok" as const, timestamp: new Date().toISOString() }, 200),
-);
+export const healthRouter = createRouter().openapi(healthRoute, (c) => c.json({ status: "ok" as const, timestamp: new Date().toISOString() }, 200));

@@ -1,18 +1,10 @@
-import { createRoute, } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
-import {
-  createSegment,
-  deleteSegment,
-  getSegment,
-  listSegmentMembers,
-  listSegments,
-  updateSegment,
-  viewOf,
-} from "../services/segments";
+import { createSegment, deleteSegment, getSegment, listSegmentMembers, listSegments, updateSegment, viewOf } from "../services/segments";
 import { SegmentSchema, CreateSegmentSchema, UpdateSegmentSchema, SegmentListResponseSchema, SegmentMemberListResponseSchema } from "../schemas/segments";
 
 const tags = ["Segments"];

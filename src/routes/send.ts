@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
-import { acceptSend, } from "../services/send/accept";
+import { acceptSend } from "../services/send/accept";
 import { SendRequestSchema, SendResponseSchema, IdempotencyKeySchema } from "../schemas/send";
 
 const sendRoute = createRoute({

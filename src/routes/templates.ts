@@ -1,17 +1,10 @@
-import { createRoute, } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
-import {
-  createTemplate,
-  deleteTemplate,
-  getTemplate,
-  listTemplates,
-  toTemplateView,
-  updateTemplate,
-} from "../services/templates";
+import { createTemplate, deleteTemplate, getTemplate, listTemplates, toTemplateView, updateTemplate } from "../services/templates";
 import { CreateTemplateSchema, TemplateListResponseSchema, TemplateSchema, UpdateTemplateSchema } from "../schemas/templates";
 
 const tags = ["Templates"];
@@ -52,7 +45,8 @@ const updateRoute = createRoute({
   path: "/templates/{id}",
   tags,
   summary: "Update a template",
-  description: "Only the fields given change; `from`, `fromName` and `replyTo` can be set to null to clear them. An empty object returns the template unchanged.",
+  description:
+    "Only the fields given change; `from`, `fromName` and `replyTo` can be set to null to clear them. An empty object returns the template unchanged.",
   security: securityScheme,
   request: { params: IdParamSchema, body: jsonBody(UpdateTemplateSchema) },
   responses: { 200: jsonResponse(TemplateSchema, "The updated template"), ...commonErrors },
@@ -71,10 +65,7 @@ const deleteRoute = createRoute({
 export const templatesRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listTemplates(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
-    return c.json(
-      success({ items: page.items.map(toTemplateView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }),
-      200,
-    );
+    return c.json(success({ items: page.items.map(toTemplateView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }), 200);
   })
   .openapi(createTemplateRoute, async (c) => {
     const template = await createTemplate(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("json"));

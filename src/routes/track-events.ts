@@ -33,8 +33,5 @@ export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) =>
   const db = getDb(c.env.DB);
   const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public" });
   c.set("workflowTriggersPending", result.workflowTriggersPending);
-  return c.json(
-    success({ contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() }),
-    200,
-  );
+  return c.json(success({ contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() }), 200);
 });

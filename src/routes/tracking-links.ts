@@ -11,10 +11,7 @@ import { isTrackableUrl, verifyClickSignature, verifyOpenSignature } from "../se
 const tags = ["Tracking"];
 
 /** A 1x1 transparent GIF. */
-const PIXEL = Uint8Array.from(
-  atob("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"),
-  (ch) => ch.charCodeAt(0),
-);
+const PIXEL = Uint8Array.from(atob("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"), (ch) => ch.charCodeAt(0));
 
 const NO_CACHE = {
   "Cache-Control": "no-store, no-cache, must-revalidate, private, max-age=0",

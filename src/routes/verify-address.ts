@@ -1,4 +1,4 @@
-import { createRoute, } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { VerifyAddressRequestSchema, VerifyAddressResponseSchema } from "../schemas/verify-address";

@@ -25,10 +25,7 @@ const sesRoute = createRoute({
     },
   },
   responses: {
-    200: jsonResponse(
-      successEnvelope(z.object({ type: z.string(), outcome: z.string() })),
-      "Accepted (also for notifications about unknown emails)",
-    ),
+    200: jsonResponse(successEnvelope(z.object({ type: z.string(), outcome: z.string() })), "Accepted (also for notifications about unknown emails)"),
     400: errorResponse("Body is not JSON or not an SNS message"),
     403: errorResponse("Signature, certificate URL, timestamp or topic not accepted; nothing was changed"),
     503: errorResponse("The signing certificate or SubscribeURL could not be reached; SNS retries"),

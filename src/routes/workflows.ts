@@ -4,15 +4,7 @@ import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
-import {
-  createWorkflow,
-  deleteWorkflow,
-  getWorkflow,
-  listWorkflows,
-  toWorkflowView,
-  updateWorkflow,
-  workflowStats,
-} from "../services/workflows/definitions";
+import { createWorkflow, deleteWorkflow, getWorkflow, listWorkflows, toWorkflowView, updateWorkflow, workflowStats } from "../services/workflows/definitions";
 import { getExecution, listExecutions, toExecutionView } from "../services/workflows/executions";
 import {
   CreatedWorkflowSchema,
@@ -51,7 +43,7 @@ const createWorkflowRoute = createRoute({
   tags,
   summary: "Create a workflow",
   description: [
-    "A new workflow is disabled unless `enabled: true` is sent. A top-level `eventName` (Plunk's create body) is shorthand for `trigger: {type: \"EVENT\", eventName}`.",
+    'A new workflow is disabled unless `enabled: true` is sent. A top-level `eventName` (Plunk\'s create body) is shorthand for `trigger: {type: "EVENT", eventName}`.',
     "The response carries `webhookSecret` once; it is never shown again.",
     DEFINITION_RULES,
   ].join("\n\n"),
@@ -97,7 +89,12 @@ const deleteRoute = createRoute({
 
 const ExecutionListQuerySchema = PaginationQuerySchema.extend({
   status: ExecutionStatusSchema.optional().openapi({ param: { name: "status", in: "query" } }),
-  contactId: z.string().min(1).max(64).optional().openapi({ param: { name: "contactId", in: "query" } }),
+  contactId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .openapi({ param: { name: "contactId", in: "query" } }),
 });
 
 const listExecutionsRoute = createRoute({
@@ -105,7 +102,8 @@ const listExecutionsRoute = createRoute({
   path: "/workflows/{id}/executions",
   tags,
   summary: "List a workflow's executions",
-  description: "Newest first, cursor pagination, optional `status` and `contactId` filters. Statuses: RUNNING, WAITING (in a delay or a wait), COMPLETED, EXITED (an EXIT step), FAILED, CANCELLED.",
+  description:
+    "Newest first, cursor pagination, optional `status` and `contactId` filters. Statuses: RUNNING, WAITING (in a delay or a wait), COMPLETED, EXITED (an EXIT step), FAILED, CANCELLED.",
   security: securityScheme,
   request: { params: IdParamSchema, query: ExecutionListQuerySchema },
   responses: { 200: jsonResponse(ExecutionListResponseSchema, "A page of executions"), ...commonErrors },
@@ -119,7 +117,11 @@ const getExecutionRoute = createRoute({
   security: securityScheme,
   request: {
     params: IdParamSchema.extend({
-      executionId: z.string().min(1).max(64).openapi({ param: { name: "executionId", in: "path" } }),
+      executionId: z
+        .string()
+        .min(1)
+        .max(64)
+        .openapi({ param: { name: "executionId", in: "path" } }),
     }),
   },
   responses: { 200: jsonResponse(ExecutionSchema, "The execution"), ...commonErrors },

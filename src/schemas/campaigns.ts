@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { successEnvelope } from "../lib/openapi";
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from "../db/schema";
-import { EmailAddressSchema, headerText, } from "../lib/validators";
+import { EmailAddressSchema, headerText } from "../lib/validators";
 import { ConditionSchema } from "../services/conditions";
 
 export const MAX_CAMPAIGN_NAME = 200;
@@ -51,7 +51,10 @@ export const StatsSchema = z
     complaintRate: z.number(),
     unsubscribeRate: z.number(),
   })
-  .openapi("CampaignStats", { description: "Counts are recipients (two opens by one person are one open); rates are percentages of sentCount, two decimals, 0 when nothing was sent; test emails never count" });
+  .openapi("CampaignStats", {
+    description:
+      "Counts are recipients (two opens by one person are one open); rates are percentages of sentCount, two decimals, 0 when nothing was sent; test emails never count",
+  });
 
 const body = z
   .string()
@@ -117,10 +120,29 @@ export const CampaignStatsResponseSchema = successEnvelope(StatsSchema);
 
 /** GET /campaigns pages by `page` (Plunk) or by `cursor`. */
 export const CampaignListQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ param: { name: "limit", in: "query" } }),
-  page: z.coerce.number().int().min(1).max(100000).optional().openapi({ param: { name: "page", in: "query" } }),
-  cursor: z.string().max(512).optional().openapi({ param: { name: "cursor", in: "query" } }),
-  status: z.enum(CAMPAIGN_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(20)
+    .openapi({ param: { name: "limit", in: "query" } }),
+  page: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100000)
+    .optional()
+    .openapi({ param: { name: "page", in: "query" } }),
+  cursor: z
+    .string()
+    .max(512)
+    .optional()
+    .openapi({ param: { name: "cursor", in: "query" } }),
+  status: z
+    .enum(CAMPAIGN_STATUSES)
+    .optional()
+    .openapi({ param: { name: "status", in: "query" } }),
 });
 
 export const CampaignListResponseSchema = z.object({

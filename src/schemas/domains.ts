@@ -3,7 +3,6 @@ import { DOMAIN_STATUSES } from "../db/schema";
 import { listEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
 
-
 export const DnsRecordSchema = z
   .object({
     purpose: z.enum(["DKIM", "SPF", "RETURN_PATH_MX", "RETURN_PATH_SPF", "DMARC"]),
@@ -39,7 +38,10 @@ export const DomainSchema = z
 export type DomainView = z.infer<typeof DomainSchema>;
 
 export const DomainListQuerySchema = PaginationQuerySchema.extend({
-  status: z.enum(DOMAIN_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
+  status: z
+    .enum(DOMAIN_STATUSES)
+    .optional()
+    .openapi({ param: { name: "status", in: "query" } }),
 });
 export type DomainListQuery = z.infer<typeof DomainListQuerySchema>;
 

@@ -17,8 +17,7 @@ export const EmailRecordSchema = z
     replyTo: z.string().nullable(),
     subject: z.string(),
     status: z.enum(EMAIL_STATUSES).openapi({
-      description:
-        "QUEUED -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED; BOUNCED, COMPLAINED and FAILED are final outcomes",
+      description: "QUEUED -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED; BOUNCED, COMPLAINED and FAILED are final outcomes",
     }),
     error: z.string().nullable().openapi({ description: "Why the email failed or was last retried" }),
     messageId: z.string().openapi({ description: "Message-ID header (without angle brackets)" }),
@@ -43,8 +42,16 @@ export const EmailRecordSchema = z
 export type EmailView = z.infer<typeof EmailRecordSchema>;
 
 export const EmailListQuerySchema = PaginationQuerySchema.extend({
-  status: z.enum(EMAIL_STATUSES).optional().openapi({ param: { name: "status", in: "query" } }),
-  contactId: z.string().min(1).max(64).optional().openapi({ param: { name: "contactId", in: "query" } }),
+  status: z
+    .enum(EMAIL_STATUSES)
+    .optional()
+    .openapi({ param: { name: "status", in: "query" } }),
+  contactId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .openapi({ param: { name: "contactId", in: "query" } }),
   campaignId: z
     .string()
     .min(1)

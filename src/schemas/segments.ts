@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { listEnvelope } from "../lib/openapi";
-import { headerText, } from "../lib/validators";
+import { headerText } from "../lib/validators";
 import { ConditionSchema } from "../services/conditions";
 
 export const MAX_SEGMENT_NAME = 200;

@@ -30,14 +30,17 @@ export const AttachmentSchema = z
     }
   });
 
-
 export const SendRequestSchema = z
   .object({
     to: z
       .union([MailboxSchema, z.array(MailboxSchema).min(1).max(MAX_RECIPIENTS)])
       .openapi({ description: `A recipient or up to ${MAX_RECIPIENTS}: "a@b.com", {name, email}, or an array of either` }),
     subject: headerText(998).min(1).optional(),
-    body: z.string().min(1).max(512 * 1024).optional(),
+    body: z
+      .string()
+      .min(1)
+      .max(512 * 1024)
+      .optional(),
     type: z.enum(["html", "markdown"]).optional().openapi({ description: "Body format (Plunk SDK); default html" }),
     template: z.string().min(1).max(64).optional().openapi({ description: "Template id" }),
     from: MailboxSchema.optional(),
@@ -50,9 +53,13 @@ export const SendRequestSchema = z
     data: DataObjectSchema.optional().openapi({
       description: "Template variables, merged into the contact's data; a value `{value, persistent: false}` is used for this email only",
     }),
-    attachments: z.array(AttachmentSchema).max(MAX_ATTACHMENTS).optional().openapi({
-      description: `Up to ${MAX_ATTACHMENTS} files totalling at most ${MAX_ATTACHMENT_BYTES} bytes decoded (about 7 MB): SES v2 takes 10 MB per raw message after base64 encoding, and the body needs the rest`,
-    }),
+    attachments: z
+      .array(AttachmentSchema)
+      .max(MAX_ATTACHMENTS)
+      .optional()
+      .openapi({
+        description: `Up to ${MAX_ATTACHMENTS} files totalling at most ${MAX_ATTACHMENT_BYTES} bytes decoded (about 7 MB): SES v2 takes 10 MB per raw message after base64 encoding, and the body needs the rest`,
+      }),
   })
   .superRefine((req, ctx) => {
     for (const [name, value] of Object.entries(req.headers ?? {})) {

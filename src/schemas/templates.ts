@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { listEnvelope } from "../lib/openapi";
-import { EmailAddressSchema, headerText, } from "../lib/validators";
+import { EmailAddressSchema, headerText } from "../lib/validators";
 
 export const MAX_TEMPLATE_NAME = 200;
 /** RFC 5322's line length limit: the subject becomes a mail header. */

@@ -15,7 +15,9 @@ export const VerificationSchema = z
     isPlusAddressed: z.boolean(),
     domainExists: z.boolean(),
     hasMxRecords: z.boolean().openapi({ description: "At least one MX record that is not a null MX (RFC 7505)" }),
-    reasons: z.array(z.string()).openapi({ description: "Human-readable reasons for every flag set and every problem found; empty for a clean, deliverable address" }),
+    reasons: z
+      .array(z.string())
+      .openapi({ description: "Human-readable reasons for every flag set and every problem found; empty for a clean, deliverable address" }),
     suggestedEmail: z.string().optional().openapi({ description: "Present when the domain looks like a typo", example: "ada@gmail.com" }),
   })
   .openapi("VerificationResult");

@@ -22,7 +22,6 @@ export const StepIdSchema = z
   .regex(/^[A-Za-z0-9_-]{1,64}$/, "A step id is 1-64 letters, digits, _ or -")
   .openapi({ example: "welcome" });
 
-
 const DurationSchema = z
   .object({
     amount: z.number().int().positive(),
@@ -41,16 +40,14 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
 /** Headers a WEBHOOK step sets itself or that the platform controls. */
 const RESERVED_HEADERS = new Set(["webhook-id", "webhook-timestamp", "webhook-signature", "content-length", "host", "connection", "transfer-encoding"]);
 
-const WebhookHeadersSchema = z
-  .record(z.string(), headerText(1000))
-  .superRefine((headers, ctx) => {
-    const names = Object.keys(headers);
-    if (names.length > MAX_WEBHOOK_HEADERS) ctx.addIssue({ code: "custom", message: `At most ${MAX_WEBHOOK_HEADERS} headers` });
-    for (const name of names) {
-      if (!HEADER_NAME.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "Not a valid header name" });
-      else if (RESERVED_HEADERS.has(name.toLowerCase())) ctx.addIssue({ code: "custom", path: [name], message: `${name} is set by the service` });
-    }
-  });
+const WebhookHeadersSchema = z.record(z.string(), headerText(1000)).superRefine((headers, ctx) => {
+  const names = Object.keys(headers);
+  if (names.length > MAX_WEBHOOK_HEADERS) ctx.addIssue({ code: "custom", message: `At most ${MAX_WEBHOOK_HEADERS} headers` });
+  for (const name of names) {
+    if (!HEADER_NAME.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "Not a valid header name" });
+    else if (RESERVED_HEADERS.has(name.toLowerCase())) ctx.addIssue({ code: "custom", path: [name], message: `${name} is set by the service` });
+  }
+});
 
 const WebhookBodySchema = z
   .union([z.string(), z.record(z.string(), z.unknown())])
@@ -126,7 +123,7 @@ export const CreateWorkflowSchema = z
     description: z.string().max(MAX_WORKFLOW_DESCRIPTION).nullable().optional(),
     enabled: z.boolean().optional().openapi({ description: "Default false: a new workflow starts nothing until enabled" }),
     trigger: TriggerSchema.optional(),
-    eventName: EventNameSchema.optional().openapi({ description: "Plunk's shorthand for `trigger: {type: \"EVENT\", eventName}`" }),
+    eventName: EventNameSchema.optional().openapi({ description: 'Plunk\'s shorthand for `trigger: {type: "EVENT", eventName}`' }),
     allowReentry: z.boolean().optional().openapi({
       description: "false (default): a contact walks the workflow once, ever. true: again, but never two executions at a time.",
     }),

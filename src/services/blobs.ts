@@ -17,10 +17,6 @@ export function buildBlobInsert(db: Database, text: string) {
 }
 
 export async function readBlob(db: Database, blobId: string): Promise<string> {
-  const rows = await db
-    .select({ data: blobChunks.data })
-    .from(blobChunks)
-    .where(eq(blobChunks.blobId, blobId))
-    .orderBy(asc(blobChunks.seq));
+  const rows = await db.select({ data: blobChunks.data }).from(blobChunks).where(eq(blobChunks.blobId, blobId)).orderBy(asc(blobChunks.seq));
   return rows.map((r) => r.data).join("");
 }

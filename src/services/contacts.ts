@@ -9,7 +9,6 @@ import { buildQuotaGuard, runGuardedBatch } from "./quotas";
 import { buildOutboxProbe } from "./workflows/triggers";
 import type { ContactListQuery, ContactView, UpdateContactRequest } from "../schemas/contacts";
 
-
 export function toContactView(contact: Contact): ContactView {
   return {
     id: contact.id,
@@ -128,8 +127,7 @@ export function splitPersistentData(data: JsonObject = {}) {
   const all: JsonObject = {};
   for (const [key, raw] of Object.entries(data)) {
     const wrapped =
-      raw !== null && typeof raw === "object" && !Array.isArray(raw) && "value" in raw &&
-      Object.keys(raw).every((k) => k === "value" || k === "persistent");
+      raw !== null && typeof raw === "object" && !Array.isArray(raw) && "value" in raw && Object.keys(raw).every((k) => k === "value" || k === "persistent");
     const value = wrapped ? (raw as { value: unknown }).value : raw;
     const keep = !(wrapped && (raw as { persistent?: unknown }).persistent === false);
     all[key] = value;
@@ -146,12 +144,7 @@ export async function getContact(db: Database, projectId: string, id: string): P
   return contact;
 }
 
-export async function updateContact(
-  db: Database,
-  projectId: string,
-  id: string,
-  input: UpdateContactRequest,
-): Promise<Contact> {
+export async function updateContact(db: Database, projectId: string, id: string, input: UpdateContactRequest): Promise<Contact> {
   const [contact] = await db
     .update(contacts)
     .set({
@@ -168,12 +161,9 @@ export async function updateContact(
 /** Deletes the contact and, in the same atomic batch, its events. */
 export async function deleteContact(db: Database, projectId: string, id: string): Promise<void> {
   const [, deleted] = await db.batch([
-    db.delete(events).where(
-      and(
-        eq(events.projectId, projectId),
-        eq(events.contactId, sql`(SELECT id FROM contacts WHERE id = ${id} AND project_id = ${projectId})`),
-      ),
-    ),
+    db
+      .delete(events)
+      .where(and(eq(events.projectId, projectId), eq(events.contactId, sql`(SELECT id FROM contacts WHERE id = ${id} AND project_id = ${projectId})`))),
     db
       .delete(contacts)
       .where(and(eq(contacts.id, id), eq(contacts.projectId, projectId)))

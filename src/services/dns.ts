@@ -80,9 +80,7 @@ export async function resolveDns(config: DnsConfig, name: string, type: DnsType)
   switch (body?.Status) {
     case 0: {
       const code = TYPE_CODES[type];
-      const answers = Array.isArray(body.Answer)
-        ? body.Answer.filter((a) => a && a.type === code && typeof a.data === "string")
-        : [];
+      const answers = Array.isArray(body.Answer) ? body.Answer.filter((a) => a && a.type === code && typeof a.data === "string") : [];
       return { outcome: "ok", answers };
     }
     case 3:

@@ -62,8 +62,7 @@ export const ALIAS_DOMAINS = new Set([
 // The disposable-domain list (a few thousand names) and the spell checker's tables are
 // loaded on the first verification, not at Worker startup: few requests need them.
 let disposable: Promise<Set<string>> | undefined;
-const disposableDomains = () =>
-  (disposable ??= import("disposable-email-domains-js").then(({ disposableEmailBlocklistSet }) => disposableEmailBlocklistSet()));
+const disposableDomains = () => (disposable ??= import("disposable-email-domains-js").then(({ disposableEmailBlocklistSet }) => disposableEmailBlocklistSet()));
 const spellChecker = () => import("@zootools/email-spell-checker");
 
 /** The domain and each parent domain (not the bare TLD): a.b.example.com, b.example.com, example.com. */

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { contacts, events, } from "../db/schema";
+import { contacts, events } from "../db/schema";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
 import type { EventListQuerySchema, EventView, TrackEventRequest } from "../schemas/events";
@@ -38,13 +38,7 @@ export interface TrackEventResult {
  * email) in a subquery, so both writes go in the same batch and a failure
  * (a quota, the contact data cap) leaves neither behind.
  */
-export async function trackEvent(
-  db: Database,
-  env: Env,
-  projectId: string,
-  input: TrackEventInput,
-  options: TrackOptions = {},
-): Promise<TrackEventResult> {
+export async function trackEvent(db: Database, env: Env, projectId: string, input: TrackEventInput, options: TrackOptions = {}): Promise<TrackEventResult> {
   const email = input.email.toLowerCase();
   // `{value, persistent: false}` (as on /v1/send): stored on the event, never on the contact.
   const { persistent, all } = splitPersistentData(input.data);
@@ -62,15 +56,10 @@ export async function trackEvent(
     data: all,
     createdAt,
   });
-  const [, contactRows, , outbox] = await runGuardedBatch(
-    env,
-    () => db.batch([guard!, upsert.query, eventInsert, buildOutboxProbe(db, projectId)]),
-    createdAt,
-  );
+  const [, contactRows, , outbox] = await runGuardedBatch(env, () => db.batch([guard!, upsert.query, eventInsert, buildOutboxProbe(db, projectId)]), createdAt);
   const { contact, isNew } = upsert.result(contactRows);
   return { contactId: contact.id, eventId, createdAt, isNewContact: isNew, workflowTriggersPending: outbox.length > 0 };
 }
-
 
 export type ListEventsQuery = z.infer<typeof EventListQuerySchema>;
 

@@ -107,8 +107,18 @@ export async function campaignQuotaFit(db: Database, env: Env, projectId: string
   const limit = readConfig(env).QUOTA_EMAILS_PER_DAY;
   const since = idAtTime(utcDayStart(now));
   const [[{ today }], [{ recipients }]] = await db.batch([
-    db.select({ today: count() }).from(emails).where(and(eq(emails.projectId, projectId), gte(emails.id, since))),
-    db.select({ recipients: count() }).from(db.select({ one: sql`1`.as("one") }).from(contacts).where(audience).limit(limit + 1).as("audience")),
+    db
+      .select({ today: count() })
+      .from(emails)
+      .where(and(eq(emails.projectId, projectId), gte(emails.id, since))),
+    db.select({ recipients: count() }).from(
+      db
+        .select({ one: sql`1`.as("one") })
+        .from(contacts)
+        .where(audience)
+        .limit(limit + 1)
+        .as("audience"),
+    ),
   ]);
   const left = Math.max(0, limit - today);
   const fit: "now" | "later" | "never" = recipients > limit ? "never" : recipients > left ? "later" : "now";
@@ -118,12 +128,18 @@ export async function campaignQuotaFit(db: Database, env: Env, projectId: string
 /** The refusal of a campaign that does not fit the daily email quota (see campaignQuotaFit). */
 export function campaignQuotaError(check: Awaited<ReturnType<typeof campaignQuotaFit>>, now = new Date()): ApiError {
   if (check.fit === "never") {
-    return new ApiError("QUOTA_EXCEEDED", `The campaign's audience (more than ${check.limit} contacts) is larger than this project's quota of ${check.limit} emails per day`, {
-      suggestion: "Narrow the audience (a segment or filter), or ask an operator to raise QUOTA_EMAILS_PER_DAY.",
-    });
+    return new ApiError(
+      "QUOTA_EXCEEDED",
+      `The campaign's audience (more than ${check.limit} contacts) is larger than this project's quota of ${check.limit} emails per day`,
+      {
+        suggestion: "Narrow the audience (a segment or filter), or ask an operator to raise QUOTA_EMAILS_PER_DAY.",
+      },
+    );
   }
   const retryAfter = secondsUntilUtcMidnight(now);
-  return new ApiError("QUOTA_EXCEEDED", `The campaign's audience (${check.recipients} contacts) is more than the ${check.left} emails left of today's quota of ${check.limit}`,
+  return new ApiError(
+    "QUOTA_EXCEEDED",
+    `The campaign's audience (${check.recipients} contacts) is more than the ${check.left} emails left of today's quota of ${check.limit}`,
     {
       status: 429,
       headers: { "Retry-After": String(retryAfter) },

@@ -45,11 +45,7 @@ export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT
     .select({ sendId: emails.sendId })
     .from(emails)
     .where(and(eq(emails.sendId, emailAttachments.sendId), inArray(emails.status, ["QUEUED", "SENDING"])));
-  const rows = await db
-    .selectDistinct({ sendId: emailAttachments.sendId })
-    .from(emailAttachments)
-    .where(sql`NOT EXISTS ${pending}`)
-    .limit(limit);
+  const rows = await db.selectDistinct({ sendId: emailAttachments.sendId }).from(emailAttachments).where(sql`NOT EXISTS ${pending}`).limit(limit);
   const sendIds = rows.map((r) => r.sendId);
   if (sendIds.length === 0) return 0;
   const attachments = await db
@@ -125,5 +121,3 @@ export async function runRetention(env: Env, now = new Date()) {
     captured: await pruneCapturedMail(db, env, now),
   };
 }
-
-

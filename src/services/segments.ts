@@ -8,7 +8,6 @@ import { compileCondition, ConditionSchema, type Condition } from "./conditions"
 import type { CreateSegmentRequest, SegmentView, UpdateSegmentRequest } from "../schemas/segments";
 import { toContactView } from "./contacts";
 
-
 /** A stored condition was validated on write; parsing again only fills defaults of older rows. */
 export const storedCondition = (raw: unknown): Condition => ConditionSchema.parse(raw);
 
@@ -29,7 +28,10 @@ export const segmentMembersWhere = (projectId: string, condition: Condition, now
   and(eq(contacts.projectId, projectId), compileCondition(condition, now));
 
 const memberCountQuery = (db: Database, segment: Segment, now: number) =>
-  db.select({ n: count() }).from(contacts).where(segmentMembersWhere(segment.projectId, storedCondition(segment.condition), now));
+  db
+    .select({ n: count() })
+    .from(contacts)
+    .where(segmentMembersWhere(segment.projectId, storedCondition(segment.condition), now));
 
 /** Live member counts of these segments, one COUNT each, in one D1 batch. */
 export async function countMembers(db: Database, list: Segment[]): Promise<number[]> {
@@ -44,7 +46,6 @@ export async function viewOf(db: Database, segment: Segment): Promise<SegmentVie
   const [memberCount] = await countMembers(db, [segment]);
   return toSegmentView(segment, memberCount);
 }
-
 
 export async function createSegment(db: Database, projectId: string, input: CreateSegmentRequest): Promise<Segment> {
   const now = new Date();

@@ -39,4 +39,3 @@ export function buildSuppression(db: Database, projectId: string, email: string,
     .values({ projectId, email: email.trim().toLowerCase(), reason, detail: detail ?? null, createdAt: new Date() })
     .onConflictDoNothing({ target: [suppressions.projectId, suppressions.email] });
 }
-

@@ -9,7 +9,6 @@ import type { CreateTemplateRequest, TemplateView, UpdateTemplateRequest } from 
 
 export type TemplateType = Template["type"];
 
-
 export function toTemplateView(template: Template): TemplateView {
   return {
     id: template.id,
@@ -24,7 +23,6 @@ export function toTemplateView(template: Template): TemplateView {
     updatedAt: template.updatedAt.toISOString(),
   };
 }
-
 
 /** A template that cannot render is refused when it is stored, not when mail is sent. */
 async function assertRenderable(input: { subject?: string; body?: string }) {
@@ -63,12 +61,7 @@ export async function getTemplate(db: Database, projectId: string, id: string): 
 }
 
 /** Applies only the fields given; an empty update returns the template unchanged. */
-export async function updateTemplate(
-  db: Database,
-  projectId: string,
-  id: string,
-  input: UpdateTemplateRequest,
-): Promise<Template> {
+export async function updateTemplate(db: Database, projectId: string, id: string, input: UpdateTemplateRequest): Promise<Template> {
   await assertRenderable(input);
   const set: Partial<typeof templates.$inferInsert> = {};
   if (input.name !== undefined) set.name = input.name;

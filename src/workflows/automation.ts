@@ -53,8 +53,12 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
     const steps = JSON.parse(definition) as WorkflowStep[];
     const byId = new Map(steps.map((s) => [s.id, s]));
     const history: WorkflowHistoryEntry[] = [];
-    const record = (status: WorkflowExecutionStatus, currentStepId: string | null, entries: WorkflowHistoryEntry[], extra: { waitingEvent?: string; resumeAt?: Date; error?: string } = {}) =>
-      recordProgress(db, params.executionId, { status, currentStepId, history: entries, ...extra });
+    const record = (
+      status: WorkflowExecutionStatus,
+      currentStepId: string | null,
+      entries: WorkflowHistoryEntry[],
+      extra: { waitingEvent?: string; resumeAt?: Date; error?: string } = {},
+    ) => recordProgress(db, params.executionId, { status, currentStepId, history: entries, ...extra });
 
     let current: WorkflowStep | undefined = steps[0];
     if (!current) {
@@ -90,7 +94,12 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
     params: ExecutionParams,
     s: WorkflowStep,
     history: WorkflowHistoryEntry[],
-    record: (status: WorkflowExecutionStatus, currentStepId: string | null, entries: WorkflowHistoryEntry[], extra?: { waitingEvent?: string; resumeAt?: Date; error?: string }) => Promise<boolean>,
+    record: (
+      status: WorkflowExecutionStatus,
+      currentStepId: string | null,
+      entries: WorkflowHistoryEntry[],
+      extra?: { waitingEvent?: string; resumeAt?: Date; error?: string },
+    ) => Promise<boolean>,
   ): Promise<StepRecord> {
     /** Records a finished step and moves on to `next` (none: COMPLETED; EXIT: EXITED). */
     const finish = async (entry: WorkflowHistoryEntry, next: string | null): Promise<StepRecord> => {
@@ -127,7 +136,10 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
               templateId: s.config.templateId,
             });
             if (sent.outcome === "cancelled") return { entry: entry("FAILED", "cancelled", startedAt), next: null, stopped: true };
-            const e = sent.outcome === "queued" ? entry("COMPLETED", `email ${sent.emailId} queued`, startedAt) : entry("SKIPPED", `skipped: ${sent.reason}`, startedAt);
+            const e =
+              sent.outcome === "queued"
+                ? entry("COMPLETED", `email ${sent.emailId} queued`, startedAt)
+                : entry("SKIPPED", `skipped: ${sent.reason}`, startedAt);
             return finish(e, s.next ?? null);
           }),
         );
@@ -174,7 +186,15 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         if (started.stopped) return started;
         await step.sleep(`${s.id}:sleep`, ms);
         return step.do(`${s.id}:done`, DB_STEP, () =>
-          finish({ ...started.entry, status: "COMPLETED", outcome: `waited ${s.config.amount} ${s.config.amount === 1 ? s.config.unit.replace(/s$/, "") : s.config.unit}`, finishedAt: iso() }, s.next ?? null),
+          finish(
+            {
+              ...started.entry,
+              status: "COMPLETED",
+              outcome: `waited ${s.config.amount} ${s.config.amount === 1 ? s.config.unit.replace(/s$/, "") : s.config.unit}`,
+              finishedAt: iso(),
+            },
+            s.next ?? null,
+          ),
         );
       }
       case "WAIT_FOR_EVENT": {

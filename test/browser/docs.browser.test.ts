@@ -31,7 +31,11 @@ describe("GET /docs in headless Chromium", () => {
     const spec = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
     const methods = new Set(["get", "post", "put", "patch", "delete"]);
     const expected = Object.entries(spec.paths)
-      .flatMap(([path, item]) => Object.keys(item).filter((m) => methods.has(m)).map((m) => `${m.toUpperCase()} ${path}`))
+      .flatMap(([path, item]) =>
+        Object.keys(item)
+          .filter((m) => methods.has(m))
+          .map((m) => `${m.toUpperCase()} ${path}`),
+      )
       .sort();
     expect(expected.length).toBeGreaterThan(10);
 

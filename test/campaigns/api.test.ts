@@ -67,13 +67,26 @@ describe("campaigns API", () => {
   const baseOf = (s: Setup) => ({ name: "x", subject: "s", body: "<p>b</p>", from: s.from, audienceType: "ALL" });
   const foreignSegmentId = async () => {
     const other = await newProject("other");
-    const foreign = await other.api.post("/segments", { name: "x", condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "exists" }] }] } });
+    const foreign = await other.api.post("/segments", {
+      name: "x",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "exists" }] }] },
+    });
     return foreign.body.id as string;
   };
   it.each([
-    { refused: "an unverified sender (403)", body: async (s: Setup) => ({ ...baseOf(s), from: "me@not-verified.test" }), status: 403, code: "DOMAIN_NOT_VERIFIED" },
+    {
+      refused: "an unverified sender (403)",
+      body: async (s: Setup) => ({ ...baseOf(s), from: "me@not-verified.test" }),
+      status: 403,
+      code: "DOMAIN_NOT_VERIFIED",
+    },
     { refused: "SEGMENT without segmentId", body: async (s: Setup) => ({ ...baseOf(s), audienceType: "SEGMENT" }), status: 422, fields: ["segmentId"] },
-    { refused: "FILTERED without audienceFilter", body: async (s: Setup) => ({ ...baseOf(s), audienceType: "FILTERED" }), status: 422, fields: ["audienceFilter"] },
+    {
+      refused: "FILTERED without audienceFilter",
+      body: async (s: Setup) => ({ ...baseOf(s), audienceType: "FILTERED" }),
+      status: 422,
+      fields: ["audienceFilter"],
+    },
     {
       refused: "another project's segment",
       body: async (s: Setup) => ({ ...baseOf(s), audienceType: "SEGMENT", segmentId: await foreignSegmentId() }),
@@ -195,7 +208,10 @@ describe("campaigns API", () => {
       { email: "pro2@example.com", data: { plan: "pro" }, subscribed: false },
       { email: "free@example.com", data: { plan: "free" } },
     ]);
-    const segment = await s.request("POST", "/segments", { name: "Pro", condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] } });
+    const segment = await s.request("POST", "/segments", {
+      name: "Pro",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] },
+    });
     expect(segment.body.memberCount).toBe(2);
     const campaign = await s.createCampaign({ audienceType: "SEGMENT", segmentId: segment.body.id });
     err(await s.request("DELETE", `/segments/${segment.body.id}`), 400, "INVALID_STATE");
@@ -209,7 +225,10 @@ describe("campaigns API", () => {
 
   it("test sends: [TEST] subject, the contact's data, untracked, on the transactional queue, never in stats; stats count people", async () => {
     const s = await campaignSetup();
-    await s.addContacts([{ email: "ada@example.com", data: { firstName: "Ada" } }, { email: "bob@example.com", data: { firstName: "Bob" } }]);
+    await s.addContacts([
+      { email: "ada@example.com", data: { firstName: "Ada" } },
+      { email: "bob@example.com", data: { firstName: "Bob" } },
+    ]);
     const campaign = await s.createCampaign({ body: '<p>Hi {{data.firstName}} <a href="https://example.com/x">x</a></p>' });
     const test = await s.request("POST", `/campaigns/${campaign.id}/test`, { email: "ADA@example.com" });
     expect(test.status, JSON.stringify(test.body)).toBe(200);

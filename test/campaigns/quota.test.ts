@@ -97,5 +97,4 @@ describe("campaigns and the emails-per-day quota", () => {
     const next = await transactional(s, ["t1@example.com", "t2@example.com", "t3@example.com", "t4@example.com", "t5@example.com"]);
     expect(next.status, JSON.stringify(next.body)).toBe(200);
   });
-
 });

@@ -47,7 +47,11 @@ describe("a campaign to 2,000 contacts", () => {
     expect((await s.request("PATCH", `/contacts/${unsubscribed.id}`, { subscribed: false })).status).toBe(200);
 
     // The provider fails transiently a few times.
-    s.ses.failNext({ status: 500, message: "internal" }, { status: 503, message: "unavailable" }, { status: 429, errorType: "TooManyRequestsException", message: "slow down" });
+    s.ses.failNext(
+      { status: 500, message: "internal" },
+      { status: 503, message: "unavailable" },
+      { status: 429, errorType: "TooManyRequestsException", message: "slow down" },
+    );
 
     await s.pump();
 

@@ -34,7 +34,9 @@ function startDoh(port: number) {
     const records = zone.get(name);
     const answer = (records ?? []).filter((r) => r.type === type).map((r) => ({ name: `${name}.`, type: types[type], TTL: 300, data: r.data }));
     res.setHeader("content-type", "application/dns-json");
-    res.end(JSON.stringify({ Status: records ? 0 : 3, Question: [{ name: `${name}.`, type: types[type] ?? 1 }], ...(answer.length ? { Answer: answer } : {}) }));
+    res.end(
+      JSON.stringify({ Status: records ? 0 : 3, Question: [{ name: `${name}.`, type: types[type] ?? 1 }], ...(answer.length ? { Answer: answer } : {}) }),
+    );
   }).listen(port, "127.0.0.1");
 }
 
@@ -47,7 +49,8 @@ function publish(records: { type: string; name: string; value: string; priority?
   }
 }
 
-const npx = (args: string[]) => execFileSync("npx", args, { cwd: root, encoding: "utf8", env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } });
+const npx = (args: string[]) =>
+  execFileSync("npx", args, { cwd: root, encoding: "utf8", env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } });
 
 async function api(method: string, path: string, body?: unknown) {
   const res = await fetch(server.url + path, {
@@ -111,10 +114,19 @@ describe("EMAIL_PROVIDER=cloudflare in wrangler dev", () => {
     const verified = await api("POST", `/domains/${domain.body.id}/verify`);
     expect(verified.body.status, JSON.stringify(verified.body)).toBe("VERIFIED");
 
-    const sent = await api("POST", "/v1/send", { to: "ada@example.net", from: ALLOWED_SENDER, subject: "Hello from wrangler dev", body: "<p>Hi <b>Ada</b></p>" });
+    const sent = await api("POST", "/v1/send", {
+      to: "ada@example.net",
+      from: ALLOWED_SENDER,
+      subject: "Hello from wrangler dev",
+      body: "<p>Hi <b>Ada</b></p>",
+    });
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     const id = sent.body.data.emails[0].email;
-    const email = await until("the email", async () => (await api("GET", `/emails/${id}`)).body, (e) => e.status !== "QUEUED" && e.status !== "SENDING");
+    const email = await until(
+      "the email",
+      async () => (await api("GET", `/emails/${id}`)).body,
+      (e) => e.status !== "QUEUED" && e.status !== "SENDING",
+    );
     expect(email).toMatchObject({ status: "SENT", error: null });
     expect(email.providerMessageId).toMatch(new RegExp(`^<?[A-Za-z0-9]+@${DOMAIN.replace(/\./g, "\\.")}>?$`)); // the binding answers <id@domain>; stored with or without the brackets
     expect(server.output()).toContain("send_email binding called with MessageBuilder");
@@ -123,7 +135,11 @@ describe("EMAIL_PROVIDER=cloudflare in wrangler dev", () => {
     const refused = await api("POST", "/v1/send", { to: "bob@example.net", from: `other@${DOMAIN}`, subject: "Not allowed", body: "<p>x</p>" });
     expect(refused.status, JSON.stringify(refused.body)).toBe(200);
     const refusedId = refused.body.data.emails[0].email;
-    const failed = await until("the refused email", async () => (await api("GET", `/emails/${refusedId}`)).body, (e) => e.status === "FAILED" || e.status === "SENT");
+    const failed = await until(
+      "the refused email",
+      async () => (await api("GET", `/emails/${refusedId}`)).body,
+      (e) => e.status === "FAILED" || e.status === "SENT",
+    );
     expect(failed.status).toBe("FAILED");
     expect(failed.error).toContain(`email from other@${DOMAIN} not allowed`);
   }, 120_000);

@@ -1,4 +1,3 @@
-
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { clearSnsKeyCache } from "../../src/services/feedback/sns";
 import { notification, sesBounce, sign, snsHandler } from "../fakes/sns";

@@ -76,10 +76,7 @@ export function fakeDns(other?: (request: Request) => Promise<Response> | Respon
       });
     }
     const values = records.get(type as RType) ?? [];
-    const answers = [
-      ...chain,
-      ...values.map((v) => ({ name: `${owner}.`, type: TYPES[type], TTL: 300, data: type === "TXT" ? quoteTxt(v) : v })),
-    ];
+    const answers = [...chain, ...values.map((v) => ({ name: `${owner}.`, type: TYPES[type], TTL: 300, data: type === "TXT" ? quoteTxt(v) : v }))];
     return json({
       Status: 0,
       TC: false,

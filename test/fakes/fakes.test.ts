@@ -55,7 +55,10 @@ describe("SigV4: known answers from AWS's published test suite", () => {
   });
 
   it("aws4fetch, the Worker's signer, gives AWS's get-vanilla and post-vanilla Authorization for the same input", async () => {
-    for (const [method, expected] of [["GET", GET_VANILLA], ["POST", POST_VANILLA]] as const) {
+    for (const [method, expected] of [
+      ["GET", GET_VANILLA],
+      ["POST", POST_VANILLA],
+    ] as const) {
       const signer = new AwsV4Signer({
         method,
         url: "https://example.amazonaws.com/",
@@ -124,13 +127,16 @@ describe("the fake SES", () => {
     }).sign();
     return new Request(signed.url, { method: signed.method, headers: signed.headers, body: JSON.stringify(body) });
   }
-  const raw = (from: string, to: string) =>
-    btoa(`From: ${from}\r\nTo: ${to}\r\nSubject: x\r\nContent-Type: text/plain\r\n\r\nhello\r\n`);
+  const raw = (from: string, to: string) => btoa(`From: ${from}\r\nTo: ${to}\r\nSubject: x\r\nContent-Type: text/plain\r\n\r\nhello\r\n`);
 
   it("reports what it refuses to the test: a skewed clock, From or Destination not matching the MIME, an unknown route, an unreadable message", async () => {
     const ses = fakeSes();
     const send = (payload: unknown, options?: { datetime?: string }) => sesRequest("POST", "/v2/email/outbound-emails", payload, options).then(ses.handle);
-    const ok = await send({ FromEmailAddress: "a@x.test", Destination: { ToAddresses: ["b@y.test"] }, Content: { Raw: { Data: raw("A <a@x.test>", "b@y.test") } } });
+    const ok = await send({
+      FromEmailAddress: "a@x.test",
+      Destination: { ToAddresses: ["b@y.test"] },
+      Content: { Raw: { Data: raw("A <a@x.test>", "b@y.test") } },
+    });
     expect(ok.status).toBe(200);
     expect(takeViolations()).toEqual([]);
 
@@ -138,17 +144,25 @@ describe("the fake SES", () => {
     expect((await send({}, { datetime: old })).status).toBe(403);
     expect(takeViolations()).toEqual([expect.stringMatching(/more than 5 minutes/)]);
 
-    expect((await send({ FromEmailAddress: "other@x.test", Destination: { ToAddresses: ["b@y.test"] }, Content: { Raw: { Data: raw("a@x.test", "b@y.test") } } })).status).toBe(400);
+    expect(
+      (await send({ FromEmailAddress: "other@x.test", Destination: { ToAddresses: ["b@y.test"] }, Content: { Raw: { Data: raw("a@x.test", "b@y.test") } } }))
+        .status,
+    ).toBe(400);
     expect(takeViolations()).toEqual([expect.stringMatching(/FromEmailAddress other@x.test is not the message's From/)]);
 
-    expect((await send({ FromEmailAddress: "a@x.test", Destination: { ToAddresses: ["c@y.test"] }, Content: { Raw: { Data: raw("a@x.test", "b@y.test") } } })).status).toBe(400);
+    expect(
+      (await send({ FromEmailAddress: "a@x.test", Destination: { ToAddresses: ["c@y.test"] }, Content: { Raw: { Data: raw("a@x.test", "b@y.test") } } }))
+        .status,
+    ).toBe(400);
     expect(takeViolations()).toEqual([expect.stringMatching(/Destination .* is not the message's To/)]);
 
     expect((await sesRequest("PATCH", "/v2/email/identities/x.test", {}).then(ses.handle)).status).toBe(404);
     expect(takeViolations()).toEqual([expect.stringMatching(/No route PATCH/)]);
 
     // An assertion failing inside the fake (no header/body separator) is a finding, not a thrown error the Worker retries.
-    expect((await send({ FromEmailAddress: "a@x.test", Destination: { ToAddresses: ["b@y.test"] }, Content: { Raw: { Data: btoa("garbage") } } })).status).toBe(400);
+    expect((await send({ FromEmailAddress: "a@x.test", Destination: { ToAddresses: ["b@y.test"] }, Content: { Raw: { Data: btoa("garbage") } } })).status).toBe(
+      400,
+    );
     expect(takeViolations()).toEqual([expect.stringMatching(/could not read the request/)]);
     expect(ses.calls).toHaveLength(1);
   });

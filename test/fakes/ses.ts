@@ -84,11 +84,19 @@ export function fakeSes() {
       const name = String(payload.EmailIdentity ?? "");
       const dkim = payload.DkimSigningAttributes;
       if (!name || typeof dkim?.DomainSigningSelector !== "string" || typeof dkim?.DomainSigningPrivateKey !== "string") {
-        return violation(400, "BadRequestException", "CreateEmailIdentity needs EmailIdentity and DkimSigningAttributes {DomainSigningSelector, DomainSigningPrivateKey}");
+        return violation(
+          400,
+          "BadRequestException",
+          "CreateEmailIdentity needs EmailIdentity and DkimSigningAttributes {DomainSigningSelector, DomainSigningPrivateKey}",
+        );
       }
       if (identities.has(name)) return awsError(409, "AlreadyExistsException", `Email identity ${name} already exist.`);
       identities.set(name, { selector: dkim.DomainSigningSelector, privateKey: dkim.DomainSigningPrivateKey, via: "create" });
-      return Response.json({ IdentityType: "DOMAIN", VerifiedForSendingStatus: false, DkimAttributes: { SigningAttributesOrigin: "EXTERNAL", Status: "PENDING" } });
+      return Response.json({
+        IdentityType: "DOMAIN",
+        VerifiedForSendingStatus: false,
+        DkimAttributes: { SigningAttributesOrigin: "EXTERNAL", Status: "PENDING" },
+      });
     }
     const identityPath = /^\/v2\/email\/identities\/([^/]+)$/.exec(path);
     if (request.method === "DELETE" && identityPath) {
@@ -177,9 +185,7 @@ export function decodeWords(value: string): string {
   // Whitespace between two adjacent encoded-words is not part of the text (RFC 2047).
   return value
     .replace(/(\?=)\s+(=\?)/g, "$1$2")
-    .replace(/=\?utf-8\?B\?([^?]*)\?=/gi, (_m, b64: string) =>
-      new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))),
-    );
+    .replace(/=\?utf-8\?B\?([^?]*)\?=/gi, (_m, b64: string) => new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))));
 }
 
 /** Enough of a MIME reader to check what we send: nested multiparts, base64 leaves. */

@@ -9,7 +9,8 @@
 const encoder = new TextEncoder();
 
 const hex = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
-export const sha256Hex = async (data: string | Uint8Array) => hex(await crypto.subtle.digest("SHA-256", typeof data === "string" ? encoder.encode(data) : data));
+export const sha256Hex = async (data: string | Uint8Array) =>
+  hex(await crypto.subtle.digest("SHA-256", typeof data === "string" ? encoder.encode(data) : data));
 
 async function hmac(key: ArrayBuffer | Uint8Array, data: string): Promise<ArrayBuffer> {
   const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
@@ -17,8 +18,7 @@ async function hmac(key: ArrayBuffer | Uint8Array, data: string): Promise<ArrayB
 }
 
 /** RFC 3986 percent-encoding as SigV4 wants it: everything but unreserved characters. */
-const uriEncode = (value: string) =>
-  encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const uriEncode = (value: string) => encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 export interface SigV4Input {
   method: string;
@@ -78,7 +78,10 @@ export async function verifySigV4(
   now = Date.now(),
 ): Promise<string | null> {
   const header = request.headers.get("authorization") ?? "";
-  const match = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/.exec(header);
+  const match =
+    /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/.exec(
+      header,
+    );
   if (!match) return `malformed Authorization header: ${header}`;
   const [, accessKeyId, date, region, service, signed] = match;
   if (accessKeyId !== expected.accessKeyId || region !== expected.region || service !== expected.service) {

@@ -1,4 +1,3 @@
-
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -81,8 +80,7 @@ const ENDPOINTS: WriteEndpoint[] = [
       from: { kind: "email", nullable: true },
       replyTo: { kind: "email", nullable: true },
     },
-    target: async (p) =>
-      `/templates/${await created(p, "/templates", { name: "Original", subject: "S", body: "<p>B</p>", type: "TRANSACTIONAL" })}`,
+    target: async (p) => `/templates/${await created(p, "/templates", { name: "Original", subject: "S", body: "<p>B</p>", type: "TRANSACTIONAL" })}`,
     unchanged: ["{target}", "/templates?limit=100"],
   },
   {
@@ -147,7 +145,12 @@ const nonObjectJson = fc.oneof(
 );
 
 const notAString = fc.oneof(fc.integer(), fc.boolean(), fc.array(fc.string(), { maxLength: 3 }), fc.dictionary(fc.string(), fc.string(), { maxKeys: 2 }));
-const notABoolean = fc.oneof(fc.constantFrom("true", "false", "1", "", "yes"), fc.integer(), fc.array(fc.boolean(), { maxLength: 2 }), fc.object({ maxDepth: 1 }));
+const notABoolean = fc.oneof(
+  fc.constantFrom("true", "false", "1", "", "yes"),
+  fc.integer(),
+  fc.array(fc.boolean(), { maxLength: 2 }),
+  fc.object({ maxDepth: 1 }),
+);
 
 const badEmail = fc.oneof(
   weirdText.filter((s) => !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(s)),
@@ -182,13 +185,9 @@ const badData = fc.oneof(
   fc.integer(),
   weirdText,
   fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 3 }),
-  fc.constantFrom(
-    { "": 1 },
-    { ["k".repeat(129)]: 1 },
-    { big: "x".repeat(100_000) },
-    JSON.parse(nested(9, "object")),
-    { deep: JSON.parse(nested(200, "array")) },
-  ),
+  fc.constantFrom({ "": 1 }, { ["k".repeat(129)]: 1 }, { big: "x".repeat(100_000) }, JSON.parse(nested(9, "object")), {
+    deep: JSON.parse(nested(200, "array")),
+  }),
 );
 
 function badValueFor(field: Field): fc.Arbitrary<unknown> {

@@ -28,7 +28,13 @@ describe("readConfig", () => {
   });
 
   it("a number that is not a positive number takes the default; quotas are floored, the SES timeout capped", () => {
-    const config = readConfig({ RATE_LIMIT_PER_MINUTE: "abc", SEND_RATE_PER_SECOND: "-5", QUOTA_DOMAINS: "7.9", SES_TIMEOUT_MS: "999999", DOH_TIMEOUT_MS: "0" });
+    const config = readConfig({
+      RATE_LIMIT_PER_MINUTE: "abc",
+      SEND_RATE_PER_SECOND: "-5",
+      QUOTA_DOMAINS: "7.9",
+      SES_TIMEOUT_MS: "999999",
+      DOH_TIMEOUT_MS: "0",
+    });
     expect(config.RATE_LIMIT_PER_MINUTE).toBe(1000);
     expect(config.SEND_RATE_PER_SECOND).toBe(14);
     expect(config.QUOTA_DOMAINS).toBe(7);

@@ -13,7 +13,10 @@ describe("error codes", () => {
   });
 
   it("the OpenAPI error schema lists every code as an enum", async () => {
-    const doc = await call<{ components: { schemas: { Error: { properties: { error: { properties: { code: { enum: string[] } } } } } } } }>("GET", "/openapi.json");
+    const doc = await call<{ components: { schemas: { Error: { properties: { error: { properties: { code: { enum: string[] } } } } } } } }>(
+      "GET",
+      "/openapi.json",
+    );
     expect(doc.body.components.schemas.Error.properties.error.properties.code.enum).toEqual(ERROR_CODES);
   });
 });

@@ -27,11 +27,17 @@ beforeEach(() => {
     const url = new URL(request.url);
     sesCalls.push(`${request.method} ${url.pathname}`);
     if (request.method === "POST" && url.pathname === "/v2/email/identities") {
-      const body = (await request.json()) as { EmailIdentity: string; DkimSigningAttributes: { DomainSigningSelector: string; DomainSigningPrivateKey: string } };
+      const body = (await request.json()) as {
+        EmailIdentity: string;
+        DkimSigningAttributes: { DomainSigningSelector: string; DomainSigningPrivateKey: string };
+      };
       if (identities.has(body.EmailIdentity)) {
         return Response.json({ message: "Email identity already exists" }, { status: 409, headers: { "x-amzn-ErrorType": "AlreadyExistsException" } });
       }
-      identities.set(body.EmailIdentity, { selector: body.DkimSigningAttributes.DomainSigningSelector, key: body.DkimSigningAttributes.DomainSigningPrivateKey });
+      identities.set(body.EmailIdentity, {
+        selector: body.DkimSigningAttributes.DomainSigningSelector,
+        key: body.DkimSigningAttributes.DomainSigningPrivateKey,
+      });
       return Response.json({ IdentityType: "DOMAIN" });
     }
     const identity = /^\/v2\/email\/identities\/([^/]+)(\/dkim\/signing)?$/.exec(url.pathname);

@@ -32,7 +32,17 @@ type DomainBody = {
   domain: string;
   status: string;
   dkimSelector: string;
-  records: { purpose: string; type: string; name: string; value: string; priority?: number; required: boolean; status: string; detail?: string; failingSince?: string }[];
+  records: {
+    purpose: string;
+    type: string;
+    name: string;
+    value: string;
+    priority?: number;
+    required: boolean;
+    status: string;
+    detail?: string;
+    failingSince?: string;
+  }[];
   createdAt: string;
   updatedAt: string;
   lastCheckedAt: string | null;

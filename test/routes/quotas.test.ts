@@ -1,4 +1,3 @@
-
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
@@ -50,7 +49,11 @@ describe("per-project quotas", () => {
     expect((await p.api.get("/events")).body.data.total).toBe(2);
     // Refused as a whole (the check runs in the write's own batch): no new contact, no change to an existing one.
     expectError(await request(p.secretKey, "POST", "/v1/track", { email: "new@example.com", event: "visit" }, limits), 429, "QUOTA_EXCEEDED");
-    expectError(await request(p.secretKey, "POST", "/v1/track", { email: "a@example.com", event: "visit", data: { plan: "pro" } }, limits), 429, "QUOTA_EXCEEDED");
+    expectError(
+      await request(p.secretKey, "POST", "/v1/track", { email: "a@example.com", event: "visit", data: { plan: "pro" } }, limits),
+      429,
+      "QUOTA_EXCEEDED",
+    );
     const contacts = (await p.api.get("/contacts")).body.contacts;
     expect(contacts.map((c: { email: string; data: unknown }) => [c.email, c.data])).toEqual([["a@example.com", {}]]);
     expect((await p.api.get("/events")).body.data.total).toBe(2);
@@ -95,11 +98,19 @@ describe("per-project quotas", () => {
     // A one-click unsubscribe: the contact is unsubscribed, no contact.unsubscribed event.
     const unsubscribe = new URL(await unsubscribeUrl(BASE, secret, email.id));
     const form = new URLSearchParams({ "List-Unsubscribe": "One-Click" });
-    const unsubscribed = await fetchWith(unsubscribe.pathname, { method: "POST", body: form, headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+    const unsubscribed = await fetchWith(unsubscribe.pathname, {
+      method: "POST",
+      body: form,
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    });
     expect(unsubscribed.status).toBe(200);
     expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
     // A complaint: COMPLAINED and suppressed, no email.complained event.
-    const outcome = await applyFeedback(getDb(env.DB), { kind: "complaint", providerMessageId: other.providerMessageId, feedbackId: "fb-1", data: {}, detail: "Complaint" }, 2);
+    const outcome = await applyFeedback(
+      getDb(env.DB),
+      { kind: "complaint", providerMessageId: other.providerMessageId, feedbackId: "fb-1", data: {}, detail: "Complaint" },
+      2,
+    );
     expect(outcome).toBe("complained");
     expect((await getEmail(other.id)).status).toBe("COMPLAINED");
     expect((await p.api.get("/events")).body.data.total).toBe(2);

@@ -51,11 +51,20 @@ describe("D1 round trips per request (warm isolate: the key is cached)", () => {
     const { request, cost } = countingApp();
     // The first request of a key looks it up: one round trip more.
     expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "visit" }), 200)).toMatchObject({ roundTrips: 2 });
-    expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "b@example.com", event: "visit" }), 200)).toMatchObject({ roundTrips: 1, batches: 1 });
-    expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "b@example.com", event: "again" }), 200)).toMatchObject({ roundTrips: 1, batches: 1 });
+    expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "b@example.com", event: "visit" }), 200)).toMatchObject({
+      roundTrips: 1,
+      batches: 1,
+    });
+    expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "b@example.com", event: "again" }), 200)).toMatchObject({
+      roundTrips: 1,
+      batches: 1,
+    });
     await request("GET", "/contacts?limit=1", p.secretKey);
     expect(
-      await cost(() => request("POST", "/v1/track", p.secretKey, { email: "b@example.com", event: "paid", data: { plan: "pro", tmp: { value: 1, persistent: false } } }), 200),
+      await cost(
+        () => request("POST", "/v1/track", p.secretKey, { email: "b@example.com", event: "paid", data: { plan: "pro", tmp: { value: 1, persistent: false } } }),
+        200,
+      ),
     ).toMatchObject({ roundTrips: 1, batches: 1 });
   });
 
@@ -70,7 +79,10 @@ describe("D1 round trips per request (warm isolate: the key is cached)", () => {
     const p = await newProject();
     const { request, cost } = countingApp();
     expect(await cost(() => request("POST", "/contacts", p.secretKey, { email: "a@example.com" }), 201)).toMatchObject({ roundTrips: 2 });
-    expect(await cost(() => request("POST", "/contacts", p.secretKey, { email: "b@example.com", data: { n: 1 } }), 201)).toMatchObject({ roundTrips: 1, batches: 1 });
+    expect(await cost(() => request("POST", "/contacts", p.secretKey, { email: "b@example.com", data: { n: 1 } }), 201)).toMatchObject({
+      roundTrips: 1,
+      batches: 1,
+    });
     expect(await cost(() => request("POST", "/contacts", p.secretKey, { email: "b@example.com", data: { n: 2 }, subscribed: false }), 200)).toMatchObject({
       roundTrips: 1,
       batches: 1,
@@ -105,11 +117,19 @@ describe("D1 round trips of POST /v1/send (warm isolate)", () => {
     const { request, cost } = countingApp();
     const send = (body: Record<string, unknown>, headers?: Record<string, string>) => () => request("POST", "/v1/send", p.secretKey, body, headers);
     // First send of the key: the key lookup is one more.
-    expect(await cost(send({ to: "a@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 1 } }), 200)).toMatchObject({ roundTrips: 3, batches: 2 });
-    expect(await cost(send({ to: "b@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 2 } }), 200)).toMatchObject({ roundTrips: 2, batches: 2 });
+    expect(await cost(send({ to: "a@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 1 } }), 200)).toMatchObject({
+      roundTrips: 3,
+      batches: 2,
+    });
+    expect(await cost(send({ to: "b@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 2 } }), 200)).toMatchObject({
+      roundTrips: 2,
+      batches: 2,
+    });
     const fifty = Array.from({ length: 50 }, (_, i) => `r${i}@example.com`);
     expect(await cost(send({ to: fifty, from, subject: "Hi", body: "<p>Hi {{email}}</p>" }), 200)).toMatchObject({ roundTrips: 2, batches: 2 });
-    expect(await cost(send({ to: "c@example.com", from, subject: "Hi", body: "<p>Hi</p>" }, { "Idempotency-Key": "k1" }), 200)).toMatchObject({ roundTrips: 2 });
+    expect(await cost(send({ to: "c@example.com", from, subject: "Hi", body: "<p>Hi</p>" }, { "Idempotency-Key": "k1" }), 200)).toMatchObject({
+      roundTrips: 2,
+    });
     const template = await request("POST", "/templates", p.secretKey, { name: "t", subject: "S", body: "<p>B</p>", from, type: "TRANSACTIONAL" });
     expect(template.status, JSON.stringify(template.body)).toBe(201);
     // The template's from domain was seen VERIFIED moments ago (the domain cache): still two.

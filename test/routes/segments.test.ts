@@ -67,7 +67,17 @@ describe("segments", () => {
     const project = await withContacts();
     const bad = await project.api.post<Segment>("/segments", {
       name: "Bad",
-      condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "exists" }, { field: "email", operator: "between", value: "a" }] }] },
+      condition: {
+        logic: "AND",
+        groups: [
+          {
+            filters: [
+              { field: "email", operator: "exists" },
+              { field: "email", operator: "between", value: "a" },
+            ],
+          },
+        ],
+      },
     });
     const error = expectError(bad, 422, "VALIDATION_ERROR");
     expect(error.errors?.map((e) => e.field)).toContain("condition.groups.0.filters.1.operator");
@@ -79,7 +89,9 @@ describe("segments", () => {
     const noName = await project.api.post<Segment>("/segments", { condition: proCondition });
     expect(expectError(noName, 422).errors?.map((e) => e.field)).toContain("name");
     const patchBad = await project.api.post<Segment>("/segments", { name: "ok", condition: proCondition });
-    const badPatch = await project.api.patch<Segment>(`/segments/${patchBad.body.id}`, { condition: { logic: "AND", groups: [{ filters: [{ field: "data.x y", operator: "exists" }] }] } });
+    const badPatch = await project.api.patch<Segment>(`/segments/${patchBad.body.id}`, {
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.x y", operator: "exists" }] }] },
+    });
     expect(expectError(badPatch, 422).errors?.map((e) => e.field)).toContain("condition.groups.0.filters.0.field");
     expect((await project.api.get<SegmentList>("/segments")).body.data.total).toBe(1);
   });

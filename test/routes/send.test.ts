@@ -106,7 +106,9 @@ describe("POST /v1/send: accepting", () => {
     const html = mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text;
     const text = mime.parts.find((p) => p.contentType.startsWith("text/plain"))!.text;
     // The value shows as the text it is.
-    expect(html).toContain("Hi [Reset](javascript:alert(1)) ![](https://tracker.example/p.gif) &lt;https://evil.example&gt; www.evil.example &lt;img src=x&gt;");
+    expect(html).toContain(
+      "Hi [Reset](javascript:alert(1)) ![](https://tracker.example/p.gif) &lt;https://evil.example&gt; www.evil.example &lt;img src=x&gt;",
+    );
     // Links: only the template's own https link, wrapped by click tracking; images: only the open pixel.
     const hrefs = [...html.matchAll(/href="([^"]*)"/g)].map((m) => m[1]);
     expect(hrefs).toHaveLength(1);
@@ -322,7 +324,10 @@ describe("POST /v1/send: Idempotency-Key", () => {
     const body = { to: "a@example.com", from: s.from, subject: "s", body: "b" };
     await s.send(body, { "Idempotency-Key": "daily" });
     const db = getDb(env.DB);
-    await db.update(idempotencyKeys).set({ createdAt: new Date(Date.now() - 25 * 60 * 60 * 1000) }).where(eq(idempotencyKeys.key, "daily"));
+    await db
+      .update(idempotencyKeys)
+      .set({ createdAt: new Date(Date.now() - 25 * 60 * 60 * 1000) })
+      .where(eq(idempotencyKeys.key, "daily"));
     const again = await s.send(body, { "Idempotency-Key": "daily" });
     expect(again.status).toBe(200);
     expect(s.queue.messages).toHaveLength(2);
@@ -346,7 +351,12 @@ describe("GET /emails", () => {
     const s = await sendingSetup();
     const res = await s.send({ to: ["a@example.com", "b@example.com", "c@example.com"], from: s.from, subject: "s", body: "b" });
     const [a] = res.body.data.emails;
-    await s.deliver(s.queue.take().slice(0, 1).map((m) => m.body));
+    await s.deliver(
+      s.queue
+        .take()
+        .slice(0, 1)
+        .map((m) => m.body),
+    );
     const sent = await s.get("/emails?status=SENT");
     expect(sent.body.data.items.map((e: any) => e.id)).toEqual([a.email]);
     const queued = await s.get("/emails?status=QUEUED&limit=1");

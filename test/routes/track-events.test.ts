@@ -108,9 +108,7 @@ describe("POST /v1/track", () => {
 
   it("records one event per call, each with its own id, against one contact", async () => {
     const p = await newProject();
-    const results = await Promise.all(
-      Array.from({ length: 5 }, () => p.publicApi.post("/v1/track", { email: "same@example.com", event: "click" })),
-    );
+    const results = await Promise.all(Array.from({ length: 5 }, () => p.publicApi.post("/v1/track", { email: "same@example.com", event: "click" })));
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect(new Set(results.map((r) => r.body.data.contact)).size).toBe(1);
     expect(new Set(results.map((r) => r.body.data.event)).size).toBe(5);
@@ -154,11 +152,7 @@ describe("POST /v1/track", () => {
 
   it("400 for malformed JSON and for a text/plain body", async () => {
     const p = await newProject();
-    expectError(
-      await call("POST", "/v1/track", { key: p.publicKey, rawBody: "{", headers: { "Content-Type": "application/json" } }),
-      400,
-      "INVALID_JSON",
-    );
+    expectError(await call("POST", "/v1/track", { key: p.publicKey, rawBody: "{", headers: { "Content-Type": "application/json" } }), 400, "INVALID_JSON");
     expectError(
       await call("POST", "/v1/track", {
         key: p.publicKey,

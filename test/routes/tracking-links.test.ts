@@ -1,4 +1,4 @@
-import { env, } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
 import { eq } from "drizzle-orm";

@@ -95,12 +95,7 @@ describe("POST /v1/verify", () => {
     ["a null MX (RFC 7505)", "ada@nullmx-corp.com", { ...clean, valid: false, hasMxRecords: false }, [REASONS.nullMx]],
     ["a domain that does not exist", "ada@nowhere-corp.com", { ...invalid }, [REASONS.nxdomain]],
     ["a typo TLD on a working domain is not second-guessed", "ada@mailer.test", { ...clean }, []],
-    [
-      "several flags at once",
-      "ada+x@inbox.mailinator.com",
-      { ...clean, isDisposable: true, isPlusAddressed: true },
-      [REASONS.disposable, REASONS.plus],
-    ],
+    ["several flags at once", "ada+x@inbox.mailinator.com", { ...clean, isDisposable: true, isPlusAddressed: true }, [REASONS.disposable, REASONS.plus]],
   ])("%s", async (_what, email, expected, reasons) => {
     const res = await verify(email);
     expect(res.status).toBe(200);

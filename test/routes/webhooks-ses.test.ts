@@ -27,7 +27,11 @@ const deliveryOf = (e: { providerMessageId: string; to: string }) => ({
   delivery: { timestamp: "2026-07-01T10:00:00.000Z", recipients: [e.to], smtpResponse: "250 ok", processingTimeMillis: 500 },
 });
 
-const bounceOf = (e: { providerMessageId: string; to: string }, bounceType: "Permanent" | "Transient", format: "notificationType" | "eventType" = "notificationType") => ({
+const bounceOf = (
+  e: { providerMessageId: string; to: string },
+  bounceType: "Permanent" | "Transient",
+  format: "notificationType" | "eventType" = "notificationType",
+) => ({
   [format]: "Bounce",
   mail: mail(e.providerMessageId, e.to),
   bounce: {
@@ -330,7 +334,11 @@ describe("POST /webhooks/ses: SES_SNS_TOPIC_ARNS", () => {
     const email = await insertSentEmail(p);
     const app = createApp();
     const send = (m: Sns, topics: string) =>
-      app.request("/webhooks/ses", { method: "POST", body: JSON.stringify(m), headers: { "Content-Type": "text/plain" } }, { ...env, SES_SNS_TOPIC_ARNS: topics });
+      app.request(
+        "/webhooks/ses",
+        { method: "POST", body: JSON.stringify(m), headers: { "Content-Type": "text/plain" } },
+        { ...env, SES_SNS_TOPIC_ARNS: topics },
+      );
     const other = await sign(notification(bounceOf(email, "Permanent"), { TopicArn: "arn:aws:sns:us-east-1:999999999999:someone-else" }));
     const refused = await send(other, `${TOPIC}, arn:aws:sns:eu-west-1:123456789012:eu-feedback`);
     expect(refused.status).toBe(403);
@@ -344,11 +352,7 @@ describe("POST /webhooks/ses: SES_SNS_TOPIC_ARNS", () => {
 describe("POST /webhooks/ses: trust", () => {
   const app = createApp();
   const send = (m: Sns, overrides: Record<string, string>) =>
-    app.request(
-      "/webhooks/ses",
-      { method: "POST", body: JSON.stringify(m), headers: { "Content-Type": "text/plain" } },
-      { ...env, ...overrides },
-    );
+    app.request("/webhooks/ses", { method: "POST", body: JSON.stringify(m), headers: { "Content-Type": "text/plain" } }, { ...env, ...overrides });
 
   it("refuses every message, fetching nothing, while SES_SNS_TOPIC_ARNS is not set", async () => {
     const p = await newProject();
@@ -472,7 +476,6 @@ describe("POST /webhooks/ses: clocks, unsubscribe confirmations and the China re
     }
     expect(fetched).toEqual([CN_CERT_URL]);
   });
-
 });
 
 describe("X.509 SubjectPublicKeyInfo extraction", () => {
@@ -488,4 +491,3 @@ describe("X.509 SubjectPublicKeyInfo extraction", () => {
     expect(() => spkiFromCertificate(new Uint8Array([0x02, 0x01, 0x00]))).toThrow();
   });
 });
-

@@ -83,7 +83,11 @@ describe("POST /workflows", () => {
       ],
       ["more than 100 steps", (t) => Array.from({ length: 101 }, (_, i) => send(`s${i}`, t, i < 100 ? `s${i + 1}` : undefined)), "steps"],
       ["a duplicate step id", (t) => [send("a", t, "a2"), { ...send("a", t), id: "a" }], "steps.1.id"],
-      ["a bad condition", () => [{ id: "c", type: "CONDITION", config: { condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "bogus" }] }] } } }], "steps.0.config.condition.groups.0.filters.0.operator"],
+      [
+        "a bad condition",
+        () => [{ id: "c", type: "CONDITION", config: { condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "bogus" }] }] } } }],
+        "steps.0.config.condition.groups.0.filters.0.operator",
+      ],
       ["an http webhook URL", () => [{ id: "h", type: "WEBHOOK", config: { url: "http://hooks.example.com/x" } }], "steps.0.config.url"],
       ["a loopback webhook URL", () => [{ id: "h", type: "WEBHOOK", config: { url: "https://127.0.0.1/x" } }], "steps.0.config.url"],
       ["a private webhook URL", () => [{ id: "h", type: "WEBHOOK", config: { url: "https://10.1.2.3/x" } }], "steps.0.config.url"],
@@ -100,7 +104,10 @@ describe("POST /workflows", () => {
         const otherTemplate = await template(other);
         const res = await p.api.post("/workflows", { name: "Bad", eventName: "signup", steps: steps(t, otherTemplate) });
         const err = expectError(res, 422, "VALIDATION_ERROR");
-        expect(err.errors!.map((e) => e.field), JSON.stringify(err.errors)).toContain(field);
+        expect(
+          err.errors!.map((e) => e.field),
+          JSON.stringify(err.errors),
+        ).toContain(field);
         const list = await p.api.get("/workflows");
         expect(list.body.data.total).toBe(0);
       });

@@ -25,7 +25,14 @@ const [a, b, c] = args;
 if (a === "whoami") out(state.loggedIn ? "You are logged in with an API Token." : "You are not authenticated. Please run `wrangler login`.");
 if (!state.loggedIn) out("✘ [ERROR] Not logged in.", 1);
 
-if (a === "d1" && b === "list") out(JSON.stringify(state.databases.map((d) => ({ uuid: d.uuid, name: d.name, version: "production" })), null, 2));
+if (a === "d1" && b === "list")
+  out(
+    JSON.stringify(
+      state.databases.map((d) => ({ uuid: d.uuid, name: d.name, version: "production" })),
+      null,
+      2,
+    ),
+  );
 if (a === "d1" && b === "create") {
   if (state.databases.some((d) => d.name === c)) out(`✘ [ERROR] A database with that name already exists [code: 7502]`, 1);
   const uuid = `${String(state.databases.length + 1).padStart(8, "0")}-aaaa-bbbb-cccc-${Date.now().toString(16).padStart(12, "0").slice(-12)}`;
@@ -37,7 +44,9 @@ if (a === "d1" && b === "migrations" && c === "apply" && args.includes("--remote
   const id = /database_id\s*=\s*"([^"]*)"/.exec(config)?.[1];
   const db = state.databases.find((d) => d.uuid === id);
   if (!db) out(`✘ [ERROR] Couldn't find DB with id ${id}`, 1);
-  const files = readdirSync("migrations").filter((f) => f.endsWith(".sql")).sort();
+  const files = readdirSync("migrations")
+    .filter((f) => f.endsWith(".sql"))
+    .sort();
   const pending = files.filter((f) => !db.applied.includes(f));
   if (pending.length === 0) out("✅ No migrations to apply!");
   db.applied.push(...pending);

@@ -26,7 +26,11 @@ const status = async (s: Setup, id: string) => (await s.get(`/emails/${id}`)).bo
 
 describe("the fake binding refuses what the Email Service refuses", () => {
   const ok: Builder = { from: "hello@example.com", to: "ada@example.net", subject: "Hi", text: "hi" };
-  const codeOf = async (p: Promise<unknown>) => p.then(() => "accepted", (err: { code?: string; message: string }) => err.code ?? err.message);
+  const codeOf = async (p: Promise<unknown>) =>
+    p.then(
+      () => "accepted",
+      (err: { code?: string; message: string }) => err.code ?? err.message,
+    );
 
   it("missing subject, 51 recipients, a sender outside the allowed list, platform headers", async () => {
     const service = fakeEmailService({ allowedSenderAddresses: ["hello@example.com"] });

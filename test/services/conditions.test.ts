@@ -5,14 +5,7 @@ import { getDb } from "../../src/db/client";
 import { contacts, emails, events } from "../../src/db/schema";
 import { fieldErrorsFromZod } from "../../src/lib/errors";
 import { newId } from "../../src/lib/ids";
-import {
-  compileCondition,
-  ConditionSchema,
-  contactMatches,
-  evaluateCondition,
-  loadContactActivity,
-  type Condition,
-} from "../../src/services/conditions";
+import { compileCondition, ConditionSchema, contactMatches, evaluateCondition, loadContactActivity, type Condition } from "../../src/services/conditions";
 import { newProject } from "../helpers";
 
 const db = getDb(env.DB);
@@ -37,7 +30,12 @@ const PEOPLE = {
   },
   carol: { email: "carol@example.com", subscribed: true, data: { plan: null, age: 17, name: "ÉLODIE", note: "a\\b" }, createdAt: NOW - 40 * DAY },
   dave: { email: "dave@sub.example.com", subscribed: true, data: {}, createdAt: NOW - 1 * MIN },
-  eve: { email: "eve@x.io", subscribed: true, data: { plan: "PRO", age: 36.0, score: 10, name: "élodie", "a'b": 1, emoji: "😀", bmp: "\uffff" }, createdAt: NOW - 5 * DAY },
+  eve: {
+    email: "eve@x.io",
+    subscribed: true,
+    data: { plan: "PRO", age: 36.0, score: 10, name: "élodie", "a'b": 1, emoji: "😀", bmp: "\uffff" },
+    createdAt: NOW - 5 * DAY,
+  },
 } as const;
 type Label = keyof typeof PEOPLE;
 const LABELS = Object.keys(PEOPLE) as Label[];
@@ -213,12 +211,28 @@ const TABLE: [string, unknown, Label[]][] = [
   // logic and nesting
   [
     "AND of two filters in one group",
-    { logic: "AND", groups: [{ filters: [{ field: "subscribed", operator: "equals", value: true }, { field: "data.age", operator: "equals", value: 36 }] }] },
+    {
+      logic: "AND",
+      groups: [
+        {
+          filters: [
+            { field: "subscribed", operator: "equals", value: true },
+            { field: "data.age", operator: "equals", value: 36 },
+          ],
+        },
+      ],
+    },
     ["ada", "eve"],
   ],
   [
     "OR of groups",
-    { logic: "OR", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "free" }] }, { filters: [{ field: "email", operator: "contains", value: "x.io" }] }] },
+    {
+      logic: "OR",
+      groups: [
+        { filters: [{ field: "data.plan", operator: "equals", value: "free" }] },
+        { filters: [{ field: "email", operator: "contains", value: "x.io" }] },
+      ],
+    },
     ["bob", "eve"],
   ],
   [
@@ -277,7 +291,11 @@ describe("condition language: SQL and in-memory agree", () => {
   it("a condition with the most filters allowed stays under D1's 100 bound parameters", () => {
     const filters = Array.from({ length: 20 }, (_, i) => ({ field: `data.k${i}`, operator: "notContains", value: "x" }));
     const condition = parse({ logic: "AND", groups: [{ filters }] });
-    const query = db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.projectId, "p"), compileCondition(condition, NOW))).toSQL();
+    const query = db
+      .select({ id: contacts.id })
+      .from(contacts)
+      .where(and(eq(contacts.projectId, "p"), compileCondition(condition, NOW)))
+      .toSQL();
     expect(query.params.length).toBeLessThanOrEqual(90);
   });
 
@@ -317,11 +335,7 @@ describe("condition language: validation", () => {
     ["bad logic", { logic: "XOR", groups: [{ filters: [{ field: "email", operator: "exists" }] }] }, "condition.logic"],
     ["no groups", { logic: "AND", groups: [] }, "condition.groups"],
     ["empty group", { logic: "AND", groups: [{ filters: [] }] }, "condition.groups.0.filters"],
-    [
-      "too many groups",
-      { logic: "OR", groups: Array.from({ length: 11 }, () => ({ filters: [{ field: "email", operator: "exists" }] })) },
-      "condition.groups",
-    ],
+    ["too many groups", { logic: "OR", groups: Array.from({ length: 11 }, () => ({ filters: [{ field: "email", operator: "exists" }] })) }, "condition.groups"],
     [
       "too many filters in all",
       { logic: "OR", groups: Array.from({ length: 3 }, () => ({ filters: Array.from({ length: 7 }, () => ({ field: "email", operator: "exists" })) })) },
@@ -336,7 +350,15 @@ describe("condition language: validation", () => {
             filters: [],
             conditions: {
               logic: "AND",
-              groups: [{ filters: [], conditions: { logic: "AND", groups: [{ filters: [], conditions: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "exists" }] }] } }] } }],
+              groups: [
+                {
+                  filters: [],
+                  conditions: {
+                    logic: "AND",
+                    groups: [{ filters: [], conditions: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "exists" }] }] } }],
+                  },
+                },
+              ],
             },
           },
         ],

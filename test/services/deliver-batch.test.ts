@@ -55,7 +55,10 @@ describe("the send consumer works per batch, not per email", () => {
     const ids = await sendTo(s, ["one@example.com", "two@example.com", "three@example.com"]);
     const messages = s.queue.take().map((m) => m.body);
     // The first two provider calls to arrive fail, one for good and one for now.
-    s.ses.failNext({ status: 400, errorType: "MessageRejected", message: "Address blacklisted." }, { status: 500, errorType: "InternalFailure", message: "boom" });
+    s.ses.failNext(
+      { status: 400, errorType: "MessageRejected", message: "Address blacklisted." },
+      { status: 500, errorType: "InternalFailure", message: "boom" },
+    );
     const { statements, result } = await statementsFor(s, messages);
     expect(statements).toBe(2);
     expect(result.explicitAcks).toHaveLength(2);
@@ -82,7 +85,10 @@ describe("the sending-rate bucket", () => {
       // The API's rate limit still works; only the sending-rate call fails.
       get: (id: DurableObjectId) => {
         const real = env.PROJECT_LIMITER.get(id);
-        return { hitApi: (limit: number, now?: number) => real.hitApi(limit, now), takeSendTokens: () => Promise.reject(new Error("Durable Object reset (test)")) };
+        return {
+          hitApi: (limit: number, now?: number) => real.hitApi(limit, now),
+          takeSendTokens: () => Promise.reject(new Error("Durable Object reset (test)")),
+        };
       },
     } as unknown as Env["PROJECT_LIMITER"];
     const s = await sendingSetup({ PROJECT_LIMITER: unreachable });
@@ -94,7 +100,10 @@ describe("the sending-rate bucket", () => {
     expect(requeued.map((m) => m.body.emailId).sort()).toEqual([...ids].sort());
     expect(requeued.every((m) => (m.delaySeconds ?? 0) >= 5)).toBe(true);
     const rows = await db().select().from(emails).where(inArray(emails.id, ids));
-    expect(rows.map((r) => [r.status, r.attempts])).toEqual([["QUEUED", 0], ["QUEUED", 0]]);
+    expect(rows.map((r) => [r.status, r.attempts])).toEqual([
+      ["QUEUED", 0],
+      ["QUEUED", 0],
+    ]);
   });
 });
 
@@ -143,7 +152,14 @@ describe("the batch claim under redelivery", () => {
     expect(redelivered.retryMessages).toHaveLength(0);
     // Only the fresh email reached the provider, once.
     expect(s.ses.calls.map((c) => c.to[0])).toEqual(["done@example.com", "fresh@example.com"]);
-    const rows = new Map((await db().select().from(emails).where(inArray(emails.id, [done, inFlight, failed, fresh]))).map((e) => [e.id, e]));
+    const rows = new Map(
+      (
+        await db()
+          .select()
+          .from(emails)
+          .where(inArray(emails.id, [done, inFlight, failed, fresh]))
+      ).map((e) => [e.id, e]),
+    );
     expect(rows.get(done)!.status).toBe("SENT");
     expect(rows.get(inFlight)!.status).toBe("SENDING");
     expect(rows.get(failed)).toMatchObject({ status: "FAILED", error: "rejected" });

@@ -15,7 +15,13 @@ afterEach(() => vi.restoreAllMocks());
 type Setup = Awaited<ReturnType<typeof sendingSetup>>;
 
 async function sendOne(s: Setup, over: object = {}) {
-  const res = await s.send({ to: "ada@example.com", from: s.from, subject: "Hello", body: '<p>Hi <a href="https://example.com/x?a=1&amp;b=2">link</a></p>', ...over });
+  const res = await s.send({
+    to: "ada@example.com",
+    from: s.from,
+    subject: "Hello",
+    body: '<p>Hi <a href="https://example.com/x?a=1&amp;b=2">link</a></p>',
+    ...over,
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.data.emails[0].email as string;
 }
@@ -152,7 +158,12 @@ describe("send queue consumer", () => {
 
   it("holds a project to its sending rate: the rest of a batch is put back with a delay, not dropped or retried", async () => {
     const s = await sendingSetup({ SEND_RATE_PER_SECOND: "2" });
-    const res = await s.send({ to: ["a@example.com", "b@example.com", "c@example.com", "d@example.com", "e@example.com"], from: s.from, subject: "s", body: "b" });
+    const res = await s.send({
+      to: ["a@example.com", "b@example.com", "c@example.com", "d@example.com", "e@example.com"],
+      from: s.from,
+      subject: "s",
+      body: "b",
+    });
     expect(res.status).toBe(200);
     const result = await s.deliver();
     expect(s.ses.calls).toHaveLength(2);
@@ -176,7 +187,10 @@ describe("send queue consumer", () => {
     const id = await sendOne(s);
     s.queue.take(); // the message is lost
     const db = getDb(env.DB);
-    await db.update(emails).set({ updatedAt: new Date(Date.now() - 60 * 60 * 1000) }).where(eq(emails.id, id));
+    await db
+      .update(emails)
+      .set({ updatedAt: new Date(Date.now() - 60 * 60 * 1000) })
+      .where(eq(emails.id, id));
     const now = new Date();
     expect(await sweepStuckEmails(s.env, now)).toBe(1);
     const requeued = s.queue.take();

@@ -48,8 +48,7 @@ async function consume(bodies: unknown[]) {
 }
 
 const suppressionRows = (projectId: string) => getDb(env.DB).select().from(suppressions).where(eq(suppressions.projectId, projectId));
-const eventCount = async (emailId: string) =>
-  (await getDb(env.DB).select({ n: sql<number>`count(*)` }).from(events).where(eq(events.emailId, emailId)))[0].n;
+const eventCount = async (emailId: string) => (await getDb(env.DB).select({ n: sql<number>`count(*)` }).from(events).where(eq(events.emailId, emailId)))[0].n;
 
 describe("Cloudflare Email Service events", () => {
   it("message.delivered marks DELIVERED with the event's time (with or without the id's angle brackets)", async () => {

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { isSafeUrl, renderBody } from "../../src/services/send/render";
 
-const vars = (data: Record<string, unknown>) => ({ data: data as never, email: "ada@example.com", unsubscribeUrl: "https://edge-mail.test/unsubscribe/e1.sig" });
+const vars = (data: Record<string, unknown>) => ({
+  data: data as never,
+  email: "ada@example.com",
+  unsubscribeUrl: "https://edge-mail.test/unsubscribe/e1.sig",
+});
 
 /** Every tag and attribute that makes something live in a mail client. */
 function liveParts(html: string) {
@@ -86,7 +90,7 @@ describe("markdown bodies: values are text, never markdown", () => {
   });
 
   it("a value as the template's link target works for http(s) and is dropped for javascript: and data:", async () => {
-    const template = "[Open]({{url}}) ![pic]({{img}}) <a href=\"{{url}}\">raw</a>";
+    const template = '[Open]({{url}}) ![pic]({{img}}) <a href="{{url}}">raw</a>';
     const ok = await renderBody(template, vars({ url: "https://example.com/a?b=1&c=2", img: "https://cdn.example/p.png" }), "markdown");
     expect(ok).toContain('<a href="https://example.com/a?b=1&amp;c=2">Open</a>');
     expect(ok).toContain('<img src="https://cdn.example/p.png" alt="pic">');
@@ -99,7 +103,7 @@ describe("markdown bodies: values are text, never markdown", () => {
 
   it("built-ins and defaults render as text too ({{email}}, {{unsubscribeUrl}}, ?? fallbacks), numbers and lists as Liquid prints them", async () => {
     const html = await renderBody(
-      "{{email}} [Unsubscribe]({{unsubscribeUrl}}) {{nick ?? \"*friend*\"}} {{n}} {{list}} {{missing}}|",
+      '{{email}} [Unsubscribe]({{unsubscribeUrl}}) {{nick ?? "*friend*"}} {{n}} {{list}} {{missing}}|',
       vars({ n: 42, list: ["a", "<b>"] }),
       "markdown",
     );
@@ -127,7 +131,7 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
     ['<img src="data:image/png;base64,AAAA">', "html"],
     ['<img srcset="https://ok.example/a.png 1x, data:image/png;base64,AAAA 2x">', "html"],
     ['<div style="background:url(javascript:alert(1))">x</div>', "html"],
-    ['<div style="background-image: url(\'data:image/png;base64,AAAA\')">x</div>', "html"],
+    ["<div style=\"background-image: url('data:image/png;base64,AAAA')\">x</div>", "html"],
     ['<table background="javascript:alert(1)"><tr><td>x</td></tr></table>', "html"],
     ['<form action="javascript:alert(1)"><button formaction="data:x">b</button></form>', "html"],
     ['<svg><a xlink:href="javascript:alert(1)">x</a></svg>', "html"],
@@ -138,7 +142,10 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
     const html = await renderBody(template, vars({}), format);
     // Every attribute value and style left in the output, read loosely (references, whitespace).
     const values = [...html.matchAll(/\s[a-z:-]+\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)/gi)].map((m) =>
-      m[1].replace(/&#x0*9;|&#0*9;|&Tab;|&NewLine;|\s/gi, "").replace(/&#106;|&#x6a;/gi, "j").replace(/&colon;/gi, ":"),
+      m[1]
+        .replace(/&#x0*9;|&#0*9;|&Tab;|&NewLine;|\s/gi, "")
+        .replace(/&#106;|&#x6a;/gi, "j")
+        .replace(/&colon;/gi, ":"),
     );
     for (const value of values) expect(value, html).not.toMatch(/(javascript|vbscript|data):/i);
     // The element itself stays (only the attribute goes).
@@ -157,7 +164,21 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
     for (const safe of ["https://a.example", "http://a", "mailto:a@b.c", "tel:1", "cid:x", "/p", "p?q=a:b", "#f", "", "?a=b"]) {
       expect(isSafeUrl(safe), safe).toBe(true);
     }
-    for (const unsafe of ["javascript:x", " javascript:x", "\u0001javascript:x", "java\nscript:x", "JAVASCRIPT:x", "data:x", "vbscript:x", "file:///etc/passwd", "&#x6A;avascript:x", "jav&#x0A;ascript:x", "javascript&colon;x", "jav&Tab;ascript:x", "javascript&#58x"]) {
+    for (const unsafe of [
+      "javascript:x",
+      " javascript:x",
+      "\u0001javascript:x",
+      "java\nscript:x",
+      "JAVASCRIPT:x",
+      "data:x",
+      "vbscript:x",
+      "file:///etc/passwd",
+      "&#x6A;avascript:x",
+      "jav&#x0A;ascript:x",
+      "javascript&colon;x",
+      "jav&Tab;ascript:x",
+      "javascript&#58x",
+    ]) {
       expect(isSafeUrl(unsafe), unsafe).toBe(false);
     }
   });

@@ -20,30 +20,41 @@ const attachment = (text: string) => ({ filename: "notes.txt", contentType: "tex
 async function attachmentsOf(emailId: string) {
   const [email] = await db().select({ sendId: emails.sendId }).from(emails).where(eq(emails.id, emailId));
   const rows = await db().select().from(emailAttachments).where(eq(emailAttachments.sendId, email.sendId));
-  const chunks = rows.length ? await db().select().from(blobChunks).where(inArray(blobChunks.blobId, rows.map((r) => r.blobId))) : [];
+  const chunks = rows.length
+    ? await db()
+        .select()
+        .from(blobChunks)
+        .where(
+          inArray(
+            blobChunks.blobId,
+            rows.map((r) => r.blobId),
+          ),
+        )
+    : [];
   return { rows, chunks };
 }
 
-const storedBytes = async (projectId: string) =>
-  (await db().select({ b: projects.storedBytes }).from(projects).where(eq(projects.id, projectId)))[0].b;
+const storedBytes = async (projectId: string) => (await db().select({ b: projects.storedBytes }).from(projects).where(eq(projects.id, projectId)))[0].b;
 
 /** An email record created `daysAgo` days ago (its UUIDv7 id says so too). */
 async function insertOldEmail(projectId: string, daysAgo: number, status: "SENT" | "QUEUED" = "SENT") {
   const created = Date.now() - daysAgo * DAY;
   const id = uuidv7({ msecs: created });
-  await db().insert(emails).values({
-    id,
-    projectId,
-    sendId: uuidv7({ msecs: created }),
-    fromAddress: "news@sender.example",
-    toAddress: "old@example.com",
-    subject: "Old news",
-    html: `<p>${"x".repeat(100)}</p>`,
-    status,
-    messageId: `${id}@sender.example`,
-    createdAt: new Date(created),
-    updatedAt: new Date(created),
-  });
+  await db()
+    .insert(emails)
+    .values({
+      id,
+      projectId,
+      sendId: uuidv7({ msecs: created }),
+      fromAddress: "news@sender.example",
+      toAddress: "old@example.com",
+      subject: "Old news",
+      html: `<p>${"x".repeat(100)}</p>`,
+      status,
+      messageId: `${id}@sender.example`,
+      createdAt: new Date(created),
+      updatedAt: new Date(created),
+    });
   return id;
 }
 
@@ -82,7 +93,14 @@ describe("retention (cron)", () => {
     const stuck = await insertOldEmail(p.id, 31, "QUEUED");
     const recent = await insertOldEmail(p.id, 29);
     await runRetention(env);
-    const rows = new Map((await db().select().from(emails).where(inArray(emails.id, [old, stuck, recent]))).map((r) => [r.id, r]));
+    const rows = new Map(
+      (
+        await db()
+          .select()
+          .from(emails)
+          .where(inArray(emails.id, [old, stuck, recent]))
+      ).map((r) => [r.id, r]),
+    );
     expect(rows.get(old)!.html).toBe("");
     expect(rows.get(old)!.status).toBe("SENT");
     expect(rows.get(old)!.subject).toBe("Old news");
@@ -102,8 +120,7 @@ describe("retention (cron)", () => {
     const p = await newProject();
     const ids = [await insertOldEmail(p.id, 400), await insertOldEmail(p.id, 300), await insertOldEmail(p.id, 200)];
     expect(await dropOldEmailHtml(db(), env, new Date(), 2)).toBe(2);
-    const html = async () =>
-      new Map((await db().select().from(emails).where(inArray(emails.id, ids))).map((r) => [r.id, r.html]));
+    const html = async () => new Map((await db().select().from(emails).where(inArray(emails.id, ids))).map((r) => [r.id, r.html]));
     const first = await html();
     expect([first.get(ids[0]), first.get(ids[1])]).toEqual(["", ""]);
     expect(first.get(ids[2])).not.toBe("");

@@ -41,7 +41,11 @@ const recipients = (n: number, tag: string) => Array.from({ length: n }, (_, i) 
  * What the sweep queued for this test's project. The sweep is global, so
  * stuck mail another test in this file left behind may be queued too.
  */
-const ours = (s: Setup) => s.queue.take().map((m) => m.body).filter((b) => b.projectId === s.project.id);
+const ours = (s: Setup) =>
+  s.queue
+    .take()
+    .map((m) => m.body)
+    .filter((b) => b.projectId === s.project.id);
 const emailOf = async (s: Setup, id: string) => (await s.get(`/emails/${id}`)).body;
 
 describe("dead letters", () => {
@@ -210,7 +214,16 @@ describe("the send consumer when its input or its provider misbehaves", () => {
     const [id] = await sendTo(s, ["good@example.com"]);
     const [good] = s.queue.take();
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
-    const bad = [null, "text", 42, [], {}, { emailId: 7, projectId: s.project.id }, { emailId: id }, { projectId: s.project.id }] as unknown as SendEmailMessage[];
+    const bad = [
+      null,
+      "text",
+      42,
+      [],
+      {},
+      { emailId: 7, projectId: s.project.id },
+      { emailId: id },
+      { projectId: s.project.id },
+    ] as unknown as SendEmailMessage[];
     const unknown = { emailId: "01900000-0000-7000-8000-000000000000", projectId: s.project.id };
     const otherProject = { emailId: id, projectId: "01900000-0000-7000-8000-000000000001" };
     // A message naming this email under a project that does not exist changes nothing.

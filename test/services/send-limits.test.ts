@@ -62,7 +62,11 @@ describe("attachments: what one email can carry through SES v2", () => {
   it("one byte more is a 422 on attachments, and so is a near-limit attachment with a large body; nothing queued", async () => {
     const s = await sendingSetup();
     const base = { to: "ada@example.com", from: s.from, subject: "Report" };
-    const over = await s.send({ ...base, body: "<p>x</p>", attachments: [{ filename: "a.bin", content: zeros(MAX_ATTACHMENT_BYTES + 1), contentType: "application/octet-stream" }] });
+    const over = await s.send({
+      ...base,
+      body: "<p>x</p>",
+      attachments: [{ filename: "a.bin", content: zeros(MAX_ATTACHMENT_BYTES + 1), contentType: "application/octet-stream" }],
+    });
     expect(expectError(over, 422, "VALIDATION_ERROR").errors!.map((e) => e.field)).toEqual(["attachments"]);
     const withBigBody = await s.send({
       ...base,

@@ -153,10 +153,7 @@ describe("cancellation", () => {
     expect(rows.every((r) => r.finishedAt !== null)).toBe(true);
 
     // Both waiting instances are terminated through the queue.
-    const ids = await getDb(env.DB)
-      .select({ id: workflowExecutions.id })
-      .from(workflowExecutions)
-      .where(eq(workflowExecutions.workflowId, workflow.id));
+    const ids = await getDb(env.DB).select({ id: workflowExecutions.id }).from(workflowExecutions).where(eq(workflowExecutions.workflowId, workflow.id));
     for (const { id } of ids) {
       const handle = await env.AUTOMATIONS.get(id);
       await eventually(async () => expect((await handle.status()).status).toBe("terminated"));

@@ -18,7 +18,13 @@ afterEach(() => vi.restoreAllMocks());
 async function stepSetup(overrides: Parameters<typeof campaignSetup>[0] = {}) {
   const s = await campaignSetup(overrides);
   const template = async (type: "MARKETING" | "TRANSACTIONAL") => {
-    const res = await s.request("POST", "/templates", { name: `${type} news`, subject: `${type} for {{firstName ?? friend}}`, body: "<p>Hi {{firstName}}</p>", type, from: s.from });
+    const res = await s.request("POST", "/templates", {
+      name: `${type} news`,
+      subject: `${type} for {{firstName ?? friend}}`,
+      body: "<p>Hi {{firstName}}</p>",
+      type,
+      from: s.from,
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body.id as string;
   };
@@ -62,7 +68,10 @@ async function stepSetup(overrides: Parameters<typeof campaignSetup>[0] = {}) {
   }
 
   const emailRows = (executionId: string, stepId: string) =>
-    s.db.select().from(emails).where(eq(emails.sendId, workflowSendId(executionId, stepId)));
+    s.db
+      .select()
+      .from(emails)
+      .where(eq(emails.sendId, workflowSendId(executionId, stepId)));
 
   return { ...s, execution, emailRows };
 }

@@ -62,7 +62,15 @@ describe("an execution whose Workflows instance cannot be created", () => {
         },
       },
     } as unknown as Env;
-    const trigger: WorkflowQueueMessage = { kind: "trigger", outboxId: 1, projectId: project.id, contactId, type: "EVENT", eventName: "signup", eventId: newId() };
+    const trigger: WorkflowQueueMessage = {
+      kind: "trigger",
+      outboxId: 1,
+      projectId: project.id,
+      contactId,
+      type: "EVENT",
+      eventName: "signup",
+      eventId: newId(),
+    };
     async function deliver(attempts: number) {
       const batch = createMessageBatch<unknown>("edge-mail-workflows", [{ id: `m-${attempts}`, timestamp: new Date(), attempts, body: trigger }]);
       const ctx = createExecutionContext();
@@ -107,8 +115,18 @@ describe("an execution whose Workflows instance cannot be created", () => {
         },
       },
     } as unknown as Env;
-    const trigger: WorkflowQueueMessage = { kind: "trigger", outboxId: 1, projectId: project.id, contactId, type: "EVENT", eventName: "signup", eventId: newId() };
-    const first = createMessageBatch<unknown>("edge-mail-workflows", [{ id: "m-1", timestamp: new Date(), attempts: WORKFLOW_QUEUE_MAX_RETRIES + 1, body: trigger }]);
+    const trigger: WorkflowQueueMessage = {
+      kind: "trigger",
+      outboxId: 1,
+      projectId: project.id,
+      contactId,
+      type: "EVENT",
+      eventName: "signup",
+      eventId: newId(),
+    };
+    const first = createMessageBatch<unknown>("edge-mail-workflows", [
+      { id: "m-1", timestamp: new Date(), attempts: WORKFLOW_QUEUE_MAX_RETRIES + 1, body: trigger },
+    ]);
     const ctx = createExecutionContext();
     await worker.queue!(first, flaky, ctx);
     await getQueueResult(first, ctx);

@@ -48,10 +48,14 @@ describe("contact triggers", () => {
     // An event written directly (as the unsubscribe page or a future path would) fills the outbox.
     const { contact } = await a.track("pat@example.org", "warmup");
     await getDb(env.DB).run(
-      (await import("drizzle-orm")).sql`INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES (${crypto.randomUUID()}, ${a.project.id}, ${contact}, 'offline', '{}', ${Date.now()})`,
+      (await import("drizzle-orm"))
+        .sql`INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES (${crypto.randomUUID()}, ${a.project.id}, ${contact}, 'offline', '{}', ${Date.now()})`,
     );
     expect(await getDb(env.DB).select().from(workflowTriggerOutbox).where(eq(workflowTriggerOutbox.projectId, a.project.id))).toHaveLength(1);
-    await worker.scheduled!(createScheduledController({ scheduledTime: new Date(), cron: "* * * * *" }), env, { waitUntil() {}, passThroughOnException() {} } as unknown as ExecutionContext);
+    await worker.scheduled!(createScheduledController({ scheduledTime: new Date(), cron: "* * * * *" }), env, {
+      waitUntil() {},
+      passThroughOnException() {},
+    } as unknown as ExecutionContext);
     await a.executionWhere(workflow.id, (e) => e.contactId === contact && e.status === "COMPLETED");
   });
 });

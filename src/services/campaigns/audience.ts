@@ -60,7 +60,9 @@ async function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: str
   for (let i = 0; i < emailIds.length; i += 100) {
     batches.push(
       env.EMAIL_BULK_QUEUE.sendBatch(
-        emailIds.slice(i, i + 100).map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
+        emailIds
+          .slice(i, i + 100)
+          .map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
       ),
     );
   }
@@ -146,7 +148,10 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
       id,
       c: contact.id,
       to: contact.email,
-      s: (await renderSubject(campaign.subject, vars)).replace(/[\r\n]+/g, " ").trim().slice(0, 998),
+      s: (await renderSubject(campaign.subject, vars))
+        .replace(/[\r\n]+/g, " ")
+        .trim()
+        .slice(0, 998),
       h: await renderBody(body, vars),
       m: `${id}@${domain}`,
     });
@@ -161,9 +166,11 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
      WHERE id = ?4 AND status = 'SENDING' AND send_cursor IS ?5 RETURNING id`,
   ).bind(last, done ? 1 : 0, now, campaign.id, message.after);
   // This page's emails still QUEUED (all of them the first time; the unsent ones on a redelivery).
-  const queued = env.DB.prepare(
-    `SELECT id FROM emails WHERE campaign_id = ?1 AND contact_id > ?2 AND contact_id <= ?3 AND status = 'QUEUED'`,
-  ).bind(campaign.id, message.after ?? "", last ?? "");
+  const queued = env.DB.prepare(`SELECT id FROM emails WHERE campaign_id = ?1 AND contact_id > ?2 AND contact_id <= ?3 AND status = 'QUEUED'`).bind(
+    campaign.id,
+    message.after ?? "",
+    last ?? "",
+  );
   const results = await env.DB.batch([...insertRows(env.DB, campaign, rows, now), advance, queued]);
   const advanced = (results[results.length - 2].results ?? []).length > 0;
   const toSend = ((results[results.length - 1].results ?? []) as { id: string }[]).map((r) => r.id);
@@ -204,7 +211,14 @@ export async function finalizeCampaigns(db: Database, campaignIds: string[]): Pr
  * of two concurrent starts, by API or cron, exactly one wins) and queues the
  * first audience page. Returns the campaign, or undefined when another start won.
  */
-export async function startSending(db: Database, env: Env, campaign: Campaign, condition: Condition | null, now = new Date(), fromStatus: CampaignStatus[] = ["DRAFT", "SCHEDULED"]) {
+export async function startSending(
+  db: Database,
+  env: Env,
+  campaign: Campaign,
+  condition: Condition | null,
+  now = new Date(),
+  fromStatus: CampaignStatus[] = ["DRAFT", "SCHEDULED"],
+) {
   const [started] = await db
     .update(campaigns)
     .set({
@@ -254,18 +268,16 @@ export async function runCampaignJobs(env: Env, now = new Date()) {
       console.error("starting scheduled campaign failed", campaign.id, err);
     }
   }
-  const sending = await db
-    .select()
-    .from(campaigns)
-    .where(eq(campaigns.status, "SENDING"))
-    .orderBy(asc(campaigns.updatedAt))
-    .limit(CRON_LIMIT);
+  const sending = await db.select().from(campaigns).where(eq(campaigns.status, "SENDING")).orderBy(asc(campaigns.updatedAt)).limit(CRON_LIMIT);
   const stalled = sending.filter((c) => !c.audienceDone && c.updatedAt.getTime() < now.getTime() - STALLED_WALK_MS);
   for (const campaign of stalled) {
     await db.update(campaigns).set({ updatedAt: now }).where(eq(campaigns.id, campaign.id));
     await enqueueCampaignPage(env, campaign, campaign.sendCursor);
   }
-  await finalizeCampaigns(db, sending.filter((c) => c.audienceDone).map((c) => c.id));
+  await finalizeCampaigns(
+    db,
+    sending.filter((c) => c.audienceDone).map((c) => c.id),
+  );
   return { started, resumed: stalled.length };
 }
 
@@ -290,7 +302,9 @@ async function heldByQuota(db: Database, env: Env, campaign: Campaign, condition
 async function audienceOf(db: Database, campaign: Campaign): Promise<Condition | null> {
   if (campaign.audienceType === "ALL") return null;
   if (campaign.audienceType === "FILTERED") return ConditionSchema.parse(campaign.audienceFilter);
-  const segment = campaign.segmentId ? await db.query.segments.findFirst({ where: (s, { eq: e, and: a }) => a(e(s.id, campaign.segmentId!), e(s.projectId, campaign.projectId)) }) : undefined;
+  const segment = campaign.segmentId
+    ? await db.query.segments.findFirst({ where: (s, { eq: e, and: a }) => a(e(s.id, campaign.segmentId!), e(s.projectId, campaign.projectId)) })
+    : undefined;
   if (!segment) return { logic: "AND", groups: [{ filters: [{ field: "email", operator: "notExists" }] }] };
   return ConditionSchema.parse(segment.condition);
 }

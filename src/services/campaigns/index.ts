@@ -17,7 +17,6 @@ import { unsubscribeUrl } from "../tracking/links";
 import type { CampaignInput, CampaignView } from "../../schemas/campaigns";
 import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
 
-
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function toCampaignView(c: Campaign): CampaignView {
@@ -42,12 +41,13 @@ export function toCampaignView(c: Campaign): CampaignView {
   };
 }
 
-
 /** Checks what the body schema cannot: the sender's domain, the segment's project, the audience's completeness, template syntax. */
 async function validateCampaign(db: Database, projectId: string, input: CampaignInput, changed: Partial<CampaignInput>) {
   const missing = [
-    input.audienceType === "SEGMENT" && !input.segmentId && { field: "segmentId", message: "segmentId is required when audienceType is SEGMENT", code: "required" },
-    input.audienceType === "FILTERED" && !input.audienceFilter && { field: "audienceFilter", message: "audienceFilter is required when audienceType is FILTERED", code: "required" },
+    input.audienceType === "SEGMENT" &&
+      !input.segmentId && { field: "segmentId", message: "segmentId is required when audienceType is SEGMENT", code: "required" },
+    input.audienceType === "FILTERED" &&
+      !input.audienceFilter && { field: "audienceFilter", message: "audienceFilter is required when audienceType is FILTERED", code: "required" },
   ].filter((e): e is { field: string; message: string; code: string } => Boolean(e));
   if (missing.length > 0) throw ApiError.validation(missing);
   if (changed.subject !== undefined) await assertTemplateSyntax(changed.subject, "subject");
@@ -141,7 +141,10 @@ export async function updateCampaign(db: Database, projectId: string, id: string
 export async function deleteCampaign(db: Database, projectId: string, id: string): Promise<void> {
   const current = await getCampaign(db, projectId, id);
   if (current.status !== "DRAFT") {
-    throw ApiError.invalidState(`A ${current.status} campaign cannot be deleted`, current.status === "SCHEDULED" ? "Cancel it first (POST /campaigns/{id}/cancel)." : undefined);
+    throw ApiError.invalidState(
+      `A ${current.status} campaign cannot be deleted`,
+      current.status === "SCHEDULED" ? "Cancel it first (POST /campaigns/{id}/cancel)." : undefined,
+    );
   }
   const deleted = await db
     .delete(campaigns)
@@ -330,7 +333,10 @@ export async function listCampaigns(db: Database, projectId: string, query: List
     rowsQuery,
     db.select({ total: count() }).from(campaigns).where(where),
     // With a cursor, the page number follows from how many rows come before it.
-    db.select({ before: count() }).from(campaigns).where(after ? and(where, gt(campaigns.id, after)) : sql`0`),
+    db
+      .select({ before: count() })
+      .from(campaigns)
+      .where(after ? and(where, gt(campaigns.id, after)) : sql`0`),
   ]);
   const hasMore = rows.length > query.limit;
   const items = rows.slice(0, query.limit);

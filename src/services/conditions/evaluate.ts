@@ -163,7 +163,11 @@ function evaluateFilter(filter: Filter, contact: ConditionContact, activity: Con
     case "data":
       return dataFilter(filter, dataValue(contact.data, ref.path));
     case "event":
-      return historyFilter(filter, (activity.events ?? []).filter((e) => e.name === ref.name).map((e) => ms(e.createdAt)), now);
+      return historyFilter(
+        filter,
+        (activity.events ?? []).filter((e) => e.name === ref.name).map((e) => ms(e.createdAt)),
+        now,
+      );
     case "activity":
       return historyFilter(
         filter,
@@ -178,12 +182,7 @@ function evaluateFilter(filter: Filter, contact: ConditionContact, activity: Con
  * meaning of `compileCondition` in SQL (the table test in
  * test/services/conditions.test.ts holds both to the same answers).
  */
-export function evaluateCondition(
-  condition: Condition,
-  contact: ConditionContact,
-  activity: ContactActivity = {},
-  now: Date | number = Date.now(),
-): boolean {
+export function evaluateCondition(condition: Condition, contact: ConditionContact, activity: ContactActivity = {}, now: Date | number = Date.now()): boolean {
   const at = ms(now);
   const groupMatches = condition.groups.map(
     (group) =>

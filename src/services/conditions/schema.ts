@@ -110,7 +110,9 @@ export const FilterSchema = z
     value: z
       .union([z.string().max(MAX_STRING_VALUE), z.number().finite(), z.boolean()])
       .optional()
-      .openapi({ description: "String, number or boolean, compared by its JSON type; a number of units for within/olderThan/triggeredWithin/triggeredOlderThan" }),
+      .openapi({
+        description: "String, number or boolean, compared by its JSON type; a number of units for within/olderThan/triggeredWithin/triggeredOlderThan",
+      }),
     unit: z.enum(TIME_UNITS).optional().openapi({ description: "Required for within, olderThan, triggeredWithin and triggeredOlderThan" }),
   })
   .strict()
@@ -152,7 +154,8 @@ export const FilterSchema = z
         break;
       case "span":
         if (typeof value !== "number" || !(value > 0)) bad(`${filter.operator} needs a positive number of ${filter.unit ?? "units"}`);
-        else if (filter.unit && value * UNIT_MS[filter.unit] > MAX_SPAN_DAYS * UNIT_MS.days) bad(`${filter.operator} may reach back at most ${MAX_SPAN_DAYS} days`);
+        else if (filter.unit && value * UNIT_MS[filter.unit] > MAX_SPAN_DAYS * UNIT_MS.days)
+          bad(`${filter.operator} may reach back at most ${MAX_SPAN_DAYS} days`);
         if (!filter.unit) ctx.addIssue({ code: "custom", path: ["unit"], message: `${filter.operator} needs a unit: ${TIME_UNITS.join(", ")}` });
         break;
     }

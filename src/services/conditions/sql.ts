@@ -32,8 +32,7 @@ function dataFilter(filter: Filter, path: string): SQL {
     if (typeof value === "number") return sql`(${type} IN ('integer', 'real') AND ${compare(extracted)})`;
     return sql`(${type} = 'text' AND ${compare(extracted)})`;
   };
-  const equals = () =>
-    typeof value === "boolean" ? sql`${type} = ${value ? "true" : "false"}` : typed((x) => sql`${x} = ${value}`);
+  const equals = () => (typeof value === "boolean" ? sql`${type} = ${value ? "true" : "false"}` : typed((x) => sql`${x} = ${value}`));
   const contains = () => sql`(${type} = 'text' AND json_extract(${contacts.data}, ${path}) LIKE ${likePattern(String(value))} ESCAPE '\\')`;
   switch (filter.operator) {
     case "exists":
@@ -73,9 +72,7 @@ function timestampFilter(filter: Filter, column: SQL, now: number): SQL {
       return sql`${column} < ${spanCutoff(filter, now)}`;
   }
   const at = timestampOf(filter.value)!;
-  const op = { equals: "=", notEquals: "<>", greaterThan: ">", lessThan: "<", greaterThanOrEqual: ">=", lessThanOrEqual: "<=" }[
-    filter.operator as "equals"
-  ];
+  const op = { equals: "=", notEquals: "<>", greaterThan: ">", lessThan: "<", greaterThanOrEqual: ">=", lessThanOrEqual: "<=" }[filter.operator as "equals"];
   return sql`${column} ${sql.raw(op)} ${at}`;
 }
 

@@ -48,9 +48,7 @@ export function backoffMs(attempts: number): number {
 export async function lookupRecords(config: DnsConfig, records: DomainDnsRecord[]): Promise<Map<string, DnsResult>> {
   const wanted = new Map<string, DomainDnsRecord>();
   for (const record of records) wanted.set(lookupKey(record), record);
-  const entries = await Promise.all(
-    [...wanted].map(async ([key, record]) => [key, await resolveDns(config, record.name, lookupType(record))] as const),
-  );
+  const entries = await Promise.all([...wanted].map(async ([key, record]) => [key, await resolveDns(config, record.name, lookupType(record))] as const));
   return new Map(entries);
 }
 
@@ -108,9 +106,7 @@ export function applyCheck(domain: Domain, judgements: Judgement[], now: Date) {
   }
 
   // VERIFIED, but a required record is missing (or DNS did not answer).
-  const since = required
-    .map((r) => (r.failingSince ? Date.parse(r.failingSince) : Number.NaN))
-    .filter((t) => Number.isFinite(t));
+  const since = required.map((r) => (r.failingSince ? Date.parse(r.failingSince) : Number.NaN)).filter((t) => Number.isFinite(t));
   const firstFailure = since.length ? Math.min(...since) : now.getTime();
   if (since.length && now.getTime() >= firstFailure + VERIFICATION_WINDOW_MS && !anyUnknown) return giveUp(records);
   return {

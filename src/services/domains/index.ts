@@ -5,7 +5,7 @@
 import { and, count, eq, isNull, lt, type SQL } from "drizzle-orm";
 import { LRUCache } from "lru-cache";
 import type { Database } from "../../db/client";
-import { domains, type Domain, } from "../../db/schema";
+import { domains, type Domain } from "../../db/schema";
 import type { Env } from "../../env";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
@@ -21,7 +21,6 @@ import { findDomainUsage } from "./usage";
 import { checkDomain, VERIFICATION_WINDOW_MS } from "./dns-check";
 
 export { runDomainChecks } from "./dns-check";
-
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
@@ -58,9 +57,9 @@ export function parseDomainName(input: string): string {
 }
 
 function conflict(name: string, sameProject: boolean) {
-  return new ApiError("CONFLICT", sameProject
-      ? `The domain ${name} has already been added to this project`
-      : `The domain ${name} is already in use by another project`,
+  return new ApiError(
+    "CONFLICT",
+    sameProject ? `The domain ${name} has already been added to this project` : `The domain ${name} is already in use by another project`,
     {
       suggestion: sameProject
         ? "Use GET /domains to find it; POST /domains/{id}/verify checks it again."
@@ -221,14 +220,22 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
 /** The project's domain named like the address's domain (not yet checked for status), as a query not yet run. */
 export function findSendingDomain(db: Database, projectId: string, fromAddress: string) {
   const name = domainOfAddress(fromAddress);
-  return name ? db.select().from(domains).where(and(eq(domains.projectId, projectId), eq(domains.name, name))).limit(1) : null;
+  return name
+    ? db
+        .select()
+        .from(domains)
+        .where(and(eq(domains.projectId, projectId), eq(domains.name, name)))
+        .limit(1)
+    : null;
 }
 
 /** 403 DOMAIN_NOT_VERIFIED unless `domain` (the from address's domain of the project, if any) is VERIFIED. */
 export function assertVerifiedDomain(fromAddress: string, domain: Domain | undefined): Domain {
   if (domain?.status !== "VERIFIED") {
     const shown = domainOfAddress(fromAddress) ?? fromAddress;
-    throw new ApiError("DOMAIN_NOT_VERIFIED", domain
+    throw new ApiError(
+      "DOMAIN_NOT_VERIFIED",
+      domain
         ? `The domain ${shown} is ${domain.status === "FAILED" ? "not verified (verification failed)" : "not verified yet"}`
         : `The domain ${shown} is not a verified sending domain of this project`,
       {

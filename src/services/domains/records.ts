@@ -40,12 +40,7 @@ export const DMARC_VALUE = "v=DMARC1; p=none;";
  * return-path (MAIL FROM) subdomain's MX and SPF records (without them SES
  * falls back to its own MAIL FROM domain) and a DMARC policy.
  */
-export function expectedRecords(
-  config: DomainRecordConfig,
-  domain: string,
-  selector: string,
-  publicKey: string,
-): DomainDnsRecord[] {
+export function expectedRecords(config: DomainRecordConfig, domain: string, selector: string, publicKey: string): DomainDnsRecord[] {
   const mailFrom = `${config.mailFromSubdomain}.${domain}`;
   return [
     {
@@ -128,10 +123,7 @@ export function judgeRecord(record: DomainDnsRecord, result: DnsResult, config: 
   if (texts.length === 0) {
     return {
       verdict: "missing",
-      detail:
-        result.outcome === "nxdomain"
-          ? `${record.name} does not exist in DNS yet (NXDOMAIN)`
-          : `No TXT record found at ${record.name}`,
+      detail: result.outcome === "nxdomain" ? `${record.name} does not exist in DNS yet (NXDOMAIN)` : `No TXT record found at ${record.name}`,
     };
   }
   switch (record.purpose) {

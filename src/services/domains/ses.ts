@@ -26,12 +26,7 @@ export class SesRegistrationError extends Error {
  * never touched: replacing its DKIM key would take over, or break, a domain
  * someone else set up. That is refused (`alreadyExists`).
  */
-export async function registerDomainWithSes(
-  env: SesEnv,
-  domain: string,
-  selector: string,
-  privateKeyPkcs8Base64: string,
-): Promise<void> {
+export async function registerDomainWithSes(env: SesEnv, domain: string, selector: string, privateKeyPkcs8Base64: string): Promise<void> {
   const ses = sesApi(env);
   if (!ses) throw new SesRegistrationError(SES_NOT_CONFIGURED);
   const { client, baseUrl: base } = ses;

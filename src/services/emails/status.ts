@@ -24,8 +24,7 @@ export const STATUS_RANK: Record<EmailStatus, number> = {
 };
 
 /** The status after `next` happened to an email in status `current`. */
-export const advanceStatus = (current: EmailStatus, next: EmailStatus): EmailStatus =>
-  STATUS_RANK[current] < STATUS_RANK[next] ? next : current;
+export const advanceStatus = (current: EmailStatus, next: EmailStatus): EmailStatus => (STATUS_RANK[current] < STATUS_RANK[next] ? next : current);
 
 /** SQL expression: the rank of the emails.status column. */
 export function statusRankSql(column: SQL | typeof emails.status = emails.status): SQL<number> {

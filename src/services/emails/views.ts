@@ -1,6 +1,6 @@
 import { and, eq, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { emails, type Email, } from "../../db/schema";
+import { emails, type Email } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { listNewestFirst } from "../../lib/pagination";
 import type { EmailListQuery, EmailView } from "../../schemas/emails";

@@ -23,14 +23,7 @@ import { buildSuppression } from "../suppressions";
  * redeliveries change nothing.
  */
 
-export type FeedbackOutcome =
-  | "delivered"
-  | "bounced"
-  | "transient-bounce"
-  | "complained"
-  | "failed"
-  | "unknown-email"
-  | "ignored";
+export type FeedbackOutcome = "delivered" | "bounced" | "transient-bounce" | "complained" | "failed" | "unknown-email" | "ignored";
 
 export type Feedback =
   | { kind: "delivered"; providerMessageId: string; at?: Date }

@@ -35,7 +35,6 @@ const when = (v: unknown): Date | undefined => {
   return Number.isNaN(parsed) ? undefined : new Date(parsed);
 };
 
-
 /** The feedback an event stands for, or null when it changes nothing (deferred, other sources, malformed). */
 export function parseEmailServiceEvent(body: unknown): Feedback | null {
   if (!isObj(body) || !isObj(body.payload)) return null;

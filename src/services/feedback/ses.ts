@@ -65,40 +65,44 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
     const to = await recipientOf(db, providerMessageId);
     const recipient = recipients.find((r) => str(r.emailAddress)?.toLowerCase() === to) ?? recipients[0];
     const diagnosticCode = str(recipient?.diagnosticCode);
-    return applyFeedback(db, {
-      kind: "bounce",
-      providerMessageId,
-      permanent: bounceType === "Permanent",
-      feedbackId: str(bounce.feedbackId) ?? snsMessageId,
-      data: {
-        bounceType,
-        ...(bounceSubType ? { bounceSubType } : {}),
-        ...(diagnosticCode ? { diagnosticCode } : {}),
-        ...(str(recipient?.status) ? { smtpStatus: str(recipient?.status)! } : {}),
+    return applyFeedback(
+      db,
+      {
+        kind: "bounce",
+        providerMessageId,
+        permanent: bounceType === "Permanent",
+        feedbackId: str(bounce.feedbackId) ?? snsMessageId,
+        data: {
+          bounceType,
+          ...(bounceSubType ? { bounceSubType } : {}),
+          ...(diagnosticCode ? { diagnosticCode } : {}),
+          ...(str(recipient?.status) ? { smtpStatus: str(recipient?.status)! } : {}),
+        },
+        reason: diagnosticCode ?? `Permanent bounce${bounceSubType ? ` (${bounceSubType})` : ""}`,
+        at: at(bounce.timestamp),
       },
-      reason: diagnosticCode ?? `Permanent bounce${bounceSubType ? ` (${bounceSubType})` : ""}`,
-      at: at(bounce.timestamp),
-    }, eventQuota);
+      eventQuota,
+    );
   }
 
   // Complaint
   const complaint = isObj(message.complaint) ? message.complaint : {};
   const complaintFeedbackType = str(complaint.complaintFeedbackType);
-  return applyFeedback(db, {
-    kind: "complaint",
-    providerMessageId,
-    feedbackId: str(complaint.feedbackId) ?? snsMessageId,
-    data: complaintFeedbackType ? { complaintFeedbackType } : {},
-    detail: `Complaint${complaintFeedbackType ? ` (${complaintFeedbackType})` : ""}`,
-    at: at(complaint.timestamp),
-  }, eventQuota);
+  return applyFeedback(
+    db,
+    {
+      kind: "complaint",
+      providerMessageId,
+      feedbackId: str(complaint.feedbackId) ?? snsMessageId,
+      data: complaintFeedbackType ? { complaintFeedbackType } : {},
+      detail: `Complaint${complaintFeedbackType ? ` (${complaintFeedbackType})` : ""}`,
+      at: at(complaint.timestamp),
+    },
+    eventQuota,
+  );
 }
 
 async function recipientOf(db: Database, providerMessageId: string): Promise<string | undefined> {
-  const [email] = await db
-    .select({ toAddress: emails.toAddress })
-    .from(emails)
-    .where(eq(emails.providerMessageId, providerMessageId))
-    .limit(1);
+  const [email] = await db.select({ toAddress: emails.toAddress }).from(emails).where(eq(emails.providerMessageId, providerMessageId)).limit(1);
   return email?.toAddress.toLowerCase();
 }

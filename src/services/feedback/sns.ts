@@ -263,10 +263,7 @@ function decodeBase64(value: string): Uint8Array | null {
  * authentic. The certificate URL is checked before anything is fetched, and
  * only that checked URL is fetched.
  */
-export async function verifySnsMessage(
-  m: SnsMessage,
-  options: { fetcher?: typeof fetch; now?: number } = {},
-): Promise<void> {
+export async function verifySnsMessage(m: SnsMessage, options: { fetcher?: typeof fetch; now?: number } = {}): Promise<void> {
   if (m.SignatureVersion !== "1" && m.SignatureVersion !== "2") {
     throw new SnsVerificationError("forged", `Unsupported SignatureVersion ${JSON.stringify(m.SignatureVersion)}`);
   }

@@ -57,8 +57,7 @@ export class CloudflareEmailProvider implements EmailProvider {
  */
 export const normalizeMessageId = (id: string): string => id.trim().replace(/^<(.*)>$/, "$1");
 
-export const CLOUDFLARE_NOT_CONFIGURED =
-  'EMAIL_PROVIDER=cloudflare needs a send_email binding named EMAIL ([[send_email]] name = "EMAIL" in wrangler.toml)';
+export const CLOUDFLARE_NOT_CONFIGURED = 'EMAIL_PROVIDER=cloudflare needs a send_email binding named EMAIL ([[send_email]] name = "EMAIL" in wrangler.toml)';
 
 /**
  * Error codes the binding throws (`err.code`) that mean "try again later":

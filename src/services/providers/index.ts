@@ -19,9 +19,7 @@ export function getProvider(env: Env, db: Database): EmailProvider {
   if (name === "cloudflare") return new CloudflareEmailProvider(env);
   if (name === "capture" && (environment === "development" || environment === "test")) return new CaptureProvider(db);
   throw new ProviderError(
-    name === "capture"
-      ? "EMAIL_PROVIDER=capture is only allowed when ENVIRONMENT=development"
-      : `Unknown EMAIL_PROVIDER "${name}" (use "ses" or "cloudflare")`,
+    name === "capture" ? "EMAIL_PROVIDER=capture is only allowed when ENVIRONMENT=development" : `Unknown EMAIL_PROVIDER "${name}" (use "ses" or "cloudflare")`,
     true,
   );
 }

@@ -5,8 +5,7 @@ import { readConfig } from "../../lib/config";
 /** The SES v2 HTTP API as this deployment reaches it: SigV4 signing by aws4fetch. */
 export type SesEnv = Pick<Env, "SES_ENDPOINT" | "SES_REGION" | "SES_ACCESS_KEY_ID" | "SES_SECRET_ACCESS_KEY">;
 
-export const SES_NOT_CONFIGURED =
-  "SES is not configured: set the SES_ACCESS_KEY_ID and SES_SECRET_ACCESS_KEY secrets (wrangler secret put)";
+export const SES_NOT_CONFIGURED = "SES is not configured: set the SES_ACCESS_KEY_ID and SES_SECRET_ACCESS_KEY secrets (wrangler secret put)";
 
 export interface SesApi {
   client: AwsClient;

@@ -41,13 +41,7 @@ async function requestHash(body: SendRequest): Promise<string> {
  * there is none (an expired record is removed). The emails are read back by
  * the send's id, so the record is written in the same batch as the emails.
  */
-async function replayIdempotent(
-  db: Database,
-  projectId: string,
-  key: string,
-  hash: string,
-  alreadyRead?: IdempotencyRecord,
-): Promise<SendResult | null> {
+async function replayIdempotent(db: Database, projectId: string, key: string, hash: string, alreadyRead?: IdempotencyRecord): Promise<SendResult | null> {
   const record =
     alreadyRead ??
     (await db.query.idempotencyKeys.findFirst({
@@ -119,9 +113,17 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const domainQuery = fromGiven && !verifiedDomains.get(projectId, fromGiven) ? findSendingDomain(db, projectId, fromGiven) : null;
   const reads = [
     idempotencyKey
-      ? db.select().from(idempotencyKeys).where(and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, idempotencyKey)))
+      ? db
+          .select()
+          .from(idempotencyKeys)
+          .where(and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, idempotencyKey)))
       : null,
-    body.template ? db.select().from(templates).where(and(eq(templates.id, body.template), eq(templates.projectId, projectId))) : null,
+    body.template
+      ? db
+          .select()
+          .from(templates)
+          .where(and(eq(templates.id, body.template), eq(templates.projectId, projectId)))
+      : null,
     domainQuery,
     suppressionsOf(db, projectId, addresses),
     contactsByEmail(db, projectId, addresses),
@@ -168,7 +170,7 @@ function resolveMessage(body: SendRequest, template: Template | undefined) {
     subject,
     html,
     from,
-    fromName: body.name ?? from.name ?? (body.from ? undefined : template?.fromName ?? undefined),
+    fromName: body.name ?? from.name ?? (body.from ? undefined : (template?.fromName ?? undefined)),
     replyTo: body.reply ?? template?.replyTo ?? null,
     marketing: template?.type === "MARKETING",
   };
@@ -210,7 +212,15 @@ function sendableRecipients(body: SendRequest, addresses: string[], inputs: Send
 }
 
 /** Step 5, rendering: every recipient's subject and body, on one render budget for the whole request. */
-async function renderEmails(env: Env, body: SendRequest, message: Message, sendable: string[], inputs: SendInputs, forThisEmail: JsonObject, requestUrl?: string) {
+async function renderEmails(
+  env: Env,
+  body: SendRequest,
+  message: Message,
+  sendable: string[],
+  inputs: SendInputs,
+  forThisEmail: JsonObject,
+  requestUrl?: string,
+) {
   const baseUrl = publicUrl(env, requestUrl);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   const budget = new RenderBudget();
@@ -288,7 +298,20 @@ export async function acceptSend(db: Database, env: Env, projectId: string, body
   const sendId = newId();
   const now = new Date();
   const response: SendResult = { emails: [], suppressed, timestamp: now.toISOString() };
-  const write = buildSendWrites(db, env, projectId, { body, message, recipients, rendered, persistent, senderDomain, sendId, now, storedBytes, response, hash, idempotencyKey: options.idempotencyKey });
+  const write = buildSendWrites(db, env, projectId, {
+    body,
+    message,
+    recipients,
+    rendered,
+    persistent,
+    senderDomain,
+    sendId,
+    now,
+    storedBytes,
+    response,
+    hash,
+    idempotencyKey: options.idempotencyKey,
+  });
   let results: unknown[];
   try {
     results = await runGuardedBatch(env, () => runBatch(db, write.statements), now);
@@ -301,7 +324,11 @@ export async function acceptSend(db: Database, env: Env, projectId: string, body
   }
   response.emails = write.emailsOf(results);
   options.onWorkflowTriggers?.((results.at(-1) as unknown[]).length > 0);
-  await enqueueEmails(env, projectId, response.emails.map((e) => e.email));
+  await enqueueEmails(
+    env,
+    projectId,
+    response.emails.map((e) => e.email),
+  );
   return response;
 }
 
@@ -331,7 +358,13 @@ function buildSendWrites(
   },
 ) {
   const { body, message, rendered, now } = w;
-  const guard = buildQuotaGuard(db, env, projectId, { emailsToday: rendered.length, contacts: rendered.map((p) => p.address), storedBytes: w.storedBytes }, now);
+  const guard = buildQuotaGuard(
+    db,
+    env,
+    projectId,
+    { emailsToday: rendered.length, contacts: rendered.map((p) => p.address), storedBytes: w.storedBytes },
+    now,
+  );
   const idempotency = w.idempotencyKey
     ? [
         db.insert(idempotencyKeys).values({

@@ -93,12 +93,6 @@ export function buildAttachmentInserts(db: Database, sendId: string, attachments
 }
 
 export async function loadAttachments(db: Database, sendId: string): Promise<StoredAttachment[]> {
-  const rows = await db
-    .select()
-    .from(emailAttachments)
-    .where(eq(emailAttachments.sendId, sendId))
-    .orderBy(asc(emailAttachments.position));
-  return Promise.all(
-    rows.map(async (row) => ({ filename: row.filename, contentType: row.contentType, content: await readBlob(db, row.blobId) })),
-  );
+  const rows = await db.select().from(emailAttachments).where(eq(emailAttachments.sendId, sendId)).orderBy(asc(emailAttachments.position));
+  return Promise.all(rows.map(async (row) => ({ filename: row.filename, contentType: row.contentType, content: await readBlob(db, row.blobId) })));
 }

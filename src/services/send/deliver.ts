@@ -93,18 +93,12 @@ async function claimBatch(db: Database, slots: Slot[], options: { checkAudience:
   return results.flat().filter((email) => email.status === "SENDING");
 }
 
-async function composeMessage(
-  db: Database,
-  env: Env,
-  email: Email,
-  trackingEnabled: boolean,
-): Promise<{ raw: string; parts: MessageParts }> {
+async function composeMessage(db: Database, env: Env, email: Email, trackingEnabled: boolean): Promise<{ raw: string; parts: MessageParts }> {
   const baseUrl = publicUrl(env);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says.
-  const html = trackingEnabled && email.tracked
-    ? await addTracking(email.html, { emailId: email.id, baseUrl, secret, trackOpens: true, trackClicks: true })
-    : email.html;
+  const html =
+    trackingEnabled && email.tracked ? await addTracking(email.html, { emailId: email.id, baseUrl, secret, trackOpens: true, trackClicks: true }) : email.html;
   const attachments = email.hasAttachments ? await loadAttachments(db, email.sendId) : [];
   const fromDomain = email.fromAddress.split("@")[1];
   const listUnsubscribe = email.marketing
@@ -139,7 +133,15 @@ async function deliverOne(db: Database, env: Env, provider: EmailProvider, email
     if (raw.length > MAX_RAW_MESSAGE_BYTES) {
       throw new ProviderError(`The message is ${raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`, false);
     }
-    const outgoing = { emailId: email.id, projectId: email.projectId, from: email.fromAddress, to: email.toAddress, subject: email.subject, raw, parts: composed.parts };
+    const outgoing = {
+      emailId: email.id,
+      projectId: email.projectId,
+      from: email.fromAddress,
+      to: email.toAddress,
+      subject: email.subject,
+      raw,
+      parts: composed.parts,
+    };
     raw = null;
     const { providerMessageId } = await provider.send(outgoing);
     return { emailId: email.id, status: "SENT", providerMessageId };
@@ -179,7 +181,10 @@ async function recordOutcomes(d1: D1Database, outcomes: Outcome[]) {
   const statements = chunks(outcomes, IDS_PER_STATEMENT).map((chunk) =>
     d1
       .prepare(RECORD_OUTCOMES_SQL)
-      .bind(now, JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId : null, o.status === "SENT" ? null : o.error]))),
+      .bind(
+        now,
+        JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId : null, o.status === "SENT" ? null : o.error])),
+      ),
   );
   const tries = outcomes.some((o) => o.status === "SENT") ? 3 : 1;
   for (let attempt = 1; ; attempt++) {

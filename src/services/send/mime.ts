@@ -66,9 +66,7 @@ export function buildMime(email: Email, options: MimeOptions): string {
   if (email.replyTo) msg.setHeader("Reply-To", new Mailbox(email.replyTo));
   msg.setSubject(email.subject);
   // mimetext encodes the subject as one encoded-word; long subjects need folding.
-  const subjectField = (msg.headers as unknown as { fields: { name: string; dump?: (v: unknown) => string }[] }).fields.find(
-    (f) => f.name === "Subject",
-  );
+  const subjectField = (msg.headers as unknown as { fields: { name: string; dump?: (v: unknown) => string }[] }).fields.find((f) => f.name === "Subject");
   if (subjectField) subjectField.dump = (value) => encodeHeaderWords(String(value));
   msg.setHeader("Message-ID", `<${email.messageId}>`);
   for (const [name, value] of Object.entries(messageHeaders(email, options))) msg.setHeader(name, value);
@@ -78,9 +76,7 @@ export function buildMime(email: Email, options: MimeOptions): string {
   for (const attachment of options.attachments) {
     msg.addAttachment({
       // Non-ASCII filenames as an encoded-word inside the quoted parameter, as common mail clients write them.
-      filename: /^[\x20-\x7e]*$/.test(attachment.filename)
-        ? attachment.filename
-        : encodeHeaderWords(attachment.filename).replace(/\r\n /g, ""),
+      filename: /^[\x20-\x7e]*$/.test(attachment.filename) ? attachment.filename : encodeHeaderWords(attachment.filename).replace(/\r\n /g, ""),
       contentType: attachment.contentType,
       data: wrap76(attachment.content),
       encoding: "base64",

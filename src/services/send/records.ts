@@ -20,17 +20,16 @@ export const OUTCOME_UNKNOWN_REASON =
 export const LAPSED_RECIPIENT_REASON = "Not sent: the contact unsubscribed, was deleted or is suppressed";
 
 /** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's 100-parameter limit, in one batch. */
-export async function updateEmailsById(
-  db: Database,
-  ids: string[],
-  statuses: EmailStatus[],
-  set: SQLiteUpdateSetSource<typeof emails>,
-  projectId?: string,
-) {
+export async function updateEmailsById(db: Database, ids: string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>, projectId?: string) {
   const statements = [];
   for (let i = 0; i < ids.length; i += 90) {
     const ofProject = projectId === undefined ? undefined : eq(emails.projectId, projectId);
-    statements.push(db.update(emails).set(set).where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, statuses), ofProject)));
+    statements.push(
+      db
+        .update(emails)
+        .set(set)
+        .where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, statuses), ofProject)),
+    );
   }
   await runBatch(db, statements);
 }
@@ -38,4 +37,3 @@ export async function updateEmailsById(
 /** The email ids named by well-formed message bodies. */
 export const emailIdsOf = (bodies: readonly unknown[]) =>
   bodies.map((body) => (body as { emailId?: unknown } | undefined)?.emailId).filter((id): id is string => typeof id === "string");
-

@@ -179,11 +179,16 @@ async function render(
   const { Context, toPromise } = liquidjs!;
   try {
     const templates = parsedTemplate(engine, template);
-    const ctx = new Context(scope(vars), engine.options, {}, {
-      memoryLimit: budget.memoryLimit as never,
-      renderLimit: budget.renderLimit as never,
-      liquid: engine,
-    });
+    const ctx = new Context(
+      scope(vars),
+      engine.options,
+      {},
+      {
+        memoryLimit: budget.memoryLimit as never,
+        renderLimit: budget.renderLimit as never,
+        liquid: engine,
+      },
+    );
     await toPromise(engine.renderer.renderTemplates(templates, ctx, emitter as never));
     return emitter.buffer;
   } catch (err) {
@@ -208,9 +213,7 @@ function assertMaxBytes(text: string, max: number, field: string, what: string) 
  */
 export async function renderSubject(template: string, vars: RenderVariables, budget = new RenderBudget()) {
   // Line breaks collapse, so allow some slack while rendering and check the final text.
-  const rendered = (await render("text", template, vars, "subject", MAX_RENDERED_SUBJECT_CHARS * 4, budget))
-    .replace(/[\r\n]+/g, " ")
-    .trim();
+  const rendered = (await render("text", template, vars, "subject", MAX_RENDERED_SUBJECT_CHARS * 4, budget)).replace(/[\r\n]+/g, " ").trim();
   if (rendered.length > MAX_RENDERED_SUBJECT_CHARS) {
     throw ApiError.validation([
       { field: "subject", message: `The rendered subject is ${rendered.length} characters; the limit is ${MAX_RENDERED_SUBJECT_CHARS}`, code: "too_big" },
@@ -263,11 +266,24 @@ function liquidText(value: unknown): string {
   return String(value);
 }
 
-const escapeHtml = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 
 /** Attributes whose value a mail client may load or follow as a URL. */
-const URL_ATTRIBUTES = new Set(["href", "src", "srcset", "action", "formaction", "background", "poster", "data", "xlink:href", "lowsrc", "dynsrc", "longdesc", "cite"]);
+const URL_ATTRIBUTES = new Set([
+  "href",
+  "src",
+  "srcset",
+  "action",
+  "formaction",
+  "background",
+  "poster",
+  "data",
+  "xlink:href",
+  "lowsrc",
+  "dynsrc",
+  "longdesc",
+  "cite",
+]);
 /** Schemes mail may carry: web links, mail and phone links, and inline attachments. */
 const SAFE_SCHEMES = new Set(["http", "https", "mailto", "tel", "cid"]);
 
@@ -278,7 +294,9 @@ const SAFE_SCHEMES = new Set(["http", "https", "mailto", "tel", "cid"]);
  * so `jav&#x09;ascript:` or ` JavaScript:` are recognised too.
  */
 export function isSafeUrl(raw: string): boolean {
-  const url = decodeHtmlAttribute(raw).replace(/[\u0000-\u0020\u007f]+/g, "").toLowerCase();
+  const url = decodeHtmlAttribute(raw)
+    .replace(/[\u0000-\u0020\u007f]+/g, "")
+    .toLowerCase();
   // A character reference left undecoded (HTML knows ~2,000 names, e.g. &colon; &Tab;)
   // before the path could be part of a scheme in a mail client: not safe.
   if (/^[^/?#]*&/.test(url)) return false;
@@ -301,7 +319,12 @@ export async function keepSafeUrls(html: string): Promise<string> {
       const unsafe: string[] = [];
       for (const [name, value] of element.attributes) {
         if (URL_ATTRIBUTES.has(name)) {
-          const urls = name === "srcset" ? decodeHtmlAttribute(value).split(",").map((c) => c.trim().split(/\s+/)[0] ?? "") : [value];
+          const urls =
+            name === "srcset"
+              ? decodeHtmlAttribute(value)
+                  .split(",")
+                  .map((c) => c.trim().split(/\s+/)[0] ?? "")
+              : [value];
           if (!urls.every(isSafeUrl)) unsafe.push(name);
         } else if (name === "style") {
           const style = decodeHtmlAttribute(value);

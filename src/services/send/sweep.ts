@@ -24,12 +24,17 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
       .where(and(eq(emails.status, status), lt(emails.updatedAt, cutoff)))
       .limit(limit);
   const [queued, sending] = await db.batch([stale("QUEUED"), stale("SENDING")]);
-  await updateEmailsById(db, sending.map((e) => e.id), ["SENDING"], {
-    status: "FAILED",
-    failedAt: now,
-    updatedAt: now,
-    error: OUTCOME_UNKNOWN_REASON,
-  });
+  await updateEmailsById(
+    db,
+    sending.map((e) => e.id),
+    ["SENDING"],
+    {
+      status: "FAILED",
+      failedAt: now,
+      updatedAt: now,
+      error: OUTCOME_UNKNOWN_REASON,
+    },
+  );
   // Bulk mail goes back on the bulk queue, so it keeps yielding to transactional mail.
   for (const [queue, list] of [
     [env.EMAIL_QUEUE, queued.filter((e) => !e.bulk)],
@@ -40,6 +45,11 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
     }
   }
   // Touch them so the next sweep waits another lease before trying again.
-  await updateEmailsById(db, queued.map((e) => e.id), ["QUEUED"], { updatedAt: now });
+  await updateEmailsById(
+    db,
+    queued.map((e) => e.id),
+    ["QUEUED"],
+    { updatedAt: now },
+  );
   return queued.length + sending.length;
 }

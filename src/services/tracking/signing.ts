@@ -48,12 +48,7 @@ export async function sign(secret: string, purpose: string, ...parts: string[]):
  * then the previous one during a rotation, so links in mail already sent
  * keep working until the previous secret is removed).
  */
-export async function verify(
-  secrets: string | readonly string[],
-  signature: string | undefined | null,
-  purpose: string,
-  ...parts: string[]
-): Promise<boolean> {
+export async function verify(secrets: string | readonly string[], signature: string | undefined | null, purpose: string, ...parts: string[]): Promise<boolean> {
   if (!signature) return false;
   const bytes = base64UrlToBytes(signature);
   if (bytes?.length !== 32) return false;

@@ -28,11 +28,7 @@ export async function unsubscribeByEmail(
   method: "one-click" | "page",
   eventQuota = eventsPerDay(undefined),
 ): Promise<UnsubscribeOutcome> {
-  const [email] = await db
-    .select({ projectId: emails.projectId, to: emails.toAddress })
-    .from(emails)
-    .where(eq(emails.id, emailId))
-    .limit(1);
+  const [email] = await db.select({ projectId: emails.projectId, to: emails.toAddress }).from(emails).where(eq(emails.id, emailId)).limit(1);
   if (!email) return "unknown-email";
   const now = new Date();
   const createdId = newId();

@@ -1,13 +1,6 @@
 import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { runBatch, type Database } from "../../db/client";
-import {
-  templates,
-  workflowExecutions,
-  workflows,
-  workflowVersions,
-  type Workflow,
-  type WorkflowExecutionStatus,
-} from "../../db/schema";
+import { templates, workflowExecutions, workflows, workflowVersions, type Workflow, type WorkflowExecutionStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError, type FieldError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -79,7 +72,11 @@ export function graphErrors(steps: WorkflowStep[]): FieldError[] {
   steps.forEach((step, i) => {
     for (const [field, target] of edgesOf(step)) {
       if (!index.has(target)) {
-        errors.push({ field: `steps.${i}.${field}`, message: `Step "${step.id}" leads to "${target}", which is not a step of this workflow`, code: "unknown_step" });
+        errors.push({
+          field: `steps.${i}.${field}`,
+          message: `Step "${step.id}" leads to "${target}", which is not a step of this workflow`,
+          code: "unknown_step",
+        });
       }
     }
   });
@@ -160,7 +157,13 @@ const triggerColumns = (trigger: WorkflowTrigger) => ({
 export async function createWorkflow(db: Database, env: Env, projectId: string, input: CreateWorkflowInput) {
   const trigger = resolveTrigger(input);
   if (!trigger) {
-    throw ApiError.validation([{ field: "trigger", message: "A trigger is required: {type: \"EVENT\", eventName}, CONTACT_CREATED or CONTACT_SUBSCRIBED (or eventName)", code: "required" }]);
+    throw ApiError.validation([
+      {
+        field: "trigger",
+        message: 'A trigger is required: {type: "EVENT", eventName}, CONTACT_CREATED or CONTACT_SUBSCRIBED (or eventName)',
+        code: "required",
+      },
+    ]);
   }
   await assertDefinition(db, env, projectId, input.steps);
   const id = newId();
@@ -216,8 +219,7 @@ export async function updateWorkflow(db: Database, env: Env, projectId: string, 
   if (input.allowReentry !== undefined) set.allowReentry = input.allowReentry;
   const newTrigger = trigger ?? triggerOf(current);
   const newSteps = (input.steps ?? current.steps) as WorkflowStep[];
-  const definitionChanged =
-    JSON.stringify(newTrigger) !== JSON.stringify(triggerOf(current)) || JSON.stringify(newSteps) !== JSON.stringify(current.steps);
+  const definitionChanged = JSON.stringify(newTrigger) !== JSON.stringify(triggerOf(current)) || JSON.stringify(newSteps) !== JSON.stringify(current.steps);
   if (input.steps !== undefined) await assertDefinition(db, env, projectId, input.steps);
   if (Object.keys(set).length === 0 && !definitionChanged) return current;
   const now = new Date();
@@ -258,7 +260,10 @@ export async function deleteWorkflow(db: Database, env: Env, projectId: string, 
 
 export async function listWorkflows(db: Database, projectId: string, query: { limit: number; cursor?: string }) {
   const page = await listNewestFirst(db, workflows, and(eq(workflows.projectId, projectId), isNull(workflows.deletedAt)), query);
-  const stats = await workflowStats(db, page.items.map((w) => w.id));
+  const stats = await workflowStats(
+    db,
+    page.items.map((w) => w.id),
+  );
   return { ...page, items: page.items.map((w) => toWorkflowView(w, stats.get(w.id))) };
 }
 

@@ -17,10 +17,7 @@ export class PermanentStepError extends Error {
   override name = "NonRetryableError";
 }
 
-export type SendStepResult =
-  | { outcome: "queued"; emailId: string }
-  | { outcome: "skipped"; reason: string }
-  | { outcome: "cancelled" };
+export type SendStepResult = { outcome: "queued"; emailId: string } | { outcome: "skipped"; reason: string } | { outcome: "cancelled" };
 
 /** All emails of one execution's step share this send id: the step's idempotency key. */
 export const workflowSendId = (executionId: string, stepId: string) => `wf:${executionId}:${stepId}`;
@@ -106,7 +103,7 @@ export async function sendWorkflowEmail(
     subject = (await renderSubject(template.subject, vars)).replace(/[\r\n]+/g, " ").trim();
     html = await renderBody(template.body, vars);
   } catch (err) {
-    throw new PermanentStepError(err instanceof ApiError ? err.details.errors?.[0]?.message ?? err.message : String(err));
+    throw new PermanentStepError(err instanceof ApiError ? (err.details.errors?.[0]?.message ?? err.message) : String(err));
   }
   const now = new Date();
   // Quotas as on /v1/send (src/services/quotas.ts): a step over a quota is skipped and says so.

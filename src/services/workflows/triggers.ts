@@ -48,7 +48,11 @@ export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId
     );
   } catch (err) {
     console.error("queueing workflow triggers failed; they stay in the outbox", err);
-    for (let i = 0; i < rows.length; i += 12) await db.insert(workflowTriggerOutbox).values(rows.slice(i, i + 12)).onConflictDoNothing();
+    for (let i = 0; i < rows.length; i += 12)
+      await db
+        .insert(workflowTriggerOutbox)
+        .values(rows.slice(i, i + 12))
+        .onConflictDoNothing();
     return 0;
   }
   return rows.length;
@@ -60,11 +64,7 @@ export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId
  * so a request that started no workflow skips the hand-over after its response.
  */
 export function buildOutboxProbe(db: Database, projectId: string) {
-  return db
-    .select({ id: workflowTriggerOutbox.id })
-    .from(workflowTriggerOutbox)
-    .where(eq(workflowTriggerOutbox.projectId, projectId))
-    .limit(1);
+  return db.select({ id: workflowTriggerOutbox.id }).from(workflowTriggerOutbox).where(eq(workflowTriggerOutbox.projectId, projectId)).limit(1);
 }
 
 /** The cron's share: drains every project's outbox, at most 10 pages per tick. */
@@ -169,7 +169,10 @@ async function startExecutions(db: Database, env: Env, message: TriggerMessage):
       .from(workflowExecutions)
       .where(
         and(
-          inArray(workflowExecutions.workflowId, notInserted.map((w) => w.id)),
+          inArray(
+            workflowExecutions.workflowId,
+            notInserted.map((w) => w.id),
+          ),
           eq(workflowExecutions.triggerKey, key),
           inArray(workflowExecutions.status, ACTIVE_STATUSES),
         ),
@@ -239,7 +242,12 @@ export async function consumeWorkflowMessages(messages: readonly QueuedMessage<W
     else {
       // The queue drops the message after this delivery: nothing would ever start
       // these executions, so they end FAILED with the reason instead of RUNNING forever.
-      await failUnstarted(db, env, instances.map((i) => i.id), `The workflow engine could not start this execution after ${attempts} attempts: ${failure}`);
+      await failUnstarted(
+        db,
+        env,
+        instances.map((i) => i.id),
+        `The workflow engine could not start this execution after ${attempts} attempts: ${failure}`,
+      );
     }
   }
   return verdicts;

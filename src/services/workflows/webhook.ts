@@ -80,13 +80,7 @@ export function newWebhookSecret(): string {
  * `v1,` + base64(HMAC-SHA256(secret bytes, "<id>.<timestamp>.<body>")).
  */
 export async function signWebhook(secret: string, id: string, timestampSeconds: number, body: string) {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    base64ToBytes(secret.replace(/^whsec_/, "")),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
+  const key = await crypto.subtle.importKey("raw", base64ToBytes(secret.replace(/^whsec_/, "")), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${id}.${timestampSeconds}.${body}`));
   return {
     "webhook-id": id,
