@@ -7,7 +7,7 @@ import { z as zod } from "zod";
 import * as standIn from "../../scripts/bundle/zod.mjs";
 
 /** zod names the source uses only as types: erased before bundling, so the stand-in needs none of them. */
-const TYPE_ONLY = new Set(["infer", "ZodRawShape", "ZodTypeAny", "ZodSchema"]);
+const TYPE_ONLY = new Set(["infer", "input", "output", "ZodRawShape", "ZodTypeAny", "ZodSchema"]);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
