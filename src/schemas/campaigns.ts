@@ -1,3 +1,4 @@
+import { PaginationQuerySchema } from "../lib/pagination";
 import { z } from "@hono/zod-openapi";
 import { successEnvelope } from "../lib/openapi";
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from "../db/schema";
@@ -119,14 +120,7 @@ export const CampaignResponseSchema = successEnvelope(CampaignSchema);
 export const CampaignStatsResponseSchema = successEnvelope(StatsSchema);
 
 /** GET /campaigns pages by `page` (Plunk) or by `cursor`. */
-export const CampaignListQuerySchema = z.object({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(100)
-    .default(20)
-    .openapi({ param: { name: "limit", in: "query" } }),
+export const CampaignListQuerySchema = PaginationQuerySchema.extend({
   page: z.coerce
     .number()
     .int()
@@ -134,11 +128,6 @@ export const CampaignListQuerySchema = z.object({
     .max(100000)
     .optional()
     .openapi({ param: { name: "page", in: "query" } }),
-  cursor: z
-    .string()
-    .max(512)
-    .optional()
-    .openapi({ param: { name: "cursor", in: "query" } }),
   status: z
     .enum(CAMPAIGN_STATUSES)
     .optional()
