@@ -3,7 +3,7 @@ import { cors } from "hono/cors";
 import { ApiError, handleError, handleNotFound } from "./lib/errors";
 import { createRouter } from "./lib/router";
 import { authenticate } from "./middleware/auth";
-import { rateLimit, type Clock } from "./middleware/rate-limit";
+import { ApiRateLeases, rateLimit, type Clock } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { contactsRouter } from "./routes/contacts";
 import { devOutboxRouter } from "./routes/dev-outbox";
@@ -42,7 +42,9 @@ export interface AppOptions {
 
 export function createApp(options: AppOptions = {}) {
   const app = createRouter();
-  const limitRate = rateLimit(options.now);
+  // One set of rate-limit leases for every route of this app (one app per isolate).
+  const leases = new ApiRateLeases();
+  const limitRate = rateLimit(options.now, { leases });
   // One key cache for every route of this app (one app per isolate).
   const lookup = cachedKeyLookup(options.now);
 
@@ -89,7 +91,7 @@ export function createApp(options: AppOptions = {}) {
   app.use("/v1/track", authenticate({ allowPublic: true, lookup }), limitRate);
   for (const path of SECRET_KEY_PATHS) app.use(path, authenticate({ lookup }), limitRate);
   // /v1/send reads (template, domain, suppressions, contacts) while the limiter answers; it writes only once allowed.
-  app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true }));
+  app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true, leases }));
 
   app.route("/", healthRouter);
   app.route("/", contactsRouter);

@@ -20,13 +20,29 @@ const app = () =>
     }));
 
 /** `npm run bench` counts D1 statements (development only, BENCH_COUNT_D1=1; see src/lib/d1-counter.ts). */
-async function counted(env: Env, source: D1Source): Promise<Env> {
+async function countingEnv(env: Env, source: D1Source): Promise<Env> {
   const { readConfig } = await import("./lib/config");
   const config = readConfig(env);
   if (!(config.BENCH_COUNT_D1 && config.development)) return env;
   const { countingD1, d1Stats } = await import("./lib/d1-counter");
   // Counted twice: per entry point (inside) and in the isolate's total (outside).
   return { ...env, DB: countingD1(countingD1(env.DB, d1Stats.bySource[source])) };
+}
+
+// Decided once per env object and entry point: the same env then reaches the
+// app every time, so what is cached per env or per D1 binding (the parsed
+// config, the drizzle instance) is built once, not per request.
+const envs = new WeakMap<Env, Map<D1Source, Promise<Env>>>();
+function counted(env: Env, source: D1Source): Promise<Env> {
+  const bySource = envs.get(env) ?? new Map<D1Source, Promise<Env>>();
+  envs.set(env, bySource);
+  let wrapped = bySource.get(source);
+  if (!wrapped) {
+    wrapped = countingEnv(env, source);
+    wrapped.catch(() => bySource.delete(source));
+    bySource.set(source, wrapped);
+  }
+  return wrapped;
 }
 
 /** The class the [[workflows]] binding names; the steps (src/workflows/automation.ts) load on the first run. */

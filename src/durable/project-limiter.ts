@@ -8,6 +8,16 @@ export interface RateLimitResult {
   resetSeconds: number;
 }
 
+/** A lease of API requests (leaseApi). */
+export interface ApiLease {
+  granted: number;
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+  /** Start of the window the slots belong to (ms); they expire with it. */
+  windowStart: number;
+}
+
 /**
  * Per-project rate counters. One instance per project and purpose (named
  * "<projectId>" for the API limit, "send:<projectId>" for the sending rate), so
@@ -42,6 +52,18 @@ export class ProjectLimiter extends DurableObject {
   private lastTransactionalAt = Number.NEGATIVE_INFINITY;
 
   hitApi(limit: number, now = Date.now()): RateLimitResult {
+    const { granted, remaining, resetSeconds } = this.leaseApi(limit, now, 1);
+    return { allowed: granted > 0, limit, remaining, resetSeconds };
+  }
+
+  /**
+   * Up to `want` requests of the current window at once, for an isolate that
+   * serves them from its own lease (src/middleware/rate-limit.ts): granted
+   * slots are counted here when leased, so the window never admits more than
+   * `limit` however the leases are spent. `remaining` is what is left after
+   * this lease.
+   */
+  leaseApi(limit: number, now = Date.now(), want = 1): ApiLease {
     const windowMs = 60_000;
     const start = now - (now % windowMs);
     if (start !== this.windowStart) {
@@ -49,9 +71,9 @@ export class ProjectLimiter extends DurableObject {
       this.count = 0;
     }
     const resetSeconds = Math.max(1, Math.ceil((start + windowMs - now) / 1000));
-    if (this.count >= limit) return { allowed: false, limit, remaining: 0, resetSeconds };
-    this.count++;
-    return { allowed: true, limit, remaining: limit - this.count, resetSeconds };
+    const granted = Math.max(0, Math.min(Math.floor(want), limit - this.count));
+    this.count += granted;
+    return { granted, limit, remaining: Math.max(0, limit - this.count), resetSeconds, windowStart: start };
   }
 
   /**

@@ -1,4 +1,5 @@
 import { createMiddleware } from "hono/factory";
+import type { ApiLease, RateLimitResult } from "../durable/project-limiter";
 import { projectLimiter } from "../durable/names";
 import type { AppBindings } from "../env";
 import { readConfig } from "../lib/config";
@@ -7,34 +8,137 @@ import { ApiError } from "../lib/errors";
 /** Milliseconds since the epoch; the app's clock, injectable so tests never wait for a real minute. */
 export type Clock = () => number;
 
+const WINDOW_MS = 60_000;
+/** Largest lease: a fiftieth of the limit (20 of the default 1000), at most 1000. */
+const leaseCap = (limit: number) => Math.max(1, Math.min(1000, Math.floor(limit / 50)));
+/** Buckets kept in memory before ended windows are dropped. */
+const MAX_BUCKETS = 10_000;
 /**
- * 1000 API requests per minute per project (RATE_LIMIT_PER_MINUTE), counted in the project's Durable Object.
+ * Rounds of waiting for a lease before asking the object for one slot alone.
+ * Each lease either hands out slots or finds the window used up, so a request
+ * waits at most as many rounds as there are requests ahead of it; the bound
+ * only keeps a request that keeps losing the race from waiting forever.
+ */
+const MAX_ROUNDS = 1000;
+
+interface Bucket {
+  limit: number;
+  windowStart: number;
+  /** Slots leased and not yet used by this isolate. */
+  tokens: number;
+  /** The window's count left in the Durable Object after the last lease. */
+  remaining: number;
+  /** The object granted nothing: the window is used up for every isolate. */
+  exhausted: boolean;
+  /** Size of the next lease (doubles while the isolate keeps using them). */
+  next: number;
+  /** Requests waiting for a slot. */
+  waiting: number;
+  pending?: Promise<void>;
+}
+
+type Limiter = { leaseApi(limit: number, now: number, want: number): Promise<ApiLease> | ApiLease };
+
+/**
+ * The API rate limit without a Durable Object call per request: the isolate
+ * leases slots of the project's current window from its ProjectLimiter a few
+ * at a time (1, then doubling while they are used, up to leaseCap) and spends
+ * them locally. Slots are counted by the object when leased, so a window never
+ * admits more than the limit across all isolates; what the bound costs is the
+ * other way: slots leased by an isolate that then gets no more traffic are
+ * lost until the window ends, so with several isolates a project may be
+ * refused up to leaseCap requests per isolate early. With one isolate the
+ * limit and RateLimit-Remaining are exact.
+ */
+export class ApiRateLeases {
+  private buckets = new Map<string, Bucket>();
+
+  async take(key: string, limiter: () => Limiter, limit: number, now: number): Promise<RateLimitResult> {
+    const windowStart = now - (now % WINDOW_MS);
+    const resetSeconds = Math.max(1, Math.ceil((windowStart + WINDOW_MS - now) / 1000));
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const bucket = this.bucket(key, limit, windowStart);
+      if (bucket.tokens > 0) {
+        bucket.tokens--;
+        return { allowed: true, limit, remaining: bucket.remaining + bucket.tokens, resetSeconds };
+      }
+      if (bucket.exhausted) return { allowed: false, limit, remaining: 0, resetSeconds };
+      bucket.waiting++;
+      try {
+        bucket.pending ??= this.lease(bucket, limiter(), now);
+        await bucket.pending;
+      } finally {
+        bucket.waiting--;
+      }
+    }
+    // Still no slot after several leases went to other requests: ask for one of our own.
+    const { granted, remaining } = await limiter().leaseApi(limit, now, 1);
+    return { allowed: granted > 0, limit, remaining, resetSeconds };
+  }
+
+  private async lease(bucket: Bucket, limiter: Limiter, now: number) {
+    const want = Math.min(leaseCap(bucket.limit), Math.max(bucket.next, bucket.waiting));
+    try {
+      const lease = await limiter.leaseApi(bucket.limit, now, want);
+      if (lease.windowStart !== bucket.windowStart) return; // the object's window moved on: these slots are not this bucket's
+      bucket.tokens += lease.granted;
+      bucket.remaining = lease.remaining;
+      bucket.exhausted = lease.granted === 0;
+      bucket.next = Math.min(leaseCap(bucket.limit), want * 2);
+    } finally {
+      bucket.pending = undefined;
+    }
+  }
+
+  private bucket(key: string, limit: number, windowStart: number): Bucket {
+    let bucket = this.buckets.get(key);
+    if (!bucket || bucket.limit !== limit || bucket.windowStart !== windowStart) {
+      if (!bucket && this.buckets.size >= MAX_BUCKETS) {
+        for (const [k, b] of this.buckets) if (b.windowStart < windowStart) this.buckets.delete(k);
+        if (this.buckets.size >= MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value as string);
+      }
+      // Leases keep their size from one window to the next while the limit stays the same.
+      const next = bucket && bucket.limit === limit ? bucket.next : 1;
+      bucket = { limit, windowStart, tokens: 0, remaining: limit, exhausted: false, next, waiting: 0 };
+      this.buckets.set(key, bucket);
+    }
+    return bucket;
+  }
+}
+
+/**
+ * 1000 API requests per minute per project (RATE_LIMIT_PER_MINUTE), counted in
+ * the project's Durable Object and spent from leases held by the isolate
+ * (ApiRateLeases; pass one per app so every route shares them).
  * Public (pk_) keys count in a bucket of their own: the key sits in browser
  * JavaScript, so anyone can spend it, and that must never use up the budget of
  * the project's server-side (sk_) calls.
  * `now` is read here and passed to the object, so the window a request counts in is decided by the app's clock.
- * `deferred` (POST /v1/send): the handler runs while the object answers and
+ * `deferred` (POST /v1/send): the handler runs while a lease is fetched and
  * must await `c.var.rateLimitAllowed()` before it writes anything.
  */
-export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean } = {}) =>
-  createMiddleware<AppBindings>(async (c, next) => {
+export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean; leases?: ApiRateLeases } = {}) => {
+  const leases = options.leases ?? new ApiRateLeases();
+  return createMiddleware<AppBindings>(async (c, next) => {
     const { projectId, keyKind } = c.get("auth");
     const limit = readConfig(c.env).RATE_LIMIT_PER_MINUTE;
-    const limiter = projectLimiter(c.env, keyKind === "public" ? "public" : "api", projectId);
-    const answer = Promise.resolve(limiter.hitApi(limit, now())).then((result) => {
-      const headers = {
-        "RateLimit-Limit": String(result.limit),
-        "RateLimit-Remaining": String(result.remaining),
-        "RateLimit-Reset": String(result.resetSeconds),
-      };
-      const refusal = result.allowed
-        ? null
-        : new ApiError("RATE_LIMITED", `Rate limit of ${result.limit} requests per minute exceeded`, {
-            headers: { ...headers, "Retry-After": String(result.resetSeconds) },
-            suggestion: `Retry after ${result.resetSeconds} seconds.`,
-          });
-      return { headers, refusal };
-    });
+    const purpose = keyKind === "public" ? "public" : "api";
+    const answer = leases
+      .take(`${purpose}:${projectId}`, () => projectLimiter(c.env, purpose, projectId), limit, now())
+      .then((result) => {
+        const headers = {
+          "RateLimit-Limit": String(result.limit),
+          "RateLimit-Remaining": String(result.remaining),
+          "RateLimit-Reset": String(result.resetSeconds),
+        };
+        const refusal = result.allowed
+          ? null
+          : new ApiError("RATE_LIMITED", `Rate limit of ${result.limit} requests per minute exceeded`, {
+              headers: { ...headers, "Retry-After": String(result.resetSeconds) },
+              suggestion: `Retry after ${result.resetSeconds} seconds.`,
+            });
+        return { headers, refusal };
+      });
     if (options.deferred) {
       // The handler reads while the limiter answers and awaits rateLimitAllowed()
       // before its first write, so a refused request still writes nothing.
@@ -53,3 +157,4 @@ export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean }
     if (refusal) throw refusal;
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
   });
+};

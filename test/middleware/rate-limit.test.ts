@@ -91,6 +91,68 @@ describe("rate limit at the boundary", () => {
   }, 60_000);
 });
 
+/** The app with a ProjectLimiter namespace that counts the calls made to its objects. */
+function countingApp(start: number) {
+  const clock = { now: start };
+  const app = createApp({ now: () => clock.now });
+  const calls: string[] = [];
+  const limiterEnv = {
+    ...env,
+    PROJECT_LIMITER: {
+      idFromName: (name: string) => env.PROJECT_LIMITER.idFromName(name),
+      get: (id: DurableObjectId) => {
+        const real = env.PROJECT_LIMITER.get(id);
+        return {
+          leaseApi: (limit: number, now: number, want: number) => {
+            calls.push(`leaseApi(${want})`);
+            return real.leaseApi(limit, now, want);
+          },
+        };
+      },
+    },
+  } as unknown as typeof env;
+  const request = (key: string) => call("GET", CHEAP, { key, handler: (r, e, ctx) => app.fetch(r, e, ctx), env: limiterEnv, waitForBackground: false });
+  return { clock, calls, request };
+}
+
+describe("rate-limit leases", () => {
+  it("a busy isolate asks the Durable Object for slots a few at a time, not once per request, and stays exact", async () => {
+    const { calls, request } = countingApp(nextMinute() + 1_000);
+    const p = await newProject("leases");
+    const remaining: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const r = await request(p.secretKey);
+      expect(r.status).toBe(200);
+      remaining.push(Number(r.headers.get("RateLimit-Remaining")));
+    }
+    // Leases of 1, 2, 4, 8, 16 (31 slots), then 20 at a time (a fiftieth of the limit): 14 calls for 200 requests.
+    expect(calls.slice(0, 6)).toEqual(["leaseApi(1)", "leaseApi(2)", "leaseApi(4)", "leaseApi(8)", "leaseApi(16)", "leaseApi(20)"]);
+    expect(calls).toHaveLength(14);
+    // One isolate: RateLimit-Remaining counts down by one per request, as without leases.
+    expect(remaining).toEqual(Array.from({ length: 200 }, (_, i) => LIMIT - 1 - i));
+  }, 60_000);
+
+  it("across isolates a window never admits more than the limit; unused leased slots are the only loss, at most a lease per isolate", async () => {
+    const minute = nextMinute();
+    const a = countingApp(minute + 1_000);
+    const b = countingApp(minute + 1_000);
+    const p = await newProject("two-isolates");
+    let admitted = 0;
+    for (let i = 0; i < 700; i++) {
+      for (const isolate of [a, b]) if ((await isolate.request(p.secretKey)).status === 200) admitted++;
+    }
+    // 1400 requests for a limit of 1000: both isolates end up refused.
+    expect((await a.request(p.secretKey)).status).toBe(429);
+    expect((await b.request(p.secretKey)).status).toBe(429);
+    expect(admitted).toBeLessThanOrEqual(LIMIT);
+    expect(admitted).toBeGreaterThanOrEqual(LIMIT - 2 * 20);
+    // The next window starts afresh in both.
+    a.clock.now = b.clock.now = minute + MINUTE;
+    expect((await a.request(p.secretKey)).status).toBe(200);
+    expect((await b.request(p.secretKey)).status).toBe(200);
+  }, 120_000);
+});
+
 describe("ProjectLimiter window", () => {
   it("counts within a minute and starts again in the next minute", async () => {
     const stub = env.PROJECT_LIMITER.get(env.PROJECT_LIMITER.idFromName("window-roll-over"));
@@ -107,6 +169,18 @@ describe("ProjectLimiter window", () => {
       limiter.hitApi(3, minute + 60_002);
       expect(limiter.hitApi(3, minute + 60_003).allowed).toBe(false);
       expect(limiter.hitApi(3, minute + 180_000)).toMatchObject({ allowed: true, remaining: 2 });
+    });
+  });
+
+  it("leases at most what is left of the window", async () => {
+    const stub = env.PROJECT_LIMITER.get(env.PROJECT_LIMITER.idFromName("lease-rest"));
+    await runInDurableObject(stub, (limiter: ProjectLimiter) => {
+      const minute = 29_000_002 * 60_000;
+      expect(limiter.leaseApi(10, minute + 1_000, 8)).toEqual({ granted: 8, limit: 10, remaining: 2, resetSeconds: 59, windowStart: minute });
+      expect(limiter.leaseApi(10, minute + 2_000, 8)).toMatchObject({ granted: 2, remaining: 0 });
+      expect(limiter.leaseApi(10, minute + 3_000, 8)).toMatchObject({ granted: 0, remaining: 0 });
+      expect(limiter.hitApi(10, minute + 4_000).allowed).toBe(false);
+      expect(limiter.leaseApi(10, minute + 60_000, 3)).toMatchObject({ granted: 3, remaining: 7, windowStart: minute + 60_000 });
     });
   });
 

@@ -86,7 +86,7 @@ describe("the sending-rate bucket", () => {
       get: (id: DurableObjectId) => {
         const real = env.PROJECT_LIMITER.get(id);
         return {
-          hitApi: (limit: number, now?: number) => real.hitApi(limit, now),
+          leaseApi: (limit: number, now?: number, want?: number) => real.leaseApi(limit, now, want),
           takeSendTokens: () => Promise.reject(new Error("Durable Object reset (test)")),
         };
       },
