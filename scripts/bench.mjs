@@ -43,6 +43,8 @@ const ONLY = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
 /** A section is wanted when BENCH_ONLY names its key, or (for text that is no section's key) its title contains the text. */
 const wantsSection = (section) => ONLY.length === 0 || ONLY.some((o) => section.key === o || (!SECTIONS.some((s) => s.key === o) && section.title.includes(o)));
 const PAGE = 20;
+/** BENCH_INSPECTOR=1: run wrangler dev with its devtools inspector, as `npm run dev` does (off by default, see startServer). */
+const INSPECTOR = process.env.BENCH_INSPECTOR === "1";
 const env = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" };
 const started = performance.now();
 
@@ -123,6 +125,8 @@ async function waitForHealth(base, server, timeoutMs = 60_000) {
 async function throughput(base, makeRequest, expect) {
   // Warm-up: compile paths, open connections.
   await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => send(base, makeRequest(-1 - i))));
+  const server = servers.find((s) => s.base === base);
+  const cpuBefore = server ? serverCpuMs(server.child.pid) : null;
   let next = 0;
   let ok = 0;
   const errors = new Map();
@@ -142,7 +146,10 @@ async function throughput(base, makeRequest, expect) {
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
-  return { rps: ok / elapsed, ok, elapsed, errors, ...stats(latencies) };
+  const cpuAfter = server ? serverCpuMs(server.child.pid) : null;
+  // CPU the server's processes (wrangler, workerd) spent per answered request.
+  const cpuPerRequest = cpuBefore !== null && cpuAfter !== null && latencies.length > 0 ? (cpuAfter - cpuBefore) / latencies.length : NaN;
+  return { rps: ok / elapsed, ok, elapsed, errors, cpuPerRequest, ...stats(latencies) };
 }
 
 async function send(base, { method = "GET", path, key, body }) {
@@ -184,7 +191,7 @@ function printThroughput(label, r) {
   report(
     label,
     `${fmt(r.rps, 0)} req/s`,
-    `(${r.ok} in ${fmt(r.elapsed)}s, median ${fmt(r.median)} ms, p95 ${fmt(r.p95)} ms${errs ? `, non-2xx: ${errs}` : ""})`,
+    `(${r.ok} in ${fmt(r.elapsed)}s, median ${fmt(r.median)} ms, p95 ${fmt(r.p95)} ms, server CPU ${fmt(r.cpuPerRequest, 2)} ms/req${errs ? `, non-2xx: ${errs}` : ""})`,
   );
 }
 
@@ -589,7 +596,7 @@ async function startServer(stateDir, vars = {}) {
     BENCH_COUNT_D1: "1",
     ...vars,
   };
-  log(`starting wrangler dev on ${base} (${stateDir})`);
+  log(`starting wrangler dev on ${base} (${stateDir})${INSPECTOR ? " with the devtools inspector" : ""}`);
   const child = spawn(
     "npx",
     [
@@ -607,7 +614,15 @@ async function startServer(stateDir, vars = {}) {
       ...Object.entries(allVars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
       "--show-interactive-dev-session=false",
     ],
-    { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    // wrangler dev relays a devtools Network event for every subrequest of the
+    // Worker (each D1 and Durable Object call) through its inspector proxy,
+    // about 1.5 ms of CPU per subrequest on this machine in wrangler's node and
+    // proxy processes: a cost of the dev tool that no deployment has, and one
+    // that falls on exactly the paths the bench compares with GET /health.
+    // wrangler turns its inspector off inside a VS Code JavaScript debug
+    // terminal (VSCODE_INSPECTOR_OPTIONS set); the bench borrows that switch.
+    // BENCH_INSPECTOR=1 keeps the inspector (README "Benchmarks" has both).
+    { env: INSPECTOR ? env : { ...env, VSCODE_INSPECTOR_OPTIONS: "{}" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
   let serverLog = "";
   // BENCH_SERVER_LOG=<file>: keep the server's whole output (queue batches and their times, errors).
@@ -633,6 +648,13 @@ async function startServer(stateDir, vars = {}) {
   servers.push(handle);
   try {
     await waitForHealth(base, child);
+    const inspectorAnswers = await fetch(`http://127.0.0.1:${inspectorPort}/json`).then(
+      () => true,
+      () => false,
+    );
+    if (inspectorAnswers !== INSPECTOR) {
+      throw new Error(`wrangler dev's devtools inspector is ${inspectorAnswers ? "on" : "off"}, the bench expected it ${INSPECTOR ? "on" : "off"} (see startServer)`);
+    }
   } catch (err) {
     process.stderr.write(serverLog.slice(-4000));
     throw err;
@@ -699,13 +721,37 @@ async function main() {
   const ctx = { base, server, bench, list, sender, campaign, paths: new Set(Object.keys(doc.paths)) };
 
   console.log(`\nEdge Mail benchmark  ${new Date().toISOString()}  node ${process.version}  ${base}`);
-  console.log(`concurrency ${CONCURRENCY}, ${SECONDS}s per throughput figure; rate limit ${probe.headers.get("RateLimit-Limit")}/min`);
+  console.log(
+    `concurrency ${CONCURRENCY}, ${SECONDS}s per throughput figure; rate limit ${probe.headers.get("RateLimit-Limit")}/min; wrangler dev devtools inspector ${INSPECTOR ? "on (BENCH_INSPECTOR=1)" : "off"}`,
+  );
   if (wants("list")) console.log(`seeded ${LIST_CONTACTS} contacts by SQL in ${fmt(insertSeconds)} s`);
   for (const section of SECTIONS.filter(wantsSection)) {
     console.log(`\n## ${section.title}`);
     await section.run(ctx);
   }
   console.log(`\ntotal ${fmt((performance.now() - started) / 1000)} s`);
+}
+
+/** CPU time (ms, user + system) of every process in `pgid`'s process group (Linux /proc), or null elsewhere. */
+function serverCpuMs(pgid) {
+  let total = 0;
+  let pids;
+  try {
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return null;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[2]) !== pgid) continue;
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks (USER_HZ 100)
+    } catch {
+      // the process went away
+    }
+  }
+  return total;
 }
 
 /** Resident memory (bytes) of the workerd processes in `pgid`'s process group (Linux /proc), or null elsewhere. */
