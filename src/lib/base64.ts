@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 /**
  * Base64 and base64url for bytes and UTF-8 text. atob/btoa work on "binary
  * strings"; these convert to and from bytes in chunks so megabyte inputs
@@ -6,9 +7,8 @@
 
 export function bytesToBase64(bytes: ArrayBuffer | Uint8Array): string {
   const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  let binary = "";
-  for (let i = 0; i < view.length; i += 0x8000) binary += String.fromCharCode(...view.subarray(i, i + 0x8000));
-  return btoa(binary);
+  // The runtime's Buffer (nodejs_compat) encodes natively: every email's parts go through here.
+  return Buffer.from(view.buffer, view.byteOffset, view.byteLength).toString("base64");
 }
 
 /** Decodes base64 (whitespace allowed); throws on anything else. */
@@ -16,7 +16,7 @@ export function base64ToBytes(text: string): Uint8Array {
   return Uint8Array.from(atob(text.replace(/\s+/g, "")), (ch) => ch.charCodeAt(0));
 }
 
-export const utf8ToBase64 = (text: string): string => bytesToBase64(new TextEncoder().encode(text));
+export const utf8ToBase64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
 
 export const base64ToUtf8 = (text: string): string => new TextDecoder().decode(base64ToBytes(text));
 

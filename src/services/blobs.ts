@@ -4,14 +4,14 @@ import { blobChunks } from "../db/schema";
 import { newId } from "../lib/ids";
 
 /** D1 rows are limited to 2 MB; large text (base64 attachments, raw mail) is stored in 1 MB chunks. */
-const CHUNK_CHARS = 1_000_000;
+export const BLOB_CHUNK_CHARS = 1_000_000;
 
 /** Insert queries for a blob (to run inside the caller's batch) and its id. */
 export function buildBlobInsert(db: Database, text: string) {
   const blobId = newId();
   const queries = [];
-  for (let seq = 0, offset = 0; offset < text.length || seq === 0; seq++, offset += CHUNK_CHARS) {
-    queries.push(db.insert(blobChunks).values({ blobId, seq, data: text.slice(offset, offset + CHUNK_CHARS) }));
+  for (let seq = 0, offset = 0; offset < text.length || seq === 0; seq++, offset += BLOB_CHUNK_CHARS) {
+    queries.push(db.insert(blobChunks).values({ blobId, seq, data: text.slice(offset, offset + BLOB_CHUNK_CHARS) }));
   }
   return { blobId, queries };
 }

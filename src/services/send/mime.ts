@@ -14,13 +14,18 @@ const wrap76 = (base64: string) => base64.replace(/.{76}/g, "$&\r\n").replace(/\
 export function encodeHeaderWords(text: string): string {
   const words: string[] = [];
   let chunk = "";
+  let chunkBytes = 0;
   for (const ch of text) {
+    const cp = ch.codePointAt(0)!;
+    const bytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
     // 45 bytes of UTF-8 encode to 60 base64 characters: "=?utf-8?B?" + 60 + "?=" = 72.
-    if (new TextEncoder().encode(chunk + ch).length > 45) {
+    if (chunkBytes + bytes > 45) {
       words.push(chunk);
       chunk = "";
+      chunkBytes = 0;
     }
     chunk += ch;
+    chunkBytes += bytes;
   }
   if (chunk || words.length === 0) words.push(chunk);
   return words.map((w) => `=?utf-8?B?${utf8ToBase64(w)}?=`).join("\r\n ");
