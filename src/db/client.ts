@@ -24,3 +24,20 @@ export async function runBatch(db: Database, items: BatchItem<"sqlite">[]): Prom
   if (items.length === 0) return [];
   return db.batch(items as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
 }
+
+/**
+ * One atomic D1 batch of query-builder statements and plain prepared
+ * statements (fixed SQL bound per use), in order; returns each statement's
+ * rows as D1 gives them (column names, driver values: no mapping).
+ */
+export async function runStatements(db: Database, items: (BatchItem<"sqlite"> | D1PreparedStatement)[]): Promise<Record<string, unknown>[][]> {
+  if (items.length === 0) return [];
+  const d1 = db.$client;
+  const statements = items.map((item) => {
+    if (!("toSQL" in item)) return item as D1PreparedStatement;
+    const query = (item as unknown as { toSQL(): { sql: string; params: unknown[] } }).toSQL();
+    return d1.prepare(query.sql).bind(...query.params);
+  });
+  const results = await d1.batch<Record<string, unknown>>(statements);
+  return results.map((result) => result.results ?? []);
+}

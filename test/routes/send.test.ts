@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
-import { idempotencyKeys, suppressions } from "../../src/db/schema";
+import { emails, idempotencyKeys, suppressions } from "../../src/db/schema";
 import { decodeWords } from "../fakes/ses";
 import { expectError } from "../helpers";
 import { sendingSetup } from "../sending";
@@ -31,6 +31,30 @@ describe("POST /v1/send: accepting", () => {
     expect(email.body).toMatchObject({ status: "QUEUED", to: "ada@example.com", from: s.from, subject: "Hi" });
     const contact = await s.get(`/contacts/${res.body.data.emails[0].contact.id}`);
     expect(contact.body).toMatchObject({ email: "ada@example.com", subscribed: false });
+  });
+
+  it("stores every recipient's body exactly, also a body near the size limit that JSON escaping doubles", async () => {
+    const s = await sendingSetup();
+    // 500,000 quotes and backslashes (the body field's limit is 524,288 characters): 1 MB once JSON-escaped,
+    // so each email's row goes in a statement of its own.
+    const body = `<p>${'"\\'.repeat(250_000)}</p>`;
+    const small = await s.send({ to: ["a@example.com", "b@example.com"], subject: "Small", body: "<p>Hi {{email}}</p>", from: s.from });
+    const large = await s.send({ to: ["c@example.com", "d@example.com", "e@example.com"], subject: "Large", body, from: s.from });
+    expect(small.status, JSON.stringify(small.body)).toBe(200);
+    expect(large.status, JSON.stringify(large.body).slice(0, 300)).toBe(200);
+    for (const [res, expected] of [
+      [small, (to: string) => `<p>Hi ${to}</p>`],
+      [large, () => body],
+    ] as const) {
+      for (const e of res.body.data.emails) {
+        const email = await s.get(`/emails/${e.email}`);
+        expect(email.body).toMatchObject({ to: e.contact.email, status: "QUEUED" });
+        // The stored body (what the consumer will send) and the contact the email belongs to.
+        const [row] = await getDb(env.DB).select({ html: emails.html, contactId: emails.contactId }).from(emails).where(eq(emails.id, e.email));
+        expect(row.html).toBe(expected(e.contact.email));
+        expect(row.contactId).toBe(e.contact.id);
+      }
+    }
   });
 
   it("renders variables from request data over contact data, escapes them in HTML, and keeps non-persistent values off the contact", async () => {
