@@ -46,6 +46,19 @@ describe("addTracking", () => {
     expect(out).toContain('<a name="anchor">no href</a>');
   });
 
+  it("tracks links however the tag is spelled, and gives a body without links or <body> the pixel at its end", async () => {
+    for (const html of ["<A\nHREF='https://example.com/x'>x</A>", "<a\thref=https://example.com/x>x</a>", "<a/href=\"https://example.com/x\">x</a>"]) {
+      const out = await addTracking(html, { ...opts, trackOpens: false });
+      expect(out, html).toContain(`${BASE}/t/c/em_1?u=${encodeURIComponent("https://example.com/x")}`);
+    }
+    const pixel = `<img src="${BASE}/t/o/em_1?s=${await openSignature(SECRET, "em_1")}" width="1" height="1" alt="" style="display:none">`;
+    expect(await addTracking("<p>No links, <abbr>abbr</abbr> and <bodyguard>tags</bodyguard></p>", opts)).toBe(
+      `<p>No links, <abbr>abbr</abbr> and <bodyguard>tags</bodyguard></p>${pixel}`,
+    );
+    expect(await addTracking("<BODY class=x><p>Hi</p></BODY>", opts)).toBe(`<BODY class=x><p>Hi</p>${pixel}</BODY>`);
+    expect(await addTracking("<p>Hi</p>", { ...opts, trackOpens: false })).toBe("<p>Hi</p>");
+  });
+
   it("signs each URL so the signature only verifies with that URL", async () => {
     const out = await addTracking(`<a href="https://example.com/x">x</a>`, { ...opts, trackOpens: false });
     const tracked = new URL(decodeHtmlAttribute(hrefs(out)[0]));

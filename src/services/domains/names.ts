@@ -49,8 +49,15 @@ export function normaliseDomainName(input: string): DomainNameResult {
 
 /** The domain of an address (text after the last @), normalised, or undefined. */
 export function domainOfAddress(address: string): string | undefined {
-  const at = address.lastIndexOf("@");
-  if (at < 1) return undefined;
-  const result = normaliseDomainName(address.slice(at + 1).replace(/>\s*$/, ""));
-  return result.ok ? result.name : undefined;
+  let name = domainOfAddressCache.get(address);
+  if (name === undefined) {
+    const at = address.lastIndexOf("@");
+    const result = at < 1 ? null : normaliseDomainName(address.slice(at + 1).replace(/>\s*$/, ""));
+    name = result?.ok ? result.name : "";
+    // Every /v1/send asks this for its from address (twice); the URL parser behind it is not free.
+    if (domainOfAddressCache.size >= 1_000) domainOfAddressCache.clear();
+    domainOfAddressCache.set(address, name);
+  }
+  return name || undefined;
 }
+const domainOfAddressCache = new Map<string, string>();

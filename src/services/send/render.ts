@@ -317,6 +317,10 @@ const STYLE_URL = /url\(\s*(['"]?)(.*?)\1\s*\)/gi;
  * or a value put it there. Runs on the finished body before it is stored.
  */
 export async function keepSafeUrls(html: string): Promise<string> {
+  // Attribute names are never entity-encoded: HTML without any of these names
+  // (href, src, srcset, lowsrc, dynsrc, action, formaction, background, poster,
+  // data, longdesc, cite, xlink:href, style) has no attribute to check.
+  if (!/href|src|action|background|poster|data|longdesc|cite|style/i.test(html)) return html;
   const rewriter = new HTMLRewriter().on("*", {
     element(element) {
       const unsafe: string[] = [];

@@ -84,6 +84,10 @@ export interface TrackingOptions {
   trackClicks: boolean;
 }
 
+async function openPixel(baseUrl: string, secret: string, emailId: string): Promise<string> {
+  return `<img src="${escapeAttribute(await openPixelUrl(baseUrl, secret, emailId))}" width="1" height="1" alt="" style="display:none">`;
+}
+
 /**
  * Rewrites absolute http(s) `<a href>` links to signed click redirects and
  * appends a 1x1 open pixel at the end of `<body>` (or of the document when
@@ -93,6 +97,9 @@ export interface TrackingOptions {
 export async function addTracking(html: string, opts: TrackingOptions): Promise<string> {
   if (!opts.trackOpens && !opts.trackClicks) return html;
   const baseUrl = trimSlash(opts.baseUrl);
+  // No "<a" and no "<body" tag: there is no link to track and the pixel goes at
+  // the end of the document, which is what the rewriter below would produce.
+  if (!/<(a|body)[\s/>]/i.test(html)) return opts.trackOpens ? html + (await openPixel(baseUrl, opts.secret, opts.emailId)) : html;
   const ownPrefixes = [`${baseUrl}/unsubscribe/`, `${baseUrl}/t/`];
   let rewriter = new HTMLRewriter();
 
@@ -113,8 +120,7 @@ export async function addTracking(html: string, opts: TrackingOptions): Promise<
   }
 
   if (opts.trackOpens) {
-    const pixelSrc = await openPixelUrl(baseUrl, opts.secret, opts.emailId);
-    const pixel = `<img src="${escapeAttribute(pixelSrc)}" width="1" height="1" alt="" style="display:none">`;
+    const pixel = await openPixel(baseUrl, opts.secret, opts.emailId);
     let placed = false;
     rewriter = rewriter
       .on("body", {
