@@ -1,4 +1,5 @@
 import type { BatchItem } from "drizzle-orm/batch";
+import { sql, type AnyColumn, type SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import * as schema from "./schema";
 
@@ -40,4 +41,13 @@ export async function runStatements(db: Database, items: (BatchItem<"sqlite"> | 
   });
   const results = await d1.batch<Record<string, unknown>>(statements);
   return results.map((result) => result.results ?? []);
+}
+
+/**
+ * `column IN (...)` with the list bound as one JSON parameter (json_each): one
+ * bound parameter whatever the list's length (D1 allows 100 per statement),
+ * and the same SQL text for every length. SQLite still uses the column's index.
+ */
+export function inJsonList(column: AnyColumn, values: readonly string[]): SQL {
+  return sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`;
 }

@@ -1,5 +1,5 @@
-import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { and, eq, sql, type SQL } from "drizzle-orm";
+import { inJsonList, type Database } from "../db/client";
 import { contacts, events, type Contact, type JsonObject } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -29,12 +29,12 @@ export function contactIdByEmail(projectId: string, email: string): SQL<string> 
   return sql<string>`(SELECT ${contacts.id} FROM ${contacts} WHERE ${contacts.projectId} = ${projectId} AND ${contacts.email} = ${email.toLowerCase()})`;
 }
 
-/** The project's contacts among these addresses (lower-case; at most 90 per query: one IN list). */
+/** The project's contacts among these addresses (lower-case), the list bound as one JSON parameter. */
 export function contactsByEmail(db: Database, projectId: string, addresses: string[]) {
   return db
     .select()
     .from(contacts)
-    .where(and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses)));
+    .where(and(eq(contacts.projectId, projectId), inJsonList(contacts.email, addresses)));
 }
 
 export interface UpsertContactInput {

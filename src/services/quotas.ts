@@ -1,5 +1,5 @@
-import { and, count, eq, gte, inArray, sql, type SQL, type SQLWrapper } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { and, count, eq, gte, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { inJsonList, type Database } from "../db/client";
 import { contacts, emails, events, projects, quotaChecks } from "../db/schema";
 import type { Env } from "../env";
 import { readConfig } from "../lib/config";
@@ -186,7 +186,7 @@ export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: 
     // Existing contacts cost nothing; only when one would be created is the project's total counted.
     // The IN list is bound once (a derived table), so 50 addresses stay well under D1's 100 parameters.
     rows.push(
-      sql`SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ${addresses.length} THEN (SELECT count(*) FROM ${contacts} WHERE ${eq(contacts.projectId, projectId)}) + ${addresses.length} - existing.n ELSE 0 END, ${readConfig(env).QUOTA_CONTACTS} FROM (SELECT count(*) AS n FROM ${contacts} WHERE ${and(eq(contacts.projectId, projectId), inArray(contacts.email, addresses))}) AS existing`,
+      sql`SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ${addresses.length} THEN (SELECT count(*) FROM ${contacts} WHERE ${eq(contacts.projectId, projectId)}) + ${addresses.length} - existing.n ELSE 0 END, ${readConfig(env).QUOTA_CONTACTS} FROM (SELECT count(*) AS n FROM ${contacts} WHERE ${and(eq(contacts.projectId, projectId), inJsonList(contacts.email, addresses))}) AS existing`,
     );
   }
   const since = idAtTime(utcDayStart(now));

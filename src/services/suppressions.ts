@@ -1,5 +1,5 @@
 import { and, eq, inArray } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { inJsonList, type Database } from "../db/client";
 import { suppressions } from "../db/schema";
 
 export type SuppressionReason = "BOUNCE" | "COMPLAINT";
@@ -29,7 +29,7 @@ export function suppressionsOf(db: Database, projectId: string, addresses: strin
   return db
     .select({ email: suppressions.email, reason: suppressions.reason })
     .from(suppressions)
-    .where(and(eq(suppressions.projectId, projectId), inArray(suppressions.email, addresses)));
+    .where(and(eq(suppressions.projectId, projectId), inJsonList(suppressions.email, addresses)));
 }
 
 /** Adds an address to the project's suppression list; the first reason recorded is kept. */

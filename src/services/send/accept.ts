@@ -224,13 +224,16 @@ async function renderEmails(
   const baseUrl = publicUrl(env, requestUrl);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   const budget = new RenderBudget();
+  // Signing a link costs an HMAC per recipient: only when the message names the
+  // variable (a variable name built at render time, {{ [name] }}, renders empty).
+  const wantsUnsubscribeUrl = `${message.subject}\n${message.html}`.includes("unsubscribeUrl");
   return Promise.all(
     sendable.map(async (address) => {
       const emailId = newId();
       const vars = {
         data: { ...(inputs.existing.get(address)?.data ?? {}), ...forThisEmail },
         email: address,
-        unsubscribeUrl: await unsubscribeUrl(baseUrl, secret, emailId),
+        unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, emailId) : "",
       };
       return {
         emailId,
