@@ -593,6 +593,8 @@ async function startServer(stateDir, vars = {}) {
     ENVIRONMENT: "development",
     PUBLIC_URL: base,
     LINK_SIGNING_SECRET: "bench-only-secret-at-least-32-bytes-long",
+    // Workflows with a webhook step keep its signing secret encrypted with this key.
+    DKIM_ENCRYPTION_KEY: "bench-only-encryption-key-at-least-32-bytes",
     BENCH_COUNT_D1: "1",
     ...vars,
   };

@@ -125,7 +125,7 @@ export function createApp(options: AppOptions = {}) {
         "Email delivery on Cloudflare's edge, wire-compatible with Plunk's public API.",
         "",
         "Errors always use one envelope: `{success: false, error: {code, message, statusCode, requestId, errors?, suggestion?}, timestamp}`; every response carries `X-Request-Id`.",
-        "Rate limit: 1000 requests per minute per project; a 429 carries `Retry-After` and `RateLimit-*` headers.",
+        "Rate limit: 1000 requests per minute per project (RATE_LIMIT_PER_MINUTE), never more; each Worker isolate takes slots of the minute from the project's counter a few at a time, so with several isolates a few slots may go unused and a request be refused slightly early. A 429 carries `Retry-After` and `RateLimit-*` headers.",
         `Request bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_SEND_BODY_BYTES} for /v1/send); larger ones get 413.`,
       ].join("\n"),
     },

@@ -1,14 +1,14 @@
 import { and, asc, count, desc, eq, lt, type SQL } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { runStatements, type Database } from "../db/client";
 import { contacts, events } from "../db/schema";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
 import type { EventListQuerySchema, EventView, TrackEventRequest } from "../schemas/events";
 import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
-import { buildContactUpsert, contactIdByEmail, splitPersistentData } from "./contacts";
+import { splitPersistentData } from "./contacts";
 import { buildQuotaGuard, runGuardedBatch } from "./quotas";
-import { buildOutboxProbe } from "./workflows/triggers";
+import { OUTBOX_PROBE_SQL } from "./workflows/triggers";
 
 /** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
 export type TrackEventInput = TrackEventRequest;
@@ -42,24 +42,37 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const email = input.email.toLowerCase();
   // `{value, persistent: false}` (as on /v1/send): stored on the event, never on the contact.
   const { persistent, all } = splitPersistentData(input.data);
-  const upsert = options.publicKey
-    ? buildContactUpsert(db, projectId, { email, subscribed: input.subscribed }, true, { leaveExisting: true })
-    : buildContactUpsert(db, projectId, { email, data: persistent, subscribed: input.subscribed }, true);
+  const contactId = newId();
   const eventId = newId();
   const createdAt = new Date();
+  const now = createdAt.getTime();
   const guard = buildQuotaGuard(db, env, projectId, { contacts: [email], eventsToday: 1 }, createdAt);
-  const eventInsert = db.insert(events).values({
-    id: eventId,
-    projectId,
-    contactId: contactIdByEmail(projectId, email),
-    name: input.event,
-    data: all,
-    createdAt,
-  });
-  const [, contactRows, , outbox] = await runGuardedBatch(env, () => db.batch([guard!, upsert.query, eventInsert, buildOutboxProbe(db, projectId)]), createdAt);
-  const { contact, isNew } = upsert.result(contactRows);
-  return { contactId: contact.id, eventId, createdAt, isNewContact: isNew, workflowTriggersPending: outbox.length > 0 };
+  const d1 = db.$client;
+  const subscribed = input.subscribed === undefined ? null : input.subscribed ? 1 : 0;
+  const upsert = d1
+    .prepare(TRACK_CONTACT_UPSERT_SQL)
+    .bind(contactId, projectId, email, subscribed ?? 1, JSON.stringify(options.publicKey ? {} : persistent), now, options.publicKey ? 1 : 0, subscribed);
+  const eventInsert = d1.prepare(TRACK_EVENT_INSERT_SQL).bind(eventId, projectId, email, input.event, JSON.stringify(all), now);
+  const probe = d1.prepare(OUTBOX_PROBE_SQL).bind(projectId);
+  const [, contactRows, , outbox] = await runGuardedBatch(env, () => runStatements(db, [guard!, upsert, eventInsert, probe]), createdAt);
+  const id = String(contactRows[0].id);
+  return { contactId: id, eventId, createdAt, isNewContact: id === contactId, workflowTriggersPending: outbox.length > 0 };
 }
+
+// /v1/track's writes as fixed SQL (nothing built per request). The contact:
+// created subscribed unless `subscribed` says otherwise; with a public key
+// (?7) an existing one is returned unchanged and a new one gets no data;
+// otherwise `subscribed` applies when given and data merges (JSON merge
+// patch: null removes a key). The event finds its contact by address.
+const TRACK_CONTACT_UPSERT_SQL = `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+  VALUES (?1, ?2, ?3, ?4, json_patch('{}', ?5), ?6, ?6)
+  ON CONFLICT (project_id, email) DO UPDATE SET
+    subscribed = CASE WHEN ?7 THEN contacts.subscribed ELSE coalesce(?8, contacts.subscribed) END,
+    data = CASE WHEN ?7 THEN contacts.data ELSE json_patch(contacts.data, ?5) END,
+    updated_at = CASE WHEN ?7 THEN contacts.updated_at ELSE ?6 END
+  RETURNING id`;
+const TRACK_EVENT_INSERT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
+  VALUES (?1, ?2, (SELECT id FROM contacts WHERE project_id = ?2 AND email = ?3), ?4, ?5, ?6)`;
 
 export type ListEventsQuery = z.infer<typeof EventListQuerySchema>;
 

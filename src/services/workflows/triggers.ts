@@ -63,6 +63,9 @@ export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId
  * anything once the batch's triggers ran (an indexed probe, one row at most),
  * so a request that started no workflow skips the hand-over after its response.
  */
+/** buildOutboxProbe as fixed SQL, for batches of prepared statements (?1: the project id). */
+export const OUTBOX_PROBE_SQL = "SELECT id FROM workflow_trigger_outbox WHERE project_id = ?1 LIMIT 1";
+
 export function buildOutboxProbe(db: Database, projectId: string) {
   return db.select({ id: workflowTriggerOutbox.id }).from(workflowTriggerOutbox).where(eq(workflowTriggerOutbox.projectId, projectId)).limit(1);
 }
