@@ -68,8 +68,10 @@ export const KEY_CACHE_MAX_ENTRIES = 1_000;
 export type KeyLookup = (db: Database, key: string) => Promise<KeyOwner | null>;
 
 /**
- * findKeyOwner behind a short-lived in-isolate cache of key hash -> owner, so a
- * warm isolate authenticates without a D1 round trip. Unknown keys are cached
+ * findKeyOwner behind a short-lived in-isolate cache of key -> owner, so a
+ * warm isolate authenticates without a D1 round trip and without hashing the
+ * key (the SHA-256 is only needed to look it up in D1, which stores hashes
+ * only; the cache lives in the isolate's memory, as the request itself does). Unknown keys are cached
  * too, in a cache of their own, so a client repeating a bad key costs one
  * lookup per TTL and a flood of distinct bad keys can only evict other unknown
  * keys, never the known ones. Concurrent requests with one uncached key share
@@ -82,20 +84,20 @@ export function cachedKeyLookup(now: () => number = Date.now): KeyLookup {
   const unknown = new LRUCache<string, true>(options);
   const inFlight = new Map<string, Promise<KeyOwner | null>>();
   return async (db, key) => {
-    const hash = await sha256Hex(key);
-    const hit = known.get(hash);
+    const hit = known.get(key);
     if (hit) return hit;
-    if (unknown.get(hash)) return null;
-    let lookup = inFlight.get(hash);
+    if (unknown.get(key)) return null;
+    let lookup = inFlight.get(key);
     if (!lookup) {
-      lookup = findKeyOwner(db, key, hash)
+      lookup = sha256Hex(key)
+        .then((hash) => findKeyOwner(db, key, hash))
         .then((owner) => {
-          if (owner) known.set(hash, owner);
-          else unknown.set(hash, true);
+          if (owner) known.set(key, owner);
+          else unknown.set(key, true);
           return owner;
         })
-        .finally(() => inFlight.delete(hash));
-      inFlight.set(hash, lookup);
+        .finally(() => inFlight.delete(key));
+      inFlight.set(key, lookup);
     }
     return lookup;
   };
