@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Timestamps are stored as integer milliseconds since the epoch and exposed as Date.
 const timestamp = (name: string) => integer(name, { mode: "timestamp_ms" });
@@ -510,3 +510,33 @@ export const quotaChecks = sqliteTable("quota_checks", {
   used: integer("used").notNull(),
   quotaLimit: integer("quota_limit").notNull(),
 });
+
+/**
+ * Usage counters the quota checks read instead of counting rows (which grew
+ * with the project: a new contact counted every contact, each event or email
+ * counted today's). Kept by D1 triggers (migration 0012) on every insert and
+ * delete, whatever path writes: project_usage holds the project's contacts,
+ * project_daily_usage the events and emails recorded per UTC day
+ * (day = created_at / 86,400,000). Days before yesterday are pruned by the
+ * retention job; only today's row is ever read.
+ */
+export const projectUsage = sqliteTable("project_usage", {
+  projectId: text("project_id")
+    .primaryKey()
+    .references(() => projects.id, { onDelete: "cascade" }),
+  contacts: integer("contacts").notNull().default(0),
+});
+
+export const projectDailyUsage = sqliteTable(
+  "project_daily_usage",
+  {
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    /** UTC day number: milliseconds since the epoch / 86,400,000. */
+    day: integer("day").notNull(),
+    events: integer("events").notNull().default(0),
+    emails: integer("emails").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.day] }), index("project_daily_usage_day_idx").on(t.day)],
+);

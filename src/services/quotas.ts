@@ -1,10 +1,9 @@
-import { and, count, eq, gte, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { and, count, eq, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { inJsonList, type Database } from "../db/client";
-import { contacts, emails, events, projects, quotaChecks } from "../db/schema";
+import { contacts, projectDailyUsage, projects, projectUsage, quotaChecks } from "../db/schema";
 import type { Env } from "../env";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
-import { idAtTime } from "../lib/ids";
 
 /**
  * Per-project quotas. One tenant must not be able to fill the shared D1 or
@@ -57,11 +56,19 @@ export function quotaExceeded(name: QuotaName, limit: number, now = new Date()):
 
 /** Start of the current UTC day, in ms. */
 const utcDayStart = (now: Date) => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+/** The UTC day number project_daily_usage counts under (ms / 86,400,000). */
+export const utcDayNumber = (now: Date) => Math.floor(now.getTime() / 86_400_000);
+
+/** Today's count of `kind` for the project, from its usage counter (one row read). */
+function countedToday(projectId: SQLWrapper | string, kind: "events" | "emails", now: Date): SQL {
+  const column = kind === "events" ? projectDailyUsage.events : projectDailyUsage.emails;
+  return sql`coalesce((SELECT ${column} FROM ${projectDailyUsage} WHERE ${projectDailyUsage.projectId} = ${projectId} AND ${projectDailyUsage.day} = ${utcDayNumber(now)}), 0)`;
+}
 
 /**
  * QUOTA_EMAILS_PER_DAY / QUOTA_EVENTS_PER_DAY: what the project recorded since
- * 00:00 UTC plus `adding` must stay within the quota. Today's rows are an id
- * range (UUIDv7) on the (project_id, id) index.
+ * 00:00 UTC plus `adding` must stay within the quota, read from the project's
+ * daily usage counter (one row, whatever the project's size).
  */
 export async function assertDailyQuota(
   db: Database,
@@ -73,12 +80,9 @@ export async function assertDailyQuota(
 ): Promise<void> {
   if (adding <= 0) return;
   const limit = readConfig(env)[name];
-  const since = idAtTime(utcDayStart(now));
-  const table = name === "QUOTA_EMAILS_PER_DAY" ? emails : events;
-  const [{ today }] = await db
-    .select({ today: count() })
-    .from(table)
-    .where(and(eq(table.projectId, projectId), gte(table.id, since)));
+  const [{ today }] = await db.all<{ today: number }>(
+    sql`SELECT ${countedToday(projectId, name === "QUOTA_EMAILS_PER_DAY" ? "emails" : "events", now)} AS today`,
+  );
   if (today + adding > limit) throw quotaExceeded(name, limit, now);
 }
 
@@ -86,14 +90,13 @@ export async function assertDailyQuota(
  * QUOTA_EVENTS_PER_DAY for the service's own events (opens, clicks, bounces,
  * complaints, unsubscribes): a condition for the statement that writes the
  * event, so the check costs no round trip of its own. True while the project
- * recorded fewer than `limit` events since 00:00 UTC; it reads at most `limit`
- * entries of today's id range on the (project_id, id) index. Past the quota the
+ * recorded fewer than `limit` events since 00:00 UTC (its daily usage counter,
+ * one row). Past the quota the
  * event is not stored; what the event reports (the email's status and counters,
  * the suppression, the unsubscribe) still happens.
  */
 export function underDailyEventQuota(projectId: SQLWrapper | string, limit: number, now = new Date()): SQL {
-  const since = idAtTime(utcDayStart(now));
-  return sql`(SELECT count(*) FROM (SELECT 1 FROM events AS quota_events WHERE quota_events.project_id = ${projectId} AND quota_events.id >= ${since} LIMIT ${limit})) < ${limit}`;
+  return sql`${countedToday(projectId, "events", now)} < ${limit}`;
 }
 
 /**
@@ -105,12 +108,8 @@ export function underDailyEventQuota(projectId: SQLWrapper | string, limit: numb
  */
 export async function campaignQuotaFit(db: Database, env: Env, projectId: string, audience: SQL, now = new Date()) {
   const limit = readConfig(env).QUOTA_EMAILS_PER_DAY;
-  const since = idAtTime(utcDayStart(now));
   const [[{ today }], [{ recipients }]] = await db.batch([
-    db
-      .select({ today: count() })
-      .from(emails)
-      .where(and(eq(emails.projectId, projectId), gte(emails.id, since))),
+    db.select({ today: countedToday(projectId, "emails", now).mapWith(Number) }).from(sql`(SELECT 1)`),
     db.select({ recipients: count() }).from(
       db
         .select({ one: sql`1`.as("one") })
@@ -186,18 +185,15 @@ export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: 
     // Existing contacts cost nothing; only when one would be created is the project's total counted.
     // The IN list is bound once (a derived table), so 50 addresses stay well under D1's 100 parameters.
     rows.push(
-      sql`SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ${addresses.length} THEN (SELECT count(*) FROM ${contacts} WHERE ${eq(contacts.projectId, projectId)}) + ${addresses.length} - existing.n ELSE 0 END, ${readConfig(env).QUOTA_CONTACTS} FROM (SELECT count(*) AS n FROM ${contacts} WHERE ${and(eq(contacts.projectId, projectId), inJsonList(contacts.email, addresses))}) AS existing`,
+      sql`SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ${addresses.length} THEN coalesce((SELECT ${projectUsage.contacts} FROM ${projectUsage} WHERE ${eq(projectUsage.projectId, projectId)}), 0) + ${addresses.length} - existing.n ELSE 0 END, ${readConfig(env).QUOTA_CONTACTS} FROM (SELECT count(*) AS n FROM ${contacts} WHERE ${and(eq(contacts.projectId, projectId), inJsonList(contacts.email, addresses))}) AS existing`,
     );
   }
-  const since = idAtTime(utcDayStart(now));
-  for (const [name, table, adding] of [
-    ["QUOTA_EVENTS_PER_DAY", events, use.eventsToday ?? 0],
-    ["QUOTA_EMAILS_PER_DAY", emails, use.emailsToday ?? 0],
+  for (const [name, kind, adding] of [
+    ["QUOTA_EVENTS_PER_DAY", "events", use.eventsToday ?? 0],
+    ["QUOTA_EMAILS_PER_DAY", "emails", use.emailsToday ?? 0],
   ] as const) {
     if (adding <= 0) continue;
-    rows.push(
-      sql`SELECT ${name}, (SELECT count(*) FROM ${table} WHERE ${and(eq(table.projectId, projectId), gte(table.id, since))}) + ${adding}, ${readConfig(env)[name]}`,
-    );
+    rows.push(sql`SELECT ${name}, ${countedToday(projectId, kind, now)} + ${adding}, ${readConfig(env)[name]}`);
   }
   if ((use.storedBytes ?? 0) > 0) {
     rows.push(

@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, lt, notInArray, sql } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../db/client";
-import { blobChunks, capturedMessages, emailAttachments, emails, events, projects } from "../db/schema";
+import { blobChunks, capturedMessages, emailAttachments, emails, events, projectDailyUsage, projects } from "../db/schema";
+import { utcDayNumber } from "./quotas";
 import type { Env } from "../env";
 import { readConfig } from "../lib/config";
 import { idAtTime } from "../lib/ids";
@@ -22,6 +23,7 @@ const ATTACHMENT_SENDS_PER_TICK = 20;
 const HTML_ROWS_PER_TICK = 500;
 const EVENT_ROWS_PER_TICK = 2000;
 const CAPTURED_ROWS_PER_TICK = 200;
+const USAGE_ROWS_PER_TICK = 5000;
 /** Ids per IN list: D1 allows 100 bound parameters per statement. */
 const CHUNK = 90;
 
@@ -111,6 +113,14 @@ export async function pruneCapturedMail(db: Database, env: Env, now = new Date()
   return rows.length;
 }
 
+/** Daily usage counters of days before yesterday (the quotas read only today's). */
+export async function pruneDailyUsage(db: Database, now = new Date(), limit = USAGE_ROWS_PER_TICK) {
+  const result = await db.run(
+    sql`DELETE FROM ${projectDailyUsage} WHERE rowid IN (SELECT rowid FROM ${projectDailyUsage} WHERE ${projectDailyUsage.day} < ${utcDayNumber(now) - 1} LIMIT ${limit})`,
+  );
+  return result.meta.changes ?? 0;
+}
+
 /** The cron job: one bounded batch of each kind. */
 export async function runRetention(env: Env, now = new Date()) {
   const db = getDb(env.DB);
@@ -119,5 +129,6 @@ export async function runRetention(env: Env, now = new Date()) {
     html: await dropOldEmailHtml(db, env, now),
     events: await pruneOldEvents(db, env, now),
     captured: await pruneCapturedMail(db, env, now),
+    usage: await pruneDailyUsage(db, now),
   };
 }

@@ -31,6 +31,11 @@ describe("per-project quotas", () => {
     expect((await p.api.get("/contacts")).body.total).toBe(2);
     // Another project has its own count.
     expect((await request(other.secretKey, "POST", "/contacts", { email: "c@example.com" }, limits)).status).toBe(201);
+    // Deleting a contact frees its place (the count is kept by D1 triggers on insert and delete).
+    const [first] = (await p.api.get("/contacts")).body.contacts;
+    expect((await request(p.secretKey, "DELETE", `/contacts/${first.id}`, undefined, limits)).status).toBe(204);
+    expect((await request(p.publicKey, "POST", "/v1/track", { email: "c@example.com", event: "visit" }, limits)).status).toBe(200);
+    expectError(await request(p.secretKey, "POST", "/contacts", { email: "d@example.com" }, limits), 403, "QUOTA_EXCEEDED");
   });
 
   it("QUOTA_EVENTS_PER_DAY: /v1/track past it is 429 QUOTA_EXCEEDED with Retry-After until 00:00 UTC", async () => {

@@ -3,8 +3,8 @@ import { eq, inArray } from "drizzle-orm";
 import { v7 as uuidv7 } from "uuid";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
-import { blobChunks, emailAttachments, emails, events, projects } from "../../src/db/schema";
-import { dropOldEmailHtml, pruneOldEvents, runRetention } from "../../src/services/retention";
+import { blobChunks, emailAttachments, emails, events, projectDailyUsage, projects } from "../../src/db/schema";
+import { dropOldEmailHtml, pruneDailyUsage, pruneOldEvents, runRetention } from "../../src/services/retention";
 import { insertSentEmail } from "../fixtures/emails";
 import { newProject } from "../helpers";
 import { sendingSetup } from "../sending";
@@ -142,5 +142,18 @@ describe("retention (cron)", () => {
     const left = (await db().select({ id: events.id }).from(events).where(eq(events.projectId, p.id))).map((e) => e.id);
     expect(left).toContain(lastYear.id);
     expect(left).not.toContain(ancient.id);
+  });
+});
+
+describe("usage counters", () => {
+  it("keep today's and yesterday's daily counts and drop older days", async () => {
+    const p = await newProject();
+    const now = new Date("2026-11-23T12:00:00Z");
+    const today = Math.floor(now.getTime() / 86_400_000);
+    const db = getDb(env.DB);
+    await db.insert(projectDailyUsage).values([0, 1, 2, 30].map((ago) => ({ projectId: p.id, day: today - ago, events: 5, emails: 7 })));
+    expect(await pruneDailyUsage(db, now)).toBeGreaterThanOrEqual(2);
+    const left = await db.select({ day: projectDailyUsage.day }).from(projectDailyUsage).where(eq(projectDailyUsage.projectId, p.id));
+    expect(left.map((r) => today - r.day).sort()).toEqual([0, 1]);
   });
 });
