@@ -655,7 +655,9 @@ async function startServer(stateDir, vars = {}) {
       () => false,
     );
     if (inspectorAnswers !== INSPECTOR) {
-      throw new Error(`wrangler dev's devtools inspector is ${inspectorAnswers ? "on" : "off"}, the bench expected it ${INSPECTOR ? "on" : "off"} (see startServer)`);
+      throw new Error(
+        `wrangler dev's devtools inspector is ${inspectorAnswers ? "on" : "off"}, the bench expected it ${INSPECTOR ? "on" : "off"} (see startServer)`,
+      );
     }
   } catch (err) {
     process.stderr.write(serverLog.slice(-4000));

@@ -47,7 +47,7 @@ describe("addTracking", () => {
   });
 
   it("tracks links however the tag is spelled, and gives a body without links or <body> the pixel at its end", async () => {
-    for (const html of ["<A\nHREF='https://example.com/x'>x</A>", "<a\thref=https://example.com/x>x</a>", "<a/href=\"https://example.com/x\">x</a>"]) {
+    for (const html of ["<A\nHREF='https://example.com/x'>x</A>", "<a\thref=https://example.com/x>x</a>", '<a/href="https://example.com/x">x</a>']) {
       const out = await addTracking(html, { ...opts, trackOpens: false });
       expect(out, html).toContain(`${BASE}/t/c/em_1?u=${encodeURIComponent("https://example.com/x")}`);
     }
