@@ -1,5 +1,5 @@
+import { TtlCache } from "../lib/ttl-cache";
 import { and, eq, isNull } from "drizzle-orm";
-import { LRUCache } from "lru-cache";
 import type { Database } from "../db/client";
 import { apiKeys, projects } from "../db/schema";
 import { randomHex, sha256Hex, timingSafeEqual } from "../lib/crypto";
@@ -78,10 +78,9 @@ export type KeyLookup = (db: Database, key: string) => Promise<KeyOwner | null>;
  * one lookup. `now` is the app's clock (tests move it past the TTL).
  */
 export function cachedKeyLookup(now: () => number = Date.now): KeyLookup {
-  // ttlResolution 0: read the clock on every check (no timer-cached "now").
-  const options = { max: KEY_CACHE_MAX_ENTRIES, ttl: KEY_CACHE_TTL_MS, ttlResolution: 0, perf: { now } };
-  const known = new LRUCache<string, KeyOwner>(options);
-  const unknown = new LRUCache<string, true>(options);
+  const options = { max: KEY_CACHE_MAX_ENTRIES, ttlMs: KEY_CACHE_TTL_MS, now };
+  const known = new TtlCache<string, KeyOwner>(options);
+  const unknown = new TtlCache<string, true>(options);
   const inFlight = new Map<string, Promise<KeyOwner | null>>();
   return async (db, key) => {
     const hit = known.get(key);

@@ -3,7 +3,7 @@
  * delete, and the guard sending uses (`requireVerifiedDomain`).
  */
 import { and, count, eq, isNull, lt, type SQL } from "drizzle-orm";
-import { LRUCache } from "lru-cache";
+import { TtlCache } from "../../lib/ttl-cache";
 import type { Database } from "../../db/client";
 import { domains, type Domain } from "../../db/schema";
 import type { Env } from "../../env";
@@ -268,7 +268,7 @@ export const VERIFIED_DOMAIN_CACHE_TTL_MS = 5_000;
 
 /** (project, domain name) -> the domain's name, for domains seen VERIFIED; bounded LRU with a short TTL. */
 export function verifiedDomainCache(now: () => number = Date.now) {
-  const cache = new LRUCache<string, string>({ max: 1_000, ttl: VERIFIED_DOMAIN_CACHE_TTL_MS, ttlResolution: 0, perf: { now } });
+  const cache = new TtlCache<string, string>({ max: 1_000, ttlMs: VERIFIED_DOMAIN_CACHE_TTL_MS, now });
   const keyOf = (projectId: string, fromAddress: string) => {
     const name = domainOfAddress(fromAddress);
     return name ? `${projectId}\n${name}` : null;
