@@ -1,7 +1,8 @@
 /**
  * Development only (ENVIRONMENT=development with BENCH_COUNT_D1=1): counts the
- * D1 statements the Worker runs, for `npm run bench`'s "D1 statements per
- * email". A statement is one SQL statement sent to D1, alone or inside a
+ * D1 statements the Worker's queue consumers and cron run, for `npm run
+ * bench`'s "D1 statements per email" (the HTTP handler is not wrapped: its
+ * statements are pinned by tests, and the bench times it). A statement is one SQL statement sent to D1, alone or inside a
  * batch. Counts live in the isolate (wrangler dev runs one) and are read with
  * GET /dev/d1-stats.
  */
