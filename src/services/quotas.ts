@@ -1,6 +1,6 @@
-import { and, count, eq, sql, type SQL, type SQLWrapper } from "drizzle-orm";
-import { inJsonList, type Database } from "../db/client";
-import { contacts, projectDailyUsage, projects, projectUsage, quotaChecks } from "../db/schema";
+import { count, eq, sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { contacts, projectDailyUsage, projects } from "../db/schema";
 import type { Env } from "../env";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
@@ -178,30 +178,35 @@ export interface QuotaUse {
  * and no concurrent request slips between check and write. Null when nothing
  * is to be checked. Run the batch with runGuardedBatch for the error.
  */
-export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: QuotaUse, now = new Date()) {
-  const rows: SQL[] = [];
+export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: QuotaUse, now = new Date()): D1PreparedStatement | null {
+  // Fixed SQL fragments bound positionally: nothing is built by the query
+  // builder on the request path. The usage counters are read, never counted.
+  const config = readConfig(env);
+  const rows: string[] = [];
+  const params: unknown[] = [];
   const addresses = [...new Set(use.contacts ?? [])];
   if (addresses.length > 0) {
-    // Existing contacts cost nothing; only when one would be created is the project's total counted.
-    // The IN list is bound once (a derived table), so 50 addresses stay well under D1's 100 parameters.
+    // Existing contacts cost nothing; only when one would be created is the project's total read.
     rows.push(
-      sql`SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ${addresses.length} THEN coalesce((SELECT ${projectUsage.contacts} FROM ${projectUsage} WHERE ${eq(projectUsage.projectId, projectId)}), 0) + ${addresses.length} - existing.n ELSE 0 END, ${readConfig(env).QUOTA_CONTACTS} FROM (SELECT count(*) AS n FROM ${contacts} WHERE ${and(eq(contacts.projectId, projectId), inJsonList(contacts.email, addresses))}) AS existing`,
+      `SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ? THEN coalesce((SELECT contacts FROM project_usage WHERE project_id = ?), 0) + ? - existing.n ELSE 0 END, ?
+       FROM (SELECT count(*) AS n FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))) AS existing`,
     );
+    params.push(addresses.length, projectId, addresses.length, config.QUOTA_CONTACTS, projectId, JSON.stringify(addresses));
   }
-  for (const [name, kind, adding] of [
+  for (const [name, column, adding] of [
     ["QUOTA_EVENTS_PER_DAY", "events", use.eventsToday ?? 0],
     ["QUOTA_EMAILS_PER_DAY", "emails", use.emailsToday ?? 0],
   ] as const) {
     if (adding <= 0) continue;
-    rows.push(sql`SELECT ${name}, ${countedToday(projectId, kind, now)} + ${adding}, ${readConfig(env)[name]}`);
+    rows.push(`SELECT '${name}', coalesce((SELECT ${column} FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?`);
+    params.push(projectId, utcDayNumber(now), adding, config[name]);
   }
   if ((use.storedBytes ?? 0) > 0) {
-    rows.push(
-      sql`SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT ${projects.storedBytes} FROM ${projects} WHERE ${eq(projects.id, projectId)}), 0) + ${use.storedBytes}, ${readConfig(env).QUOTA_STORED_BYTES}`,
-    );
+    rows.push("SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ?, ?");
+    params.push(projectId, use.storedBytes, config.QUOTA_STORED_BYTES);
   }
   if (rows.length === 0) return null;
-  return db.insert(quotaChecks).select(sql.join(rows, sql` UNION ALL `));
+  return db.$client.prepare(`INSERT INTO quota_checks (quota, used, quota_limit) ${rows.join(" UNION ALL ")}`).bind(...params);
 }
 
 /** The quota error a batch with a buildQuotaGuard statement was aborted with, or null. */
