@@ -756,44 +756,42 @@ function reportCpuPerEmail(before, after, emails, seconds) {
   );
 }
 
-/** CPU time (ms, user + system) of every process in `pgid`'s process group (Linux /proc), or null elsewhere. */
-function serverCpuMs(pgid) {
-  let total = 0;
+/** The processes of `pgid`'s process group (Linux /proc): pid, command name and the /proc/<pid>/stat fields after it; null elsewhere. */
+function processGroup(pgid) {
   let pids;
   try {
     pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
   } catch {
     return null;
   }
+  const group = [];
   for (const pid of pids) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) !== pgid) continue;
-      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks (USER_HZ 100)
+      if (Number(fields[2]) === pgid) group.push({ pid, name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), fields });
     } catch {
       // the process went away
     }
   }
-  return total;
+  return group;
 }
 
-/** Resident memory (bytes) of the workerd processes in `pgid`'s process group (Linux /proc), or null elsewhere. */
+/** CPU time (ms, user + system) of every process in `pgid`'s process group, or null without /proc. */
+function serverCpuMs(pgid) {
+  const group = processGroup(pgid);
+  // utime and stime are in clock ticks (USER_HZ 100).
+  return group && group.reduce((total, p) => total + ((Number(p.fields[11]) + Number(p.fields[12])) * 1000) / 100, 0);
+}
+
+/** Resident memory (bytes) of the workerd processes in `pgid`'s process group, or null without /proc. */
 function workerdRss(pgid) {
   let total = 0;
   let found = false;
-  let pids;
-  try {
-    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
-  } catch {
-    return null;
-  }
-  for (const pid of pids) {
+  for (const p of processGroup(pgid) ?? []) {
+    if (p.name !== "workerd") continue;
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) !== pgid || !stat.includes("(workerd)")) continue;
-      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p.pid}/status`, "utf8"));
       if (rss) {
         total += Number(rss[1]) * 1024;
         found = true;
