@@ -14,6 +14,15 @@ export const IdParamSchema = z.object({
     .openapi({ param: { name: "id", in: "path" }, example: "0190f0a4-..." }),
 });
 
+/** An optional record id in the query string (`?contactId=`, `?campaignId=`): a filter of a list. */
+export const idQuery = (name: string, description?: string) =>
+  z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .openapi({ param: { name, in: "query" }, ...(description ? { description } : {}) });
+
 const MAX_DATA_BYTES = 32 * 1024;
 const MAX_DATA_DEPTH = 8;
 

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
-import { IdParamSchema } from "../lib/validators";
+import { IdParamSchema, idQuery } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { createWorkflow, deleteWorkflow, getWorkflow, listWorkflows, toWorkflowView, updateWorkflow, workflowStats } from "../services/workflows/definitions";
 import { getExecution, listExecutions, toExecutionView } from "../services/workflows/executions";
@@ -89,12 +89,7 @@ const deleteRoute = createRoute({
 
 const ExecutionListQuerySchema = PaginationQuerySchema.extend({
   status: ExecutionStatusSchema.optional().openapi({ param: { name: "status", in: "query" } }),
-  contactId: z
-    .string()
-    .min(1)
-    .max(64)
-    .optional()
-    .openapi({ param: { name: "contactId", in: "query" } }),
+  contactId: idQuery("contactId"),
 });
 
 const listExecutionsRoute = createRoute({

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { EMAIL_STATUSES } from "../db/schema";
 import { listEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
+import { idQuery } from "../lib/validators";
 
 const timestamp = z.string().datetime().nullable();
 
@@ -46,18 +47,8 @@ export const EmailListQuerySchema = PaginationQuerySchema.extend({
     .enum(EMAIL_STATUSES)
     .optional()
     .openapi({ param: { name: "status", in: "query" } }),
-  contactId: z
-    .string()
-    .min(1)
-    .max(64)
-    .optional()
-    .openapi({ param: { name: "contactId", in: "query" } }),
-  campaignId: z
-    .string()
-    .min(1)
-    .max(64)
-    .optional()
-    .openapi({ param: { name: "campaignId", in: "query" }, description: "Only this campaign's emails (test sends are not linked to it)" }),
+  contactId: idQuery("contactId"),
+  campaignId: idQuery("campaignId", "Only this campaign's emails (test sends are not linked to it)"),
 });
 export type EmailListQuery = z.infer<typeof EmailListQuerySchema>;
 

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { listEnvelope, successEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
-import { DataObjectSchema, EmailAddressSchema } from "../lib/validators";
+import { DataObjectSchema, EmailAddressSchema, idQuery } from "../lib/validators";
 
 /** Custom events: POST /v1/track records one, GET /events and /events/names read them. */
 
@@ -33,12 +33,7 @@ export const EventListQuerySchema = PaginationQuerySchema.extend({
     param: { name: "name", in: "query" },
     description: `Only events with exactly this name (trimmed, 1-${MAX_EVENT_NAME} characters)`,
   }),
-  contactId: z
-    .string()
-    .min(1)
-    .max(64)
-    .optional()
-    .openapi({ param: { name: "contactId", in: "query" }, description: "Only events of this contact" }),
+  contactId: idQuery("contactId", "Only events of this contact"),
 });
 
 export const EventListResponseSchema = listEnvelope(EventSchema);
