@@ -15,6 +15,16 @@ import wranglerToml from "../../wrangler.toml?raw";
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
 
+/** The workflow queue's message for a "signup" event of this contact (as the outbox hands it over). */
+const signupTrigger = (projectId: string, contactId: string): WorkflowQueueMessage => ({
+  kind: "trigger",
+  outboxId: 1,
+  projectId,
+  contactId,
+  type: "EVENT",
+  eventName: "signup",
+  eventId: newId(),
+});
 describe("contact triggers from /v1/send", () => {
   it("a contact created by /v1/send starts the matching CONTACT_CREATED workflow; a send to an existing contact starts nothing", async () => {
     const a = await automationProject();
@@ -62,15 +72,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
         },
       },
     } as unknown as Env;
-    const trigger: WorkflowQueueMessage = {
-      kind: "trigger",
-      outboxId: 1,
-      projectId: project.id,
-      contactId,
-      type: "EVENT",
-      eventName: "signup",
-      eventId: newId(),
-    };
+    const trigger = signupTrigger(project.id, contactId);
     async function deliver(attempts: number) {
       const batch = createMessageBatch<unknown>("edge-mail-workflows", [{ id: `m-${attempts}`, timestamp: new Date(), attempts, body: trigger }]);
       const ctx = createExecutionContext();
@@ -115,15 +117,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
         },
       },
     } as unknown as Env;
-    const trigger: WorkflowQueueMessage = {
-      kind: "trigger",
-      outboxId: 1,
-      projectId: project.id,
-      contactId,
-      type: "EVENT",
-      eventName: "signup",
-      eventId: newId(),
-    };
+    const trigger = signupTrigger(project.id, contactId);
     const first = createMessageBatch<unknown>("edge-mail-workflows", [
       { id: "m-1", timestamp: new Date(), attempts: WORKFLOW_QUEUE_MAX_RETRIES + 1, body: trigger },
     ]);
