@@ -217,14 +217,18 @@ export const emails = sqliteTable(
     index("emails_project_status_id_idx").on(t.projectId, t.status, t.id),
     index("emails_contact_id_idx").on(t.contactId, t.id),
     index("emails_send_idx").on(t.sendId),
-    index("emails_provider_message_idx").on(t.providerMessageId),
+    // Partial indexes (WHERE ... IS NOT NULL) leave out the rows they can never
+    // find: no provider id before the email is sent, no campaign on transactional
+    // mail. Fewer b-trees to keep per insert and per status change on the hot path;
+    // a lookup by `column = ?` implies IS NOT NULL, so SQLite still uses them.
+    index("emails_provider_message_idx").on(t.providerMessageId).where(sql`provider_message_id IS NOT NULL`),
     // The stuck-mail sweep looks for QUEUED/SENDING rows by age.
     index("emails_status_updated_idx").on(t.status, t.updatedAt),
     // One email per campaign and contact: a redelivered audience page inserts nothing twice.
-    uniqueIndex("emails_campaign_contact_uq").on(t.campaignId, t.contactId),
+    uniqueIndex("emails_campaign_contact_uq").on(t.campaignId, t.contactId).where(sql`campaign_id IS NOT NULL`),
     // Campaign completion and stats; GET /emails?campaignId=.
-    index("emails_campaign_status_idx").on(t.campaignId, t.status),
-    index("emails_project_campaign_id_idx").on(t.projectId, t.campaignId, t.id),
+    index("emails_campaign_status_idx").on(t.campaignId, t.status).where(sql`campaign_id IS NOT NULL`),
+    index("emails_project_campaign_id_idx").on(t.projectId, t.campaignId, t.id).where(sql`campaign_id IS NOT NULL`),
     // Retention walks the emails that still hold their HTML, oldest (lowest UUIDv7) first.
     index("emails_html_kept_idx").on(t.id).where(sql`html != ''`),
   ],

@@ -83,7 +83,7 @@ const INSERT_ROWS_SQL = `INSERT INTO emails (id, project_id, contact_id, send_id
   SELECT json_extract(value, '$.id'), ?1, json_extract(value, '$.c'), ?2, ?2, ?3, ?4, json_extract(value, '$.to'), ?5,
     json_extract(value, '$.s'), json_extract(value, '$.h'), '{}', 1, 0, 1, 1, 'QUEUED', json_extract(value, '$.m'), 0, 0, 0, ?6, ?6, ?6
   FROM json_each(?7) WHERE true
-  ON CONFLICT (campaign_id, contact_id) DO NOTHING`;
+  ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING`;
 
 /** One INSERT ... SELECT FROM json_each(?) per chunk: a page's rows in a handful of statements, each row unique per (campaign, contact). */
 function insertRows(d1: D1Database, campaign: Campaign, rows: RenderedRow[], now: number): D1PreparedStatement[] {

@@ -1,6 +1,5 @@
-import { getTableColumns, sql } from "drizzle-orm";
-import { getDb, runBatch, type Database } from "../../db/client";
-import { emails, projects, type Email } from "../../db/schema";
+import { getDb, type Database } from "../../db/client";
+import type { Email } from "../../db/schema";
 import { projectLimiter } from "../../durable/names";
 import type { SendKind } from "../../durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../env";
@@ -47,7 +46,95 @@ interface Slot {
   body: SendEmailMessage;
 }
 
-type ClaimedEmail = Email & { trackingEnabled: boolean };
+/** What the consumer needs of a claimed email (the claim returns only these columns). */
+type ClaimedEmail = Pick<
+  Email,
+  | "id"
+  | "projectId"
+  | "sendId"
+  | "fromAddress"
+  | "fromName"
+  | "toAddress"
+  | "toName"
+  | "replyTo"
+  | "subject"
+  | "html"
+  | "headers"
+  | "messageId"
+  | "marketing"
+  | "hasAttachments"
+  | "tracked"
+> & { trackingEnabled: boolean };
+
+/**
+ * The claim, as fixed SQL (no query building per batch): `m` decides once per
+ * email whether it is settled instead of sent (?3 / ?4 the reasons; ?5 turns
+ * the audience check on for bulk mail), the UPDATE applies it only to emails
+ * still QUEUED, and RETURNING hands back what composing needs as arrays
+ * (`raw()`, in ClaimRow order). `+status`: the emails are found by id from
+ * the JSON rows; through the status index SQLite would walk every QUEUED email
+ * of the table for each row of `m` (measured: five times slower at 10,000 queued).
+ */
+const CLAIM_SQL = `UPDATE emails SET
+    status = CASE WHEN m.settle IS NULL THEN 'SENDING' ELSE 'FAILED' END,
+    error = COALESCE(m.settle, emails.error),
+    failed_at = CASE WHEN m.settle IS NULL THEN emails.failed_at ELSE ?1 END,
+    sending_at = CASE WHEN m.settle IS NULL THEN ?1 ELSE emails.sending_at END,
+    attempts = emails.attempts + (m.settle IS NULL),
+    updated_at = ?1
+  FROM (SELECT e.id AS id,
+          CASE
+            WHEN NOT EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.disabled = 0) THEN ?3
+            WHEN ?5 = 1 AND e.bulk = 1 AND (
+              NOT EXISTS (SELECT 1 FROM contacts AS c WHERE c.id = e.contact_id AND c.subscribed = 1)
+              OR EXISTS (SELECT 1 FROM suppressions AS s WHERE s.project_id = e.project_id AND s.email = e.to_address)) THEN ?4
+          END AS settle
+        FROM json_each(?2) AS j
+        JOIN emails AS e ON e.id = json_extract(j.value, '$[0]') AND e.project_id = json_extract(j.value, '$[1]')
+        WHERE +e.status = 'QUEUED') AS m
+  WHERE emails.id = m.id AND +emails.status = 'QUEUED'
+  RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
+    emails.to_name, emails.reply_to, emails.subject, emails.html, emails.headers, emails.message_id, emails.marketing,
+    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id)`;
+
+type ClaimRow = [
+  status: string,
+  id: string,
+  projectId: string,
+  sendId: string,
+  fromAddress: string,
+  fromName: string | null,
+  toAddress: string,
+  toName: string | null,
+  replyTo: string | null,
+  subject: string,
+  html: string,
+  headers: string,
+  messageId: string,
+  marketing: number,
+  hasAttachments: number,
+  tracked: number,
+  trackingEnabled: number | null,
+];
+
+const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
+  id: row[1],
+  projectId: row[2],
+  sendId: row[3],
+  fromAddress: row[4],
+  fromName: row[5],
+  toAddress: row[6],
+  toName: row[7],
+  replyTo: row[8],
+  subject: row[9],
+  html: row[10],
+  headers: JSON.parse(row[11]) as Record<string, string>,
+  messageId: row[12],
+  marketing: row[13] === 1,
+  hasAttachments: row[14] === 1,
+  tracked: row[15] === 1,
+  trackingEnabled: row[16] === 1,
+});
 
 /**
  * Claims a batch's emails in one statement: only one invocation can move an
@@ -61,39 +148,29 @@ type ClaimedEmail = Email & { trackingEnabled: boolean };
  * sent claims nothing. A SENDING claim is never taken over: whether its
  * provider call happened is unknown, so the sweep settles it (sweep.ts).
  */
-async function claimBatch(db: Database, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
+async function claimBatch(d1: D1Database, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
   const now = Date.now();
-  const refused = sql`NOT EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${emails.projectId} AND ${projects.disabled} = 0)`;
-  const lapsed = options.checkAudience
-    ? sql`(${emails.bulk} = 1 AND (NOT EXISTS (SELECT 1 FROM contacts AS lap_c WHERE lap_c.id = ${emails.contactId} AND lap_c.subscribed = 1)
-        OR EXISTS (SELECT 1 FROM suppressions AS lap_s WHERE lap_s.project_id = ${emails.projectId} AND lap_s.email = ${emails.toAddress})))`
-    : sql`0`;
-  const statements = chunks(slots, IDS_PER_STATEMENT).map((chunk) =>
-    db
-      .update(emails)
-      .set({
-        status: sql`CASE WHEN ${refused} OR ${lapsed} THEN 'FAILED' ELSE 'SENDING' END`,
-        error: sql`CASE WHEN ${refused} THEN ${PROJECT_DISABLED_REASON} WHEN ${lapsed} THEN ${LAPSED_RECIPIENT_REASON} ELSE ${emails.error} END`,
-        failedAt: sql`CASE WHEN ${refused} OR ${lapsed} THEN ${now} ELSE ${emails.failedAt} END`,
-        sendingAt: sql`CASE WHEN ${refused} OR ${lapsed} THEN ${emails.sendingAt} ELSE ${now} END`,
-        attempts: sql`CASE WHEN ${refused} OR ${lapsed} THEN ${emails.attempts} ELSE ${emails.attempts} + 1 END`,
-        updatedAt: new Date(now),
-      })
-      .where(
-        sql`(${emails.id}, ${emails.projectId}) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(${JSON.stringify(
-          chunk.map((slot) => [slot.body.emailId, slot.body.projectId]),
-        )})) AND ${emails.status} = 'QUEUED'`,
-      )
-      .returning({
-        ...getTableColumns(emails),
-        trackingEnabled: sql<number>`(SELECT ${projects.trackingEnabled} FROM ${projects} WHERE ${projects.id} = ${emails.projectId})`.mapWith(Boolean),
-      }),
+  const results = await Promise.all(
+    chunks(slots, IDS_PER_STATEMENT).map((chunk) =>
+      d1
+        .prepare(CLAIM_SQL)
+        .bind(
+          now,
+          JSON.stringify(chunk.map((slot) => [slot.body.emailId, slot.body.projectId])),
+          PROJECT_DISABLED_REASON,
+          LAPSED_RECIPIENT_REASON,
+          options.checkAudience ? 1 : 0,
+        )
+        .raw<ClaimRow>(),
+    ),
   );
-  const results = (await runBatch(db, statements)) as ClaimedEmail[][];
-  return results.flat().filter((email) => email.status === "SENDING");
+  return results
+    .flat()
+    .filter((row) => row[0] === "SENDING")
+    .map(claimedEmailOf);
 }
 
-async function composeMessage(db: Database, env: Env, email: Email, trackingEnabled: boolean): Promise<{ raw: string; parts: MessageParts }> {
+async function composeMessage(db: Database, env: Env, email: ClaimedEmail, trackingEnabled: boolean): Promise<{ raw: string; parts: MessageParts }> {
   const baseUrl = publicUrl(env);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says.
@@ -260,7 +337,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   if (slots.length === 0) return verdicts;
 
   // Unclaimed emails (already sent, being sent, failed; or settled by the claim) are acked.
-  const claimed = await claimBatch(db, slots, { checkAudience: options.kind === "bulk" });
+  const claimed = await claimBatch(env.DB, slots, { checkAudience: options.kind === "bulk" });
   const slotOf = new Map(slots.map((slot) => [slot.body.emailId, slot]));
   const byProject = new Map<string, ClaimedEmail[]>();
   for (const email of claimed) {

@@ -5,7 +5,12 @@ import { utf8ToBase64 } from "../../lib/base64";
 import type { StoredAttachment } from "./attachments";
 
 /** Base64 body lines of at most 76 characters (RFC 2045). */
-const wrap76 = (base64: string) => base64.replace(/.{76}/g, "$&\r\n").replace(/\r\n$/, "");
+function wrap76(base64: string): string {
+  if (base64.length <= 76) return base64;
+  const lines: string[] = [];
+  for (let at = 0; at < base64.length; at += 76) lines.push(base64.slice(at, at + 76));
+  return lines.join("\r\n");
+}
 
 /**
  * A header value as RFC 2047 encoded-words of at most 75 characters, folded
@@ -31,6 +36,9 @@ export function encodeHeaderWords(text: string): string {
   return words.map((w) => `=?utf-8?B?${utf8ToBase64(w)}?=`).join("\r\n ");
 }
 
+/** What a message is built from: the email record's addresses, subject, Message-ID and custom headers. */
+export type MimeEmail = Pick<Email, "fromAddress" | "fromName" | "toAddress" | "toName" | "replyTo" | "subject" | "messageId" | "headers">;
+
 export interface MimeOptions {
   html: string;
   /** The plain-text part; made from `html` when absent. */
@@ -49,7 +57,7 @@ export function plainTextOf(html: string): string {
 let htmlToText: ((html: string) => string) | undefined;
 
 /** The sender's custom headers plus, on marketing mail, RFC 8058 one-click unsubscribe with a mailto fallback. */
-export function messageHeaders(email: Email, options: Pick<MimeOptions, "listUnsubscribe">): Record<string, string> {
+export function messageHeaders(email: Pick<MimeEmail, "headers">, options: Pick<MimeOptions, "listUnsubscribe">): Record<string, string> {
   const headers: Record<string, string> = { ...(email.headers ?? {}) };
   if (options.listUnsubscribe) {
     headers["List-Unsubscribe"] = `<${options.listUnsubscribe.url}>, <${options.listUnsubscribe.mailto}>`;
@@ -64,7 +72,7 @@ export function messageHeaders(email: Email, options: Pick<MimeOptions, "listUns
  * the sender's domain, the sender's custom headers, and List-Unsubscribe
  * headers on marketing mail. All inputs were checked for CR/LF on the way in.
  */
-export function buildMime(email: Email, options: MimeOptions): string {
+export function buildMime(email: MimeEmail, options: MimeOptions): string {
   const msg = createMimeMessage();
   msg.setSender(email.fromName ? { name: email.fromName, addr: email.fromAddress } : email.fromAddress);
   msg.setTo(email.toName ? { name: email.toName, addr: email.toAddress } : email.toAddress);
