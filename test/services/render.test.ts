@@ -136,6 +136,14 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
     ['<form action="javascript:alert(1)"><button formaction="data:x">b</button></form>', "html"],
     ['<svg><a xlink:href="javascript:alert(1)">x</a></svg>', "html"],
     ['<object data="data:text/html,x"></object>', "html"],
+    // Spellings the HTML tokenizer reads as an attribute, next to safe ones (the
+    // check skips its HTML pass when every URL looks safe, so it must see these).
+    ['<a href = "javascript:alert(1)">x</a>', "html"],
+    ['<a\nhref=\n"javascript:alert(1)">x</a>', "html"],
+    ['<a/href="javascript:alert(1)">x</a>', "html"],
+    ['<a title="https://ok.example" href=javascript:alert(1)>x</a>', "html"],
+    ['<a href="https://ok.example">ok</a><a href="javascript:alert(1)">x</a>', "html"],
+    ["<a href='https://ok.example'>ok</a><img data-x=\"1\" src='data:image/png;base64,AAAA'>", "html"],
     // Attribute names in any case (the check's shortcut reads names case-insensitively).
     ['<A HREF="javascript:alert(1)">x</A>', "html"],
     ["<IMG SRC=javascript:alert(1)>", "html"],
@@ -162,6 +170,23 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
       '<a href="tel:+123">d</a><img src="cid:logo@example.com"><a href="/relative">e</a><a href="#top">f</a><a href="page.html">g</a>' +
       '<div style="background:url(https://cdn.example/bg.png)">h</div>';
     expect(await renderBody(template, vars({}), "html")).toBe(template);
+  });
+
+  it("keeps ordinary mail exactly as rendered, links with variables in them included", async () => {
+    const template =
+      '<p>Hi {{email}}</p><a href="https://example.com/p?id={{n}}&amp;x=1">p</a> <a href="{{unsubscribeUrl}}">unsubscribe</a>' +
+      "<img src='https://cdn.example/logo.png' alt='data: none'><p>metadata=x:y href</p>";
+    expect(await renderBody(template, vars({ n: 7 }), "html")).toBe(
+      '<p>Hi ada@example.com</p><a href="https://example.com/p?id=7&amp;x=1">p</a> <a href="https://edge-mail.test/unsubscribe/e1.sig">unsubscribe</a>' +
+        "<img src='https://cdn.example/logo.png' alt='data: none'><p>metadata=x:y href</p>",
+    );
+  });
+
+  it("a value that makes a link unsafe loses the link, whatever the template around it", async () => {
+    for (const url of ["javascript:alert(1)", " JaVaScRiPt:alert(1)", "data:text/html,x"]) {
+      const html = await renderBody('<a href="https://ok.example">ok</a><a href="{{url}}">x</a>', vars({ url }), "html");
+      expect(html, url).toBe('<a href="https://ok.example">ok</a><a>x</a>');
+    }
   });
 
   it("the unsafe-URL check reads URLs as a browser does", () => {

@@ -308,6 +308,33 @@ export function isSafeUrl(raw: string): boolean {
   return SAFE_SCHEMES.has(scheme);
 }
 
+/**
+ * Every spot in the HTML that could be a URL attribute: a name ending in one of
+ * the URL attribute names (or style), optional whitespace, `=`, whitespace, then
+ * the value as the HTML tokenizer reads it: "double-quoted", 'single-quoted',
+ * an opening quote that never closes (group 4), or unquoted up to whitespace or `>`.
+ * It also matches text that only looks like an attribute, which can only make
+ * the check below more careful.
+ */
+const URL_ATTRIBUTE_SPOT = /(srcset|style|href|src|action|background|poster|data|longdesc|cite)\s*=\s*(?:"([^"]*)"|'([^']*)'|(["'])|([^\s>]*))/gi;
+
+/**
+ * The shortcut of keepSafeUrls (one regular-expression pass instead of an
+ * HTMLRewriter pass per rendered email; most mail has only ordinary links):
+ * true only when every spot that could be a URL attribute holds a URL that
+ * isSafeUrl keeps, so the rewriter would remove nothing. Anything it is unsure
+ * of (srcset and style, which hold several URLs; an unclosed quote) is false,
+ * and the rewriter decides.
+ */
+function everyUrlAttributeLooksSafe(html: string): boolean {
+  for (const match of html.matchAll(URL_ATTRIBUTE_SPOT)) {
+    const name = match[1].toLowerCase();
+    if (name === "srcset" || name === "style" || match[4] !== undefined) return false;
+    if (!isSafeUrl(match[2] ?? match[3] ?? match[5] ?? "")) return false;
+  }
+  return true;
+}
+
 /** `url(...)` references inside a style attribute, each checked like a URL attribute. */
 const STYLE_URL = /url\(\s*(['"]?)(.*?)\1\s*\)/gi;
 
@@ -321,6 +348,7 @@ export async function keepSafeUrls(html: string): Promise<string> {
   // (href, src, srcset, lowsrc, dynsrc, action, formaction, background, poster,
   // data, longdesc, cite, xlink:href, style) has no attribute to check.
   if (!/href|src|action|background|poster|data|longdesc|cite|style/i.test(html)) return html;
+  if (everyUrlAttributeLooksSafe(html)) return html;
   const rewriter = new HTMLRewriter().on("*", {
     element(element) {
       const unsafe: string[] = [];
