@@ -144,6 +144,8 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
     ['<a title="https://ok.example" href=javascript:alert(1)>x</a>', "html"],
     ['<a href="https://ok.example">ok</a><a href="javascript:alert(1)">x</a>', "html"],
     ["<a href='https://ok.example'>ok</a><img data-x=\"1\" src='data:image/png;base64,AAAA'>", "html"],
+    ['<p style="color:red"><a href="https://ok.example" style="color:red;background:url(javascript:alert(1))">x</a></p>', "html"],
+    ['<img srcset="https://ok.example/a.png 1x,data:image/png;base64,AAAA 2x" src="https://ok.example/a.png">', "html"],
     // Attribute names in any case (the check's shortcut reads names case-insensitively).
     ['<A HREF="javascript:alert(1)">x</A>', "html"],
     ["<IMG SRC=javascript:alert(1)>", "html"],
@@ -175,10 +177,10 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
   it("keeps ordinary mail exactly as rendered, links with variables in them included", async () => {
     const template =
       '<p>Hi {{email}}</p><a href="https://example.com/p?id={{n}}&amp;x=1">p</a> <a href="{{unsubscribeUrl}}">unsubscribe</a>' +
-      "<img src='https://cdn.example/logo.png' alt='data: none'><p>metadata=x:y href</p>";
+      "<img src='https://cdn.example/logo.png' alt='data: none' srcset=\"https://cdn.example/a.png 1x, /b.png 2x\"><p style=\"color:#6b7280;background:url('https://cdn.example/bg.png')\">metadata=x:y href</p>";
     expect(await renderBody(template, vars({ n: 7 }), "html")).toBe(
       '<p>Hi ada@example.com</p><a href="https://example.com/p?id=7&amp;x=1">p</a> <a href="https://edge-mail.test/unsubscribe/e1.sig">unsubscribe</a>' +
-        "<img src='https://cdn.example/logo.png' alt='data: none'><p>metadata=x:y href</p>",
+        "<img src='https://cdn.example/logo.png' alt='data: none' srcset=\"https://cdn.example/a.png 1x, /b.png 2x\"><p style=\"color:#6b7280;background:url('https://cdn.example/bg.png')\">metadata=x:y href</p>",
     );
   });
 

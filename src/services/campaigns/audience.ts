@@ -118,7 +118,12 @@ function insertRows(d1: D1Database, campaign: Campaign, rows: RenderedRow[], now
  */
 export async function handleCampaignPage(env: Env, message: CampaignPageMessage): Promise<void> {
   const db = getDb(env.DB);
-  const campaign = await db.query.campaigns.findFirst({ where: and(eq(campaigns.id, message.campaignId), eq(campaigns.projectId, message.projectId)) });
+  // A plain select: drizzle builds a relational query (findFirst) anew on every call, which showed in the page's profile.
+  const [campaign] = await db
+    .select()
+    .from(campaigns)
+    .where(and(eq(campaigns.id, message.campaignId), eq(campaigns.projectId, message.projectId)))
+    .limit(1);
   if (campaign?.status !== "SENDING" || !campaign.audienceUpperId) return;
   const condition = campaign.sendCondition ? ConditionSchema.parse(campaign.sendCondition) : null;
   const startedAt = campaign.startedAt?.getTime() ?? Date.now();

@@ -322,17 +322,27 @@ const URL_ATTRIBUTE_SPOT = /(srcset|style|href|src|action|background|poster|data
  * The shortcut of keepSafeUrls (one regular-expression pass instead of an
  * HTMLRewriter pass per rendered email; most mail has only ordinary links):
  * true only when every spot that could be a URL attribute holds a URL that
- * isSafeUrl keeps, so the rewriter would remove nothing. Anything it is unsure
- * of (srcset and style, which hold several URLs; an unclosed quote) is false,
- * and the rewriter decides.
+ * attributeIsSafe keeps (the rewriter's own test), so the rewriter would remove
+ * nothing. An unclosed quote is false, and the rewriter decides.
  */
 function everyUrlAttributeLooksSafe(html: string): boolean {
   for (const match of html.matchAll(URL_ATTRIBUTE_SPOT)) {
+    if (match[4] !== undefined) return false;
     const name = match[1].toLowerCase();
-    if (name === "srcset" || name === "style" || match[4] !== undefined) return false;
-    if (!isSafeUrl(match[2] ?? match[3] ?? match[5] ?? "")) return false;
+    if (!attributeIsSafe(name === "style" ? "style" : name === "srcset" ? "srcset" : "href", match[2] ?? match[3] ?? match[5] ?? "")) return false;
   }
   return true;
+}
+
+/** Whether a URL attribute (URL_ATTRIBUTES) or a style attribute may stay as it is. */
+function attributeIsSafe(name: string, value: string): boolean {
+  if (name === "style") return [...decodeHtmlAttribute(value).matchAll(STYLE_URL)].every((m) => isSafeUrl(m[2]));
+  if (name === "srcset") {
+    return decodeHtmlAttribute(value)
+      .split(",")
+      .every((candidate) => isSafeUrl(candidate.trim().split(/\s+/)[0] ?? ""));
+  }
+  return isSafeUrl(value);
 }
 
 /** `url(...)` references inside a style attribute, each checked like a URL attribute. */
@@ -353,18 +363,7 @@ export async function keepSafeUrls(html: string): Promise<string> {
     element(element) {
       const unsafe: string[] = [];
       for (const [name, value] of element.attributes) {
-        if (URL_ATTRIBUTES.has(name)) {
-          const urls =
-            name === "srcset"
-              ? decodeHtmlAttribute(value)
-                  .split(",")
-                  .map((c) => c.trim().split(/\s+/)[0] ?? "")
-              : [value];
-          if (!urls.every(isSafeUrl)) unsafe.push(name);
-        } else if (name === "style") {
-          const style = decodeHtmlAttribute(value);
-          if ([...style.matchAll(STYLE_URL)].some((m) => !isSafeUrl(m[2]))) unsafe.push(name);
-        }
+        if ((URL_ATTRIBUTES.has(name) || name === "style") && !attributeIsSafe(name, value)) unsafe.push(name);
       }
       for (const name of unsafe) element.removeAttribute(name);
     },
