@@ -14,7 +14,8 @@
 // BENCH_CONTACTS (rows for the list figure, default 50000), BENCH_CAMPAIGN_CONTACTS (campaign and
 // segment figures, default 100000), BENCH_CAMPAIGN_TIMEOUT (s, default 900), BENCH_PRIORITY_CONTACTS
 // (the campaign draining at 14/s while transactional sends are timed, default 10000; its own server
-// and state in .wrangler/bench-priority-state), BENCH_STARTUP_RUNS (startup section, default 5). BENCH_ONLY=<comma-separated section keys or title text> runs some.
+// and state in .wrangler/bench-priority-state), BENCH_STARTUP_RUNS (startup section, default 5). BENCH_ONLY=<comma-separated section keys or title text> runs some;
+// BENCH_PROFILE=<file.cpuprofile> profiles the Worker isolate meanwhile (see PROFILE below).
 import { execFileSync, spawn } from "node:child_process";
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
