@@ -27,6 +27,8 @@ import { runStartupSection } from "./bench-startup.mjs";
 
 const STATE_DIR = ".wrangler/bench-state";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+/** Windows per request kind in the throughput section (taken in turns, SECONDS / rounds each). */
+const THROUGHPUT_ROUNDS = Number(process.env.BENCH_THROUGHPUT_ROUNDS ?? 4);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const MAX_REQUESTS = 200_000; // bound for one throughput figure
 const LIST_CONTACTS = Number(process.env.BENCH_CONTACTS ?? 50_000);
@@ -131,33 +133,57 @@ async function waitForHealth(base, server, timeoutMs = 60_000) {
  * MAX_REQUESTS). Any answer other than `expect` is counted and reported as an error.
  */
 async function throughput(base, makeRequest, expect) {
-  // Warm-up: compile paths, open connections.
-  await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => send(base, makeRequest(-1 - i))));
+  const [result] = await interleavedThroughput(base, [{ makeRequest, expect }], 1);
+  return result;
+}
+
+/**
+ * Requests per second of several request kinds measured in turns: `rounds`
+ * windows of SECONDS / rounds each per kind, one kind after the other, so that
+ * every kind sees the same phases of the machine (whose speed drifts by a third
+ * over a run) and a ratio between two kinds compares like with like. `between`
+ * runs after each window (e.g. waiting for the queue to drain what a window
+ * accepted, so it does not slow the next kind's window).
+ */
+async function interleavedThroughput(base, kinds, rounds, between = async () => {}) {
   const server = servers.find((s) => s.base === base);
-  const cpuBefore = server ? serverCpuMs(server.child.pid) : null;
-  let next = 0;
-  let ok = 0;
-  const errors = new Map();
-  const latencies = [];
-  const deadline = performance.now() + SECONDS * 1000;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < deadline && next < MAX_REQUESTS) {
-        const i = next++;
-        const start = performance.now();
-        const res = await send(base, makeRequest(i));
-        latencies.push(performance.now() - start);
-        if (expect.includes(res.status)) ok++;
-        else errors.set(res.status, (errors.get(res.status) ?? 0) + 1);
-      }
-    }),
-  );
-  const elapsed = (performance.now() - t0) / 1000;
-  const cpuAfter = server ? serverCpuMs(server.child.pid) : null;
-  // CPU the server's processes (wrangler, workerd) spent per answered request.
-  const cpuPerRequest = cpuBefore !== null && cpuAfter !== null && latencies.length > 0 ? (cpuAfter - cpuBefore) / latencies.length : NaN;
-  return { rps: ok / elapsed, ok, elapsed, errors, cpuPerRequest, ...stats(latencies) };
+  const states = kinds.map(() => ({ next: 0, ok: 0, elapsed: 0, cpu: 0, errors: new Map(), latencies: [] }));
+  // Warm-up: compile paths, open connections.
+  for (const kind of kinds) await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => send(base, kind.makeRequest(-1 - i))));
+  await between();
+  for (let round = 0; round < rounds; round++) {
+    for (const [k, kind] of kinds.entries()) {
+      const state = states[k];
+      const cpuBefore = server ? serverCpuMs(server.child.pid) : null;
+      const deadline = performance.now() + (SECONDS * 1000) / rounds;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (performance.now() < deadline && state.next < MAX_REQUESTS) {
+            const i = state.next++;
+            const start = performance.now();
+            const res = await send(base, kind.makeRequest(i));
+            state.latencies.push(performance.now() - start);
+            if (kind.expect.includes(res.status)) state.ok++;
+            else state.errors.set(res.status, (state.errors.get(res.status) ?? 0) + 1);
+          }
+        }),
+      );
+      state.elapsed += (performance.now() - t0) / 1000;
+      const cpuAfter = server ? serverCpuMs(server.child.pid) : null;
+      state.cpu = cpuBefore !== null && cpuAfter !== null && state.cpu !== null ? state.cpu + (cpuAfter - cpuBefore) : null;
+      await between();
+    }
+  }
+  return states.map((state) => ({
+    rps: state.ok / state.elapsed,
+    ok: state.ok,
+    elapsed: state.elapsed,
+    errors: state.errors,
+    // CPU the server's processes (wrangler, workerd) spent per answered request.
+    cpuPerRequest: state.cpu !== null && state.latencies.length > 0 ? state.cpu / state.latencies.length : NaN,
+    ...stats(state.latencies),
+  }));
 }
 
 async function send(base, { method = "GET", path, key, body }) {
@@ -210,40 +236,38 @@ const SECTIONS = [
     key: "throughput",
     title: "Throughput",
     async run(ctx) {
-      const health = await throughput(ctx.base, () => ({ path: "/health" }), [200]);
-      printThroughput("GET /health (floor)", health);
-
-      let track = null;
-      if (ctx.paths.has("/v1/track")) {
-        track = await throughput(
-          ctx.base,
-          (i) => ({ method: "POST", path: "/v1/track", key: ctx.bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
-          [200],
-        );
-        printThroughput("POST /v1/track (new contact + event, pk_)", track);
-      } else {
-        report("POST /v1/track", "skipped", "(route not in /openapi.json yet)");
-      }
-
-      const contacts = await throughput(
-        ctx.base,
-        (i) => ({ method: "POST", path: "/contacts", key: ctx.bench.secretKey, body: { email: `c${i}@bench.test`, data: { n: i } } }),
-        [201],
+      // The request path's figures (issue 9): each write path against the floor, measured in
+      // turns (THROUGHPUT_ROUNDS windows each) so that all four see the same machine; after
+      // each window the queue drains what /v1/send accepted, so the consumer's work does not
+      // fall into the next kind's window (measured one after the other, as before, it fell
+      // after the last window).
+      const kinds = [
+        { label: "GET /health (floor)", makeRequest: () => ({ path: "/health" }), expect: [200] },
+        {
+          label: "POST /v1/track (new contact + event, pk_)",
+          makeRequest: (i) => ({ method: "POST", path: "/v1/track", key: ctx.bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
+          expect: [200],
+        },
+        {
+          label: "POST /contacts (distinct emails)",
+          makeRequest: (i) => ({ method: "POST", path: "/contacts", key: ctx.bench.secretKey, body: { email: `c${i}@bench.test`, data: { n: i } } }),
+          expect: [201],
+        },
+        {
+          label: "POST /v1/send (1 recipient, accepted)",
+          makeRequest: (i) => ({
+            method: "POST",
+            path: "/v1/send",
+            key: ctx.bench.secretKey,
+            body: { to: `rp${i}@bench.test`, from: `hello@${BENCH_DOMAIN}`, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } },
+          }),
+          expect: [200],
+        },
+      ];
+      const [health, track, contacts, send] = await interleavedThroughput(ctx.base, kinds, THROUGHPUT_ROUNDS, () =>
+        waitForQueueDrain(ctx.base, ctx.bench.secretKey),
       );
-      printThroughput("POST /contacts (distinct emails)", contacts);
-
-      // The request path's figures (issue 9): each write path against the floor, measured in the same run.
-      const send = await throughput(
-        ctx.base,
-        (i) => ({
-          method: "POST",
-          path: "/v1/send",
-          key: ctx.bench.secretKey,
-          body: { to: `rp${i}@bench.test`, from: `hello@${BENCH_DOMAIN}`, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } },
-        }),
-        [200],
-      );
-      printThroughput("POST /v1/send (1 recipient, accepted)", send);
+      for (const [k, result] of [health, track, contacts, send].entries()) printThroughput(kinds[k].label, result);
       const ratio = (label, r, goal) =>
         report(label, fmt(r ? r.rps / health.rps : NaN, 2), `(${fmt(r?.rps ?? NaN, 0)} / ${fmt(health.rps, 0)} req/s; goal >= ${goal})`);
       ratio("POST /v1/track / GET /health", track, 0.6);
@@ -369,21 +393,24 @@ function consumerStatements(before, after) {
   return after.statements < before.statements ? null : statements; // an isolate restart resets the counter
 }
 
+/** Waits until none of the project's emails is QUEUED or SENDING (at most SEND_TIMEOUT_S). */
+async function waitForQueueDrain(base, key) {
+  const deadline = performance.now() + SEND_TIMEOUT_S * 1000;
+  while (performance.now() < deadline) {
+    const pending = await Promise.all(
+      ["QUEUED", "SENDING"].map(async (status) => (await api(base, key, "GET", `/emails?status=${status}&limit=1`)).data.total),
+    );
+    if (pending.every((n) => n === 0)) return;
+    await sleep(100);
+  }
+}
+
 SECTIONS.push({
   key: "consumer",
   title: `Queue consumer: ${SEND_EMAILS} emails accepted -> SENT (capture provider, send rate lifted)`,
   async run(ctx) {
     // Earlier sections' mail (the /v1/send throughput figure) drains first, so this times only these emails.
-    for (const key of [ctx.bench.secretKey]) {
-      const deadline = performance.now() + SEND_TIMEOUT_S * 1000;
-      while (performance.now() < deadline) {
-        const pending = await Promise.all(
-          ["QUEUED", "SENDING"].map(async (status) => (await api(ctx.base, key, "GET", `/emails?status=${status}&limit=1`)).data.total),
-        );
-        if (pending.every((n) => n === 0)) break;
-        await sleep(250);
-      }
-    }
+    await waitForQueueDrain(ctx.base, ctx.bench.secretKey);
     // SEND_EMAILS emails accepted in requests of 50 recipients, timed until every one is SENT.
     const key = ctx.sender.secretKey;
     const requests = Math.ceil(SEND_EMAILS / 50);

@@ -1,5 +1,5 @@
 import type { BatchItem } from "drizzle-orm/batch";
-import { sql, type AnyColumn, type SQL } from "drizzle-orm";
+import { getTableColumns, type AnyColumn, type Table } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import * as schema from "./schema";
 
@@ -43,11 +43,23 @@ export async function runStatements(db: Database, items: (BatchItem<"sqlite"> | 
   return results.map((result) => result.results ?? []);
 }
 
+const columnsOfTable = new WeakMap<Table, [key: string, column: AnyColumn][]>();
+
 /**
- * `column IN (...)` with the list bound as one JSON parameter (json_each): one
- * bound parameter whatever the list's length (D1 allows 100 per statement),
- * and the same SQL text for every length. SQLite still uses the column's index.
+ * A row as D1 returns it (SQL column names, driver values), mapped to the
+ * table's record type the way drizzle maps its own results (timestamps to
+ * Date, booleans, JSON columns): for rows read with fixed SQL (`SELECT *`).
  */
-export function inJsonList(column: AnyColumn, values: readonly string[]): SQL {
-  return sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`;
+export function fromRow<T extends Table>(table: T, row: Record<string, unknown>): T["$inferSelect"] {
+  let columns = columnsOfTable.get(table);
+  if (!columns) {
+    columns = Object.entries(getTableColumns(table)) as [string, AnyColumn][];
+    columnsOfTable.set(table, columns);
+  }
+  const record: Record<string, unknown> = {};
+  for (const [key, column] of columns) {
+    const value = row[column.name];
+    record[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return record as T["$inferSelect"];
 }

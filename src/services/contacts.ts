@@ -1,5 +1,5 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { inJsonList, runStatements, type Database } from "../db/client";
+import { runStatements, type Database } from "../db/client";
 import { contacts, events, type Contact, type JsonObject } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -30,12 +30,11 @@ export function contactIdByEmail(projectId: string, email: string): SQL<string> 
 }
 
 /** The project's contacts among these addresses (lower-case), the list bound as one JSON parameter. */
-export function contactsByEmail(db: Database, projectId: string, addresses: string[]) {
-  return db
-    .select()
-    .from(contacts)
-    .where(and(eq(contacts.projectId, projectId), inJsonList(contacts.email, addresses)));
+export function contactsByEmail(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
+  return d1.prepare(CONTACTS_BY_EMAIL_SQL).bind(projectId, JSON.stringify(addresses));
 }
+// Fixed SQL (the list as one JSON parameter): /v1/send reads it on every request; rows map with contactFromRow.
+const CONTACTS_BY_EMAIL_SQL = "SELECT * FROM contacts WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
 
 export interface UpsertContactInput {
   email: string;

@@ -1,5 +1,5 @@
 import { and, eq, inArray } from "drizzle-orm";
-import { inJsonList, type Database } from "../db/client";
+import type { Database } from "../db/client";
 import { suppressions } from "../db/schema";
 
 export type SuppressionReason = "BOUNCE" | "COMPLAINT";
@@ -25,12 +25,11 @@ export async function findSuppressed(db: Database, projectId: string, emails: st
 }
 
 /** The project's suppressions among these addresses (lower-case; at most 90: one IN list), as a query not yet run. */
-export function suppressionsOf(db: Database, projectId: string, addresses: string[]) {
-  return db
-    .select({ email: suppressions.email, reason: suppressions.reason })
-    .from(suppressions)
-    .where(and(eq(suppressions.projectId, projectId), inJsonList(suppressions.email, addresses)));
+export function suppressionsOf(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
+  return d1.prepare(SUPPRESSIONS_OF_SQL).bind(projectId, JSON.stringify(addresses));
 }
+// Fixed SQL (the list as one JSON parameter): /v1/send reads it on every request.
+const SUPPRESSIONS_OF_SQL = "SELECT email, reason FROM suppressions WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
 
 /** Adds an address to the project's suppression list; the first reason recorded is kept. */
 export function buildSuppression(db: Database, projectId: string, email: string, reason: SuppressionReason, detail?: string | null) {

@@ -7,7 +7,7 @@ import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { ConditionSchema, type Condition } from "../conditions";
-import { contactsByEmail } from "../contacts";
+import { contactFromRow, contactsByEmail } from "../contacts";
 import { requireVerifiedDomain } from "../domains";
 import { enqueueEmails } from "../send/accept";
 import { assertTemplateSyntax, renderBody, renderSubject } from "../send/render";
@@ -233,7 +233,7 @@ export async function sendTestEmail(db: Database, env: Env, projectId: string, i
   if (suppressed.size > 0) {
     throw ApiError.invalidState(`${address} is on the suppression list (${[...suppressed.values()][0]})`, "Send the test to another address.");
   }
-  const [contact] = await contactsByEmail(db, projectId, [address.toLowerCase()]);
+  const contact = (await contactsByEmail(db.$client, projectId, [address.toLowerCase()]).all()).results.map(contactFromRow)[0];
   const emailId = newId();
   const vars = {
     data: contact?.data ?? {},

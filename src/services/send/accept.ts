@@ -1,13 +1,12 @@
 import { and, asc, eq, lt } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
-import { runBatch, runStatements, type Database } from "../../db/client";
-import { emails, idempotencyKeys, templates, type Contact, type Domain, type JsonObject, type Template } from "../../db/schema";
+import { fromRow, runStatements, type Database } from "../../db/client";
+import { domains, emails, idempotencyKeys, templates, type JsonObject, type Template } from "../../db/schema";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { contactsByEmail, splitPersistentData } from "../contacts";
+import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
 import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, verifiedDomains } from "../domains";
 import { suppressionsOf, type SuppressionReason } from "../suppressions";
 import { addStoredBytes, buildQuotaGuard, runGuardedBatch } from "../quotas";
@@ -111,6 +110,8 @@ function distinctRecipients(body: SendRequest) {
 async function readSendInputs(db: Database, projectId: string, body: SendRequest, addresses: string[], idempotencyKey?: string) {
   const fromGiven = body.from ? mailbox(body.from).email : undefined;
   const domainQuery = fromGiven && !verifiedDomains.get(projectId, fromGiven) ? findSendingDomain(db, projectId, fromGiven) : null;
+  const d1 = db.$client;
+  // Fixed SQL for the reads every send makes; the optional ones are built by drizzle and mapped back with fromRow.
   const reads = [
     idempotencyKey
       ? db
@@ -125,18 +126,18 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
           .where(and(eq(templates.id, body.template), eq(templates.projectId, projectId)))
       : null,
     domainQuery,
-    suppressionsOf(db, projectId, addresses),
-    contactsByEmail(db, projectId, addresses),
+    suppressionsOf(d1, projectId, addresses),
+    contactsByEmail(d1, projectId, addresses),
   ] as const;
   const present = reads.filter((q) => q !== null);
-  const results = await runBatch(db, present as BatchItem<"sqlite">[]);
+  const results = await runStatements(db, present);
   let i = 0;
-  const next = <T>(q: unknown): T | undefined => (q === null ? undefined : (results[i++] as T));
-  const [record] = next<IdempotencyRecord[]>(reads[0]) ?? [];
-  const [template] = next<Template[]>(reads[1]) ?? [];
-  const [domain] = next<Domain[]>(reads[2]) ?? [];
-  const suppressed = next<{ email: string; reason: SuppressionReason }[]>(reads[3]) ?? [];
-  const existing = next<Contact[]>(reads[4]) ?? [];
+  const next = (q: unknown): Record<string, unknown>[] => (q === null ? [] : results[i++]);
+  const [record] = next(reads[0]).map((row) => fromRow(idempotencyKeys, row));
+  const [template] = next(reads[1]).map((row) => fromRow(templates, row));
+  const [domain] = next(reads[2]).map((row) => fromRow(domains, row));
+  const suppressed = next(reads[3]) as { email: string; reason: SuppressionReason }[];
+  const existing = next(reads[4]).map(contactFromRow);
   return {
     record,
     template,
