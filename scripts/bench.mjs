@@ -10,7 +10,8 @@
 // 4. stops the server
 //
 // Add a figure by adding a section (e.g. accepted /v1/send per second, end-to-end emails/s).
-// Environment: BENCH_SECONDS (per throughput figure, default 4), BENCH_CONCURRENCY (default 32),
+// Environment: BENCH_SECONDS (per throughput figure, default 4), BENCH_THROUGHPUT_ROUNDS (windows each
+// throughput section figure is measured in, in turns with the others, default 4), BENCH_CONCURRENCY (default 32),
 // BENCH_CONTACTS (rows for the list figure, default 50000), BENCH_CAMPAIGN_CONTACTS (campaign and
 // segment figures, default 100000), BENCH_CAMPAIGN_TIMEOUT (s, default 900), BENCH_PRIORITY_CONTACTS
 // (the campaign draining at 14/s while transactional sends are timed, default 10000; its own server
