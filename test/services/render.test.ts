@@ -191,6 +191,17 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
     }
   });
 
+  it.each([
+    "<a title='cite=https://ok.example/x'href=\"javascript:alert(1)\">x</a>",
+    '<a title="data=https://ok.example/x"href=javascript:alert(1)>x</a>',
+    "<a title='href= https://ok.example/'href='javascript:alert(1)'>x</a>",
+  ])("text that looks like a safe URL attribute in front of a real one does not hide it: %s", async (template) => {
+    // A quoted value may be followed by the next attribute with no space between them.
+    const html = await renderBody(template, vars({}), "html");
+    expect(html).not.toMatch(/javascript:/i);
+    expect(html).toContain("x</a>");
+  });
+
   it("the unsafe-URL check reads URLs as a browser does", () => {
     for (const safe of ["https://a.example", "http://a", "mailto:a@b.c", "tel:1", "cid:x", "/p", "p?q=a:b", "#f", "", "?a=b"]) {
       expect(isSafeUrl(safe), safe).toBe(true);

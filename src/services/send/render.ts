@@ -326,10 +326,14 @@ const URL_ATTRIBUTE_SPOT = /(srcset|style|href|src|action|background|poster|data
  * nothing. An unclosed quote is false, and the rewriter decides.
  */
 function everyUrlAttributeLooksSafe(html: string): boolean {
-  for (const match of html.matchAll(URL_ATTRIBUTE_SPOT)) {
+  const spot = new RegExp(URL_ATTRIBUTE_SPOT);
+  for (let match = spot.exec(html); match !== null; match = spot.exec(html)) {
     if (match[4] !== undefined) return false;
     const name = match[1].toLowerCase();
     if (!attributeIsSafe(name === "style" ? "style" : name === "srcset" ? "srcset" : "href", match[2] ?? match[3] ?? match[5] ?? "")) return false;
+    // Go on right after the name, not after the value: what this spot read as its
+    // value may be text in front of a real attribute (title='cite=https://x'href=...).
+    spot.lastIndex = match.index + match[1].length;
   }
   return true;
 }
