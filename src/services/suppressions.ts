@@ -24,7 +24,7 @@ export async function findSuppressed(db: Database, projectId: string, emails: st
   return found;
 }
 
-/** The project's suppressions among these addresses (lower-case; at most 90: one IN list), as a query not yet run. */
+/** The project's suppressions among these addresses (lower-case), as a statement not yet run: the list is one JSON parameter, whatever its length. */
 export function suppressionsOf(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
   return d1.prepare(SUPPRESSIONS_OF_SQL).bind(projectId, JSON.stringify(addresses));
 }
