@@ -1,5 +1,5 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { runStatements, type Database } from "../db/client";
+import { fromRow, runStatements, type Database } from "../db/client";
 import { contacts, events, type Contact, type JsonObject } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -66,22 +66,12 @@ export async function upsertContact(
 ): Promise<UpsertResult & { workflowTriggersPending: boolean }> {
   const upsert = buildContactUpsert(db, projectId, input, defaultSubscribed);
   const guard = buildQuotaGuard(db, env, projectId, { contacts: [input.email.toLowerCase()] });
-  const [, rows, outbox] = await runGuardedBatch(env, () => runStatements(db, [guard!, upsert.query, buildOutboxProbe(db, projectId)]));
+  const [, rows, outbox] = await runGuardedBatch(env, () => runStatements(db, [guard!, upsert.query, buildOutboxProbe(db.$client, projectId)]));
   return { ...upsert.result(rows.map(contactFromRow)), workflowTriggersPending: outbox.length > 0 };
 }
 
 /** A contacts row as D1 returns it (column names, stored values) as a Contact. */
-export function contactFromRow(row: Record<string, unknown>): Contact {
-  return {
-    id: row.id as string,
-    projectId: row.project_id as string,
-    email: row.email as string,
-    subscribed: Boolean(row.subscribed),
-    data: JSON.parse(row.data as string) as JsonObject,
-    createdAt: new Date(row.created_at as number),
-    updatedAt: new Date(row.updated_at as number),
-  };
-}
+export const contactFromRow = (row: Record<string, unknown>): Contact => fromRow(contacts, row);
 
 /**
  * The upsert as a query not yet run, so callers can put several (one per

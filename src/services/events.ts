@@ -8,7 +8,7 @@ import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
 import { splitPersistentData } from "./contacts";
 import { buildQuotaGuard, runGuardedBatch } from "./quotas";
-import { OUTBOX_PROBE_SQL } from "./workflows/triggers";
+import { buildOutboxProbe } from "./workflows/triggers";
 
 /** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
 export type TrackEventInput = TrackEventRequest;
@@ -53,7 +53,7 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     .prepare(TRACK_CONTACT_UPSERT_SQL)
     .bind(contactId, projectId, email, subscribed ?? 1, JSON.stringify(options.publicKey ? {} : persistent), now, options.publicKey ? 1 : 0, subscribed);
   const eventInsert = d1.prepare(TRACK_EVENT_INSERT_SQL).bind(eventId, projectId, email, input.event, JSON.stringify(all), now);
-  const probe = d1.prepare(OUTBOX_PROBE_SQL).bind(projectId);
+  const probe = buildOutboxProbe(d1, projectId);
   const [, contactRows, , outbox] = await runGuardedBatch(env, () => runStatements(db, [guard!, upsert, eventInsert, probe]), createdAt);
   const id = String(contactRows[0].id);
   return { contactId: id, eventId, createdAt, isNewContact: id === contactId, workflowTriggersPending: outbox.length > 0 };

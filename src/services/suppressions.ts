@@ -1,11 +1,7 @@
-import { and, eq, inArray } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { suppressions } from "../db/schema";
 
 export type SuppressionReason = "BOUNCE" | "COMPLAINT";
-
-/** D1 allows 100 bound parameters per statement; one goes to the project id. */
-const CHUNK = 90;
 
 /**
  * Which of `emails` are suppressed in the project (permanent bounce or
@@ -13,15 +9,8 @@ const CHUNK = 90;
  */
 export async function findSuppressed(db: Database, projectId: string, emails: string[]): Promise<Map<string, SuppressionReason>> {
   const unique = [...new Set(emails.map((e) => e.trim().toLowerCase()).filter(Boolean))];
-  const found = new Map<string, SuppressionReason>();
-  for (let i = 0; i < unique.length; i += CHUNK) {
-    const rows = await db
-      .select({ email: suppressions.email, reason: suppressions.reason })
-      .from(suppressions)
-      .where(and(eq(suppressions.projectId, projectId), inArray(suppressions.email, unique.slice(i, i + CHUNK))));
-    for (const row of rows) found.set(row.email, row.reason);
-  }
-  return found;
+  const { results } = await suppressionsOf(db.$client, projectId, unique).all<{ email: string; reason: SuppressionReason }>();
+  return new Map(results.map((row) => [row.email, row.reason]));
 }
 
 /** The project's suppressions among these addresses (lower-case), as a statement not yet run: the list is one JSON parameter, whatever its length. */

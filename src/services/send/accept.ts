@@ -431,7 +431,7 @@ function buildSendWrites(
       ...(rendered.length > 0 ? buildAttachmentInserts(db, w.sendId, body.attachments ?? []) : []),
       ...(w.storedBytes > 0 ? [addStoredBytes(db, projectId, w.storedBytes)] : []),
       // Last: whether a contact this send created started a workflow (see buildOutboxProbe).
-      buildOutboxProbe(db, projectId),
+      buildOutboxProbe(db.$client, projectId),
     ],
     emailsOf: (results: unknown[]) => {
       const contactIds = new Map((results[head.length] as { id: string; email: string }[]).map((row) => [row.email, row.id]));
