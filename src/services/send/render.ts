@@ -313,8 +313,10 @@ export function isSafeUrl(raw: string): boolean {
  * the URL attribute names (or style), optional whitespace, `=`, whitespace, then
  * the value as the HTML tokenizer reads it: "double-quoted", 'single-quoted',
  * an opening quote that never closes (group 4), or unquoted up to whitespace or `>`.
- * It also matches text that only looks like an attribute, which can only make
- * the check below more careful.
+ * Attribute names are never entity-encoded, so every URL attribute (href, src,
+ * srcset, lowsrc, dynsrc, action, formaction, background, poster, data,
+ * longdesc, cite, xlink:href) and style is found. It also matches text that
+ * only looks like an attribute, which can only make the check below more careful.
  */
 const URL_ATTRIBUTE_SPOT = /(srcset|style|href|src|action|background|poster|data|longdesc|cite)\s*=\s*(?:"([^"]*)"|'([^']*)'|(["'])|([^\s>]*))/gi;
 
@@ -358,10 +360,7 @@ const STYLE_URL = /url\(\s*(['"]?)(.*?)\1\s*\)/gi;
  * or a value put it there. Runs on the finished body before it is stored.
  */
 export async function keepSafeUrls(html: string): Promise<string> {
-  // Attribute names are never entity-encoded: HTML without any of these names
-  // (href, src, srcset, lowsrc, dynsrc, action, formaction, background, poster,
-  // data, longdesc, cite, xlink:href, style) has no attribute to check.
-  if (!/href|src|action|background|poster|data|longdesc|cite|style/i.test(html)) return html;
+  // Most mail (no URL attribute at all, or only ordinary links) never needs the rewriter.
   if (everyUrlAttributeLooksSafe(html)) return html;
   const rewriter = new HTMLRewriter().on("*", {
     element(element) {
