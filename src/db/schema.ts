@@ -508,6 +508,8 @@ export type Campaign = typeof campaigns.$inferSelect;
  * the batch with `QUOTA_EXCEEDED:<quota>` when used > quota_limit and otherwise
  * drops the row (RAISE(IGNORE)), so /v1/track, POST /contacts and /v1/send check
  * their quotas in the same round trip as their writes (src/services/quotas.ts).
+ * /v1/send's write-only path checks its recipients' suppressions the same way
+ * (quota 'SUPPRESSED_RECIPIENTS', limit 0: migration 0014, abortIfSuppressed).
  */
 export const quotaChecks = sqliteTable("quota_checks", {
   quota: text("quota").notNull(),

@@ -20,6 +20,26 @@ export function suppressionsOf(d1: D1Database, projectId: string, addresses: str
 // Fixed SQL (the list as one JSON parameter): /v1/send reads it on every request.
 const SUPPRESSIONS_OF_SQL = "SELECT email, reason FROM suppressions WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
 
+/**
+ * A write batch's first statement when it did not read the suppressions
+ * first: aborts the whole batch (nothing written) when any of these addresses
+ * is suppressed, through the quota_checks guard (migration 0014). Tell the
+ * abort apart with isSuppressedAbort.
+ */
+export function abortIfSuppressed(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
+  return d1.prepare(ABORT_IF_SUPPRESSED_SQL).bind(projectId, JSON.stringify(addresses));
+}
+const ABORT_IF_SUPPRESSED_SQL = `INSERT INTO quota_checks (quota, used, quota_limit)
+  SELECT 'SUPPRESSED_RECIPIENTS', count(*), 0 FROM suppressions WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))`;
+
+/** Whether a batch was aborted by its abortIfSuppressed statement. */
+export function isSuppressedAbort(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e instanceof Error ? e.message : String(e)).includes("SEND_HAS_SUPPRESSED_RECIPIENTS")) return true;
+  }
+  return false;
+}
+
 /** Adds an address to the project's suppression list; the first reason recorded is kept. */
 export function buildSuppression(db: Database, projectId: string, email: string, reason: SuppressionReason, detail?: string | null) {
   return db

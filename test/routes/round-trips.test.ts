@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
-import { contacts as dbContacts, domains, emails, type Domain } from "../../src/db/schema";
+import { contacts as dbContacts, domains, emails, suppressions, type Domain } from "../../src/db/schema";
 import { VERIFIED_DOMAIN_CACHE_TTL_MS, verifiedDomainCache } from "../../src/services/domains";
 import type { Env } from "../../src/env";
 import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
@@ -110,23 +110,40 @@ async function verifiedDomainOf(projectId: string) {
 }
 
 describe("D1 round trips of POST /v1/send (warm isolate)", () => {
-  it("two round trips: one batch of reads, one atomic batch of writes, for 1 or 50 recipients, with a template or an Idempotency-Key", async () => {
+  it("one round trip when nothing needs reading: the write batch alone, for 1 or 50 recipients", async () => {
+    const p = await newProject();
+    const domain = await verifiedDomainOf(p.id);
+    const from = `hi@${domain}`;
+    const { request, cost } = countingApp();
+    const send = (body: Record<string, unknown>) => () => request("POST", "/v1/send", p.secretKey, body);
+    // First send of the key: the key lookup, then the reads (the domain is not cached yet), then the writes.
+    expect(await cost(send({ to: "a@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 1 } }), 200)).toMatchObject({
+      roundTrips: 3,
+      batches: 2,
+    });
+    // Every variable comes from the request's data or is a built-in: no contact data to read.
+    expect(await cost(send({ to: "b@example.com", from, subject: "Hi {{n}}", body: "<p>Hi {{ data.n }}</p>", data: { n: 2 } }), 200)).toMatchObject({
+      roundTrips: 1,
+      batches: 1,
+    });
+    const fifty = Array.from({ length: 50 }, (_, i) => `r${i}@example.com`);
+    expect(await cost(send({ to: fifty, from, subject: "Hi", body: '<p>Hi {{email}}</p><a href="{{unsubscribeUrl}}">x</a>' }), 200)).toMatchObject({
+      roundTrips: 1,
+      batches: 1,
+    });
+  });
+
+  it("two round trips, one batch of reads and one of writes, when the send needs something read: contact data, a template or an Idempotency-Key", async () => {
     const p = await newProject();
     const domain = await verifiedDomainOf(p.id);
     const from = `hi@${domain}`;
     const { request, cost } = countingApp();
     const send = (body: Record<string, unknown>, headers?: Record<string, string>) => () => request("POST", "/v1/send", p.secretKey, body, headers);
-    // First send of the key: the key lookup is one more.
-    expect(await cost(send({ to: "a@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 1 } }), 200)).toMatchObject({
-      roundTrips: 3,
-      batches: 2,
-    });
-    expect(await cost(send({ to: "b@example.com", from, subject: "Hi", body: "<p>Hi {{n}}</p>", data: { n: 2 } }), 200)).toMatchObject({
-      roundTrips: 2,
-      batches: 2,
-    });
-    const fifty = Array.from({ length: 50 }, (_, i) => `r${i}@example.com`);
-    expect(await cost(send({ to: fifty, from, subject: "Hi", body: "<p>Hi {{email}}</p>" }), 200)).toMatchObject({ roundTrips: 2, batches: 2 });
+    expect((await send({ to: "a@example.com", from, subject: "Hi", body: "<p>Hi</p>" })()).status).toBe(200);
+    // {{plan}} is not in the request's data: it may come from the contact's.
+    for (const body of ["<p>Hi {{plan}}</p>", "<p>Hi {{data.plan}}</p>", "<p>{{ data | json }}</p>", "<p>{{ n | default: plan }}</p>"]) {
+      expect(await cost(send({ to: "b@example.com", from, subject: "Hi", body, data: { n: 1 } }), 200), body).toMatchObject({ roundTrips: 2, batches: 2 });
+    }
     expect(await cost(send({ to: "c@example.com", from, subject: "Hi", body: "<p>Hi</p>" }, { "Idempotency-Key": "k1" }), 200)).toMatchObject({
       roundTrips: 2,
     });
@@ -134,6 +151,21 @@ describe("D1 round trips of POST /v1/send (warm isolate)", () => {
     expect(template.status, JSON.stringify(template.body)).toBe(201);
     // The template's from domain was seen VERIFIED moments ago (the domain cache): still two.
     expect(await cost(send({ to: "d@example.com", template: template.body.id }), 200)).toMatchObject({ roundTrips: 2, batches: 2 });
+  });
+
+  it("a suppressed recipient aborts the write-only batch (nothing written), then the reading path sends to the others: three round trips", async () => {
+    const p = await newProject();
+    const domain = await verifiedDomainOf(p.id);
+    const from = `hi@${domain}`;
+    const { request, cost } = countingApp();
+    expect((await request("POST", "/v1/send", p.secretKey, { to: "a@example.com", from, subject: "Hi", body: "<p>Hi</p>" })).status).toBe(200);
+    await getDb(env.DB).insert(suppressions).values({ projectId: p.id, email: "gone@example.com", reason: "BOUNCE", createdAt: new Date() });
+    let res: JsonResponse | undefined;
+    const body = { to: ["b@example.com", "gone@example.com"], from, subject: "Hi", body: "<p>Hi</p>" };
+    expect(await cost(async () => (res = await request("POST", "/v1/send", p.secretKey, body)), 200)).toMatchObject({ roundTrips: 3, batches: 3 });
+    expect(res!.body.data.suppressed).toEqual([{ email: "gone@example.com", reason: "BOUNCE" }]);
+    const stored = await getDb(env.DB).select({ to: emails.toAddress }).from(emails).where(eq(emails.projectId, p.id));
+    expect(stored.map((e) => e.to).sort()).toEqual(["a@example.com", "b@example.com"]);
   });
 
   it("a 429 from the rate limiter writes nothing, though the reads ran while the limiter answered", async () => {

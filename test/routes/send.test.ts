@@ -6,6 +6,7 @@ import { emails, idempotencyKeys, suppressions } from "../../src/db/schema";
 import { decodeWords } from "../fakes/ses";
 import { expectError } from "../helpers";
 import { sendingSetup } from "../sending";
+import type { Env } from "../../src/env";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -263,6 +264,52 @@ describe("POST /v1/send: suppressed recipients", () => {
     const theirs = await other.send({ to: "bounced@example.com", from: other.from, subject: "s", body: "b" });
     expect(theirs.body.data.suppressed).toEqual([]);
     expect(theirs.body.data.emails).toHaveLength(1);
+  });
+});
+
+describe("POST /v1/send without reads (nothing it renders needs stored data; test/routes/round-trips.test.ts pins which sends take this path)", () => {
+  it("leaves suppressed recipients out, writes nothing for them, and does not count them against the daily quota", async () => {
+    const s = await sendingSetup({ QUOTA_EMAILS_PER_DAY: "3" } as Partial<Env>);
+    // A first send puts the from domain in this isolate's verified-domain cache.
+    expect((await s.send({ to: "first@example.com", from: s.from, subject: "s", body: "b" })).status).toBe(200);
+    await getDb(env.DB).insert(suppressions).values({ projectId: s.project.id, email: "bounced@example.com", reason: "BOUNCE", createdAt: new Date() });
+    // 1 sent today + 2 sendable = the quota of 3; counting the suppressed address would pass it.
+    const res = await s.send({
+      to: ["ok@example.com", "bounced@example.com", "ok2@example.com"],
+      from: s.from,
+      subject: "Hi {{n}}",
+      body: "<p>{{n}}</p>",
+      data: { n: 1 },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.emails.map((e: any) => e.contact.email)).toEqual(["ok@example.com", "ok2@example.com"]);
+    expect(res.body.data.suppressed).toEqual([{ email: "bounced@example.com", reason: "BOUNCE" }]);
+    expect(s.queue.messages).toHaveLength(3);
+    const stored = await getDb(env.DB).select({ to: emails.toAddress }).from(emails).where(eq(emails.projectId, s.project.id));
+    expect(stored.map((e) => e.to).sort()).toEqual(["first@example.com", "ok2@example.com", "ok@example.com"]);
+    const contacts = await s.project.api.get("/contacts");
+    expect(contacts.body.contacts.map((c: any) => c.email).sort()).toEqual(["first@example.com", "ok2@example.com", "ok@example.com"]);
+    // The quota still holds: the next email is one too many.
+    expectError(await s.send({ to: "late@example.com", from: s.from, subject: "s", body: "b" }), 429, "QUOTA_EXCEEDED");
+  });
+
+  it("a contact's stored data fills every variable the request's data leaves out, however the template reads it", async () => {
+    const s = await sendingSetup();
+    expect((await s.send({ to: "first@example.com", from: s.from, subject: "s", body: "b" })).status).toBe(200);
+    await s.deliver();
+    await s.project.api.post("/contacts", { email: "ada@example.com", data: { plan: "pro", firstName: "Ada", tags: ["a", "b"] } });
+    const res = await s.send({
+      to: "ada@example.com",
+      from: s.from,
+      subject: "{{ firstName | upcase }} {{n}}",
+      body: "<p>{% if plan == 'pro' %}P{% endif %}|{{data.firstName}}|{% for t in tags %}{{t}}{% endfor %}|{{ nick | default: firstName }}|{{ n | default: plan }}</p>",
+      data: { n: 1 },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    await s.deliver();
+    const mime = s.ses.calls.at(-1)!.mime;
+    expect(decodeWords(mime.headers.subject)).toBe("ADA 1");
+    expect(mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text).toContain("<p>P|Ada|ab|Ada|1</p>");
   });
 });
 

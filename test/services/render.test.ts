@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSafeUrl, renderBody } from "../../src/services/send/render";
+import { isSafeUrl, renderBody, rendersFromDataKeys } from "../../src/services/send/render";
 
 const vars = (data: Record<string, unknown>) => ({
   data: data as never,
@@ -229,3 +229,32 @@ describe("no javascript:/data: URL reaches any email, whoever wrote it", () => {
 function escapeHtml(text: string) {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 }
+
+describe("rendersFromDataKeys: whether a template renders from the request's data alone", () => {
+  // /v1/send skips reading the recipients' contacts only when this holds, so a
+  // `true` here for a template that reads contact data would render it empty.
+  const given = new Set(["n", "name"]);
+  it.each([
+    ["Hello", true],
+    ["Hi {{n}} {{ name | upcase }}", true],
+    ["Hi {{data.n}} {{ data['name'] }}", true],
+    ["{{email}} {{unsubscribeUrl}}", true],
+    ["{% assign x = n %}{{x}}{% for i in (1..3) %}{{i}}{{forloop.index}}{% endfor %}", true],
+    ["{{ n ?? 'friend' }}", true],
+    ["Hi {{plan}}", false],
+    ["Hi {{data.plan}}", false],
+    ["{{ data | json }}", false],
+    ["{% for v in data %}{{v}}{% endfor %}", false],
+    ["{{ data[n] }}", false],
+    ["{{ n | default: plan }}", false],
+    ["{% if plan == 'pro' %}P{% endif %}", false],
+    ["{% for t in tags %}{{t}}{% endfor %}", false],
+    ["{{ plan ?? 'free' }}", false],
+    ["{% unless vip %}x{% endunless %}{% case tier %}{% when 1 %}a{% endcase %}", false],
+    ["{{ n | append: suffix }}", false],
+    ["{% capture c %}{{ nick }}{% endcapture %}{{c}}", false],
+    ["{{ unclosed", false],
+  ])("%s -> %s", async (template, expected) => {
+    expect(await rendersFromDataKeys(template, given)).toBe(expected);
+  });
+});

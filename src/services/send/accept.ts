@@ -8,13 +8,13 @@ import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
 import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, verifiedDomains } from "../domains";
-import { suppressionsOf, type SuppressionReason } from "../suppressions";
+import { abortIfSuppressed, isSuppressedAbort, suppressionsOf, type SuppressionReason } from "../suppressions";
 import { addStoredBytes, buildQuotaGuard, runGuardedBatch } from "../quotas";
 import { unsubscribeUrl } from "../tracking/links";
 import { buildOutboxProbe } from "../workflows/triggers";
 import type { SendRequest } from "../../schemas/send";
 import { base64DecodedSize, buildAttachmentInserts, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "./attachments";
-import { RenderBudget, renderBody, renderSubject } from "./render";
+import { RenderBudget, renderBody, renderSubject, rendersFromDataKeys } from "./render";
 
 export const MAX_RECIPIENTS = 50;
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -139,10 +139,10 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const suppressed = next(reads[3]) as { email: string; reason: SuppressionReason }[];
   const existing = next(reads[4]).map(contactFromRow);
   return {
-    record,
-    template,
+    record: record as IdempotencyRecord | undefined,
+    template: template as Template | undefined,
     domainRead: domainQuery !== null,
-    domain,
+    domain: domain as typeof domains.$inferSelect | undefined,
     suppressed: new Map(suppressed.map((row) => [row.email, row.reason])),
     existing: new Map(existing.map((row) => [row.email, row])),
   };
@@ -270,6 +270,30 @@ function storedSize(body: SendRequest, rendered: Rendered): number {
   return htmlBytes.reduce((a, b) => a + b, 0) + attachmentBytes.reduce((a, b) => a + b, 0);
 }
 
+/** What a send read before writing (readSendInputs), or nothing at all (the write-only path). */
+const NOTHING_READ: SendInputs = {
+  record: undefined,
+  template: undefined,
+  domainRead: false,
+  domain: undefined,
+  suppressed: new Map(),
+  existing: new Map(),
+};
+
+/**
+ * Whether the send can skip the reads: no template and no Idempotency-Key to
+ * look up, its from domain seen VERIFIED moments ago (the domain cache), and
+ * a subject and body that render from the request alone (every variable they
+ * read is a key of `data` or a built-in: rendersFromDataKeys). The only read
+ * left, the recipients' suppressions, is then checked inside the write batch.
+ */
+async function needsNoReads(projectId: string, body: SendRequest, idempotencyKey?: string): Promise<boolean> {
+  if (idempotencyKey || body.template || !body.from || !body.subject || !body.body) return false;
+  if (!verifiedDomains.get(projectId, mailbox(body.from).email)) return false;
+  const dataKeys = new Set(Object.keys(body.data ?? {}));
+  return (await rendersFromDataKeys(body.subject, dataKeys)) && (await rendersFromDataKeys(body.body, dataKeys));
+}
+
 /**
  * POST /v1/send as a pipeline: read everything in one batch, resolve the
  * message, check the sender, pick the recipients, render, size; then, once the
@@ -278,18 +302,49 @@ function storedSize(body: SendRequest, rendered: Rendered): number {
  * recipient's contact, stores one QUEUED email per recipient and the
  * attachments; only then are {emailId} messages enqueued. If enqueueing
  * fails, the records stay QUEUED and the stuck-mail sweep enqueues them later.
- * Two D1 round trips in all on a warm isolate (README "What a request costs").
+ * Two D1 round trips in all on a warm isolate, one when nothing needs reading
+ * (needsNoReads): then the write batch starts by checking that no recipient is
+ * suppressed, and if one is, it writes nothing and the send takes the reading
+ * path, which lists them (README "What a request costs").
  */
 export async function acceptSend(db: Database, env: Env, projectId: string, body: SendRequest, options: AcceptOptions = {}): Promise<SendResult> {
   const hash = options.idempotencyKey ? await requestHash(body) : "";
   const recipients = distinctRecipients(body);
   const addresses = [...recipients.keys()];
 
+  if (await needsNoReads(projectId, body, options.idempotencyKey)) {
+    try {
+      return await writeSend(db, env, projectId, body, NOTHING_READ, { options, hash, recipients, addresses, checkSuppressions: true });
+    } catch (err) {
+      if (!isSuppressedAbort(err)) throw err;
+      // A recipient is suppressed and the batch wrote nothing: read, then send to the others.
+    }
+  }
   const inputs = await readSendInputs(db, projectId, body, addresses, options.idempotencyKey);
   if (options.idempotencyKey && inputs.record) {
     const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash, inputs.record);
     if (replay) return replay;
   }
+  return writeSend(db, env, projectId, body, inputs, { options, hash, recipients, addresses, checkSuppressions: false });
+}
+
+/** Steps 2 to 7 on what the send read (or NOTHING_READ), then the enqueue. */
+async function writeSend(
+  db: Database,
+  env: Env,
+  projectId: string,
+  body: SendRequest,
+  inputs: SendInputs,
+  w: {
+    options: AcceptOptions;
+    hash: string;
+    recipients: Map<string, { email: string; name?: string }>;
+    addresses: string[];
+    /** The batch checks the suppressions itself (nothing was read): abortIfSuppressed first. */
+    checkSuppressions: boolean;
+  },
+): Promise<SendResult> {
+  const { options, hash, recipients, addresses } = w;
   if (body.template && !inputs.template) throw ApiError.notFound("Template");
   const message = resolveMessage(body, inputs.template);
   const senderDomain = await senderDomainOf(db, projectId, message.from.email, inputs);
@@ -315,6 +370,7 @@ export async function acceptSend(db: Database, env: Env, projectId: string, body
     response,
     hash,
     idempotencyKey: options.idempotencyKey,
+    suppressionCheck: w.checkSuppressions ? abortIfSuppressed(db.$client, projectId, addresses) : null,
   });
   let results: unknown[];
   try {
@@ -359,6 +415,8 @@ function buildSendWrites(
     response: SendResult;
     hash: string;
     idempotencyKey?: string;
+    /** abortIfSuppressed, when the send did not read the suppressions: first of all, before the quota guard. */
+    suppressionCheck: D1PreparedStatement | null;
   },
 ) {
   const { body, message, rendered, now } = w;
@@ -422,7 +480,8 @@ function buildSendWrites(
         html,
       ),
   );
-  const head = [...(guard ? [guard] : []), ...idempotency];
+  // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
+  const head = [...(w.suppressionCheck ? [w.suppressionCheck] : []), ...(guard ? [guard] : []), ...idempotency];
   return {
     statements: [
       ...head,

@@ -202,6 +202,40 @@ async function render(
   }
 }
 
+/** Variables every render has, whatever the data (they win over data keys of the same name). */
+const BUILT_IN_VARIABLES = new Set(["email", "unsubscribeUrl"]);
+/** The variables each parsed template reads from its scope (Liquid's static analysis), by parsed template. */
+const readVariables = new WeakMap<ReturnType<Liquid["parse"]>, ReturnType<Liquid["globalVariableSegmentsSync"]>>();
+
+/**
+ * Whether rendering `template` needs nothing but the built-ins and these data
+ * keys: every variable it reads is `email`, `unsubscribeUrl`, or a key of
+ * `dataKeys` (as `{{key}}` or `{{data.key}}`). The request's data wins over
+ * the contact's, so then the contact's stored data cannot change what renders
+ * (/v1/send skips reading it). False for a template that does not parse, and
+ * for one that reads `data` as a whole or by a computed key.
+ */
+export async function rendersFromDataKeys(template: string, dataKeys: ReadonlySet<string>): Promise<boolean> {
+  const { text } = await liquidEngines();
+  let paths: ReturnType<Liquid["globalVariableSegmentsSync"]> | undefined;
+  try {
+    const templates = parsedTemplate(text, template);
+    paths = readVariables.get(templates);
+    if (!paths) {
+      paths = text.globalVariableSegmentsSync(templates, { partials: false });
+      readVariables.set(templates, paths);
+    }
+  } catch {
+    return false; // the render reports the template's error
+  }
+  return paths.every(([root, key]) => {
+    if (typeof root !== "string") return false;
+    if (BUILT_IN_VARIABLES.has(root)) return true;
+    if (root === "data") return typeof key === "string" && dataKeys.has(key);
+    return dataKeys.has(root);
+  });
+}
+
 /** 422 naming `field` when `text` is longer than `max` UTF-8 bytes. */
 function assertMaxBytes(text: string, max: number, field: string, what: string) {
   const bytes = new TextEncoder().encode(text).length;
