@@ -238,12 +238,14 @@ const SECTIONS = [
     title: "Throughput",
     async run(ctx) {
       // The request path's figures (issue 9): each write path against the floor, measured in
-      // turns (THROUGHPUT_ROUNDS windows each) so that all four see the same machine; after
+      // turns (THROUGHPUT_ROUNDS windows each) so that all kinds see the same machine; after
       // each window the queue drains what /v1/send accepted, so the consumer's work does not
       // fall into the next kind's window (measured one after the other, as before, it fell
       // after the last window).
       const kinds = [
         { label: "GET /health (floor)", makeRequest: () => ({ path: "/health" }), expect: [200] },
+        // One D1 round trip and nothing else (development only): what any path with one costs here.
+        { label: "GET /dev/d1-round-trip (one D1 round trip)", makeRequest: () => ({ path: "/dev/d1-round-trip" }), expect: [200] },
         {
           label: "POST /v1/track (new contact + event, pk_)",
           makeRequest: (i) => ({ method: "POST", path: "/v1/track", key: ctx.bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
@@ -265,15 +267,22 @@ const SECTIONS = [
           expect: [200],
         },
       ];
-      const [health, track, contacts, send] = await interleavedThroughput(ctx.base, kinds, THROUGHPUT_ROUNDS, () =>
-        waitForQueueDrain(ctx.base, ctx.bench.secretKey),
-      );
-      for (const [k, result] of [health, track, contacts, send].entries()) printThroughput(kinds[k].label, result);
-      const ratio = (label, r, goal) =>
-        report(label, fmt(r ? r.rps / health.rps : NaN, 2), `(${fmt(r?.rps ?? NaN, 0)} / ${fmt(health.rps, 0)} req/s; goal >= ${goal})`);
+      const results = await interleavedThroughput(ctx.base, kinds, THROUGHPUT_ROUNDS, () => waitForQueueDrain(ctx.base, ctx.bench.secretKey));
+      const [health, roundTrip, track, contacts, send] = results;
+      for (const [k, result] of results.entries()) printThroughput(kinds[k].label, result);
+      const ratio = (label, r, goal, floor = health) =>
+        report(
+          label,
+          fmt(r ? r.rps / floor.rps : NaN, 2),
+          `(${fmt(r?.rps ?? NaN, 0)} / ${fmt(floor.rps, 0)} req/s${goal === undefined ? "" : `; goal >= ${goal}`})`,
+        );
       ratio("POST /v1/track / GET /health", track, 0.6);
       ratio("POST /contacts / GET /health", contacts, 0.6);
       ratio("POST /v1/send (1 recipient) / GET /health", send, 0.4);
+      // What a path that makes one D1 round trip can reach at best here, and how near the one-round-trip paths come.
+      ratio("one D1 round trip alone / GET /health", roundTrip);
+      ratio("POST /v1/track / one D1 round trip alone", track, undefined, roundTrip);
+      ratio("POST /contacts / one D1 round trip alone", contacts, undefined, roundTrip);
     },
   },
   {

@@ -97,3 +97,14 @@ devOutboxRouter.get("/dev/outbox/:file", async (c) => {
 
 /** D1 statements counted since the isolate started (BENCH_COUNT_D1=1; all zero otherwise). */
 devOutboxRouter.get("/dev/d1-stats", (c) => c.json({ ...d1Stats, counting: readConfig(c.env).BENCH_COUNT_D1 }));
+
+/**
+ * One D1 round trip and nothing else (`SELECT 1` in a batch, no key, no
+ * validation): `npm run bench` measures it beside GET /health to show what a
+ * single round trip to the local D1 costs here, the ceiling for any path that
+ * makes one (README "Benchmarks").
+ */
+devOutboxRouter.get("/dev/d1-round-trip", async (c) => {
+  await c.env.DB.batch([c.env.DB.prepare("SELECT 1")]);
+  return c.json({ status: "ok" });
+});
