@@ -194,18 +194,25 @@ describe("the capture provider and /dev/* are refused outside development", () =
     expect(s.ses.requests).toHaveLength(0);
   });
 
-  it.each([["production"], ["test"], [undefined]])("ENVIRONMENT=%s: /dev/outbox and its files are 404 in the error envelope", async (environment) => {
-    for (const path of ["/dev/outbox", "/dev/outbox/anything.eml", "/dev/outbox/anything"]) {
-      const response = await call<{ success: boolean; error: { code: string; requestId: string } }>("GET", path, { env: { ...env, ENVIRONMENT: environment } });
-      expect(response.status, path).toBe(404);
-      const body = response.body;
-      expect(body).toMatchObject({ success: false, error: { code: "NOT_FOUND" } });
-      expect(response.headers.get("X-Request-Id")).toBe(body.error.requestId);
-    }
-    // The positive control: in development the page exists.
-    const dev = await call("GET", "/dev/outbox", { env: { ...env, ENVIRONMENT: "development" } });
-    expect(dev.status).toBe(200);
-  });
+  it.each([["production"], ["test"], [undefined]])(
+    "ENVIRONMENT=%s: /dev/outbox, its files and the bench's /dev routes are 404 in the error envelope",
+    async (environment) => {
+      for (const path of ["/dev/outbox", "/dev/outbox/anything.eml", "/dev/outbox/anything", "/dev/d1-stats", "/dev/d1-round-trip"]) {
+        const response = await call<{ success: boolean; error: { code: string; requestId: string } }>("GET", path, {
+          env: { ...env, ENVIRONMENT: environment },
+        });
+        expect(response.status, path).toBe(404);
+        const body = response.body;
+        expect(body).toMatchObject({ success: false, error: { code: "NOT_FOUND" } });
+        expect(response.headers.get("X-Request-Id")).toBe(body.error.requestId);
+      }
+      // The positive control: in development the page exists.
+      const dev = await call("GET", "/dev/outbox", { env: { ...env, ENVIRONMENT: "development" } });
+      expect(dev.status).toBe(200);
+      const roundTrip = await call("GET", "/dev/d1-round-trip", { env: { ...env, ENVIRONMENT: "development" } });
+      expect(roundTrip.status).toBe(200);
+    },
+  );
 });
 
 describe("the send consumer when its input or its provider misbehaves", () => {
