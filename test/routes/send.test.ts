@@ -293,6 +293,21 @@ describe("POST /v1/send without reads (nothing it renders needs stored data; tes
     expectError(await s.send({ to: "late@example.com", from: s.from, subject: "s", body: "b" }), 429, "QUOTA_EXCEEDED");
   });
 
+  it("the render budget counts only the recipients sent to, as on the reading path", async () => {
+    const s = await sendingSetup();
+    expect((await s.send({ to: "first@example.com", from: s.from, subject: "s", body: "b" })).status).toBe(200);
+    await getDb(env.DB).insert(suppressions).values({ projectId: s.project.id, email: "bounced@example.com", reason: "BOUNCE", createdAt: new Date() });
+    // About 40,000 template steps per recipient against 100,000 for the request: two fit, three do not.
+    const body = { from: s.from, subject: "s", body: "{% for i in (1..20000) %}x{% endfor %}" };
+    const three = await s.send({ ...body, to: ["a@example.com", "b@example.com", "c@example.com"] });
+    expectError(three, 422);
+    expect((three.body as any).error.errors[0].code).toBe("render_budget");
+    const res = await s.send({ ...body, to: ["a@example.com", "bounced@example.com", "b@example.com"] });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.emails.map((e: any) => e.contact.email)).toEqual(["a@example.com", "b@example.com"]);
+    expect(res.body.data.suppressed).toEqual([{ email: "bounced@example.com", reason: "BOUNCE" }]);
+  });
+
   it("a contact's stored data fills every variable the request's data leaves out, however the template reads it", async () => {
     const s = await sendingSetup();
     expect((await s.send({ to: "first@example.com", from: s.from, subject: "s", body: "b" })).status).toBe(200);

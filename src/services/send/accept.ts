@@ -270,6 +270,9 @@ function storedSize(body: SendRequest, rendered: Rendered): number {
   return htmlBytes.reduce((a, b) => a + b, 0) + attachmentBytes.reduce((a, b) => a + b, 0);
 }
 
+/** A 422 for the request's render budget, which counts every recipient rendered. */
+const isRenderBudgetError = (err: unknown) => err instanceof ApiError && (err.details.errors ?? []).some((e) => e.code === "render_budget");
+
 /** What a send read before writing (readSendInputs), or nothing at all (the write-only path). */
 const NOTHING_READ: SendInputs = {
   record: undefined,
@@ -316,8 +319,9 @@ export async function acceptSend(db: Database, env: Env, projectId: string, body
     try {
       return await writeSend(db, env, projectId, body, NOTHING_READ, { options, hash, recipients, addresses, checkSuppressions: true });
     } catch (err) {
-      if (!isSuppressedAbort(err)) throw err;
-      // A recipient is suppressed and the batch wrote nothing: read, then send to the others.
+      // A recipient is suppressed and the batch wrote nothing, or the render budget ran
+      // out rendering every recipient (suppressed ones too): read, then send to the others.
+      if (!isSuppressedAbort(err) && !isRenderBudgetError(err)) throw err;
     }
   }
   const inputs = await readSendInputs(db, projectId, body, addresses, options.idempotencyKey);
