@@ -270,9 +270,6 @@ function storedSize(body: SendRequest, rendered: Rendered): number {
   return htmlBytes.reduce((a, b) => a + b, 0) + attachmentBytes.reduce((a, b) => a + b, 0);
 }
 
-/** A 422 for the request's render budget, which counts every recipient rendered. */
-const isRenderBudgetError = (err: unknown) => err instanceof ApiError && (err.details.errors ?? []).some((e) => e.code === "render_budget");
-
 /** What a send read before writing (readSendInputs), or nothing at all (the write-only path). */
 const NOTHING_READ: SendInputs = {
   record: undefined,
@@ -319,9 +316,11 @@ export async function acceptSend(db: Database, env: Env, projectId: string, body
     try {
       return await writeSend(db, env, projectId, body, NOTHING_READ, { options, hash, recipients, addresses, checkSuppressions: true });
     } catch (err) {
-      // A recipient is suppressed and the batch wrote nothing, or the render budget ran
-      // out rendering every recipient (suppressed ones too): read, then send to the others.
-      if (!isSuppressedAbort(err) && !isRenderBudgetError(err)) throw err;
+      // Nothing was written: the batch aborted on a suppressed recipient, or a 422 came
+      // before it. A 422 can depend on rendering a suppressed recipient too (the render
+      // budget counts every recipient, {{email}} changes sizes), so the reading path,
+      // which renders only those sent to, gives the answer.
+      if (!isSuppressedAbort(err) && !(err instanceof ApiError && err.code === "VALIDATION_ERROR")) throw err;
     }
   }
   const inputs = await readSendInputs(db, projectId, body, addresses, options.idempotencyKey);
