@@ -255,6 +255,7 @@ describe("rendersFromDataKeys: whether a template renders from the request's dat
     ["{% capture c %}{{ nick }}{% endcapture %}{{c}}", false],
     ["{{ unclosed", false],
   ])("%s -> %s", async (template, expected) => {
-    expect(await rendersFromDataKeys(template, given)).toBe(expected);
+    expect(await rendersFromDataKeys(template, given, "text")).toBe(expected);
+    expect(await rendersFromDataKeys(template, given, "html")).toBe(expected);
   });
 });

@@ -291,7 +291,9 @@ async function needsNoReads(projectId: string, body: SendRequest, idempotencyKey
   if (idempotencyKey || body.template || !body.from || !body.subject || !body.body) return false;
   if (!verifiedDomains.get(projectId, mailbox(body.from).email)) return false;
   const dataKeys = new Set(Object.keys(body.data ?? {}));
-  return (await rendersFromDataKeys(body.subject, dataKeys)) && (await rendersFromDataKeys(body.body, dataKeys));
+  // A markdown body renders on an engine of its own per request (renderBody): nothing to share, so "text".
+  const bodyEngine = (body.type ?? "html") === "html" ? "html" : "text";
+  return (await rendersFromDataKeys(body.subject, dataKeys, "text")) && (await rendersFromDataKeys(body.body, dataKeys, bodyEngine));
 }
 
 /**

@@ -213,16 +213,18 @@ const readVariables = new WeakMap<ReturnType<Liquid["parse"]>, ReturnType<Liquid
  * `dataKeys` (as `{{key}}` or `{{data.key}}`). The request's data wins over
  * the contact's, so then the contact's stored data cannot change what renders
  * (/v1/send skips reading it). False for a template that does not parse, and
- * for one that reads `data` as a whole or by a computed key.
+ * for one that reads `data` as a whole or by a computed key. `engine`: the one
+ * that will render it ("html" for an HTML body, "text" for a subject).
  */
-export async function rendersFromDataKeys(template: string, dataKeys: ReadonlySet<string>): Promise<boolean> {
-  const { text } = await liquidEngines();
+export async function rendersFromDataKeys(template: string, dataKeys: ReadonlySet<string>, engine: "html" | "text" = "text"): Promise<boolean> {
+  // Parsed by the engine that renders it, so the render finds the parse cached.
+  const liquid = (await liquidEngines())[engine];
   let paths: ReturnType<Liquid["globalVariableSegmentsSync"]> | undefined;
   try {
-    const templates = parsedTemplate(text, template);
+    const templates = parsedTemplate(liquid, template);
     paths = readVariables.get(templates);
     if (!paths) {
-      paths = text.globalVariableSegmentsSync(templates, { partials: false });
+      paths = liquid.globalVariableSegmentsSync(templates, { partials: false });
       readVariables.set(templates, paths);
     }
   } catch {
