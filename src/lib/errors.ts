@@ -172,12 +172,21 @@ const DATABASE_GUARDS: [RegExp, () => ApiError][] = [
   ],
 ];
 
+/**
+ * The first match of `pattern` in the message of `err` or of an error in its
+ * `cause` chain (D1 wraps the SQLite error that a trigger's RAISE produced), or null.
+ */
+export function raisedMessage(err: unknown, pattern: RegExp): RegExpExecArray | null {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const match = pattern.exec(e instanceof Error ? e.message : String(e));
+    if (match) return match;
+  }
+  return null;
+}
+
 /** The ApiError for an error raised by one of the database's guards, or null. */
 export function fromDatabaseGuard(err: unknown): ApiError | null {
-  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const message = e instanceof Error ? e.message : String(e);
-    for (const [pattern, make] of DATABASE_GUARDS) if (pattern.test(message)) return make();
-  }
+  for (const [pattern, make] of DATABASE_GUARDS) if (raisedMessage(err, pattern)) return make();
   return null;
 }
 

@@ -3,7 +3,7 @@ import type { Database } from "../db/client";
 import { contacts, projectDailyUsage, projects } from "../db/schema";
 import type { Env } from "../env";
 import { readConfig } from "../lib/config";
-import { ApiError } from "../lib/errors";
+import { ApiError, raisedMessage } from "../lib/errors";
 
 /**
  * Per-project quotas. One tenant must not be able to fill the shared D1 or
@@ -211,14 +211,10 @@ export function buildQuotaGuard(db: Database, env: Env, projectId: string, use: 
 
 /** The quota error a batch with a buildQuotaGuard statement was aborted with, or null. */
 export function quotaGuardError(err: unknown, env: Env, now = new Date()): ApiError | null {
-  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const match = /QUOTA_EXCEEDED:(QUOTA_[A-Z_]+)/.exec(e instanceof Error ? e.message : String(e));
-    if (match && match[1] in WHAT) {
-      const name = match[1] as QuotaName;
-      return quotaExceeded(name, readConfig(env)[name], now);
-    }
-  }
-  return null;
+  const match = raisedMessage(err, /QUOTA_EXCEEDED:(QUOTA_[A-Z_]+)/);
+  if (!match || !(match[1] in WHAT)) return null;
+  const name = match[1] as QuotaName;
+  return quotaExceeded(name, readConfig(env)[name], now);
 }
 
 /** Runs a write batch (db.batch or runBatch) that starts with a quota guard, turning its abort into the quota's error. */

@@ -1,4 +1,5 @@
 import type { Database } from "../db/client";
+import { raisedMessage } from "../lib/errors";
 import { suppressions } from "../db/schema";
 
 export type SuppressionReason = "BOUNCE" | "COMPLAINT";
@@ -29,16 +30,11 @@ const SUPPRESSIONS_OF_SQL = "SELECT email, reason FROM suppressions WHERE projec
 export function abortIfSuppressed(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
   return d1.prepare(ABORT_IF_SUPPRESSED_SQL).bind(projectId, JSON.stringify(addresses));
 }
-const ABORT_IF_SUPPRESSED_SQL = `INSERT INTO quota_checks (quota, used, quota_limit)
-  SELECT 'SUPPRESSED_RECIPIENTS', count(*), 0 FROM suppressions WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))`;
+// Counts what SUPPRESSIONS_OF_SQL reads, with the same parameters.
+const ABORT_IF_SUPPRESSED_SQL = `INSERT INTO quota_checks (quota, used, quota_limit) SELECT 'SUPPRESSED_RECIPIENTS', count(*), 0 FROM (${SUPPRESSIONS_OF_SQL})`;
 
 /** Whether a batch was aborted by its abortIfSuppressed statement. */
-export function isSuppressedAbort(err: unknown): boolean {
-  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if ((e instanceof Error ? e.message : String(e)).includes("SEND_HAS_SUPPRESSED_RECIPIENTS")) return true;
-  }
-  return false;
-}
+export const isSuppressedAbort = (err: unknown): boolean => raisedMessage(err, /SEND_HAS_SUPPRESSED_RECIPIENTS/) !== null;
 
 /** Adds an address to the project's suppression list; the first reason recorded is kept. */
 export function buildSuppression(db: Database, projectId: string, email: string, reason: SuppressionReason, detail?: string | null) {
