@@ -246,6 +246,12 @@ const SECTIONS = [
         { label: "GET /health (floor)", makeRequest: () => ({ path: "/health" }), expect: [200] },
         // One D1 round trip and nothing else (development only): what any path with one costs here.
         { label: "GET /dev/d1-round-trip (one D1 round trip)", makeRequest: () => ({ path: "/dev/d1-round-trip" }), expect: [200] },
+        // The same after reading a JSON body like /v1/track's: the ceiling for a POST path with one round trip.
+        {
+          label: "POST /dev/d1-round-trip (JSON body + one round trip)",
+          makeRequest: (i) => ({ method: "POST", path: "/dev/d1-round-trip", key: ctx.bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
+          expect: [200],
+        },
         {
           label: "POST /v1/track (new contact + event, pk_)",
           makeRequest: (i) => ({ method: "POST", path: "/v1/track", key: ctx.bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
@@ -268,7 +274,7 @@ const SECTIONS = [
         },
       ];
       const results = await interleavedThroughput(ctx.base, kinds, THROUGHPUT_ROUNDS, () => waitForQueueDrain(ctx.base, ctx.bench.secretKey));
-      const [health, roundTrip, track, contacts, send] = results;
+      const [health, roundTrip, postRoundTrip, track, contacts, send] = results;
       for (const [k, result] of results.entries()) printThroughput(kinds[k].label, result);
       const ratio = (label, r, goal, floor = health) =>
         report(
@@ -283,6 +289,10 @@ const SECTIONS = [
       ratio("one D1 round trip alone / GET /health", roundTrip);
       ratio("POST /v1/track / one D1 round trip alone", track, undefined, roundTrip);
       ratio("POST /contacts / one D1 round trip alone", contacts, undefined, roundTrip);
+      // The same for a POST: what its body costs on the way in, and how near the write paths come to that ceiling.
+      ratio("POST + JSON body + one round trip / GET /health", postRoundTrip);
+      ratio("POST /v1/track / POST + one round trip", track, undefined, postRoundTrip);
+      ratio("POST /contacts / POST + one round trip", contacts, undefined, postRoundTrip);
     },
   },
   {

@@ -108,3 +108,14 @@ devOutboxRouter.get("/dev/d1-round-trip", async (c) => {
   await c.env.DB.batch([c.env.DB.prepare("SELECT 1")]);
   return c.json({ status: "ok" });
 });
+
+/**
+ * The same round trip after reading a JSON body (no key, no validation): the
+ * ceiling for a POST path that makes one D1 round trip, as /v1/track and
+ * POST /contacts do. Its body crosses the same local proxies theirs do.
+ */
+devOutboxRouter.post("/dev/d1-round-trip", async (c) => {
+  await c.req.json().catch(() => null);
+  await c.env.DB.batch([c.env.DB.prepare("SELECT 1")]);
+  return c.json({ status: "ok" });
+});

@@ -206,11 +206,16 @@ describe("the capture provider and /dev/* are refused outside development", () =
         expect(body).toMatchObject({ success: false, error: { code: "NOT_FOUND" } });
         expect(response.headers.get("X-Request-Id")).toBe(body.error.requestId);
       }
+      const posted = await call("POST", "/dev/d1-round-trip", { body: { email: "a@example.com" }, env: { ...env, ENVIRONMENT: environment } });
+      expect(posted.status).toBe(404);
+      expect(posted.body).toMatchObject({ success: false, error: { code: "NOT_FOUND" } });
       // The positive control: in development the page exists.
       const dev = await call("GET", "/dev/outbox", { env: { ...env, ENVIRONMENT: "development" } });
       expect(dev.status).toBe(200);
       const roundTrip = await call("GET", "/dev/d1-round-trip", { env: { ...env, ENVIRONMENT: "development" } });
       expect(roundTrip.status).toBe(200);
+      const postedInDevelopment = await call("POST", "/dev/d1-round-trip", { body: { email: "a@example.com" }, env: { ...env, ENVIRONMENT: "development" } });
+      expect(postedInDevelopment.status).toBe(200);
     },
   );
 });
