@@ -249,7 +249,12 @@ const SECTIONS = [
         // The same after reading a JSON body like /v1/track's: the ceiling for a POST path with one round trip.
         {
           label: "POST /dev/d1-round-trip (JSON body + one round trip)",
-          makeRequest: (i) => ({ method: "POST", path: "/dev/d1-round-trip", key: ctx.bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
+          makeRequest: (i) => ({
+            method: "POST",
+            path: "/dev/d1-round-trip",
+            key: ctx.bench.publicKey,
+            body: { email: `track${i}@bench.test`, event: "bench" },
+          }),
           expect: [200],
         },
         {
