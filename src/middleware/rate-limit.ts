@@ -4,6 +4,7 @@ import { projectLimiter } from "../durable/names";
 import type { AppBindings } from "../env";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
+import { awaitShared } from "../lib/shared-wait";
 
 /** Milliseconds since the epoch; the app's clock, injectable so tests never wait for a real minute. */
 export type Clock = () => number;
@@ -20,6 +21,8 @@ const MAX_BUCKETS = 10_000;
  * only keeps a request that keeps losing the race from waiting forever.
  */
 const MAX_ROUNDS = 1000;
+/** How long a request waits for another request's lease before leasing itself (lib/shared-wait). */
+const LEASE_WAIT_MS = 5_000;
 
 interface Bucket {
   limit: number;
@@ -34,7 +37,10 @@ interface Bucket {
   next: number;
   /** Requests waiting for a slot. */
   waiting: number;
+  /** The lease on its way (another request's, for those that wait on it). */
   pending?: Promise<void>;
+  /** Leases started, so a lease that was given up on does not clear a later one's `pending`. */
+  leases: number;
 }
 
 type Limiter = { leaseApi(limit: number, now: number, want: number): Promise<ApiLease> | ApiLease };
@@ -65,8 +71,16 @@ export class ApiRateLeases {
       if (bucket.exhausted) return { allowed: false, limit, remaining: 0, resetSeconds };
       bucket.waiting++;
       try {
-        bucket.pending ??= this.lease(bucket, limiter(), now);
-        await bucket.pending;
+        const shared = bucket.pending;
+        if (shared) {
+          // Another request's lease: wait for it with a timer of this request's own (lib/shared-wait);
+          // if it never settles (that request was cancelled), the next round leases from here.
+          const outcome = await awaitShared(shared, LEASE_WAIT_MS);
+          if (!outcome.settled && bucket.pending === shared) bucket.pending = undefined;
+        } else {
+          bucket.pending = this.lease(bucket, limiter(), now, ++bucket.leases);
+          await bucket.pending;
+        }
       } finally {
         bucket.waiting--;
       }
@@ -76,7 +90,7 @@ export class ApiRateLeases {
     return { allowed: granted > 0, limit, remaining, resetSeconds };
   }
 
-  private async lease(bucket: Bucket, limiter: Limiter, now: number) {
+  private async lease(bucket: Bucket, limiter: Limiter, now: number, id: number) {
     const want = Math.min(leaseCap(bucket.limit), Math.max(bucket.next, bucket.waiting));
     try {
       const lease = await limiter.leaseApi(bucket.limit, now, want);
@@ -86,7 +100,7 @@ export class ApiRateLeases {
       bucket.exhausted = lease.granted === 0;
       bucket.next = Math.min(leaseCap(bucket.limit), want * 2);
     } finally {
-      bucket.pending = undefined;
+      if (bucket.leases === id) bucket.pending = undefined; // not a later lease that replaced this one
     }
   }
 
@@ -99,7 +113,7 @@ export class ApiRateLeases {
       }
       // Leases keep their size from one window to the next while the limit stays the same.
       const next = bucket && bucket.limit === limit ? bucket.next : 1;
-      bucket = { limit, windowStart, tokens: 0, remaining: limit, exhausted: false, next, waiting: 0 };
+      bucket = { limit, windowStart, tokens: 0, remaining: limit, exhausted: false, next, waiting: 0, leases: 0 };
       this.buckets.set(key, bucket);
     }
     return bucket;

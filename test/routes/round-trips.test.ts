@@ -68,6 +68,20 @@ describe("D1 round trips per request (warm isolate: the key is cached)", () => {
     ).toMatchObject({ roundTrips: 1, batches: 1 });
   });
 
+  it("concurrent requests with a key the isolate has not cached share one lookup of it", async () => {
+    const p = await newProject();
+    const { request, cost } = countingApp();
+    const burst = await cost(async () => {
+      const responses = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => request("POST", "/v1/track", p.publicKey, { email: `burst${i}@example.com`, event: "visit" })),
+      );
+      for (const res of responses) expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return responses[0];
+    }, 200);
+    // One key lookup for all ten, then each request's own batch.
+    expect(burst).toMatchObject({ roundTrips: 11, batches: 10 });
+  });
+
   it("POST /v1/track refused by a quota: one round trip (the guard in the batch names the quota)", async () => {
     const p = await newProject();
     const { request, cost } = countingApp({ QUOTA_EVENTS_PER_DAY: "1" } as Partial<Env>);
