@@ -39,8 +39,6 @@ interface Bucket {
   waiting: number;
   /** The lease on its way (another request's, for those that wait on it). */
   pending?: Promise<void>;
-  /** Leases started, so a lease that was given up on does not clear a later one's `pending`. */
-  leases: number;
 }
 
 type Limiter = { leaseApi(limit: number, now: number, want: number): Promise<ApiLease> | ApiLease };
@@ -78,8 +76,12 @@ export class ApiRateLeases {
           const outcome = await awaitShared(shared, LEASE_WAIT_MS);
           if (!outcome.settled && bucket.pending === shared) bucket.pending = undefined;
         } else {
-          bucket.pending = this.lease(bucket, limiter(), now, ++bucket.leases);
-          await bucket.pending;
+          // Cleared when settled, unless a request that gave up on it has started another since.
+          const lease: Promise<void> = this.lease(bucket, limiter(), now).finally(() => {
+            if (bucket.pending === lease) bucket.pending = undefined;
+          });
+          bucket.pending = lease;
+          await lease;
         }
       } finally {
         bucket.waiting--;
@@ -90,18 +92,14 @@ export class ApiRateLeases {
     return { allowed: granted > 0, limit, remaining, resetSeconds };
   }
 
-  private async lease(bucket: Bucket, limiter: Limiter, now: number, id: number) {
+  private async lease(bucket: Bucket, limiter: Limiter, now: number) {
     const want = Math.min(leaseCap(bucket.limit), Math.max(bucket.next, bucket.waiting));
-    try {
-      const lease = await limiter.leaseApi(bucket.limit, now, want);
-      if (lease.windowStart !== bucket.windowStart) return; // the object's window moved on: these slots are not this bucket's
-      bucket.tokens += lease.granted;
-      bucket.remaining = lease.remaining;
-      bucket.exhausted = lease.granted === 0;
-      bucket.next = Math.min(leaseCap(bucket.limit), want * 2);
-    } finally {
-      if (bucket.leases === id) bucket.pending = undefined; // not a later lease that replaced this one
-    }
+    const lease = await limiter.leaseApi(bucket.limit, now, want);
+    if (lease.windowStart !== bucket.windowStart) return; // the object's window moved on: these slots are not this bucket's
+    bucket.tokens += lease.granted;
+    bucket.remaining = lease.remaining;
+    bucket.exhausted = lease.granted === 0;
+    bucket.next = Math.min(leaseCap(bucket.limit), want * 2);
   }
 
   private bucket(key: string, limit: number, windowStart: number): Bucket {
@@ -113,7 +111,7 @@ export class ApiRateLeases {
       }
       // Leases keep their size from one window to the next while the limit stays the same.
       const next = bucket && bucket.limit === limit ? bucket.next : 1;
-      bucket = { limit, windowStart, tokens: 0, remaining: limit, exhausted: false, next, waiting: 0, leases: 0 };
+      bucket = { limit, windowStart, tokens: 0, remaining: limit, exhausted: false, next, waiting: 0 };
       this.buckets.set(key, bucket);
     }
     return bucket;

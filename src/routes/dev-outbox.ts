@@ -102,20 +102,12 @@ devOutboxRouter.get("/dev/d1-stats", (c) => c.json({ ...d1Stats, counting: readC
  * One D1 round trip and nothing else (`SELECT 1` in a batch, no key, no
  * validation): `npm run bench` measures it beside GET /health to show what a
  * single round trip to the local D1 costs here, the ceiling for any path that
- * makes one (README "Benchmarks").
+ * makes one (README "Benchmarks"). As a POST it first reads the JSON body, so its
+ * body crosses the same local proxies /v1/track's and POST /contacts' do: the
+ * ceiling for a POST path with one round trip.
  */
-devOutboxRouter.get("/dev/d1-round-trip", async (c) => {
-  await c.env.DB.batch([c.env.DB.prepare("SELECT 1")]);
-  return c.json({ status: "ok" });
-});
-
-/**
- * The same round trip after reading a JSON body (no key, no validation): the
- * ceiling for a POST path that makes one D1 round trip, as /v1/track and
- * POST /contacts do. Its body crosses the same local proxies theirs do.
- */
-devOutboxRouter.post("/dev/d1-round-trip", async (c) => {
-  await c.req.json().catch(() => null);
+devOutboxRouter.on(["GET", "POST"], "/dev/d1-round-trip", async (c) => {
+  if (c.req.method === "POST") await c.req.json().catch(() => null);
   await c.env.DB.batch([c.env.DB.prepare("SELECT 1")]);
   return c.json({ status: "ok" });
 });
