@@ -7,7 +7,6 @@ import { ApiError } from "../lib/errors";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { parseUnsubscribeToken } from "../services/tracking/links";
-import { eventsPerDay } from "../services/quotas";
 import { emailExists, unsubscribeByEmail } from "../services/tracking/unsubscribe";
 
 const tags = ["Unsubscribe"];
@@ -124,7 +123,7 @@ unsubscribeRouter
       });
     }
     const fromPage = form.source === "page";
-    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", eventsPerDay(c.env));
+    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", c.env);
     if (outcome === "unknown-email") throw ApiError.notFound("Email");
     if (fromPage) return htmlPage(c, 200, "You are unsubscribed", "You will no longer receive these emails. You can close this page.");
     return c.body("Unsubscribed", 200, { "Content-Type": "text/plain; charset=utf-8", ...NO_CACHE });

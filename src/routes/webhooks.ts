@@ -5,7 +5,6 @@ import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { applySesFeedback } from "../services/feedback/ses";
-import { eventsPerDay } from "../services/quotas";
 import { isSnsUrl, parseSnsMessage, snsHostForTopic, SnsVerificationError, verifySnsMessage, type SnsMessage } from "../services/feedback/sns";
 
 const sesRoute = createRoute({
@@ -95,7 +94,7 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
   } else if (message.Type === "UnsubscribeConfirmation") {
     outcome = "ignored";
   } else {
-    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, eventsPerDay(c.env));
+    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, c.env);
   }
   return c.json(success({ type: message.Type, outcome }), 200);
 });

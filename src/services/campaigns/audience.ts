@@ -8,11 +8,10 @@ import { compileCondition, ConditionSchema, type Condition } from "../conditions
 import { renderBody, renderSubject } from "../send/render";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { unsubscribeUrl } from "../tracking/links";
+import { insertQueued, type QueuedRow } from "../../store/emails";
 
 /** Contacts walked per audience page (one queue message). */
 export const PAGE_SIZE = 500;
-/** Rendered rows per INSERT statement, by size: each statement carries one JSON parameter, kept well under D1's limits. */
-const MAX_INSERT_JSON_BYTES = 800_000;
 /** A SENDING campaign whose walk has not moved for this long gets its next page queued again (a lost message). */
 export const STALLED_WALK_MS = 5 * 60 * 1000;
 /** Campaigns handled per cron tick and job (each costs a few statements). */
@@ -69,45 +68,6 @@ async function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: str
   await Promise.all(batches);
 }
 
-interface RenderedRow {
-  id: string;
-  c: string;
-  to: string;
-  s: string;
-  h: string;
-  m: string;
-}
-
-const INSERT_ROWS_SQL = `INSERT INTO emails (id, project_id, contact_id, send_id, campaign_id, from_address, from_name, to_address, reply_to,
-    subject, html, headers, marketing, has_attachments, tracked, bulk, status, message_id, attempts, opens, clicks, queued_at, created_at, updated_at)
-  SELECT json_extract(value, '$.id'), ?1, json_extract(value, '$.c'), ?2, ?2, ?3, ?4, json_extract(value, '$.to'), ?5,
-    json_extract(value, '$.s'), json_extract(value, '$.h'), '{}', 1, 0, 1, 1, 'QUEUED', json_extract(value, '$.m'), 0, 0, 0, ?6, ?6, ?6
-  FROM json_each(?7) WHERE true
-  ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING`;
-
-/** One INSERT ... SELECT FROM json_each(?) per chunk: a page's rows in a handful of statements, each row unique per (campaign, contact). */
-function insertRows(d1: D1Database, campaign: Campaign, rows: RenderedRow[], now: number): D1PreparedStatement[] {
-  const statements: D1PreparedStatement[] = [];
-  let chunk: RenderedRow[] = [];
-  let bytes = 0;
-  const flush = () => {
-    if (chunk.length === 0) return;
-    statements.push(
-      d1.prepare(INSERT_ROWS_SQL).bind(campaign.projectId, campaign.id, campaign.from, campaign.fromName, campaign.replyTo, now, JSON.stringify(chunk)),
-    );
-    chunk = [];
-    bytes = 0;
-  };
-  for (const row of rows) {
-    const size = row.h.length * 3 + row.s.length * 3 + 200;
-    if (bytes + size > MAX_INSERT_JSON_BYTES) flush();
-    chunk.push(row);
-    bytes += size;
-  }
-  flush();
-  return statements;
-}
-
 /**
  * One audience page: the next PAGE_SIZE contacts (by id, up to the id fixed
  * when sending started) that are in the audience now, rendered and inserted
@@ -144,21 +104,18 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   const domain = campaign.from.split("@")[1];
   const body = withUnsubscribeLink(campaign.body);
-  const rows: RenderedRow[] = [];
+  const rows: QueuedRow[] = [];
   for (const contact of page) {
     // UUIDv7 like every record id: today's emails are an id range (the daily quota counts them so).
     const id = newId();
     const vars = { data: contact.data ?? {}, email: contact.email, unsubscribeUrl: await unsubscribeUrl(baseUrl, secret, id) };
     rows.push({
       id,
-      c: contact.id,
+      contactId: contact.id,
       to: contact.email,
-      s: (await renderSubject(campaign.subject, vars))
-        .replace(/[\r\n]+/g, " ")
-        .trim()
-        .slice(0, 998),
-      h: await renderBody(body, vars),
-      m: `${id}@${domain}`,
+      subject: await renderSubject(campaign.subject, vars),
+      html: await renderBody(body, vars),
+      messageId: `${id}@${domain}`,
     });
   }
 
@@ -176,7 +133,18 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
     message.after ?? "",
     last ?? "",
   );
-  const results = await env.DB.batch([...insertRows(env.DB, campaign, rows, now), advance, queued]);
+  const head = {
+    projectId: campaign.projectId,
+    sendId: campaign.id,
+    campaignId: campaign.id,
+    from: campaign.from,
+    fromName: campaign.fromName,
+    replyTo: campaign.replyTo,
+    marketing: true,
+    bulk: true,
+    now: new Date(now),
+  };
+  const results = await env.DB.batch([...insertQueued(env.DB, head, rows), advance, queued]);
   const advanced = (results[results.length - 2].results ?? []).length > 0;
   const toSend = ((results[results.length - 1].results ?? []) as { id: string }[]).map((r) => r.id);
 

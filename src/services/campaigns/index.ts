@@ -11,7 +11,9 @@ import { contactFromRow, contactsByEmail } from "../contacts";
 import { requireVerifiedDomain } from "../domains";
 import { enqueueEmails } from "../send/accept";
 import { assertTemplateSyntax, renderBody, renderSubject } from "../send/render";
-import { assertDailyQuota, campaignQuotaError, campaignQuotaFit } from "../quotas";
+import { campaignQuotaError, campaignQuotaFit } from "../quotas";
+import { addStoredBytes, insertQueued } from "../../store/emails";
+import { quotaGuard, runGuarded } from "../../store/guards";
 import { findSuppressed } from "../suppressions";
 import { unsubscribeUrl } from "../tracking/links";
 import type { CampaignInput, CampaignView } from "../../schemas/campaigns";
@@ -240,29 +242,23 @@ export async function sendTestEmail(db: Database, env: Env, projectId: string, i
     email: address,
     unsubscribeUrl: await unsubscribeUrl(publicUrl(env, requestUrl), requireSecret(env, "LINK_SIGNING_SECRET"), emailId),
   };
-  const subject = `[TEST] ${(await renderSubject(campaign.subject, vars)).replace(/[\r\n]+/g, " ").trim()}`;
+  const subject = `[TEST] ${await renderSubject(campaign.subject, vars)}`.slice(0, 998);
   const html = await renderBody(withUnsubscribeLink(campaign.body), vars);
   const now = new Date();
-  // A test send is an email like any other: it counts toward the emails-per-day quota.
-  await assertDailyQuota(db, env, projectId, "QUOTA_EMAILS_PER_DAY", 1, now);
-  await db.insert(emails).values({
-    id: emailId,
-    projectId,
-    sendId: emailId,
-    fromAddress: campaign.from,
-    fromName: campaign.fromName,
-    toAddress: address,
-    replyTo: campaign.replyTo,
-    subject: subject.slice(0, 998),
-    html,
-    marketing: true,
-    tracked: false,
-    status: "QUEUED",
-    messageId: `${emailId}@${domain.name}`,
-    queuedAt: now,
-    createdAt: now,
-    updatedAt: now,
-  });
+  const d1 = db.$client;
+  // A test send is an email like any other: it counts toward the emails-per-day and stored-bytes quotas.
+  const storedBytes = new TextEncoder().encode(html).length;
+  await runGuarded(env, () =>
+    d1.batch([
+      quotaGuard(d1, env, projectId, { emailsToday: 1, storedBytes }, now)!,
+      ...insertQueued(
+        d1,
+        { projectId, sendId: emailId, from: campaign.from, fromName: campaign.fromName, replyTo: campaign.replyTo, marketing: true, tracked: false, now },
+        [{ id: emailId, to: address, subject, html, messageId: `${emailId}@${domain.name}` }],
+      ),
+      addStoredBytes(d1, projectId, storedBytes),
+    ]),
+  );
   await enqueueEmails(env, projectId, [emailId]);
   return emailId;
 }

@@ -1,8 +1,10 @@
 import { and, eq, notExists, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { contacts, emails, events, type JsonObject } from "../../db/schema";
-import { advanceStatusSql, buildEmailEventInsert } from "../emails/status";
-import { eventsPerDay } from "../quotas";
+import { emails, events, type JsonObject } from "../../db/schema";
+import type { ConfigInput } from "../../lib/config";
+import { unsubscribeContactOf } from "../../store/contacts";
+import { advanceStatusSql, updateEmail } from "../../store/emails";
+import { insertEmailEvent } from "../../store/events";
 import { buildSuppression } from "../suppressions";
 
 /**
@@ -43,7 +45,7 @@ export type Feedback =
   | { kind: "failed"; providerMessageId: string; reason: string; at?: Date };
 
 /** An event for the email's contact, stored only once per (email, name, feedbackId). */
-function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date, eventQuota: number) {
+function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date, env: ConfigInput | undefined) {
   const duplicate = db
     .select({ one: sql`1` })
     .from(events)
@@ -55,28 +57,11 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
         sql`json_extract(${events.data}, '$.feedbackId') = ${data.feedbackId}`,
       ),
     );
-  return buildEmailEventInsert(db, emailId, name, data, now, eventQuota, notExists(duplicate));
+  return insertEmailEvent(db, env, emailId, name, data, now, notExists(duplicate));
 }
 
-interface EmailRef {
-  id: string;
-  projectId: string;
-  contactId: string | null;
-  toAddress: string;
-}
-
-function buildUnsubscribeContact(db: Database, email: EmailRef, now: Date) {
-  const which = email.contactId
-    ? eq(contacts.id, email.contactId)
-    : and(eq(contacts.projectId, email.projectId), eq(contacts.email, email.toAddress.toLowerCase()));
-  return db
-    .update(contacts)
-    .set({ subscribed: false, updatedAt: now })
-    .where(and(which, eq(contacts.subscribed, true)));
-}
-
-/** `eventQuota`: the project's QUOTA_EVENTS_PER_DAY; past it the event is not stored, the rest still applies. */
-export async function applyFeedback(db: Database, feedback: Feedback, eventQuota = eventsPerDay(undefined)): Promise<FeedbackOutcome> {
+/** Past the project's QUOTA_EVENTS_PER_DAY (from `env`) the event is not stored; the rest still applies. */
+export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput): Promise<FeedbackOutcome> {
   const [email] = await db
     .select({ id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress })
     .from(emails)
@@ -87,61 +72,49 @@ export async function applyFeedback(db: Database, feedback: Feedback, eventQuota
   const when = feedback.at ?? now;
 
   if (feedback.kind === "delivered") {
-    await db
-      .update(emails)
-      .set({
-        status: advanceStatusSql("DELIVERED"),
-        deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
-        updatedAt: now,
-      })
-      .where(eq(emails.id, email.id));
+    await updateEmail(db, email.id, {
+      status: advanceStatusSql("DELIVERED"),
+      deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
+      updatedAt: now,
+    });
     return "delivered";
   }
 
   if (feedback.kind === "failed") {
     // Only mail still waiting for its outcome: a failure report never undoes a delivery, bounce or complaint.
-    await db
-      .update(emails)
-      .set({ status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now })
-      .where(and(eq(emails.id, email.id), eq(emails.status, "SENT")));
+    await updateEmail(db, email.id, { status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now }, eq(emails.status, "SENT"));
     return "failed";
   }
 
   if (feedback.kind === "bounce") {
-    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now, eventQuota);
+    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env);
     if (!feedback.permanent) {
       await event;
       return "transient-bounce";
     }
     await db.batch([
       event,
-      db
-        .update(emails)
-        .set({
-          status: advanceStatusSql("BOUNCED"),
-          bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`,
-          error: feedback.reason,
-          updatedAt: now,
-        })
-        .where(eq(emails.id, email.id)),
+      updateEmail(db, email.id, {
+        status: advanceStatusSql("BOUNCED"),
+        bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`,
+        error: feedback.reason,
+        updatedAt: now,
+      }),
       buildSuppression(db, email.projectId, email.toAddress, "BOUNCE", feedback.reason),
-      buildUnsubscribeContact(db, email, now),
+      unsubscribeContactOf(db, email, now),
     ]);
     return "bounced";
   }
 
   await db.batch([
-    buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, eventQuota),
-    db
-      .update(emails)
-      .set({
-        status: advanceStatusSql("COMPLAINED"),
-        complainedAt: sql`COALESCE(${emails.complainedAt}, ${when.getTime()})`,
-        updatedAt: now,
-      })
-      .where(eq(emails.id, email.id)),
+    buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env),
+    updateEmail(db, email.id, {
+      status: advanceStatusSql("COMPLAINED"),
+      complainedAt: sql`COALESCE(${emails.complainedAt}, ${when.getTime()})`,
+      updatedAt: now,
+    }),
     buildSuppression(db, email.projectId, email.toAddress, "COMPLAINT", feedback.detail),
-    buildUnsubscribeContact(db, email, now),
+    unsubscribeContactOf(db, email, now),
   ]);
   return "complained";
 }

@@ -1,7 +1,6 @@
 import { getDb } from "../../db/client";
 import type { Env } from "../../env";
 import { normalizeMessageId } from "../providers/cloudflare";
-import { eventsPerDay } from "../quotas";
 import { applyFeedback, type Feedback } from "./apply";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 
@@ -112,7 +111,7 @@ export async function applyEmailServiceEvents(messages: readonly QueuedMessage<u
       continue;
     }
     try {
-      await applyFeedback(db, feedback, eventsPerDay(env));
+      await applyFeedback(db, feedback, env);
       verdicts.push(ACK);
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);

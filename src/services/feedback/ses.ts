@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emails } from "../../db/schema";
+import type { ConfigInput } from "../../lib/config";
 import { applyFeedback, type FeedbackOutcome } from "./apply";
 
 /**
@@ -37,7 +38,7 @@ const at = (v: unknown): Date | undefined => {
 };
 
 /** Parses the SES event inside an SNS Notification and applies it. */
-export async function applySesFeedback(db: Database, snsMessageId: string, messageText: string, eventQuota?: number): Promise<FeedbackOutcome> {
+export async function applySesFeedback(db: Database, snsMessageId: string, messageText: string, env?: ConfigInput): Promise<FeedbackOutcome> {
   let message: unknown;
   try {
     message = JSON.parse(messageText);
@@ -53,7 +54,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
 
   if (kind === "Delivery") {
     const delivery = isObj(message.delivery) ? message.delivery : {};
-    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, eventQuota);
+    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, env);
   }
 
   if (kind === "Bounce") {
@@ -81,7 +82,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
         reason: diagnosticCode ?? `Permanent bounce${bounceSubType ? ` (${bounceSubType})` : ""}`,
         at: at(bounce.timestamp),
       },
-      eventQuota,
+      env,
     );
   }
 
@@ -98,7 +99,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
       detail: `Complaint${complaintFeedbackType ? ` (${complaintFeedbackType})` : ""}`,
       at: at(complaint.timestamp),
     },
-    eventQuota,
+    env,
   );
 }
 

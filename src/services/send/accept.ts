@@ -8,10 +8,11 @@ import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
 import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, verifiedDomains } from "../domains";
-import { abortIfSuppressed, isSuppressedAbort, suppressionsOf, type SuppressionReason } from "../suppressions";
-import { addStoredBytes, buildQuotaGuard, runGuardedBatch } from "../quotas";
+import type { SuppressionReason } from "../suppressions";
+import { upsertContacts } from "../../store/contacts";
+import { addStoredBytes, insertQueued } from "../../store/emails";
+import { isUniqueViolation, outboxProbe, quotaGuard, raisedGuard, runGuarded, suppressionGuard, suppressionsOf } from "../../store/guards";
 import { unsubscribeUrl } from "../tracking/links";
-import { buildOutboxProbe } from "../workflows/triggers";
 import type { SendRequest } from "../../schemas/send";
 import { base64DecodedSize, buildAttachmentInserts, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "./attachments";
 import { RenderBudget, renderBody, renderSubject, rendersFromDataKeys } from "./render";
@@ -79,8 +80,6 @@ async function replayIdempotent(db: Database, projectId: string, key: string, ha
 export async function purgeExpiredIdempotencyKeys(db: Database, now = new Date()): Promise<void> {
   await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)));
 }
-
-const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed: idempotency_keys/.test(String((err as Error)?.message ?? err));
 
 export interface AcceptOptions {
   idempotencyKey?: string;
@@ -322,7 +321,7 @@ export async function acceptSend(db: Database, env: Env, projectId: string, body
       // before it. A 422 can depend on rendering a suppressed recipient too (the render
       // budget counts every recipient, {{email}} changes sizes), so the reading path,
       // which renders only those sent to, gives the answer.
-      if (!isSuppressedAbort(err) && !(err instanceof ApiError && err.code === "VALIDATION_ERROR")) throw err;
+      if (raisedGuard(err) !== "SEND_HAS_SUPPRESSED_RECIPIENTS" && !(err instanceof ApiError && err.code === "VALIDATION_ERROR")) throw err;
     }
   }
   const inputs = await readSendInputs(db, projectId, body, addresses, options.idempotencyKey);
@@ -345,7 +344,7 @@ async function writeSend(
     hash: string;
     recipients: Map<string, { email: string; name?: string }>;
     addresses: string[];
-    /** The batch checks the suppressions itself (nothing was read): abortIfSuppressed first. */
+    /** The batch checks the suppressions itself (nothing was read): suppressionGuard first. */
     checkSuppressions: boolean;
   },
 ): Promise<SendResult> {
@@ -375,13 +374,13 @@ async function writeSend(
     response,
     hash,
     idempotencyKey: options.idempotencyKey,
-    suppressionCheck: w.checkSuppressions ? abortIfSuppressed(db.$client, projectId, addresses) : null,
+    suppressionCheck: w.checkSuppressions ? suppressionGuard(db.$client, projectId, addresses) : null,
   });
-  let results: unknown[];
+  let results: Record<string, unknown>[][];
   try {
-    results = await runGuardedBatch(env, () => runStatements(db, write.statements), now);
+    results = await runGuarded(env, () => runStatements(db, write.statements), now);
   } catch (err) {
-    if (options.idempotencyKey && isUniqueViolation(err)) {
+    if (options.idempotencyKey && isUniqueViolation(err, "idempotency_keys")) {
       const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
       if (replay) return replay;
     }
@@ -420,19 +419,13 @@ function buildSendWrites(
     response: SendResult;
     hash: string;
     idempotencyKey?: string;
-    /** abortIfSuppressed, when the send did not read the suppressions: first of all, before the quota guard. */
+    /** suppressionGuard, when the send did not read the suppressions: first of all, before the quota guard. */
     suppressionCheck: D1PreparedStatement | null;
   },
 ) {
   const { body, message, rendered, now } = w;
-  const persistentPatch = JSON.stringify(w.persistent);
-  const guard = buildQuotaGuard(
-    db,
-    env,
-    projectId,
-    { emailsToday: rendered.length, contacts: rendered.map((p) => p.address), storedBytes: w.storedBytes },
-    now,
-  );
+  const d1 = db.$client;
+  const guard = quotaGuard(d1, env, projectId, { emailsToday: rendered.length, contacts: rendered.map((p) => p.address), storedBytes: w.storedBytes }, now);
   const idempotency = w.idempotencyKey
     ? [
         db.insert(idempotencyKeys).values({
@@ -445,109 +438,54 @@ function buildSendWrites(
         }),
       ]
     : [];
-  // A send to 50 costs a handful of statements, not a hundred (UPSERT_CONTACTS_SQL, INSERT_EMAILS_SQL).
-  const contactRows = rendered.map((p) => [newId(), p.address.toLowerCase()]);
-  const d1 = db.$client;
-  const upsert = d1
-    .prepare(UPSERT_CONTACTS_SQL)
-    .bind(
+  // `subscribed: true` opts in new contacts; an existing one's subscription changes only when given.
+  const upsert = upsertContacts(
+    d1,
+    projectId,
+    rendered.map((p) => ({ email: p.address, subscribed: body.subscribed, data: w.persistent })),
+    { onExisting: "merge", subscribedByDefault: false, now },
+  );
+  const emailInserts = insertQueued(
+    d1,
+    {
       projectId,
-      body.subscribed ? 1 : 0,
-      body.subscribed === undefined ? null : body.subscribed ? 1 : 0,
-      persistentPatch,
-      now.getTime(),
-      JSON.stringify(contactRows),
-    );
-  const emailRows = rendered.map((p) => ({
-    id: p.emailId,
-    to: p.address,
-    c: p.address.toLowerCase(),
-    n: w.recipients.get(p.address)?.name ?? null,
-    s: p.subject,
-    h: p.html,
-    m: `${p.emailId}@${w.senderDomain}`,
-  }));
-  const emailInserts = chunkBySize(emailRows, MAX_EMAIL_ROWS_JSON_CHARS).map(({ json, html }) =>
-    d1
-      .prepare(INSERT_EMAILS_SQL)
-      .bind(
-        projectId,
-        w.sendId,
-        body.template ?? null,
-        message.from.email,
-        message.fromName ?? null,
-        message.replyTo,
-        JSON.stringify(body.headers ?? {}),
-        message.marketing ? 1 : 0,
-        (body.attachments?.length ?? 0) > 0 ? 1 : 0,
-        now.getTime(),
-        json,
-        html,
-      ),
+      sendId: w.sendId,
+      templateId: body.template ?? null,
+      from: message.from.email,
+      fromName: message.fromName ?? null,
+      replyTo: message.replyTo,
+      headers: body.headers ?? {},
+      marketing: message.marketing,
+      hasAttachments: (body.attachments?.length ?? 0) > 0,
+      now,
+    },
+    rendered.map((p) => ({
+      id: p.emailId,
+      to: p.address,
+      contactEmail: p.address.toLowerCase(),
+      toName: w.recipients.get(p.address)?.name ?? null,
+      subject: p.subject,
+      html: p.html,
+      messageId: `${p.emailId}@${w.senderDomain}`,
+    })),
   );
   // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
   const head = [...(w.suppressionCheck ? [w.suppressionCheck] : []), ...(guard ? [guard] : []), ...idempotency];
   return {
     statements: [
       ...head,
-      upsert,
+      ...upsert.statements,
       ...emailInserts,
       ...(rendered.length > 0 ? buildAttachmentInserts(db, w.sendId, body.attachments ?? []) : []),
-      ...(w.storedBytes > 0 ? [addStoredBytes(db, projectId, w.storedBytes)] : []),
-      // Last: whether a contact this send created started a workflow (see buildOutboxProbe).
-      buildOutboxProbe(db.$client, projectId),
+      ...(w.storedBytes > 0 ? [addStoredBytes(d1, projectId, w.storedBytes)] : []),
+      // Last: whether a contact this send created started a workflow (see outboxProbe).
+      outboxProbe(d1, projectId),
     ],
-    emailsOf: (results: unknown[]) => {
-      const contactIds = new Map((results[head.length] as { id: string; email: string }[]).map((row) => [row.email, row.id]));
-      return rendered.map((p) => ({ contact: { id: contactIds.get(p.address.toLowerCase())!, email: p.address }, email: p.emailId }));
+    emailsOf: (results: Record<string, unknown>[][]) => {
+      const contacts = upsert.contacts(results.slice(head.length, head.length + upsert.statements.length));
+      return rendered.map((p) => ({ contact: { id: contacts.get(p.address.toLowerCase())!.id, email: p.address }, email: p.emailId }));
     },
   };
-}
-
-// Every recipient's contact in one upsert and every email in one INSERT per
-// chunk, over one JSON parameter (json_each): fixed SQL, nothing built per recipient.
-const UPSERT_CONTACTS_SQL = `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-  SELECT json_extract(value, '$[0]'), ?1, json_extract(value, '$[1]'), ?2, json_patch('{}', ?4), ?5, ?5
-  FROM json_each(?6) WHERE true
-  ON CONFLICT (project_id, email) DO UPDATE SET
-    subscribed = coalesce(?3, contacts.subscribed), data = json_patch(contacts.data, ?4), updated_at = ?5
-  RETURNING id, email`;
-const INSERT_EMAILS_SQL = `INSERT INTO emails (id, project_id, send_id, template_id, contact_id, from_address, from_name, to_address, to_name,
-    reply_to, subject, html, headers, marketing, has_attachments, status, message_id, queued_at, created_at, updated_at)
-  SELECT json_extract(value, '$.id'), ?1, ?2, ?3, (SELECT id FROM contacts WHERE project_id = ?1 AND email = json_extract(value, '$.c')),
-    ?4, ?5, json_extract(value, '$.to'), json_extract(value, '$.n'), ?6, json_extract(value, '$.s'), coalesce(?12, json_extract(value, '$.h')),
-    ?7, ?8, ?9, 'QUEUED', json_extract(value, '$.m'), ?10, ?10, ?10
-  FROM json_each(?11)`;
-
-/** Characters of rendered rows per email INSERT: one JSON parameter each, well under D1's 2 MB per value. */
-const MAX_EMAIL_ROWS_JSON_CHARS = 800_000;
-
-/**
- * The rows as JSON arrays of at most `maxChars` characters each. A row whose
- * JSON alone is larger (an HTML body near the 1 MB limit, which escaping can
- * double) goes alone, its HTML bound as a parameter of its own.
- */
-function chunkBySize(rows: { h: string }[], maxChars: number): { json: string; html: string | null }[] {
-  const chunks: { json: string; html: string | null }[] = [];
-  let parts: string[] = [];
-  let chars = 0;
-  const flush = () => {
-    if (parts.length > 0) chunks.push({ json: `[${parts.join(",")}]`, html: null });
-    parts = [];
-    chars = 0;
-  };
-  for (const row of rows) {
-    const json = JSON.stringify(row);
-    if (json.length > maxChars) {
-      chunks.push({ json: JSON.stringify([{ ...row, h: null }]), html: row.h });
-      continue;
-    }
-    if (chars + json.length > maxChars) flush();
-    parts.push(json);
-    chars += json.length + 1;
-  }
-  flush();
-  return chunks;
 }
 
 /** Fans email ids out to the send queue, 100 messages per sendBatch. */

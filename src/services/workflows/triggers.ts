@@ -58,17 +58,6 @@ export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId
   return rows.length;
 }
 
-/**
- * A read to put at the end of a write batch (runStatements): whether the
- * project's outbox holds anything once the batch's triggers ran (an indexed
- * probe, one row at most), so a request that started no workflow skips the
- * hand-over after its response. Fixed SQL: every write request runs it.
- */
-export function buildOutboxProbe(d1: D1Database, projectId: string): D1PreparedStatement {
-  return d1.prepare(OUTBOX_PROBE_SQL).bind(projectId);
-}
-const OUTBOX_PROBE_SQL = "SELECT id FROM workflow_trigger_outbox WHERE project_id = ?1 LIMIT 1";
-
 /** The cron's share: drains every project's outbox, at most 10 pages per tick. */
 export async function dispatchAllWorkflowTriggers(env: Env): Promise<number> {
   const db = getDb(env.DB);
