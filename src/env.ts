@@ -1,5 +1,5 @@
 import type { ProjectLimiter } from "./durable/project-limiter";
-import type { ExecutionParams, WorkflowQueueMessage } from "./services/workflows/executions";
+import type { BulkMessage, ExecutionParams, SendEmailMessage, WorkflowQueueMessage } from "./messages";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
@@ -78,14 +78,10 @@ export interface Env {
   /** Cloudflare Workflows binding of AutomationWorkflow: one instance per workflow execution. */
   AUTOMATIONS: Workflow<ExecutionParams>;
   /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
-  EMAIL_BULK_QUEUE: Queue<unknown>;
+  EMAIL_BULK_QUEUE: Queue<BulkMessage>;
 }
 
-/** A unit of send work: one email record. Redelivery is harmless (the record is claimed first). */
-export interface SendEmailMessage {
-  emailId: string;
-  projectId: string;
-}
+export type { SendEmailMessage } from "./messages";
 
 /** What the auth middleware puts on the request context. */
 export interface AuthContext {

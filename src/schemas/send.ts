@@ -1,16 +1,11 @@
 import { z } from "@hono/zod-openapi";
 import { successEnvelope } from "../lib/openapi";
 import { DataObjectSchema, EmailAddressSchema, headerText } from "../lib/validators";
-import {
-  base64DecodedSize,
-  blockedExtension,
-  CONTENT_TYPE_PATTERN,
-  FILENAME_PATTERN,
-  MAX_ATTACHMENT_BYTES,
-  MAX_ATTACHMENTS,
-} from "../services/send/attachments";
-import { MAX_RECIPIENTS } from "../services/send/accept";
-import { headerNameProblem, headerValueProblem } from "../services/send/headers";
+import { base64DecodedSize, blockedExtension, CONTENT_TYPE_PATTERN, FILENAME_PATTERN, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from "./attachments";
+import { headerNameProblem, headerValueProblem } from "./headers";
+
+/** Recipients of one send (distinct addresses). */
+export const MAX_RECIPIENTS = 50;
 
 export const DisplayNameSchema = headerText(200);
 

@@ -2,7 +2,8 @@ import { and, asc, eq, gt, inArray, lt, lte, sql, type SQL } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../../db/client";
 import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
 import { newId } from "../../lib/ids";
-import type { Env, SendEmailMessage } from "../../env";
+import type { Env } from "../../env";
+import type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
 import { renderBody, renderSubject } from "../send/render";
@@ -17,17 +18,7 @@ export const STALLED_WALK_MS = 5 * 60 * 1000;
 /** Campaigns handled per cron tick and job (each costs a few statements). */
 const CRON_LIMIT = 25;
 
-/** A page of a campaign's audience to turn into email records; `after` is the last contact id already walked. */
-export interface CampaignPageMessage {
-  kind: "campaign-page";
-  campaignId: string;
-  projectId: string;
-  after: string | null;
-}
-/** A campaign email to send (bulk mail). */
-export interface CampaignEmailMessage extends SendEmailMessage {
-  campaignId: string;
-}
+export type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
 
 /** Marketing audience: subscribed, not suppressed, matching the condition (null: every contact). */
 export function audienceWhere(projectId: string, condition: Condition | null, now: number): SQL {

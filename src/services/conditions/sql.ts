@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { contacts } from "../../db/schema";
 import { likeContains } from "../../lib/sql";
-import { parseField, timestampOf, UNIT_MS, type Condition, type EmailActivity, type Filter } from "./schema";
+import { parseField, timestampOf, UNIT_MS, type Condition, type EmailActivity, type Filter } from "../../schemas/conditions";
 
 /** The email column that records each activity (any email to the contact reached that state). */
 export const ACTIVITY_COLUMNS: Record<EmailActivity, string> = {

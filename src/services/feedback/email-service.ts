@@ -21,7 +21,7 @@ import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/que
  * - message.deferred: nothing (a retry is pending; its outcome comes later).
  * Events are matched by message id (stored without angle brackets).
  */
-export const EMAIL_EVENTS_QUEUE = "edge-mail-email-events";
+export { EMAIL_EVENTS_QUEUE } from "../../messages";
 
 const PREFIX = "cf.email.sending.message.";
 const MAX_ID_LENGTH = 998;

@@ -14,10 +14,10 @@ import { addStoredBytes, insertQueued } from "../../store/emails";
 import { isUniqueViolation, outboxProbe, quotaGuard, raisedGuard, runGuarded, suppressionGuard, suppressionsOf } from "../../store/guards";
 import { unsubscribeUrl } from "../tracking/links";
 import type { SendRequest } from "../../schemas/send";
-import { base64DecodedSize, buildAttachmentInserts, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "./attachments";
+import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
+import { buildAttachmentInserts } from "./attachments";
 import { RenderBudget, renderBody, renderSubject, rendersFromDataKeys } from "./render";
 
-export const MAX_RECIPIENTS = 50;
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 type Mailbox = string | { name?: string; email: string };

@@ -9,7 +9,8 @@ import { claimEmails, deferClaims, recordOutcomes, type ClaimedEmail, type Outco
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
 import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
-import { loadAttachments, MAX_RAW_MESSAGE_BYTES } from "./attachments";
+import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
+import { loadAttachments } from "./attachments";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
 import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEmailsById } from "./records";
 

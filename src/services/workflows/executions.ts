@@ -6,30 +6,9 @@ import { ApiError } from "../../lib/errors";
 import { listNewestFirst } from "../../lib/pagination";
 import type { ExecutionView } from "../../schemas/workflows";
 
-/** A unit of work on the workflow queue. Redelivery is harmless (see triggers.ts). */
-export type WorkflowQueueMessage =
-  | {
-      kind: "trigger";
-      /** The outbox row it came from (a CONTACT_SUBSCRIBED trigger's identity). */
-      outboxId: number;
-      projectId: string;
-      contactId: string;
-      type: "EVENT" | "CONTACT_CREATED" | "CONTACT_SUBSCRIBED";
-      eventName: string | null;
-      eventId: string | null;
-    }
-  | { kind: "terminate"; executionIds: string[] };
+import type { WorkflowQueueMessage } from "../../messages";
 
-/** What an instance of the workflow class is started with; its id is the execution id. */
-export interface ExecutionParams {
-  executionId: string;
-  projectId: string;
-  workflowId: string;
-  /** The definition version this execution runs, whatever edits come later. */
-  version: number;
-  contactId: string;
-  eventId: string | null;
-}
+export type { ExecutionParams, WorkflowQueueMessage } from "../../messages";
 
 export const ACTIVE_STATUSES: WorkflowExecutionStatus[] = ["RUNNING", "WAITING"];
 export const TERMINATE_IDS_PER_MESSAGE = 10;
