@@ -170,9 +170,9 @@ export function raisedGuard(err: unknown): GuardName | null {
 export const isUniqueViolation = (err: unknown, table: string) => messagesOf(err).some((m) => m.includes(`UNIQUE constraint failed: ${table}`));
 
 /**
- * The API's error for a guard's abort, or null when `err` is not one:
- * a quota as quotaExceeded, the contact data cap as a 422 on `data`, a
- * suppressed recipient as 409.
+ * The API's error for a guard's abort, or null when `err` is not one (or is
+ * the suppression guard's, which its caller handles): a quota as
+ * quotaExceeded, the contact data cap as a 422 on `data`.
  */
 export function guardError(err: unknown, env: ConfigInput | undefined, now = new Date()): ApiError | null {
   const name = raisedGuard(err);
@@ -186,9 +186,8 @@ export function guardError(err: unknown, env: ConfigInput | undefined, now = new
       },
     ]);
   }
-  if (name === "SEND_HAS_SUPPRESSED_RECIPIENTS") {
-    return ApiError.invalidState("A recipient is on the suppression list", "Remove the suppressed addresses from the send.");
-  }
+  // Not the client's error: the send that wrote nothing takes the reading path, which lists the suppressed.
+  if (name === "SEND_HAS_SUPPRESSED_RECIPIENTS") return null;
   const quota = name.slice("QUOTA_EXCEEDED:".length);
   if (!(quota in WHAT)) return new ApiError("QUOTA_EXCEEDED", "This project has reached a quota");
   return quotaExceeded(quota as QuotaName, readConfig(env ?? {})[quota as QuotaName], now);
