@@ -4,12 +4,9 @@ import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../d
 import { newId } from "../../lib/ids";
 import type { Env } from "../../env";
 import type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
-import { publicUrl, requireSecret } from "../../lib/config";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
-import { renderBody, renderSubject } from "../send/render";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
-import { unsubscribeUrl } from "../tracking/links";
-import { insertQueued, type QueuedRow } from "../../store/emails";
+import { queueEmails } from "../send/outbox";
 
 /** Contacts walked per audience page (one queue message). */
 export const PAGE_SIZE = 500;
@@ -69,7 +66,7 @@ async function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: str
  */
 export async function handleCampaignPage(env: Env, message: CampaignPageMessage): Promise<void> {
   const db = getDb(env.DB);
-  // A plain select: drizzle builds a relational query (findFirst) anew on every call, which showed in the page's profile.
+  // A plain select: drizzle builds a relational query (findFirst) anew on every call.
   const [campaign] = await db
     .select()
     .from(campaigns)
@@ -91,25 +88,6 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
     .orderBy(asc(contacts.id))
     .limit(PAGE_SIZE);
 
-  const baseUrl = publicUrl(env);
-  const secret = requireSecret(env, "LINK_SIGNING_SECRET");
-  const domain = campaign.from.split("@")[1];
-  const body = withUnsubscribeLink(campaign.body);
-  const rows: QueuedRow[] = [];
-  for (const contact of page) {
-    // UUIDv7 like every record id: today's emails are an id range (the daily quota counts them so).
-    const id = newId();
-    const vars = { data: contact.data ?? {}, email: contact.email, unsubscribeUrl: await unsubscribeUrl(baseUrl, secret, id) };
-    rows.push({
-      id,
-      contactId: contact.id,
-      to: contact.email,
-      subject: await renderSubject(campaign.subject, vars),
-      html: await renderBody(body, vars),
-      messageId: `${id}@${domain}`,
-    });
-  }
-
   const last = page.length > 0 ? page[page.length - 1].id : message.after;
   const done = page.length < PAGE_SIZE;
   const now = Date.now();
@@ -124,20 +102,30 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
     message.after ?? "",
     last ?? "",
   );
-  const head = {
-    projectId: campaign.projectId,
-    sendId: campaign.id,
-    campaignId: campaign.id,
-    from: campaign.from,
-    fromName: campaign.fromName,
-    replyTo: campaign.replyTo,
-    marketing: true,
-    bulk: true,
-    now: new Date(now),
-  };
-  const results = await env.DB.batch([...insertQueued(env.DB, head, rows), advance, queued]);
-  const advanced = (results[results.length - 2].results ?? []).length > 0;
-  const toSend = ((results[results.length - 1].results ?? []) as { id: string }[]).map((r) => r.id);
+  // No quota guard: the whole audience was checked when the campaign started (campaignQuotaFit),
+  // and a page must not fail halfway through a campaign. Unique campaign+contact: a redelivered
+  // page writes nothing twice.
+  const { results } = await queueEmails(
+    db,
+    env,
+    {
+      projectId: campaign.projectId,
+      sendId: campaign.id,
+      campaignId: campaign.id,
+      from: campaign.from,
+      fromName: campaign.fromName,
+      replyTo: campaign.replyTo,
+      senderDomain: campaign.from.split("@")[1],
+      subject: campaign.subject,
+      html: withUnsubscribeLink(campaign.body),
+      marketing: true,
+      bulk: true,
+    },
+    page.map((contact) => ({ to: contact.email, contactId: contact.id, data: contact.data ?? {} })),
+    { quotas: false, enqueue: "none", last: [advance, queued] },
+  );
+  const advanced = results.last[0].length > 0;
+  const toSend = (results.last[1] as { id: string }[]).map((r) => r.id);
 
   // The next page is queued with this page's emails, not after them: the queue then always holds a
   // full batch, and the walk stays one page ahead of the sends instead of waiting for them.

@@ -2,20 +2,16 @@ import { and, count, desc, eq, gt, inArray, lt, sql, type SQL } from "drizzle-or
 import type { Database } from "../../db/client";
 import { campaigns, emails, events, segments, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
-import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { ConditionSchema, type Condition } from "../conditions";
 import { contactFromRow, contactsByEmail } from "../contacts";
 import { requireVerifiedDomain } from "../domains";
-import { enqueueEmails } from "../send/accept";
-import { assertTemplateSyntax, renderBody, renderSubject } from "../send/render";
+import { queueEmails } from "../send/outbox";
+import { assertTemplateSyntax } from "../send/render";
 import { campaignQuotaError, campaignQuotaFit } from "../quotas";
-import { addStoredBytes, insertQueued } from "../../store/emails";
-import { quotaGuard, runGuarded } from "../../store/guards";
 import { findSuppressed } from "../suppressions";
-import { unsubscribeUrl } from "../tracking/links";
 import type { CampaignInput, CampaignView } from "../../schemas/campaigns";
 import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
 
@@ -236,31 +232,26 @@ export async function sendTestEmail(db: Database, env: Env, projectId: string, i
     throw ApiError.invalidState(`${address} is on the suppression list (${[...suppressed.values()][0]})`, "Send the test to another address.");
   }
   const contact = (await contactsByEmail(db.$client, projectId, [address.toLowerCase()]).all()).results.map(contactFromRow)[0];
-  const emailId = newId();
-  const vars = {
-    data: contact?.data ?? {},
-    email: address,
-    unsubscribeUrl: await unsubscribeUrl(publicUrl(env, requestUrl), requireSecret(env, "LINK_SIGNING_SECRET"), emailId),
-  };
-  const subject = `[TEST] ${await renderSubject(campaign.subject, vars)}`.slice(0, 998);
-  const html = await renderBody(withUnsubscribeLink(campaign.body), vars);
-  const now = new Date();
-  const d1 = db.$client;
-  // A test send is an email like any other: it counts toward the emails-per-day and stored-bytes quotas.
-  const storedBytes = new TextEncoder().encode(html).length;
-  await runGuarded(env, () =>
-    d1.batch([
-      quotaGuard(d1, env, projectId, { emailsToday: 1, storedBytes }, now)!,
-      ...insertQueued(
-        d1,
-        { projectId, sendId: emailId, from: campaign.from, fromName: campaign.fromName, replyTo: campaign.replyTo, marketing: true, tracked: false, now },
-        [{ id: emailId, to: address, subject, html, messageId: `${emailId}@${domain.name}` }],
-      ),
-      addStoredBytes(d1, projectId, storedBytes),
-    ]),
+  // A test send is an email like any other: it counts toward the daily and stored-bytes quotas.
+  const queued = await queueEmails(
+    db,
+    env,
+    {
+      projectId,
+      from: campaign.from,
+      fromName: campaign.fromName,
+      replyTo: campaign.replyTo,
+      senderDomain: domain.name,
+      subject: campaign.subject,
+      subjectPrefix: "[TEST] ",
+      html: withUnsubscribeLink(campaign.body),
+      marketing: true,
+      tracked: false,
+    },
+    [{ to: address, data: contact?.data ?? {} }],
+    { requestUrl },
   );
-  await enqueueEmails(env, projectId, [emailId]);
-  return emailId;
+  return queued.emails[0].id;
 }
 
 const SENT_STATUSES = ["SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"] as const;

@@ -1,8 +1,7 @@
 import { and, asc, eq, lt } from "drizzle-orm";
 import { fromRow, runStatements, type Database } from "../../db/client";
 import { domains, emails, idempotencyKeys, templates, type JsonObject, type Template } from "../../db/schema";
-import type { Env, SendEmailMessage } from "../../env";
-import { publicUrl, requireSecret } from "../../lib/config";
+import type { Env } from "../../env";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -10,13 +9,10 @@ import { contactFromRow, contactsByEmail, splitPersistentData } from "../contact
 import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, verifiedDomains } from "../domains";
 import type { SuppressionReason } from "../suppressions";
 import { upsertContacts } from "../../store/contacts";
-import { addStoredBytes, insertQueued } from "../../store/emails";
-import { isUniqueViolation, outboxProbe, quotaGuard, raisedGuard, runGuarded, suppressionGuard, suppressionsOf } from "../../store/guards";
-import { unsubscribeUrl } from "../tracking/links";
+import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppressionsOf } from "../../store/guards";
+import { queueEmails } from "./outbox";
 import type { SendRequest } from "../../schemas/send";
-import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
-import { buildAttachmentInserts } from "./attachments";
-import { RenderBudget, renderBody, renderSubject, rendersFromDataKeys } from "./render";
+import { RenderBudget, rendersFromDataKeys } from "./render";
 
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -176,8 +172,6 @@ function resolveMessage(body: SendRequest, template: Template | undefined) {
   };
 }
 
-type Message = ReturnType<typeof resolveMessage>;
-
 /** Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so). */
 async function senderDomainOf(db: Database, projectId: string, fromAddress: string, inputs: SendInputs): Promise<string> {
   const cached = verifiedDomains.get(projectId, fromAddress);
@@ -209,64 +203,6 @@ function sendableRecipients(body: SendRequest, addresses: string[], inputs: Send
     }
   }
   return { sendable, suppressed };
-}
-
-/** Step 5, rendering: every recipient's subject and body, on one render budget for the whole request. */
-async function renderEmails(
-  env: Env,
-  body: SendRequest,
-  message: Message,
-  sendable: string[],
-  inputs: SendInputs,
-  forThisEmail: JsonObject,
-  requestUrl?: string,
-) {
-  const baseUrl = publicUrl(env, requestUrl);
-  const secret = requireSecret(env, "LINK_SIGNING_SECRET");
-  const budget = new RenderBudget();
-  // Signing a link costs an HMAC per recipient: only when the message names the
-  // variable (a variable name built at render time, {{ [name] }}, renders empty).
-  const wantsUnsubscribeUrl = `${message.subject}\n${message.html}`.includes("unsubscribeUrl");
-  return Promise.all(
-    sendable.map(async (address) => {
-      const emailId = newId();
-      const vars = {
-        data: { ...(inputs.existing.get(address)?.data ?? {}), ...forThisEmail },
-        email: address,
-        unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, emailId) : "",
-      };
-      return {
-        emailId,
-        address,
-        // Values from data may hold line breaks; a subject is one line.
-        subject: await renderSubject(message.subject, vars, budget),
-        html: await renderBody(message.html, vars, body.type ?? "html", budget),
-      };
-    }),
-  );
-}
-
-type Rendered = Awaited<ReturnType<typeof renderEmails>>;
-
-/** Step 6, size: with attachments, the largest email must fit what one provider call carries. Returns the bytes the send stores. */
-function storedSize(body: SendRequest, rendered: Rendered): number {
-  if (rendered.length === 0) return 0;
-  const encoder = new TextEncoder();
-  const htmlBytes = rendered.map((p) => encoder.encode(p.html).length);
-  const attachmentBytes = (body.attachments ?? []).map((a) => base64DecodedSize(a.content) ?? 0);
-  if (attachmentBytes.length > 0) {
-    const estimate = estimateRawMessageSize(attachmentBytes, Math.max(...htmlBytes));
-    if (estimate > MAX_RAW_MESSAGE_BYTES) {
-      throw ApiError.validation([
-        {
-          field: "attachments",
-          message: `With this body the message would be about ${estimate} bytes once encoded; one email carries at most ${MAX_RAW_MESSAGE_BYTES} bytes through the provider`,
-          code: "too_big",
-        },
-      ]);
-    }
-  }
-  return htmlBytes.reduce((a, b) => a + b, 0) + attachmentBytes.reduce((a, b) => a + b, 0);
 }
 
 /** What a send read before writing (readSendInputs), or nothing at all (the write-only path). */
@@ -354,86 +290,20 @@ async function writeSend(
   const senderDomain = await senderDomainOf(db, projectId, message.from.email, inputs);
   const { sendable, suppressed } = sendableRecipients(body, addresses, inputs, message.marketing);
   const { persistent, all: forThisEmail } = splitPersistentData(body.data as JsonObject | undefined);
-  const rendered = await renderEmails(env, body, message, sendable, inputs, forThisEmail, options.requestUrl);
-  const storedBytes = storedSize(body, rendered);
-
-  await options.beforeWrite?.();
+  const d1 = db.$client;
   const sendId = newId();
   const now = new Date();
   const response: SendResult = { emails: [], suppressed, timestamp: now.toISOString() };
-  const write = buildSendWrites(db, env, projectId, {
-    body,
-    message,
-    recipients,
-    rendered,
-    persistent,
-    senderDomain,
-    sendId,
-    now,
-    storedBytes,
-    response,
-    hash,
-    idempotencyKey: options.idempotencyKey,
-    suppressionCheck: w.checkSuppressions ? suppressionGuard(db.$client, projectId, addresses) : null,
-  });
-  let results: Record<string, unknown>[][];
-  try {
-    results = await runGuarded(env, () => runStatements(db, write.statements), now);
-  } catch (err) {
-    if (options.idempotencyKey && isUniqueViolation(err, "idempotency_keys")) {
-      const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
-      if (replay) return replay;
-    }
-    throw err;
-  }
-  response.emails = write.emailsOf(results);
-  options.onWorkflowTriggers?.((results.at(-1) as unknown[]).length > 0);
-  await enqueueEmails(
-    env,
-    projectId,
-    response.emails.map((e) => e.email),
-  );
-  return response;
-}
-
-/**
- * Step 7, the writes, as one atomic batch: the quota guard first, then the
- * Idempotency-Key record (a concurrent duplicate fails on its unique key,
- * writes nothing, and replays), the contacts, the emails (each finds its
- * contact by address in a subquery), the attachments and the stored-bytes count.
- */
-function buildSendWrites(
-  db: Database,
-  env: Env,
-  projectId: string,
-  w: {
-    body: SendRequest;
-    message: Message;
-    recipients: Map<string, { email: string; name?: string }>;
-    rendered: Rendered;
-    persistent: JsonObject;
-    senderDomain: string;
-    sendId: string;
-    now: Date;
-    storedBytes: number;
-    response: SendResult;
-    hash: string;
-    idempotencyKey?: string;
-    /** suppressionGuard, when the send did not read the suppressions: first of all, before the quota guard. */
-    suppressionCheck: D1PreparedStatement | null;
-  },
-) {
-  const { body, message, rendered, now } = w;
-  const d1 = db.$client;
-  const guard = quotaGuard(d1, env, projectId, { emailsToday: rendered.length, contacts: rendered.map((p) => p.address), storedBytes: w.storedBytes }, now);
-  const idempotency = w.idempotencyKey
+  // Step 7's own writes around the emails: the Idempotency-Key record (a concurrent duplicate
+  // fails on its unique key, writes nothing, and replays) and every recipient's contact.
+  const idempotency = options.idempotencyKey
     ? [
         db.insert(idempotencyKeys).values({
           projectId,
-          key: w.idempotencyKey,
-          requestHash: w.hash,
-          sendId: w.sendId,
-          response: { suppressed: w.response.suppressed, timestamp: w.response.timestamp },
+          key: options.idempotencyKey,
+          requestHash: hash,
+          sendId,
+          response: { suppressed: response.suppressed, timestamp: response.timestamp },
           createdAt: now,
         }),
       ]
@@ -442,61 +312,57 @@ function buildSendWrites(
   const upsert = upsertContacts(
     d1,
     projectId,
-    rendered.map((p) => ({ email: p.address, subscribed: body.subscribed, data: w.persistent })),
+    sendable.map((address) => ({ email: address, subscribed: body.subscribed, data: persistent })),
     { onExisting: "merge", subscribedByDefault: false, now },
   );
-  const emailInserts = insertQueued(
-    d1,
-    {
-      projectId,
-      sendId: w.sendId,
-      templateId: body.template ?? null,
-      from: message.from.email,
-      fromName: message.fromName ?? null,
-      replyTo: message.replyTo,
-      headers: body.headers ?? {},
-      marketing: message.marketing,
-      hasAttachments: (body.attachments?.length ?? 0) > 0,
-      now,
-    },
-    rendered.map((p) => ({
-      id: p.emailId,
-      to: p.address,
-      contactEmail: p.address.toLowerCase(),
-      toName: w.recipients.get(p.address)?.name ?? null,
-      subject: p.subject,
-      html: p.html,
-      messageId: `${p.emailId}@${w.senderDomain}`,
-    })),
-  );
-  // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
-  const head = [...(w.suppressionCheck ? [w.suppressionCheck] : []), ...(guard ? [guard] : []), ...idempotency];
-  return {
-    statements: [
-      ...head,
-      ...upsert.statements,
-      ...emailInserts,
-      ...(rendered.length > 0 ? buildAttachmentInserts(db, w.sendId, body.attachments ?? []) : []),
-      ...(w.storedBytes > 0 ? [addStoredBytes(d1, projectId, w.storedBytes)] : []),
-      // Last: whether a contact this send created started a workflow (see outboxProbe).
-      outboxProbe(d1, projectId),
-    ],
-    emailsOf: (results: Record<string, unknown>[][]) => {
-      const contacts = upsert.contacts(results.slice(head.length, head.length + upsert.statements.length));
-      return rendered.map((p) => ({ contact: { id: contacts.get(p.address.toLowerCase())!.id, email: p.address }, email: p.emailId }));
-    },
-  };
-}
-
-/** Fans email ids out to the send queue, 100 messages per sendBatch. */
-export async function enqueueEmails(env: Env, projectId: string, emailIds: string[]): Promise<void> {
-  for (let i = 0; i < emailIds.length; i += 100) {
-    const messages = emailIds.slice(i, i + 100).map((emailId) => ({ body: { emailId, projectId } satisfies SendEmailMessage }));
-    try {
-      await env.EMAIL_QUEUE.sendBatch(messages);
-    } catch (err) {
-      // The records are QUEUED in D1; the scheduled sweep re-enqueues them.
-      console.error("enqueue failed; the sweep will retry", err);
+  let queued: Awaited<ReturnType<typeof queueEmails>>;
+  try {
+    // Steps 5 to 7: render on one budget for the whole request, size, then one atomic batch.
+    queued = await queueEmails(
+      db,
+      env,
+      {
+        projectId,
+        sendId,
+        templateId: body.template ?? null,
+        from: message.from.email,
+        fromName: message.fromName ?? null,
+        replyTo: message.replyTo,
+        senderDomain,
+        headers: body.headers ?? {},
+        subject: message.subject,
+        html: message.html,
+        bodyFormat: body.type ?? "html",
+        marketing: message.marketing,
+        attachments: body.attachments,
+      },
+      sendable.map((address) => ({
+        to: address,
+        toName: recipients.get(address)?.name ?? null,
+        contactEmail: address.toLowerCase(),
+        data: { ...(inputs.existing.get(address)?.data ?? {}), ...forThisEmail },
+      })),
+      {
+        requestUrl: options.requestUrl,
+        budget: new RenderBudget(),
+        use: { contacts: sendable.map((a) => a.toLowerCase()) },
+        beforeWrite: options.beforeWrite,
+        // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
+        first: w.checkSuppressions ? [suppressionGuard(d1, projectId, addresses)] : [],
+        beforeEmails: [...idempotency, ...upsert.statements],
+        // Last: whether a contact this send created started a workflow (see outboxProbe).
+        last: [outboxProbe(d1, projectId)],
+      },
+    );
+  } catch (err) {
+    if (options.idempotencyKey && isUniqueViolation(err, "idempotency_keys")) {
+      const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
+      if (replay) return replay;
     }
+    throw err;
   }
+  const contacts = upsert.contacts(queued.results.beforeEmails.slice(idempotency.length));
+  response.emails = queued.emails.map((e) => ({ contact: { id: contacts.get(e.to.toLowerCase())!.id, email: e.to }, email: e.id }));
+  options.onWorkflowTriggers?.(queued.results.last[0].length > 0);
+  return response;
 }

@@ -2,16 +2,10 @@ import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, templates } from "../../db/schema";
 import type { Env, SendEmailMessage } from "../../env";
-import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
-import { newId } from "../../lib/ids";
 import { requireVerifiedDomain } from "../domains";
-import { enqueueEmails } from "../send/accept";
-import { renderBody, renderSubject } from "../send/render";
-import { addStoredBytesIfInserted, insertQueued } from "../../store/emails";
-import { quotaGuard, runGuarded } from "../../store/guards";
+import { enqueueEmails, queueEmails } from "../send/outbox";
 import { findSuppressed } from "../suppressions";
-import { unsubscribeUrl } from "../tracking/links";
 
 /** A step that cannot succeed however often it is retried (the step fails the execution). */
 export class PermanentStepError extends Error {
@@ -92,54 +86,36 @@ export async function sendWorkflowEmail(
     if (err instanceof ApiError) throw new PermanentStepError(err.message);
     throw err;
   }
-  const emailId = newId();
-  const vars = {
-    data: contact.data ?? {},
-    email: contact.email,
-    unsubscribeUrl: await unsubscribeUrl(publicUrl(env), requireSecret(env, "LINK_SIGNING_SECRET"), emailId),
-  };
-  let subject: string;
-  let html: string;
+  let queued: Awaited<ReturnType<typeof queueEmails>>;
   try {
-    subject = await renderSubject(template.subject, vars);
-    html = await renderBody(template.body, vars);
-  } catch (err) {
-    throw new PermanentStepError(err instanceof ApiError ? (err.details.errors?.[0]?.message ?? err.message) : String(err));
-  }
-  const now = new Date();
-  const storedBytes = new TextEncoder().encode(html).length;
-  const d1 = env.DB;
-  // Inserted only while the execution is active (a workflow deleted meanwhile
-  // sends nothing) and the step has no email yet (an overlapping run of the
-  // step inserted it first); the quotas are checked and the stored-bytes count
-  // kept in the same atomic batch.
-  const head = {
-    projectId: input.projectId,
-    sendId,
-    templateId: template.id,
-    from: template.from,
-    fromName: template.fromName ?? null,
-    replyTo: template.replyTo ?? null,
-    marketing,
-    bulk: marketing,
-    whileExecution: input.executionId,
-    now,
-  };
-  let insert: D1Result<Record<string, unknown>>;
-  try {
-    [, insert] = await runGuarded(env, () =>
-      d1.batch<Record<string, unknown>>([
-        quotaGuard(d1, env, input.projectId, { emailsToday: 1, storedBytes }, now)!,
-        ...insertQueued(d1, head, [{ id: emailId, contactId: contact.id, to: contact.email, subject, html, messageId: `${emailId}@${senderDomain}` }]),
-        addStoredBytesIfInserted(d1, input.projectId, storedBytes, emailId),
-      ]),
+    // Written only while the execution is active (a workflow deleted meanwhile sends
+    // nothing) and the step has no email yet (an overlapping run of the step wrote it).
+    queued = await queueEmails(
+      db,
+      env,
+      {
+        projectId: input.projectId,
+        sendId,
+        templateId: template.id,
+        from: template.from,
+        fromName: template.fromName ?? null,
+        replyTo: template.replyTo ?? null,
+        senderDomain,
+        subject: template.subject,
+        html: template.body,
+        marketing,
+        bulk: marketing,
+        whileExecution: input.executionId,
+      },
+      [{ to: contact.email, contactId: contact.id, data: contact.data ?? {} }],
     );
   } catch (err) {
-    // A step over a quota is skipped and says so.
-    if (err instanceof ApiError) return { outcome: "skipped", reason: err.message };
+    // Quotas as on /v1/send: a step over a quota is skipped and says so.
+    if (err instanceof ApiError && err.code === "QUOTA_EXCEEDED") return { outcome: "skipped", reason: err.message };
+    if (err instanceof ApiError) throw new PermanentStepError(err.details.errors?.[0]?.message ?? err.message);
     throw err;
   }
-  if (insert.results.length === 0) return (await existingStepEmail(db, env, input.projectId, sendId)) ?? { outcome: "cancelled" };
-  await queueStepEmail(env, input.projectId, emailId, marketing);
+  const [emailId] = queued.inserted;
+  if (!emailId) return (await existingStepEmail(db, env, input.projectId, sendId)) ?? { outcome: "cancelled" };
   return { outcome: "queued", emailId };
 }
