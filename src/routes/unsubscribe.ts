@@ -4,6 +4,7 @@ import { getDb } from "../db/client";
 import type { AppBindings } from "../env";
 import { linkVerificationSecrets } from "../lib/config";
 import { ApiError } from "../lib/errors";
+import { escapeHtml } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { parseUnsubscribeToken } from "../services/tracking/links";
@@ -58,8 +59,6 @@ const oneClickRoute = createRoute({
     404: errorResponse("The email of this link no longer exists"),
   },
 });
-
-const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 function page(title: string, text: string, extra = ""): string {
   return `<!doctype html>

@@ -1,4 +1,5 @@
 import { and, asc, eq, gt, inArray, lt, lte, sql, type SQL } from "drizzle-orm";
+import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { getDb, runBatch, type Database } from "../../db/client";
 import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
 import { newId } from "../../lib/ids";
@@ -43,17 +44,13 @@ export async function enqueueCampaignPage(env: Env, campaign: Pick<Campaign, "id
 
 /** A page's emails onto the bulk queue: one sendBatch per 100 (the Queues limit), all at once. */
 async function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: string[]) {
-  const batches = [];
-  for (let i = 0; i < emailIds.length; i += 100) {
-    batches.push(
+  await Promise.all(
+    chunks(emailIds, QUEUE_BATCH).map((ids) =>
       env.EMAIL_BULK_QUEUE.sendBatch(
-        emailIds
-          .slice(i, i + 100)
-          .map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
+        ids.map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
       ),
-    );
-  }
-  await Promise.all(batches);
+    ),
+  );
 }
 
 /**

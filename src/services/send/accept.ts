@@ -11,18 +11,12 @@ import type { SuppressionReason } from "../suppressions";
 import { upsertContacts } from "../../store/contacts";
 import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppressionsOf } from "../../store/guards";
 import { queueEmails } from "./outbox";
-import type { SendRequest } from "../../schemas/send";
+import type { SendRequest, SendResult } from "../../schemas/send";
 import { RenderBudget, rendersFromDataKeys } from "./render";
 
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 type Mailbox = string | { name?: string; email: string };
-
-export interface SendResult {
-  emails: { contact: { id: string; email: string }; email: string }[];
-  suppressed: { email: string; reason: "BOUNCE" | "COMPLAINT" }[];
-  timestamp: string;
-}
 
 type IdempotencyRecord = typeof idempotencyKeys.$inferSelect;
 

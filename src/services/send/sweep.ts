@@ -1,4 +1,5 @@
 import { and, eq, lt } from "drizzle-orm";
+import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { getDb } from "../../db/client";
 import { emails, type EmailStatus } from "../../db/schema";
 import type { Env } from "../../env";
@@ -40,9 +41,7 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
     [env.EMAIL_QUEUE, queued.filter((e) => !e.bulk)],
     [env.EMAIL_BULK_QUEUE, queued.filter((e) => e.bulk)],
   ] as const) {
-    for (let i = 0; i < list.length; i += 100) {
-      await queue.sendBatch(list.slice(i, i + 100).map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
-    }
+    for (const batch of chunks(list, QUEUE_BATCH)) await queue.sendBatch(batch.map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
   }
   // Touch them so the next sweep waits another lease before trying again.
   await updateEmailsById(

@@ -1,4 +1,5 @@
 import { and, eq, inArray, type SQL } from "drizzle-orm";
+import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import type { Database } from "../../db/client";
 import { workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
 import type { Env } from "../../env";
@@ -106,9 +107,9 @@ export async function cancelExecutionsOf(db: Database, env: Env, workflowId: str
   for (let i = 0; i < ids.length; i += TERMINATE_IDS_PER_MESSAGE) {
     messages.push({ body: { kind: "terminate", executionIds: ids.slice(i, i + TERMINATE_IDS_PER_MESSAGE) } });
   }
-  for (let i = 0; i < messages.length; i += 100) {
+  for (const batch of chunks(messages, QUEUE_BATCH)) {
     try {
-      await env.WORKFLOW_QUEUE.sendBatch(messages.slice(i, i + 100));
+      await env.WORKFLOW_QUEUE.sendBatch(batch);
     } catch (err) {
       // The executions are CANCELLED in D1; their instances stop at their next step.
       console.error("queueing terminations failed", err);
