@@ -6,9 +6,8 @@ import * as schema from "./schema";
 const build = (d1: D1Database) => drizzle(d1, { schema });
 export type Database = ReturnType<typeof build>;
 
-// drizzle() walks the whole schema for its relational queries on every call
-// (about a fifth of a /v1/track request's CPU when built per request), so each
-// D1 binding gets one instance, built on first use in the isolate.
+// drizzle() walks the whole schema for its relational queries on every call,
+// so each D1 binding gets one instance, built on first use in the isolate.
 const instances = new WeakMap<D1Database, Database>();
 
 export function getDb(d1: D1Database): Database {

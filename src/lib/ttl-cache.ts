@@ -2,8 +2,7 @@
  * A bounded in-memory cache whose entries expire once more than `ttlMs` has passed since they were set:
  * at most `max` entries, the least recently used dropped first (a Map keeps
  * insertion order; a read moves the entry to the end). `now` is injectable so
- * tests move the clock instead of waiting. Written here rather than taken from
- * lru-cache, which did the same in ~6 KiB of the gzip bundle budget.
+ * tests move the clock instead of waiting. Written here to keep the bundle small.
  */
 export class TtlCache<K, V> {
   private readonly entries = new Map<K, { value: V; expires: number }>();

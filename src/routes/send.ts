@@ -17,7 +17,7 @@ const sendRoute = createRoute({
     "The `from` domain must be VERIFIED for the project (403 DOMAIN_NOT_VERIFIED).",
     "A MARKETING template is refused (400 INVALID_STATE, nothing queued, no contact changed) if any recipient is an unsubscribed contact, even with `subscribed: true`: that flag opts in new contacts but never re-subscribes someone who unsubscribed.",
     "Recipients that bounced permanently or complained are not sent to; they are listed in `suppressed`.",
-    "Template variables come from the request's `data` first and the recipient's stored contact data second. A send with no template and no Idempotency-Key whose variables all come from `data` (or are `email` and `unsubscribeUrl`) is written without reading anything first: one database round trip instead of two (README \"What a request costs\").",
+    "Template variables come from the request's `data` first and the recipient's stored contact data second.",
     "`Idempotency-Key` (1-255 printable ASCII): a retry with the same key and body within 24 h returns the original response and sends nothing; the same key with a different body is 422 (the key names one request).",
     "CR or LF in any address, name, subject or header value is a 422; custom headers cannot set From, To, Subject, Message-ID, DKIM-* and other headers the service owns, nor provider control headers (X-SES-*, X-Amz-* and the like).",
     "Template values are HTML-escaped in an HTML body; in a `markdown` body they are inserted as literal text, so a value never becomes a link, image, autolink, emphasis or HTML. In every body, links, images and other URL attributes may use only http(s), mailto:, tel:, cid: or relative URLs; any other (javascript:, data:, ...) is removed before the email is stored.",

@@ -54,7 +54,7 @@ export function domainOfAddress(address: string): string | undefined {
     const at = address.lastIndexOf("@");
     const result = at < 1 ? null : normaliseDomainName(address.slice(at + 1).replace(/>\s*$/, ""));
     name = result?.ok ? result.name : "";
-    // Every /v1/send asks this for its from address (twice); the URL parser behind it is not free.
+    // Every /v1/send asks this for its from address; the URL parser behind it is not free.
     if (domainOfAddressCache.size >= 1_000) domainOfAddressCache.clear();
     domainOfAddressCache.set(address, name);
   }

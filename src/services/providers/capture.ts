@@ -13,9 +13,8 @@ interface PendingCapture {
 }
 
 // Fixed SQL: the messages of one flush go in as rows of one JSON parameter
-// (json_each), two statements per ~800 KB of messages instead of two per
-// message (a flush of 100 was 200 statements, more CPU in D1 than the rest of
-// the capture). A message too large for that goes alone, its raw text in
+// (json_each), two statements per ~800 KB of messages rather than two per
+// message. A message too large for that goes alone, its raw text in
 // BLOB_CHUNK_CHARS chunks of its own.
 const INSERT_CAPTURED_ROWS_SQL = `INSERT INTO captured_messages (id, email_id, project_id, from_address, to_address, subject, size, blob_id, created_at)
   SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),

@@ -181,8 +181,7 @@ async function render(
   try {
     const templates = parsedTemplate(engine, template);
     // Synchronous rendering: nothing here waits on I/O (no file system, no
-    // async filters), and the async path's promise per node cost a campaign
-    // page of 500 contacts more than the rendering itself.
+    // async filters), so the async path's promise per node would be pure cost.
     const ctx = new Context(
       scope(vars),
       engine.options,
