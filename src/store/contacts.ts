@@ -143,3 +143,6 @@ export function deleteContactStatements(db: Database, projectId: string, id: str
       .returning({ id: contacts.id }),
   ] as const;
 }
+
+/** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
+export const FIXED_SQL = { UPSERT_CONTACTS_SQL, UPSERT_RETURNING_ROWS_SQL };

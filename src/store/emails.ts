@@ -161,15 +161,15 @@ const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template
 
 /** Adds `bytes` to the project's stored-bytes count (in the batch of the write that stores them). */
 export function addStoredBytes(d1: D1Database, projectId: string, bytes: number): D1PreparedStatement {
-  return d1.prepare("UPDATE projects SET stored_bytes = stored_bytes + ?2 WHERE id = ?1").bind(projectId, bytes);
+  return d1.prepare(ADD_STORED_BYTES_SQL).bind(projectId, bytes);
 }
+const ADD_STORED_BYTES_SQL = "UPDATE projects SET stored_bytes = stored_bytes + ?2 WHERE id = ?1";
 
 /** Adds `bytes` to the stored-bytes count only if the email `emailId` exists (its conditional insert took place). */
 export function addStoredBytesIfInserted(d1: D1Database, projectId: string, bytes: number, emailId: string): D1PreparedStatement {
-  return d1
-    .prepare("UPDATE projects SET stored_bytes = stored_bytes + ?1 WHERE id = ?2 AND EXISTS (SELECT 1 FROM emails WHERE id = ?3)")
-    .bind(bytes, projectId, emailId);
+  return d1.prepare(ADD_STORED_BYTES_IF_INSERTED_SQL).bind(bytes, projectId, emailId);
 }
+const ADD_STORED_BYTES_IF_INSERTED_SQL = "UPDATE projects SET stored_bytes = stored_bytes + ?1 WHERE id = ?2 AND EXISTS (SELECT 1 FROM emails WHERE id = ?3)";
 
 /** Takes bytes off each project's stored-bytes count (never below zero). */
 export function releaseStoredBytes(db: Database, byProject: Map<string, number>) {
@@ -333,15 +333,10 @@ export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], now
 
 /** Gives claims back (SENDING -> QUEUED, the attempt not counted) with a fresh updatedAt, as statements for one batch. */
 export function deferClaims(d1: D1Database, emailIds: readonly string[], now = Date.now()): D1PreparedStatement[] {
-  return chunks(emailIds, IDS_PER_JSON_STATEMENT).map((chunk) =>
-    d1
-      .prepare(
-        `UPDATE emails SET status = 'QUEUED', sending_at = NULL, updated_at = ?1, attempts = MAX(0, attempts - 1)
-         WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING'`,
-      )
-      .bind(now, JSON.stringify(chunk)),
-  );
+  return chunks(emailIds, IDS_PER_JSON_STATEMENT).map((chunk) => d1.prepare(DEFER_CLAIMS_SQL).bind(now, JSON.stringify(chunk)));
 }
+const DEFER_CLAIMS_SQL = `UPDATE emails SET status = 'QUEUED', sending_at = NULL, updated_at = ?1, attempts = MAX(0, attempts - 1)
+  WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING'`;
 
 /** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's parameter limit. */
 export function updateEmailsById(db: Database, ids: readonly string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>, projectId?: string) {
@@ -380,3 +375,13 @@ export function emailsWithOldHtml(db: Database, cutoffId: string, limit: number)
 export function dropEmailHtml(db: Database, ids: readonly string[]) {
   return chunks(ids, IN_LIST_IDS).map((chunk) => db.update(emails).set({ html: "" }).where(inArray(emails.id, chunk)));
 }
+
+/** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
+export const FIXED_SQL = {
+  INSERT_QUEUED_SQL,
+  ADD_STORED_BYTES_SQL,
+  ADD_STORED_BYTES_IF_INSERTED_SQL,
+  CLAIM_SQL,
+  RECORD_OUTCOMES_SQL,
+  DEFER_CLAIMS_SQL,
+};

@@ -70,3 +70,6 @@ export function pruneEvents(db: Database, cutoff: string, limit: number) {
   const oldest = db.select({ id: events.id }).from(events).where(lt(events.id, cutoff)).orderBy(asc(events.id)).limit(limit);
   return db.delete(events).where(inArray(events.id, oldest)).returning({ id: events.id });
 }
+
+/** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
+export const FIXED_SQL = { INSERT_EVENT_SQL };

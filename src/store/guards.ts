@@ -99,32 +99,43 @@ export interface QuotaUse {
  */
 export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, use: QuotaUse, now = new Date()): D1PreparedStatement | null {
   const config = readConfig(env);
-  const rows: string[] = [];
+  const quotas: GuardedQuota[] = [];
   const params: unknown[] = [];
   const addresses = [...new Set(use.contacts ?? [])];
   if (addresses.length > 0) {
-    // Existing contacts cost nothing; only when one would be created is the project's total read.
-    rows.push(
-      `SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ? THEN coalesce((SELECT contacts FROM project_usage WHERE project_id = ?), 0) + ? - existing.n ELSE 0 END, ?
-       FROM (SELECT count(*) AS n FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))) AS existing`,
-    );
+    quotas.push("QUOTA_CONTACTS");
     params.push(addresses.length, projectId, addresses.length, config.QUOTA_CONTACTS, projectId, JSON.stringify(addresses));
   }
-  for (const [name, column, adding] of [
-    ["QUOTA_EVENTS_PER_DAY", "events", use.eventsToday ?? 0],
-    ["QUOTA_EMAILS_PER_DAY", "emails", use.emailsToday ?? 0],
+  for (const [name, adding] of [
+    ["QUOTA_EVENTS_PER_DAY", use.eventsToday ?? 0],
+    ["QUOTA_EMAILS_PER_DAY", use.emailsToday ?? 0],
   ] as const) {
     if (adding <= 0) continue;
-    rows.push(`SELECT '${name}', coalesce((SELECT ${column} FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?`);
+    quotas.push(name);
     params.push(projectId, utcDayNumber(now), adding, config[name]);
   }
   if ((use.storedBytes ?? 0) > 0) {
-    rows.push("SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ?, ?");
+    quotas.push("QUOTA_STORED_BYTES");
     params.push(projectId, use.storedBytes, config.QUOTA_STORED_BYTES);
   }
-  if (rows.length === 0) return null;
-  return d1.prepare(`INSERT INTO quota_checks (quota, used, quota_limit) ${rows.join(" UNION ALL ")}`).bind(...params);
+  if (quotas.length === 0) return null;
+  return d1.prepare(quotaGuardSql(quotas)).bind(...params);
 }
+
+type GuardedQuota = "QUOTA_CONTACTS" | "QUOTA_EVENTS_PER_DAY" | "QUOTA_EMAILS_PER_DAY" | "QUOTA_STORED_BYTES";
+
+/** One (quota, used, limit) SELECT per quota, its parameters in quotaGuard's order. */
+const QUOTA_ROWS: Record<GuardedQuota, string> = {
+  // Existing contacts cost nothing; only when one would be created is the project's total read.
+  QUOTA_CONTACTS: `SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ? THEN coalesce((SELECT contacts FROM project_usage WHERE project_id = ?), 0) + ? - existing.n ELSE 0 END, ?
+       FROM (SELECT count(*) AS n FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))) AS existing`,
+  QUOTA_EVENTS_PER_DAY: "SELECT 'QUOTA_EVENTS_PER_DAY', coalesce((SELECT events FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
+  QUOTA_EMAILS_PER_DAY: "SELECT 'QUOTA_EMAILS_PER_DAY', coalesce((SELECT emails FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
+  QUOTA_STORED_BYTES: "SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ?, ?",
+};
+
+const quotaGuardSql = (quotas: readonly GuardedQuota[]) =>
+  `INSERT INTO quota_checks (quota, used, quota_limit) ${quotas.map((q) => QUOTA_ROWS[q]).join(" UNION ALL ")}`;
 
 /** The project's suppressions among these addresses (lower-case), the list bound as one JSON parameter. */
 export function suppressionsOf(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
@@ -201,3 +212,11 @@ export async function runGuarded<T>(env: ConfigInput, run: () => Promise<T>, now
     throw guardError(err, env, now) ?? err;
   }
 }
+
+/** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema); quotaGuard with every quota. */
+export const FIXED_SQL = {
+  SUPPRESSIONS_OF_SQL,
+  SUPPRESSION_GUARD_SQL,
+  OUTBOX_PROBE_SQL,
+  QUOTA_GUARD_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_EMAILS_PER_DAY", "QUOTA_STORED_BYTES"]),
+};
