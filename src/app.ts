@@ -5,6 +5,7 @@ import { createRouter } from "./lib/router";
 import { authenticate } from "./middleware/auth";
 import { ApiRateLeases, rateLimit, type Clock } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
+import { contactImportsRouter } from "./routes/contact-imports";
 import { contactsRouter } from "./routes/contacts";
 import { devOutboxRouter } from "./routes/dev-outbox";
 import { emailsRouter } from "./routes/emails";
@@ -29,6 +30,8 @@ import { cachedKeyLookup } from "./services/api-keys";
 /** Largest accepted request body. /v1/send carries base64 attachments (7,000,000 bytes decoded). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
+/** POST /contacts/imports reads its CSV as a stream (src/services/imports.ts). */
+export const MAX_IMPORT_BODY_BYTES = 50 * 1024 * 1024;
 
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
 // Each prefix once: Hono's "/x/*" also matches "/x", and a path listed twice
@@ -68,10 +71,10 @@ export function createApp(options: AppOptions = {}) {
   });
   app.use("*", (c, next) =>
     bodyLimit({
-      maxSize: c.req.path === "/v1/send" ? MAX_SEND_BODY_BYTES : MAX_BODY_BYTES,
+      maxSize: c.req.path === "/v1/send" ? MAX_SEND_BODY_BYTES : c.req.path === "/contacts/imports" ? MAX_IMPORT_BODY_BYTES : MAX_BODY_BYTES,
       onError: () => {
         throw new ApiError("PAYLOAD_TOO_LARGE", "Request body is too large", {
-          suggestion: `Bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_SEND_BODY_BYTES} for /v1/send).`,
+          suggestion: `Bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_SEND_BODY_BYTES} for /v1/send, ${MAX_IMPORT_BODY_BYTES} for /contacts/imports).`,
         });
       },
     })(c, next),
@@ -94,6 +97,8 @@ export function createApp(options: AppOptions = {}) {
   app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true, leases }));
 
   app.route("/", healthRouter);
+  // Before /contacts/{id}, which would take /contacts/imports and /contacts/export.
+  app.route("/", contactImportsRouter);
   app.route("/", contactsRouter);
   app.route("/", domainsRouter);
   app.route("/", verifyAddressRouter);

@@ -79,6 +79,16 @@ export interface Env {
   AUTOMATIONS: Workflow<ExecutionParams>;
   /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
   EMAIL_BULK_QUEUE: Queue<unknown>;
+  /** Contact import chunks (src/services/imports.ts). */
+  IMPORT_QUEUE: Queue<ImportChunkMessage>;
+}
+
+/** A chunk of a contact import: its staged rows numbered fromRow..toRow. Redelivery is harmless (the chunk is claimed in its batch). */
+export interface ImportChunkMessage {
+  importId: string;
+  projectId: string;
+  fromRow: number;
+  toRow: number;
 }
 
 /** A unit of send work: one email record. Redelivery is harmless (the record is claimed first). */

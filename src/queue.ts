@@ -4,6 +4,7 @@ import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
 import { applyEmailServiceEvents, EMAIL_EVENTS_QUEUE } from "./services/feedback/email-service";
 import { settleDeadLetters } from "./services/send/dead-letter";
 import { deliverBatch } from "./services/send/deliver";
+import { consumeImportChunks } from "./services/imports";
 import type { WorkflowQueueMessage } from "./services/workflows/executions";
 import { consumeWorkflowMessages } from "./services/workflows/triggers";
 
@@ -14,6 +15,9 @@ export const BULK_QUEUE = "edge-mail-bulk";
 /** The workflow queue: trigger and terminate messages. */
 export const WORKFLOW_QUEUE_NAME = "edge-mail-workflows";
 
+/** Contact import chunks. */
+export const IMPORT_QUEUE = "edge-mail-imports";
+
 /** One consumer per queue; a queue not named here is a deployment error (a batch from it throws). */
 const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   [SEND_QUEUE]: (messages, env) => deliverBatch(messages, env, { kind: "transactional", requeue: env.EMAIL_QUEUE }),
@@ -21,6 +25,7 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   [BULK_QUEUE]: consumeBulk,
   [`${BULK_QUEUE}-dlq`]: settleBulkDeadLetters,
   [EMAIL_EVENTS_QUEUE]: applyEmailServiceEvents,
+  [IMPORT_QUEUE]: consumeImportChunks,
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),
 };
 
