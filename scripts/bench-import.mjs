@@ -12,7 +12,7 @@
 //      step: flat means the file never sits whole in the isolate.
 // Usage: node scripts/bench-import.mjs  (BENCH_IMPORT_ROWS=n to change the size)
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -135,8 +135,13 @@ async function main() {
       { env: { ...env, VSCODE_INSPECTOR_OPTIONS: "{}" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     let serverLog = "";
-    child.stdout.on("data", (d) => (serverLog = (serverLog + d).slice(-20_000)));
-    child.stderr.on("data", (d) => (serverLog = (serverLog + d).slice(-20_000)));
+    // BENCH_SERVER_LOG=<file>: keep the server's whole output (queue batches, errors).
+    const keep = (d) => {
+      serverLog = (serverLog + d).slice(-20_000);
+      if (process.env.BENCH_SERVER_LOG) appendFileSync(process.env.BENCH_SERVER_LOG, d);
+    };
+    child.stdout.on("data", keep);
+    child.stderr.on("data", keep);
     const deadline = Date.now() + 90_000;
     for (;;) {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`wrangler dev did not start:\n${serverLog}`);

@@ -59,7 +59,8 @@ export function readExisting(d1: D1Database, projectId: string, pairsJson: strin
   ];
 }
 const EXISTING_SQL = `SELECT c.email AS email, length(CAST(json_patch(c.data, json_patch('{}', json_extract(v.value, '$[1]'))) AS BLOB)) AS merged
-  FROM json_each(?2) AS v JOIN contacts AS c ON c.project_id = ?1 AND c.email = json_extract(v.value, '$[0]')`;
+  FROM json_each(?2) AS v CROSS JOIN contacts AS c ON c.project_id = ?1 AND c.email = json_extract(v.value, '$[0]')`;
+// CROSS JOIN keeps json_each the outer loop (one unique-index probe per row); a plain JOIN let SQLite scan the project's contacts.
 
 export interface ChunkOutcome {
   importId: string;
