@@ -4,7 +4,7 @@ import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
 import { applyEmailServiceEvents, EMAIL_EVENTS_QUEUE } from "./services/feedback/email-service";
 import { settleDeadLetters } from "./services/send/dead-letter";
 import { deliverBatch } from "./services/send/deliver";
-import { consumeImportChunks } from "./services/imports";
+import { consumeImportChunks, settleImportDeadLetters } from "./services/imports";
 import type { WorkflowQueueMessage } from "./services/workflows/executions";
 import { consumeWorkflowMessages } from "./services/workflows/triggers";
 
@@ -26,6 +26,7 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   [`${BULK_QUEUE}-dlq`]: settleBulkDeadLetters,
   [EMAIL_EVENTS_QUEUE]: applyEmailServiceEvents,
   [IMPORT_QUEUE]: consumeImportChunks,
+  [`${IMPORT_QUEUE}-dlq`]: settleImportDeadLetters,
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),
 };
 

@@ -231,7 +231,7 @@ function readRow(job: ContactImport, plan: ReturnType<typeof planColumns>, email
  * completes the job when it was the last. A redelivered chunk's claim fails
  * and its batch writes nothing, so the counts stay exact.
  */
-export async function processChunk(db: Database, env: Env, message: ImportChunkMessage): Promise<"done" | "already" | "quota-race"> {
+export async function processChunk(db: Database, env: Env, message: ImportChunkMessage, giveUp = false): Promise<"done" | "already" | "quota-race"> {
   const d1 = db.$client;
   const { importId, projectId, fromRow, toRow } = message;
   const [jobRows, staged] = await runStatements(db, readChunk(d1, importId, projectId, fromRow, toRow));
@@ -239,7 +239,9 @@ export async function processChunk(db: Database, env: Env, message: ImportChunkM
   const job = mapRow(contactImports, jobRows[0]);
   if (job.status !== "PROCESSING") return "already";
   const plan = planColumns(job.columns);
-  const results = staged.map((s) => readRow(job, plan, String(s.email_key), Number(s.row), JSON.parse(String(s.cells)) as string[]));
+  const results: RowResult[] = staged.map((s) =>
+    giveUp ? { row: Number(s.row), error: GAVE_UP } : readRow(job, plan, String(s.email_key), Number(s.row), JSON.parse(String(s.cells)) as string[]),
+  );
 
   const candidates = results.filter((r): r is Extract<RowResult, { contact: unknown }> => "contact" in r);
   const pairs = JSON.stringify(candidates.map((r) => [r.contact.email, JSON.stringify(r.contact.data)]));
@@ -295,6 +297,27 @@ export async function processChunk(db: Database, env: Env, message: ImportChunkM
     throw err;
   }
   return "done";
+}
+
+const GAVE_UP = "The row could not be processed (its chunk failed on every retry); import it again";
+
+/**
+ * The import dead-letter queue's consumer: a chunk that failed on every
+ * retry counts its rows in `failed`, so the job still completes with exact counts.
+ */
+export async function settleImportDeadLetters(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
+  const db = getDb(env.DB);
+  const verdicts: Verdict[] = [];
+  for (const message of messages) {
+    try {
+      await processChunk(db, env, message.body as ImportChunkMessage, true);
+      verdicts.push(ACK);
+    } catch (err) {
+      console.error("settling a dead import chunk failed; retrying it", err);
+      verdicts.push(retryAfter(backoffSeconds(message.attempts)));
+    }
+  }
+  return verdicts;
 }
 
 /** The import queue's consumer: chunk by chunk; a chunk whose batch failed (D1 unavailable, a quota race) is retried alone. */

@@ -1,7 +1,9 @@
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import worker from "../../src/index";
 import { describe, expect, it } from "vitest";
 import { call } from "../helpers";
-import { csvRecords, importSetup } from "./harness";
+import { csvRecords, IMPORT_QUEUE, importSetup } from "./harness";
 
 const CHUNK_ROWS = 500;
 
@@ -145,6 +147,24 @@ describe("POST /contacts/imports", () => {
       name: "contacts.imported",
       data: { importId: job.id, total: 1200, created: 1200, updated: 0, failed: 0 },
     });
+  });
+
+  it("a chunk that failed on every retry (dead-letter queue) counts its rows as failed, so the job still completes", async () => {
+    const s = await importSetup();
+    const rows = Array.from({ length: 700 }, (_, i) => `d${i}@example.com`);
+    const res = await s.upload(`email\n${rows.join("\n")}\n`);
+    const [first, second] = s.takeChunks();
+    await s.runChunks([first]);
+    const batch = createMessageBatch<unknown>(`${IMPORT_QUEUE}-dlq`, [{ id: "dead", timestamp: new Date(), attempts: 1, body: second }]);
+    const ctx = createExecutionContext();
+    await worker.queue!(batch, s.testEnv, ctx);
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["dead"]);
+    const job = await s.job(res.body.id);
+    expect(job).toMatchObject({ status: "COMPLETED", total: 700, created: 500, failed: 200 });
+    expect(job.errors[0]).toMatchObject({ row: 501, message: expect.stringContaining("could not be processed") });
+    // The chunk's own message arriving late changes nothing.
+    await s.runChunks([second]);
+    expect(await s.job(res.body.id)).toMatchObject({ created: 500, failed: 200 });
   });
 
   it("lists imports newest first", async () => {
