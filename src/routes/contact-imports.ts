@@ -5,7 +5,7 @@ import { commonErrors, errorResponse, jsonResponse, listEnvelope, securityScheme
 import { createRouter } from "../lib/router";
 import { IdParamSchema } from "../lib/validators";
 import { CreateImportQuerySchema, ExportQuerySchema, ImportJobSchema, ImportListQuerySchema } from "../schemas/imports";
-import { createImport, EXPORT_HEADER, exportContacts, listImports, MAX_IMPORT_BYTES, requireImport, toImportView } from "../services/imports";
+import { createImport, EXPORT_HEADER, exportContacts, importTooLarge, listImports, MAX_IMPORT_BYTES, requireImport, toImportView } from "../services/imports";
 
 const tags = ["Contacts"];
 const CSV_TYPES = ["text/csv", "application/csv", "text/plain"];
@@ -74,6 +74,8 @@ export const contactImportsRouter = createRouter()
         suggestion: "curl --data-binary @contacts.csv -H 'Content-Type: text/csv' ...",
       });
     }
+    const length = c.req.header("content-length");
+    if (length && Number(length) > MAX_IMPORT_BYTES) throw importTooLarge(MAX_IMPORT_BYTES);
     const body = c.req.raw.body;
     if (!body) throw ApiError.validation([{ field: "body", message: "The CSV is empty: it needs a header row naming an email column", code: "required" }]);
     const job = await createImport(getDb(c.env.DB), c.env, c.get("auth").projectId, body, c.req.valid("query").subscribed);

@@ -83,13 +83,21 @@ function planColumns(header: string[]) {
   return { email, lower, names: header.map((h) => h.trim()) };
 }
 
-/** The body's bytes as Node Buffers (what csv-parse reads), piece by piece. */
-const toBuffers = () =>
-  new TransformStream<Uint8Array, Buffer>({
+/** 413 for a CSV over the limit. */
+export const importTooLarge = (maxBytes: number) =>
+  new ApiError("PAYLOAD_TOO_LARGE", "The CSV is too large", { suggestion: `A CSV may be at most ${maxBytes} bytes; split the file.` });
+
+/** The body's bytes as Node Buffers (what csv-parse reads), piece by piece, erroring past `maxBytes`. */
+const toBuffers = (maxBytes: number) => {
+  let size = 0;
+  return new TransformStream<Uint8Array, Buffer>({
     transform(chunk, controller) {
-      controller.enqueue(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      size += chunk.byteLength;
+      if (size > maxBytes) controller.error(importTooLarge(maxBytes));
+      else controller.enqueue(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     },
   });
+};
 
 function csvError(err: CsvError): ApiError {
   const line = (err as CsvError & { lines?: number }).lines;
@@ -102,12 +110,21 @@ function csvError(err: CsvError): ApiError {
  * POST /contacts/imports: reads the CSV as it arrives (never the whole file
  * at once), stages its rows in D1 in chunks of 500 (a later row with the
  * same address replacing the earlier one), then queues one message per chunk.
- * A file refused part way (malformed CSV, a row too long) leaves nothing.
+ * A file refused part way (malformed CSV, a row too long, past `maxBytes`:
+ * counted here, since the app's body limit would buffer a body without a
+ * Content-Length) leaves nothing.
  */
-export async function createImport(db: Database, env: Env, projectId: string, body: ReadableStream<Uint8Array>, defaultSubscribed?: boolean) {
+export async function createImport(
+  db: Database,
+  env: Env,
+  projectId: string,
+  body: ReadableStream<Uint8Array>,
+  defaultSubscribed?: boolean,
+  maxBytes = MAX_IMPORT_BYTES,
+) {
   const d1 = db.$client;
   const records = body
-    .pipeThrough(toBuffers())
+    .pipeThrough(toBuffers(maxBytes))
     .pipeThrough(csvParser({ bom: true, relax_column_count: true, skip_empty_lines: true, max_record_size: MAX_RECORD_CHARS }))
     .getReader() as ReadableStreamDefaultReader<string[]>;
   let importId: string | null = null;

@@ -35,8 +35,12 @@ export async function importSetup(overrides: Partial<Env> = {}) {
   const request = (method: string, path: string, options: { body?: unknown; rawBody?: BodyInit; headers?: Record<string, string>; key?: string } = {}) =>
     call(method, path, { key: options.key ?? key, body: options.body, rawBody: options.rawBody, headers: options.headers, env: testEnv });
 
-  const upload = (csv: BodyInit, query = "", options: { key?: string; type?: string } = {}) =>
-    request("POST", `/contacts/imports${query}`, { rawBody: csv, headers: { "Content-Type": options.type ?? "text/csv" }, key: options.key });
+  const upload = (csv: BodyInit, query = "", options: { key?: string; type?: string; headers?: Record<string, string> } = {}) =>
+    request("POST", `/contacts/imports${query}`, {
+      rawBody: csv,
+      headers: { "Content-Type": options.type ?? "text/csv", ...options.headers },
+      key: options.key,
+    });
 
   /** One consumer invocation on these chunk messages; returns the ones it retried. */
   async function runChunks(messages: ImportChunkMessage[], attempts = 1): Promise<ImportChunkMessage[]> {

@@ -1,6 +1,8 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { getDb } from "../../src/db/client";
 import worker from "../../src/index";
+import { createImport, MAX_IMPORT_BYTES } from "../../src/services/imports";
 import { describe, expect, it } from "vitest";
 import { call } from "../helpers";
 import { csvRecords, IMPORT_QUEUE, importSetup } from "./harness";
@@ -105,6 +107,29 @@ describe("POST /contacts/imports", () => {
     expect((await s.contacts()).size).toBe(0);
     const staged = await env.DB.prepare("SELECT count(*) AS n FROM contact_import_rows").first<{ n: number }>();
     expect(staged!.n).toBe(0);
+  });
+
+  it("refuses a CSV past the size limit with 413 as it streams (no Content-Length) and leaves nothing", async () => {
+    const s = await importSetup();
+    const rows = Array.from({ length: 3000 }, (_, i) => `big${i}@example.com`).join("\n");
+    const bytes = new TextEncoder().encode(`email\n${rows}\n`);
+    // A stream in 1 KB pieces, so the refusal comes after chunks were staged.
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < bytes.length; i += 1024) controller.enqueue(bytes.slice(i, i + 1024));
+        controller.close();
+      },
+    });
+    const db = getDb(env.DB);
+    const refused = await createImport(db, s.testEnv, s.project.id, body, undefined, 40_000).catch((err) => err);
+    expect(refused).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });
+    expect(s.takeChunks()).toEqual([]);
+    expect((await s.request("GET", "/contacts/imports")).body.data.total).toBe(0);
+    const staged = await env.DB.prepare("SELECT count(*) AS n FROM contact_import_rows").first<{ n: number }>();
+    expect(staged!.n).toBe(0);
+    // Over HTTP, a declared Content-Length past 50 MB is refused before anything is read.
+    const declared = await s.upload("email\n", "", { headers: { "Content-Length": String(MAX_IMPORT_BYTES + 1) } });
+    expect(declared.status).toBe(413);
   });
 
   it("applies the contacts quota per row: rows past it fail with the quota's message, the rest go on", async () => {
