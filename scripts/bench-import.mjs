@@ -8,8 +8,10 @@
 //      request's statements, fixed by the code, plus the import queue consumer's,
 //      counted by the Worker: GET /dev/d1-stats)
 //   3. GET /contacts/export of all of them: seconds (goal <= 10), rows checked
-//   4. workerd's resident memory (Linux /proc) before, and its peak during each
-//      step: flat means the file never sits whole in the isolate.
+//   4. memory: the Worker isolate's JS heap (devtools Runtime.getHeapUsage over
+//      wrangler dev's inspector) before, and its peak during each step: flat
+//      means the file never sits whole in the isolate; and workerd's resident
+//      memory (Linux /proc), which also holds the local D1 database's pages.
 // Usage: node scripts/bench-import.mjs  (BENCH_IMPORT_ROWS=n to change the size)
 import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -81,6 +83,51 @@ function memoryWatch(pgid) {
   };
 }
 
+/** The isolate's JS heap through wrangler dev's devtools inspector on `port`: sample() -> used bytes. */
+async function heapProbe(port) {
+  // ws comes with miniflare; Node 20 has no WebSocket client of its own.
+  const { default: WebSocket } = await import("ws");
+  const [target] = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
+  const socket = new WebSocket(target.webSocketDebuggerUrl);
+  await new Promise((resolve, reject) => {
+    socket.once("open", resolve);
+    socket.once("error", reject);
+  });
+  let nextId = 0;
+  const pending = new Map();
+  socket.on("message", (data) => {
+    const message = JSON.parse(String(data));
+    pending.get(message.id)?.(message);
+    pending.delete(message.id);
+  });
+  const call = (method, params = {}) =>
+    new Promise((resolve, reject) => {
+      const id = ++nextId;
+      pending.set(id, (message) => (message.error ? reject(new Error(`${method}: ${message.error.message}`)) : resolve(message.result)));
+      socket.send(JSON.stringify({ id, method, params }));
+    });
+  return {
+    sample: async () => (await call("Runtime.getHeapUsage")).usedSize,
+    /** Samples every 100 ms until stopped; returns the peak. */
+    watch() {
+      let peak = 0;
+      let running = true;
+      const loop = (async () => {
+        while (running) {
+          peak = Math.max(peak, await this.sample().catch(() => 0));
+          await sleep(100);
+        }
+      })();
+      return async () => {
+        running = false;
+        await loop;
+        return peak;
+      };
+    },
+    close: () => socket.close(),
+  };
+}
+
 const mb = (bytes) => (bytes ? `${(bytes / 1024 / 1024).toFixed(0)} MB` : "n/a");
 
 function csvOf(rows) {
@@ -113,6 +160,7 @@ async function main() {
     run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
     const project = JSON.parse(run("npx", ["tsx", "scripts/project.ts", "create", "bench-import", "--json", "--persist-to", state]).trim().split("\n").pop());
     const port = await freePort();
+    const inspectorPort = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const vars = { RATE_LIMIT_PER_MINUTE: "100000000", ENVIRONMENT: "development", EMAIL_PROVIDER: "capture", BENCH_COUNT_D1: "1" };
     log(`starting wrangler dev on ${base}`);
@@ -129,10 +177,12 @@ async function main() {
         "--persist-to",
         state,
         ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+        "--inspector-port",
+        String(inspectorPort),
         "--show-interactive-dev-session=false",
       ],
-      // No devtools inspector relay (as scripts/bench.mjs): a dev-tool cost per D1 call that no deployment has.
-      { env: { ...env, VSCODE_INSPECTOR_OPTIONS: "{}" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+      // With the devtools inspector (for the heap figures): it relays each D1 call, a small dev-tool cost.
+      { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     let serverLog = "";
     // BENCH_SERVER_LOG=<file>: keep the server's whole output (queue batches, errors).
@@ -155,11 +205,14 @@ async function main() {
     const auth = { Authorization: `Bearer ${project.secretKey}` };
     const stats = async () => (await fetch(`${base}/dev/d1-stats`)).json();
 
+    const heap = await heapProbe(inspectorPort);
+    const heapBefore = await heap.sample();
     const csv = csvOf(ROWS);
     log(`importing ${ROWS} rows (${(csv.length / 1024 / 1024).toFixed(1)} MB)`);
     const rssBefore = workerdRss(child.pid);
     const before = await stats();
     const importPeak = memoryWatch(child.pid);
+    const importHeapPeak = heap.watch();
     const t0 = performance.now();
     const res = await fetch(`${base}/contacts/imports`, { method: "POST", headers: { ...auth, "Content-Type": "text/csv" }, body: csv });
     if (res.status !== 202) throw new Error(`POST /contacts/imports: ${res.status} ${await res.text()}`);
@@ -172,6 +225,7 @@ async function main() {
     }
     const importSeconds = (performance.now() - t0) / 1000;
     const importRss = importPeak();
+    const importHeap = await importHeapPeak();
     const after = await stats();
     if (job.status !== "COMPLETED" || job.created !== ROWS) throw new Error(`unexpected job: ${JSON.stringify(job)}`);
     // The HTTP handler's statements are not counted by the Worker (src/index.ts); the upload's are
@@ -182,6 +236,7 @@ async function main() {
 
     log("exporting");
     const exportPeak = memoryWatch(child.pid);
+    const exportHeapPeak = heap.watch();
     const t1 = performance.now();
     const exported = await fetch(`${base}/contacts/export`, { headers: auth });
     if (exported.status !== 200) throw new Error(`GET /contacts/export: ${exported.status}`);
@@ -194,6 +249,8 @@ async function main() {
     }
     const exportSeconds = (performance.now() - t1) / 1000;
     const exportRss = exportPeak();
+    const exportHeap = await exportHeapPeak();
+    heap.close();
     // Quoted fields here hold no line breaks, so lines = header + rows.
     if (lines !== ROWS + 1) throw new Error(`the export had ${lines - 1} rows, expected ${ROWS}`);
 
@@ -214,6 +271,7 @@ async function main() {
         `goal <= ${EXPORT_GOAL_S} s`,
         exportSeconds <= EXPORT_GOAL_S ? "ok" : "OVER",
       ],
+      ["isolate JS heap (used)", `before ${mb(heapBefore)}`, `import peak ${mb(importHeap)}`, `export peak ${mb(exportHeap)}`, ""],
       ["workerd memory (RSS)", `before ${mb(rssBefore)}`, `import peak ${mb(importRss)}`, `export peak ${mb(exportRss)}`, ""],
     ];
     for (const row of rows)
