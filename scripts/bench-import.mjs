@@ -100,21 +100,31 @@ async function heapProbe(port) {
     pending.get(message.id)?.(message);
     pending.delete(message.id);
   });
+  // An unanswered call gives up after 5 s (the isolate may be busy or restarted).
   const call = (method, params = {}) =>
     new Promise((resolve, reject) => {
       const id = ++nextId;
-      pending.set(id, (message) => (message.error ? reject(new Error(`${method}: ${message.error.message}`)) : resolve(message.result)));
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error(`${method}: no answer`));
+      }, 5000);
+      pending.set(id, (message) => {
+        clearTimeout(timer);
+        if (message.error) reject(new Error(`${method}: ${message.error.message}`));
+        else resolve(message.result);
+      });
       socket.send(JSON.stringify({ id, method, params }));
     });
   return {
     sample: async () => (await call("Runtime.getHeapUsage")).usedSize,
     /** Samples every 100 ms until stopped; returns the peak. */
     watch() {
-      let peak = 0;
+      let peak = null;
       let running = true;
       const loop = (async () => {
         while (running) {
-          peak = Math.max(peak, await this.sample().catch(() => 0));
+          const used = await this.sample().catch(() => null);
+          if (used !== null) peak = Math.max(peak ?? 0, used);
           await sleep(100);
         }
       })();
@@ -289,6 +299,9 @@ async function main() {
         exportSeconds,
         statements,
         statementsPerRow: statements === null ? null : statements / ROWS,
+        heapBefore,
+        importHeap,
+        exportHeap,
         rssBefore,
         importRss,
         exportRss,

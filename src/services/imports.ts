@@ -222,7 +222,7 @@ function readRow(job: ContactImport, plan: ReturnType<typeof planColumns>, email
   }
   let subscribed: boolean | null = job.defaultSubscribed ?? null;
   let data: JsonObject = {};
-  const columns: JsonObject = {};
+  const columns: [string, string][] = [];
   for (let i = 0; i < plan.lower.length; i++) {
     const cell = cells[i] ?? "";
     if (cell === "") continue;
@@ -242,10 +242,11 @@ function readRow(job: ContactImport, plan: ReturnType<typeof planColumns>, email
       if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { row, error: "data must be a JSON object" };
       data = parsed as JsonObject;
     } else if (name !== "" && !RESERVED.has(name)) {
-      columns[plan.names[i]] = cell;
+      columns.push([plan.names[i], cell]);
     }
   }
-  const merged = { ...data, ...columns };
+  // fromEntries defines every key as data (a column named __proto__ stays a key).
+  const merged = { ...data, ...Object.fromEntries(columns) };
   const checked = DataObjectSchema.safeParse(merged);
   if (!checked.success) return { row, error: checked.error.issues[0]?.message ?? "data is invalid" };
   return { row, contact: { email: emailKey, subscribed, data: merged } };
