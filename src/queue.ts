@@ -4,7 +4,6 @@ import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
 import { applyEmailServiceEvents, EMAIL_EVENTS_QUEUE } from "./services/feedback/email-service";
 import { settleDeadLetters } from "./services/send/dead-letter";
 import { deliverBatch } from "./services/send/deliver";
-import { consumeImportChunks, settleImportDeadLetters } from "./services/imports";
 import type { WorkflowQueueMessage } from "./services/workflows/executions";
 import { consumeWorkflowMessages } from "./services/workflows/triggers";
 
@@ -25,8 +24,9 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   [BULK_QUEUE]: consumeBulk,
   [`${BULK_QUEUE}-dlq`]: settleBulkDeadLetters,
   [EMAIL_EVENTS_QUEUE]: applyEmailServiceEvents,
-  [IMPORT_QUEUE]: consumeImportChunks,
-  [`${IMPORT_QUEUE}-dlq`]: settleImportDeadLetters,
+  // Loaded on first use: the CSV libraries stay out of every other queue's first batch.
+  [IMPORT_QUEUE]: async (messages, env) => (await import("./services/imports")).consumeImportChunks(messages, env),
+  [`${IMPORT_QUEUE}-dlq`]: async (messages, env) => (await import("./services/imports")).settleImportDeadLetters(messages, env),
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),
 };
 
