@@ -8,6 +8,15 @@
  *   tracking <id> on|off open and click tracking for the project's mail (on by default)
  *   list                 list projects
  *   ensure-dev           (used by `npm run dev`) make sure the local dev project exists
+ *   import <id> <file.csv> [--subscribed=true|false]
+ *                        upload a CSV to POST /contacts/imports, show a progress bar until the
+ *                        job ends, then its counts and first errors (docs/import-export.md)
+ *   export <id> [--subscribed=true|false] [--segment=<segmentId>]
+ *                        write GET /contacts/export (CSV) to stdout
+ *
+ * import and export talk to a running service (default http://127.0.0.1:8787, `npm run dev`;
+ * --url=<base> or EDGE_MAIL_URL) with the project's secret key: --key=<sk_...> or
+ * EDGE_MAIL_KEY, else the key of the local dev project (.dev/project.json) when <id> is it.
  *
  * It writes through `wrangler d1 execute DB` against the local database in
  * .wrangler/state (or the one in <dir> with --persist-to <dir>, or the deployed
@@ -35,6 +44,21 @@ if (persistAt >= 0 && !persistTo) {
   console.error("--persist-to needs a directory");
   process.exit(1);
 }
+/** `--name=value` or `--name value`, removed from args. */
+function takeOption(name: string): string | undefined {
+  const at = args.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+  if (at < 0) return undefined;
+  const inline = args[at].includes("=");
+  const value = inline ? args[at].slice(args[at].indexOf("=") + 1) : args[at + 1];
+  args.splice(at, inline ? 1 : 2);
+  return value;
+}
+const options = {
+  url: takeOption("url") ?? process.env.EDGE_MAIL_URL ?? "http://127.0.0.1:8787",
+  key: takeOption("key") ?? process.env.EDGE_MAIL_KEY,
+  subscribed: takeOption("subscribed"),
+  segment: takeOption("segment"),
+};
 const flags = new Set(args.filter((a) => a.startsWith("--")));
 const [command, ...rest] = args.filter((a) => !a.startsWith("--"));
 const json = flags.has("--json");
@@ -179,11 +203,125 @@ async function main() {
       console.log(`Created dev project ${saved.id}; keys in ${DEV_FILE}`);
       break;
     }
+    case "import": {
+      const [id, file] = rest;
+      if (!id || !file) fail("Usage: npm run project -- import <project id> <file.csv> [--subscribed=true|false] [--key=sk_...] [--url=...]");
+      await importFile(id, file);
+      break;
+    }
+    case "export": {
+      if (!rest[0]) fail("Usage: npm run project -- export <project id> [--subscribed=true|false] [--segment=<id>] [--key=sk_...] [--url=...] > out.csv");
+      await exportTo(rest[0]);
+      break;
+    }
     default:
       fail(
-        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | rotate-keys <id> | tracking <id> on|off | list> [--json] [--remote | --persist-to <dir>]",
+        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | rotate-keys <id> | tracking <id> on|off | list | import <id> <file.csv> | export <id>> [--json] [--remote | --persist-to <dir>]",
       );
   }
+}
+
+/** The secret key for project `id`: --key, EDGE_MAIL_KEY, or the local dev project's. */
+function secretKeyOf(id: string): string {
+  if (options.key) return options.key;
+  if (existsSync(DEV_FILE)) {
+    const saved = JSON.parse(readFileSync(DEV_FILE, "utf8")) as { id: string; secretKey: string };
+    if (saved.id === id) return saved.secretKey;
+  }
+  fail(`No key for project ${id}: pass --key=sk_... or set EDGE_MAIL_KEY (keys are only shown when created)`);
+}
+
+async function api(path: string, init: RequestInit & { duplex?: "half" }, key: string): Promise<Response> {
+  const url = new URL(path, options.url);
+  let res: Response;
+  try {
+    res = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), Authorization: `Bearer ${key}` } });
+  } catch (err) {
+    fail(`Could not reach ${options.url} (${err instanceof Error ? err.message : err}): is the service running (npm run dev)?`);
+  }
+  if (!res.ok) {
+    const text = await res.text();
+    let message = text;
+    try {
+      const body = JSON.parse(text) as { error?: { message?: string; errors?: { field: string; message: string }[] } };
+      message = [body.error?.message, ...(body.error?.errors ?? []).map((e) => `${e.field}: ${e.message}`)].filter(Boolean).join("\n  ");
+    } catch {
+      // not JSON: the text as it is
+    }
+    fail(`${init.method ?? "GET"} ${url.pathname} failed with ${res.status}: ${message}`);
+  }
+  return res;
+}
+
+interface ImportJob {
+  id: string;
+  status: string;
+  total: number;
+  processed: number;
+  created: number;
+  updated: number;
+  failed: number;
+  errors: { row: number; message: string }[];
+}
+
+function progressBar(job: ImportJob): string {
+  const width = 30;
+  const share = job.total > 0 ? Math.min(1, job.processed / job.total) : job.status === "COMPLETED" ? 1 : 0;
+  const filled = Math.round(share * width);
+  return `[${"#".repeat(filled)}${".".repeat(width - filled)}] ${String(Math.floor(share * 100)).padStart(3)}%  ${job.processed}/${job.total} rows`;
+}
+
+async function importFile(id: string, file: string) {
+  const key = secretKeyOf(id);
+  if (!existsSync(file)) fail(`No file ${file}`);
+  const { createReadStream, statSync } = await import("node:fs");
+  const { Readable } = await import("node:stream");
+  const size = statSync(file).size;
+  const query = options.subscribed ? `?subscribed=${encodeURIComponent(options.subscribed)}` : "";
+  const tty = process.stderr.isTTY;
+  if (!json) process.stderr.write(`Uploading ${file} (${size} bytes)...\n`);
+  const res = await api(
+    `/contacts/imports${query}`,
+    {
+      method: "POST",
+      headers: { "Content-Type": "text/csv", "Content-Length": String(size) },
+      body: Readable.toWeb(createReadStream(file)) as unknown as BodyInit,
+      duplex: "half",
+    },
+    key,
+  );
+  let job = (await res.json()) as ImportJob;
+  let last = "";
+  while (job.status === "PENDING" || job.status === "PROCESSING") {
+    if (!json) {
+      const line = progressBar(job);
+      if (tty) process.stderr.write(`\r${line}`);
+      else if (line !== last) process.stderr.write(`${line}\n`);
+      last = line;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    job = (await (await api(`/contacts/imports/${job.id}`, {}, key)).json()) as ImportJob;
+  }
+  if (json) {
+    process.stdout.write(`${JSON.stringify(job)}\n`);
+  } else {
+    process.stderr.write(`${tty ? "\r" : ""}${progressBar(job)}\n`);
+    console.log(`Import ${job.id} ${job.status}: ${job.total} rows, ${job.created} created, ${job.updated} updated, ${job.failed} failed`);
+    for (const error of job.errors.slice(0, 10)) console.log(`  row ${error.row}: ${error.message}`);
+    if (job.failed > 10) console.log(`  (${job.errors.length} errors kept; GET /contacts/imports/${job.id} lists them)`);
+  }
+  if (job.status !== "COMPLETED") process.exit(1);
+}
+
+async function exportTo(id: string) {
+  const key = secretKeyOf(id);
+  const params = new URLSearchParams();
+  if (options.subscribed) params.set("subscribed", options.subscribed);
+  if (options.segment) params.set("segmentId", options.segment);
+  const res = await api(`/contacts/export${params.size > 0 ? `?${params}` : ""}`, {}, key);
+  const { Readable } = await import("node:stream");
+  const { pipeline } = await import("node:stream/promises");
+  await pipeline(Readable.fromWeb(res.body as never), process.stdout);
 }
 
 main().catch((err) => fail(err instanceof Error ? err.message : String(err)));

@@ -6,6 +6,7 @@ import { createRouter } from "./lib/router";
 import { authenticate } from "./middleware/auth";
 import { ApiRateLeases, rateLimit, type Clock } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
+import { contactImportsRouter } from "./routes/contact-imports";
 import { contactsRouter } from "./routes/contacts";
 import { devOutboxRouter } from "./routes/dev-outbox";
 import { emailsRouter } from "./routes/emails";
@@ -67,15 +68,18 @@ export function createApp(options: AppOptions = {}) {
     }
     waitUntil(dispatchWorkflowTriggers(getDb(c.env.DB), c.env, auth.projectId).catch((err) => console.error("workflow trigger dispatch failed", err)));
   });
+  // POST /contacts/imports counts its own CSV as it streams (50 MB): bodyLimit would buffer a body without Content-Length.
   app.use("*", (c, next) =>
-    bodyLimit({
-      maxSize: c.req.path === "/v1/send" ? MAX_SEND_BODY_BYTES : MAX_BODY_BYTES,
-      onError: () => {
-        throw new ApiError("PAYLOAD_TOO_LARGE", "Request body is too large", {
-          suggestion: `Bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_SEND_BODY_BYTES} for /v1/send).`,
-        });
-      },
-    })(c, next),
+    c.req.path === "/contacts/imports"
+      ? next()
+      : bodyLimit({
+          maxSize: c.req.path === "/v1/send" ? MAX_SEND_BODY_BYTES : MAX_BODY_BYTES,
+          onError: () => {
+            throw new ApiError("PAYLOAD_TOO_LARGE", "Request body is too large", {
+              suggestion: `Bodies are limited to ${MAX_BODY_BYTES} bytes (${MAX_SEND_BODY_BYTES} for /v1/send).`,
+            });
+          },
+        })(c, next),
   );
 
   // Browser pages on any origin may post events with a public key.
@@ -95,6 +99,8 @@ export function createApp(options: AppOptions = {}) {
   app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true, leases }));
 
   app.route("/", healthRouter);
+  // Before /contacts/{id}, which would take /contacts/imports and /contacts/export.
+  app.route("/", contactImportsRouter);
   app.route("/", contactsRouter);
   app.route("/", domainsRouter);
   app.route("/", verifyAddressRouter);

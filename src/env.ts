@@ -1,5 +1,5 @@
 import type { ProjectLimiter } from "./durable/project-limiter";
-import type { BulkMessage, ExecutionParams, SendEmailMessage, WorkflowQueueMessage } from "./messages";
+import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage, WorkflowQueueMessage } from "./messages";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
@@ -79,6 +79,8 @@ export interface Env {
   AUTOMATIONS: Workflow<ExecutionParams>;
   /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
   EMAIL_BULK_QUEUE: Queue<BulkMessage>;
+  /** Contact import chunks (src/services/imports.ts). */
+  IMPORT_QUEUE: Queue<ImportChunkMessage>;
 }
 
 export type { SendEmailMessage } from "./messages";

@@ -12,6 +12,8 @@ export const BULK_QUEUE = "edge-mail-bulk";
 export const WORKFLOW_QUEUE_NAME = "edge-mail-workflows";
 /** Cloudflare Email Service delivery events (a Queues event subscription). */
 export const EMAIL_EVENTS_QUEUE = "edge-mail-email-events";
+/** Contact import chunks (CSV rows staged in D1). */
+export const IMPORT_QUEUE = "edge-mail-imports";
 /** The dead-letter queue of a queue. */
 export const deadLetterQueue = (name: string) => `${name}-dlq`;
 
@@ -60,4 +62,12 @@ export interface ExecutionParams {
   version: number;
   contactId: string;
   eventId: string | null;
+}
+
+/** A chunk of a contact import: its staged rows numbered fromRow..toRow (claimed in its batch). */
+export interface ImportChunkMessage {
+  importId: string;
+  projectId: string;
+  fromRow: number;
+  toRow: number;
 }

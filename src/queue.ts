@@ -1,7 +1,7 @@
 import type { Env } from "./env";
 import { backoffSeconds, type QueueConsumer, type Verdict } from "./lib/queue-consumer";
 import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
-import { BULK_QUEUE, deadLetterQueue, EMAIL_EVENTS_QUEUE, SEND_QUEUE, WORKFLOW_QUEUE_NAME, type WorkflowQueueMessage } from "./messages";
+import { BULK_QUEUE, deadLetterQueue, EMAIL_EVENTS_QUEUE, IMPORT_QUEUE, SEND_QUEUE, WORKFLOW_QUEUE_NAME, type WorkflowQueueMessage } from "./messages";
 import { applyEmailServiceEvents } from "./services/feedback/email-service";
 import { settleDeadLetters } from "./services/send/dead-letter";
 import { deliverBatch } from "./services/send/deliver";
@@ -16,6 +16,9 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   [BULK_QUEUE]: consumeBulk,
   [deadLetterQueue(BULK_QUEUE)]: settleBulkDeadLetters,
   [EMAIL_EVENTS_QUEUE]: applyEmailServiceEvents,
+  // Loaded on first use: the CSV libraries stay out of every other queue's first batch.
+  [IMPORT_QUEUE]: async (messages, env) => (await import("./services/imports")).consumeImportChunks(messages, env),
+  [deadLetterQueue(IMPORT_QUEUE)]: async (messages, env) => (await import("./services/imports")).settleImportDeadLetters(messages, env),
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),
 };
 

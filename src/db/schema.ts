@@ -546,3 +546,75 @@ export const projectDailyUsage = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.projectId, t.day] }), index("project_daily_usage_day_idx").on(t.day)],
 );
+
+export const IMPORT_STATUSES = ["PENDING", "PROCESSING", "COMPLETED", "FAILED"] as const;
+
+/**
+ * A contact import (POST /contacts/imports): the CSV's header, the counts so
+ * far and the first 100 row errors (by row number). The counters move in the
+ * same D1 batch as the contacts each chunk writes (src/services/imports.ts).
+ */
+export const contactImports = sqliteTable(
+  "contact_imports",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    status: text("status", { enum: IMPORT_STATUSES }).notNull().default("PENDING"),
+    /** The header row as sent: the column names, in file order. */
+    columns: json<string[]>("columns").notNull(),
+    /** `?subscribed=`: the subscription of rows without one (null: new contacts unsubscribed, existing unchanged). */
+    defaultSubscribed: integer("default_subscribed", { mode: "boolean" }),
+    total: integer("total").notNull().default(0),
+    processed: integer("processed").notNull().default(0),
+    created: integer("created").notNull().default(0),
+    updated: integer("updated").notNull().default(0),
+    failed: integer("failed").notNull().default(0),
+    errors: json<{ row: number; message: string }[]>("errors").notNull().default([]),
+    createdAt: createdAt(),
+    finishedAt: timestamp("finished_at"),
+  },
+  (t) => [index("contact_imports_project_id_idx").on(t.projectId, t.id)],
+);
+
+/**
+ * The import's rows until a chunk processes them (then deleted in that chunk's
+ * batch). One row per distinct email (`email_key`, lower-cased): a later row
+ * of the file with the same address replaces the earlier one, so the last row
+ * wins and counts once. A row without a usable address is keyed `#<row>`.
+ */
+export const contactImportRows = sqliteTable(
+  "contact_import_rows",
+  {
+    importId: text("import_id")
+      .notNull()
+      .references(() => contactImports.id, { onDelete: "cascade" }),
+    emailKey: text("email_key").notNull(),
+    /** 1 = the first data row of the file. */
+    row: integer("row").notNull(),
+    /** The row's cells as a JSON array of strings. */
+    cells: text("cells").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.importId, t.emailKey] }), index("contact_import_rows_row_idx").on(t.importId, t.row)],
+);
+
+/**
+ * One row per processed chunk (first row of its range): inserted first in the
+ * chunk's batch, so a redelivered chunk fails on the primary key and its batch
+ * writes nothing. `outbox_mark` is the workflow outbox's last id before the
+ * chunk's upsert: what the upsert's triggers add after it is removed.
+ */
+export const contactImportChunks = sqliteTable(
+  "contact_import_chunks",
+  {
+    importId: text("import_id")
+      .notNull()
+      .references(() => contactImports.id, { onDelete: "cascade" }),
+    firstRow: integer("first_row").notNull(),
+    outboxMark: integer("outbox_mark").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.importId, t.firstRow] })],
+);
+
+export type ContactImport = typeof contactImports.$inferSelect;

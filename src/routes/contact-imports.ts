@@ -1,0 +1,99 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { getDb } from "../db/client";
+import { ApiError } from "../lib/errors";
+import { commonErrors, errorResponse, jsonResponse, listEnvelope, securityScheme, success } from "../lib/openapi";
+import { createRouter } from "../lib/router";
+import { IdParamSchema } from "../lib/validators";
+import { CreateImportQuerySchema, ExportQuerySchema, ImportJobSchema, ImportListQuerySchema } from "../schemas/imports";
+import { createImport, EXPORT_HEADER, exportContacts, importTooLarge, listImports, MAX_IMPORT_BYTES, requireImport, toImportView } from "../services/imports";
+
+const tags = ["Contacts"];
+const CSV_TYPES = ["text/csv", "application/csv", "text/plain"];
+
+const createRouteDef = createRoute({
+  method: "post",
+  path: "/contacts/imports",
+  tags,
+  summary: "Import contacts from a CSV file",
+  description: [
+    `A \`text/csv\` body (UTF-8, optional BOM, RFC 4180 quoting, CRLF or LF) of up to ${MAX_IMPORT_BYTES} bytes, read as it arrives. 202 with the job; its chunks are processed in the background: poll \`GET /contacts/imports/{id}\`.`,
+    "The first row is a header; column names are case-insensitive. `email` is required (422 without it). `subscribed` (true/false, 1/0, yes/no) is optional; `data` holds a JSON object merged into the contact's data; `id`, `createdAt` and `updatedAt` (from an export) are ignored; every other column becomes a data key (a string; an empty cell sets nothing).",
+    "Existing contacts are updated as by `POST /contacts` (data merged). A repeated email: its last row wins and counts once. A row that cannot be imported (invalid email, bad `subscribed` or `data`, over the contacts quota, data over 64 KB once merged) counts in `failed` with its row number (1 = the first data row); the first 100 are in `errors`. created + updated + failed = total.",
+    "Imported contacts start no CONTACT_CREATED / CONTACT_SUBSCRIBED workflows; when the job completes one `contacts.imported` event is recorded (no contact, data `{importId, total, created, updated, failed}`).",
+    "A malformed file (unbalanced quotes, a row over 128 KB) is refused with 422 and nothing is imported.",
+  ].join("\n\n"),
+  security: securityScheme,
+  request: {
+    query: CreateImportQuerySchema,
+    body: { required: true, content: { "text/csv": { schema: z.string().openapi({ example: "email,subscribed,firstName\nada@example.com,true,Ada\n" }) } } },
+  },
+  responses: { 202: jsonResponse(ImportJobSchema, "The job, queued"), ...commonErrors },
+});
+
+const getRouteDef = createRoute({
+  method: "get",
+  path: "/contacts/imports/{id}",
+  tags,
+  summary: "Get a contact import's progress",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: jsonResponse(ImportJobSchema, "The job"), ...commonErrors },
+});
+
+const listRouteDef = createRoute({
+  method: "get",
+  path: "/contacts/imports",
+  tags,
+  summary: "List contact imports",
+  description: "Newest first, keyset (cursor) pagination.",
+  security: securityScheme,
+  request: { query: ImportListQuerySchema },
+  responses: { 200: jsonResponse(listEnvelope(ImportJobSchema), "A page of imports"), ...commonErrors },
+});
+
+const exportRouteDef = createRoute({
+  method: "get",
+  path: "/contacts/export",
+  tags,
+  summary: "Export contacts as CSV",
+  description: `Streams \`text/csv\` with the header \`${EXPORT_HEADER.join(",")}\` (\`subscribed\` as true/false, dates ISO 8601, \`data\` as JSON), oldest contact first. Imported back with \`POST /contacts/imports\`, it leaves the contacts as they are.`,
+  security: securityScheme,
+  request: { query: ExportQuerySchema },
+  responses: {
+    200: { description: "The contacts", content: { "text/csv": { schema: z.string() } } },
+    ...commonErrors,
+    404: errorResponse("Unknown segmentId"),
+  },
+});
+
+export const contactImportsRouter = createRouter()
+  .openapi(createRouteDef, async (c) => {
+    const type = (c.req.header("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    if (!CSV_TYPES.includes(type)) {
+      throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "The body must be a CSV file (Content-Type: text/csv)", {
+        suggestion: "curl --data-binary @contacts.csv -H 'Content-Type: text/csv' ...",
+      });
+    }
+    const length = c.req.header("content-length");
+    if (length && Number(length) > MAX_IMPORT_BYTES) throw importTooLarge(MAX_IMPORT_BYTES);
+    const body = c.req.raw.body;
+    if (!body) throw ApiError.validation([{ field: "body", message: "The CSV is empty: it needs a header row naming an email column", code: "required" }]);
+    const job = await createImport(getDb(c.env.DB), c.env, c.get("auth").projectId, body, c.req.valid("query").subscribed);
+    c.set("workflowTriggersPending", false);
+    return c.json(toImportView(job), 202);
+  })
+  .openapi(listRouteDef, async (c) => {
+    const page = await listImports(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
+    return c.json(success({ items: page.items.map(toImportView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }), 200);
+  })
+  .openapi(getRouteDef, async (c) => {
+    const job = await requireImport(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
+    return c.json(toImportView(job), 200);
+  })
+  .openapi(exportRouteDef, async (c) => {
+    const stream = await exportContacts(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
+    return c.body(stream, 200, {
+      "Content-Type": "text/csv; charset=utf-8",
+      "Content-Disposition": 'attachment; filename="contacts.csv"',
+    });
+  });
