@@ -90,7 +90,6 @@ export function claimChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatement
 const CLAIM_SQL = `INSERT INTO contact_import_chunks (import_id, first_row, outbox_mark)
   VALUES (?1, ?2, (SELECT coalesce(max(id), 0) FROM workflow_trigger_outbox))`;
 
-
 /**
  * Counters before the contacts are written (in the same batch): updated = the
  * chunk's addresses that are contacts already, created = the rest. The first
