@@ -1,5 +1,7 @@
 /**
  * Project administration CLI: `npm run project -- <command> [args] [--json] [--remote]`.
+ * With --json, run it as `npm run --silent project -- ...` so npm's "> script" banner
+ * stays off stdout and only the JSON is printed there.
  *
  *   create <name>        create a project with one sk_ and one pk_ key (printed once)
  *   disable <id>         a disabled project gets 403 on every endpoint
