@@ -10,6 +10,7 @@
  *   tracking <id> on|off open and click tracking for the project's mail (on by default)
  *   list                 list projects
  *   ensure-dev           (used by `npm run dev`) make sure the local dev project exists
+ *                        (keys in .dev/project.json, or <dir>/dev-project.json with --persist-to)
  *
  * It writes through `wrangler d1 execute DB` against the local database in
  * .wrangler/state (or the one in <dir> with --persist-to <dir>, or the deployed
@@ -19,7 +20,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { drizzle } from "drizzle-orm/d1";
 import * as schema from "../src/db/schema";
 import { buildDevSeed } from "../src/services/dev-seed";
@@ -41,7 +42,8 @@ const flags = new Set(args.filter((a) => a.startsWith("--")));
 const [command, ...rest] = args.filter((a) => !a.startsWith("--"));
 const json = flags.has("--json");
 const target = flags.has("--remote") ? ["--remote"] : ["--local", ...(persistTo ? ["--persist-to", persistTo] : [])];
-const DEV_FILE = ".dev/project.json";
+// The dev project's keys; kept beside the state when it lives elsewhere (`npm run dev -- --persist-to <dir>`).
+const DEV_FILE = persistTo ? join(persistTo, "dev-project.json") : ".dev/project.json";
 
 type Query = { toSQL(): { sql: string; params: unknown[] } };
 
@@ -169,7 +171,7 @@ async function main() {
       const creation = await buildProjectCreation(db, "Local dev");
       const seed = await buildDevSeed(db, creation.project.id, localVar("DKIM_ENCRYPTION_KEY"));
       execute([...creation.queries, ...seed.queries]);
-      mkdirSync(".dev", { recursive: true });
+      mkdirSync(dirname(DEV_FILE), { recursive: true });
       const saved = {
         id: creation.project.id,
         name: "Local dev",
