@@ -1,7 +1,21 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { readFileSync } from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
 // @ts-expect-error: a plain .mjs script without type declarations
 import { copyDocsAssets } from "./scripts/docs-assets.mjs";
+
+/**
+ * wrangler.toml's [alias] entries as Vite aliases (exact specifiers only), so the
+ * workerd tests run the modules the deployed bundle has.
+ */
+function wranglerAliases() {
+  const toml = readFileSync("wrangler.toml", "utf8");
+  const section = /^\[alias\]\s*$([\s\S]*?)(?=^\[|(?![\s\S]))/m.exec(toml)?.[1] ?? "";
+  return [...section.matchAll(/^\s*"([^"]+)"\s*=\s*"([^"]+)"/gm)].map(([, find, replacement]) => ({
+    find: new RegExp(`^${find.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$`),
+    replacement: new URL(replacement, import.meta.url).pathname,
+  }));
+}
 
 export default defineConfig(async () => {
   // Static assets (the /docs UI) must exist before wrangler.toml's [assets] directory is read.
@@ -36,6 +50,7 @@ export default defineConfig(async () => {
         // Everything that runs inside workerd, with the plugin above.
         {
           extends: true,
+          resolve: { alias: wranglerAliases() },
           test: {
             name: "workers",
             sequence: { groupOrder: 0 },

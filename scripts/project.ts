@@ -1,5 +1,7 @@
 /**
  * Project administration CLI: `npm run project -- <command> [args] [--json] [--remote]`.
+ * With --json, run it as `npm run --silent project -- ...` so npm's "> script" banner
+ * stays off stdout and only the JSON is printed there.
  *
  *   create <name>        create a project with one sk_ and one pk_ key (printed once)
  *   disable <id>         a disabled project gets 403 on every endpoint
@@ -8,6 +10,7 @@
  *   tracking <id> on|off open and click tracking for the project's mail (on by default)
  *   list                 list projects
  *   ensure-dev           (used by `npm run dev`) make sure the local dev project exists
+ *                        (keys in .dev/project.json, or <dir>/dev-project.json with --persist-to)
  *   import <id> <file.csv> [--subscribed=true|false]
  *                        upload a CSV to POST /contacts/imports, show a progress bar until the
  *                        job ends, then its counts and first errors (docs/import-export.md)
@@ -26,7 +29,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { drizzle } from "drizzle-orm/d1";
 import * as schema from "../src/db/schema";
 import { buildDevSeed } from "../src/services/dev-seed";
@@ -63,7 +66,8 @@ const flags = new Set(args.filter((a) => a.startsWith("--")));
 const [command, ...rest] = args.filter((a) => !a.startsWith("--"));
 const json = flags.has("--json");
 const target = flags.has("--remote") ? ["--remote"] : ["--local", ...(persistTo ? ["--persist-to", persistTo] : [])];
-const DEV_FILE = ".dev/project.json";
+// The dev project's keys; kept beside the state when it lives elsewhere (`npm run dev -- --persist-to <dir>`).
+const DEV_FILE = persistTo ? join(persistTo, "dev-project.json") : ".dev/project.json";
 
 type Query = { toSQL(): { sql: string; params: unknown[] } };
 
@@ -191,7 +195,7 @@ async function main() {
       const creation = await buildProjectCreation(db, "Local dev");
       const seed = await buildDevSeed(db, creation.project.id, localVar("DKIM_ENCRYPTION_KEY"));
       execute([...creation.queries, ...seed.queries]);
-      mkdirSync(".dev", { recursive: true });
+      mkdirSync(dirname(DEV_FILE), { recursive: true });
       const saved = {
         id: creation.project.id,
         name: "Local dev",

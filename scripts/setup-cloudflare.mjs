@@ -122,4 +122,4 @@ if (missing.length === 0) {
   console.log(`\nSecrets still to set (${missing.length}):`);
   for (const [name, what, command] of missing) console.log(`  ${name}: ${what}\n    ${command}`);
 }
-console.log('\nNext: set PUBLIC_URL in wrangler.toml [vars], then `npm run deploy`. README.md "Deploy" has the rest.');
+console.log("\nNext: set PUBLIC_URL in wrangler.toml [vars], then `npm run deploy`. docs/deploy.md has the rest.");

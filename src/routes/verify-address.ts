@@ -24,6 +24,6 @@ const verifyRoute = createRoute({
 });
 
 export const verifyAddressRouter = createRouter().openapi(verifyRoute, async (c) => {
-  const result = await verifyEmailAddress(dnsConfig(c.env), c.req.valid("json").email);
+  const result = await verifyEmailAddress(dnsConfig(c.env), c.env.ASSETS, c.req.valid("json").email);
   return c.json(success(result), 200);
 });

@@ -59,10 +59,27 @@ export const ALIAS_DOMAINS = new Set([
   "spamgourmet.com",
 ]);
 
-// The disposable-domain list (a few thousand names) and the spell checker's tables are
-// loaded on the first verification, not at Worker startup: few requests need them.
+/** Where the disposable-domain list is served among the static assets (copied there by scripts/docs-assets.mjs). */
+export const DISPOSABLE_DOMAINS_ASSET = "/data/disposable-domains.json";
+const MAX_DISPOSABLE_LIST_BYTES = 2_000_000;
+
+// The disposable-domain list (a few thousand names, data rather than code) is a static
+// asset read on the first verification, so it is neither in the Worker bundle nor
+// parsed at startup; the spell checker's tables load on first use too.
 let disposable: Promise<Set<string>> | undefined;
-const disposableDomains = () => (disposable ??= import("disposable-email-domains-js").then(({ disposableEmailBlocklistSet }) => disposableEmailBlocklistSet()));
+function disposableDomains(assets: Fetcher): Promise<Set<string>> {
+  disposable ??= (async () => {
+    const res = await assets.fetch(new Request(`https://assets.invalid${DISPOSABLE_DOMAINS_ASSET}`));
+    const text = res.ok ? await res.text() : "";
+    if (!res.ok || text.length > MAX_DISPOSABLE_LIST_BYTES)
+      throw new Error(`disposable-domain list asset ${DISPOSABLE_DOMAINS_ASSET}: ${res.status}, ${text.length} bytes`);
+    return new Set((JSON.parse(text) as unknown[]).filter((d): d is string => typeof d === "string"));
+  })().catch((err) => {
+    disposable = undefined; // a failed read is retried by the next request
+    throw err;
+  });
+  return disposable;
+}
 const spellChecker = () => import("@zootools/email-spell-checker");
 
 /** The domain and each parent domain (not the bare TLD): a.b.example.com, b.example.com, example.com. */
@@ -73,8 +90,8 @@ function withParents(domain: string): string[] {
   return out;
 }
 
-export async function isDisposableDomain(domain: string): Promise<boolean> {
-  const list = await disposableDomains();
+export async function isDisposableDomain(assets: Fetcher, domain: string): Promise<boolean> {
+  const list = await disposableDomains(assets);
   return withParents(domain).some((d) => list.has(d));
 }
 
@@ -128,7 +145,8 @@ async function mailHost(config: DnsConfig, domain: string) {
   return { domainExists: true, hasMxRecords: false, canReceive: false, reason: REASONS.noMailHost };
 }
 
-export async function verifyEmailAddress(config: DnsConfig, input: string): Promise<VerificationResult> {
+/** `assets` is the Worker's static assets binding (env.ASSETS), which serves the disposable-domain list. */
+export async function verifyEmailAddress(config: DnsConfig, assets: Fetcher, input: string): Promise<VerificationResult> {
   const email = input.trim();
   const syntax = checkSyntax(email);
   if (!syntax.ok) {
@@ -146,7 +164,7 @@ export async function verifyEmailAddress(config: DnsConfig, input: string): Prom
   }
   const { local, domain, typedDomain } = syntax;
   const reasons: string[] = [];
-  const isDisposable = await isDisposableDomain(domain);
+  const isDisposable = await isDisposableDomain(assets, domain);
   if (isDisposable) reasons.push(REASONS.disposable);
   const isAlias = isAliasDomain(domain);
   if (isAlias) reasons.push(REASONS.alias);
