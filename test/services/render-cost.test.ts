@@ -126,7 +126,10 @@ describe("translateDefaults (the `??` rewrite) in one pass", () => {
     for (const t of fixed) expect(translateDefaults(t), JSON.stringify(t)).toBe(reference(t));
     const alphabet = ["{{", "}}", "{", "}", "??", "?", " ", "\n", "a", "b.c", "'", '"', "x", "1", "-"];
     let seed = 42;
-    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     for (let n = 0; n < 3000; n++) {
       let t = "";
       const length = 1 + Math.floor(random() * 14);
