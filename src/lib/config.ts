@@ -28,6 +28,8 @@ const ConfigSchema = z.object({
   ENVIRONMENT: text("production"),
   /** API requests per minute per project. */
   RATE_LIMIT_PER_MINUTE: positive(1000),
+  /** WEBHOOK step calls per minute per project (its ProjectLimiter); past it the step is retried later. */
+  WORKFLOW_WEBHOOKS_PER_MINUTE: positive(600),
   /** Emails per second per project, enforced by the project's Durable Object. */
   SEND_RATE_PER_SECOND: positive(14),
   /** "ses", "cloudflare" or "capture" (local development and tests only); checked where the provider is built. */
