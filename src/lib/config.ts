@@ -88,6 +88,14 @@ export function readConfig(env: ConfigInput): Config {
   let config = cache.get(env);
   if (!config) {
     const parsed = ConfigSchema.parse(env);
+    // The test pool alone defines TEST_MIGRATIONS (vitest.config.ts): ENVIRONMENT=test means nothing elsewhere.
+    const testPool = parsed.ENVIRONMENT === "test" && "TEST_MIGRATIONS" in env;
+    if (parsed.EMAIL_PROVIDER === "capture" && parsed.ENVIRONMENT !== "development" && !testPool) {
+      const message =
+        "Server misconfigured: EMAIL_PROVIDER=capture keeps mail in D1 and never sends it; it is only allowed with ENVIRONMENT=development (local). Use ses or cloudflare.";
+      console.error(message);
+      throw new ApiError("INTERNAL_ERROR", message);
+    }
     config = { ...parsed, development: parsed.ENVIRONMENT === "development" };
     cache.set(env, config);
   }

@@ -110,7 +110,8 @@ export class ApiRateLeases {
 
   private bucket(key: string, limit: number, windowStart: number): Bucket {
     let bucket = this.buckets.get(key);
-    if (!bucket || bucket.limit !== limit || bucket.windowStart !== windowStart) {
+    // A request still holding an earlier minute never replaces a newer window's bucket.
+    if (!bucket || bucket.limit !== limit || bucket.windowStart < windowStart) {
       if (!bucket && this.buckets.size >= MAX_BUCKETS) {
         for (const [k, b] of this.buckets) if (b.windowStart < windowStart) this.buckets.delete(k);
         if (this.buckets.size >= MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value as string);
