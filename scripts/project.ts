@@ -21,7 +21,13 @@ import { join } from "node:path";
 import { drizzle } from "drizzle-orm/d1";
 import * as schema from "../src/db/schema";
 import { buildDevSeed } from "../src/services/dev-seed";
-import { buildCancelProjectExecutions, buildKeyRotation, buildProjectCreation, buildSetProjectDisabled, buildSetProjectTracking } from "../src/services/projects";
+import {
+  buildCancelProjectExecutions,
+  buildKeyRotation,
+  buildProjectCreation,
+  buildSetProjectDisabled,
+  buildSetProjectTracking,
+} from "../src/services/projects";
 
 // Queries are only built and rendered to SQL here, never run through a driver.
 const db = drizzle({} as D1Database, { schema });
