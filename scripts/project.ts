@@ -33,7 +33,13 @@ import { dirname, join } from "node:path";
 import { drizzle } from "drizzle-orm/d1";
 import * as schema from "../src/db/schema";
 import { buildDevSeed } from "../src/services/dev-seed";
-import { buildKeyRotation, buildProjectCreation, buildSetProjectDisabled, buildSetProjectTracking } from "../src/services/projects";
+import {
+  buildCancelProjectExecutions,
+  buildKeyRotation,
+  buildProjectCreation,
+  buildSetProjectDisabled,
+  buildSetProjectTracking,
+} from "../src/services/projects";
 
 // Queries are only built and rendered to SQL here, never run through a driver.
 const db = drizzle({} as D1Database, { schema });
@@ -158,7 +164,8 @@ async function main() {
     case "disable":
     case "enable": {
       const id = requireProject(rest[0]);
-      execute([buildSetProjectDisabled(db, id, command === "disable")]);
+      // Disabling also cancels the project's running workflow executions (they stop at their next step).
+      execute(command === "disable" ? [buildSetProjectDisabled(db, id, true), buildCancelProjectExecutions(db, id)] : [buildSetProjectDisabled(db, id, false)]);
       if (json) process.stdout.write(`${JSON.stringify({ id, disabled: command === "disable" })}\n`);
       else console.log(`Project ${id} ${command}d`);
       break;

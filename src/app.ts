@@ -7,6 +7,7 @@ import { authenticate } from "./middleware/auth";
 import { ApiRateLeases, rateLimit, type Clock } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { contactImportsRouter } from "./routes/contact-imports";
+import { sendShape } from "./middleware/send-shape";
 import { contactsRouter } from "./routes/contacts";
 import { devOutboxRouter } from "./routes/dev-outbox";
 import { emailsRouter } from "./routes/emails";
@@ -96,7 +97,7 @@ export function createApp(options: AppOptions = {}) {
   app.use("/v1/track", authenticate({ allowPublic: true, lookup }), limitRate);
   for (const path of SECRET_KEY_PATHS) app.use(path, authenticate({ lookup }), limitRate);
   // /v1/send reads (template, domain, suppressions, contacts) while the limiter answers; it writes only once allowed.
-  app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true, leases }));
+  app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true, leases }), sendShape);
 
   app.route("/", healthRouter);
   // Before /contacts/{id}, which would take /contacts/imports and /contacts/export.

@@ -69,6 +69,10 @@ export interface Env {
   QUOTA_EMAILS_PER_DAY?: string;
   QUOTA_DOMAINS?: string;
   QUOTA_STORED_BYTES?: string;
+  /** Workers Rate Limiting binding: key-less work per client IP (src/lib/client-limit.ts). Optional: absent, nothing is limited. */
+  CLIENT_LIMITER?: RateLimit;
+  /** WEBHOOK step calls per minute per project (default 600). */
+  WORKFLOW_WEBHOOKS_PER_MINUTE?: string;
   /** Cloudflare Email Service `send_email` binding, used when EMAIL_PROVIDER=cloudflare. */
   EMAIL?: SendEmail;
   /** "1" (with ENVIRONMENT=development): count D1 statements for the bench (GET /dev/d1-stats). */

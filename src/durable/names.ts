@@ -6,9 +6,10 @@ import type { Env } from "../env";
  * - "api": the secret-key API limit, named by the project id alone (the name
  *   deployed limiters already use);
  * - "public": the pk_ key limit of /v1/track, `public:<projectId>`;
- * - "send": the project's sending-rate bucket, `send:<projectId>`.
+ * - "send": the project's sending-rate bucket, `send:<projectId>`;
+ * - "webhook": WEBHOOK step calls per minute, `webhook:<projectId>`.
  */
-export type LimiterPurpose = "api" | "public" | "send";
+export type LimiterPurpose = "api" | "public" | "send" | "webhook";
 
 export function limiterName(purpose: LimiterPurpose, projectId: string): string {
   return purpose === "api" ? projectId : `${purpose}:${projectId}`;

@@ -65,12 +65,14 @@ export class ProjectLimiter extends DurableObject {
    */
   leaseApi(limit: number, now = Date.now(), want = 1): ApiLease {
     const windowMs = 60_000;
-    const start = now - (now % windowMs);
+    // The window only moves forward: a request that waited and still carries an
+    // earlier minute's `now` counts in the current window instead of resetting it.
+    const start = Math.max(now - (now % windowMs), this.windowStart);
     if (start !== this.windowStart) {
       this.windowStart = start;
       this.count = 0;
     }
-    const resetSeconds = Math.max(1, Math.ceil((start + windowMs - now) / 1000));
+    const resetSeconds = Math.min(60, Math.max(1, Math.ceil((start + windowMs - now) / 1000)));
     const granted = Math.max(0, Math.min(Math.floor(want), limit - this.count));
     this.count += granted;
     return { granted, limit, remaining: Math.max(0, limit - this.count), resetSeconds, windowStart: start };

@@ -28,6 +28,8 @@ const ConfigSchema = z.object({
   ENVIRONMENT: text("production"),
   /** API requests per minute per project. */
   RATE_LIMIT_PER_MINUTE: positive(1000),
+  /** WEBHOOK step calls per minute per project (its ProjectLimiter); past it the step is retried later. */
+  WORKFLOW_WEBHOOKS_PER_MINUTE: positive(600),
   /** Emails per second per project, enforced by the project's Durable Object. */
   SEND_RATE_PER_SECOND: positive(14),
   /** "ses", "cloudflare" or "capture" (local development and tests only); checked where the provider is built. */
@@ -86,6 +88,14 @@ export function readConfig(env: ConfigInput): Config {
   let config = cache.get(env);
   if (!config) {
     const parsed = ConfigSchema.parse(env);
+    // The test pool alone defines TEST_MIGRATIONS (vitest.config.ts): ENVIRONMENT=test means nothing elsewhere.
+    const testPool = parsed.ENVIRONMENT === "test" && "TEST_MIGRATIONS" in env;
+    if (parsed.EMAIL_PROVIDER === "capture" && parsed.ENVIRONMENT !== "development" && !testPool) {
+      const message =
+        "Server misconfigured: EMAIL_PROVIDER=capture keeps mail in D1 and never sends it; it is only allowed with ENVIRONMENT=development (local). Use ses or cloudflare.";
+      console.error(message);
+      throw new ApiError("INTERNAL_ERROR", message);
+    }
     config = { ...parsed, development: parsed.ENVIRONMENT === "development" };
     cache.set(env, config);
   }

@@ -1,6 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import { getDb } from "../db/client";
 import type { AppBindings } from "../env";
+import { assertClientWithinLimit } from "../lib/client-limit";
 import { ApiError } from "../lib/errors";
 import { cachedKeyLookup, isWellFormedKey, type KeyLookup } from "../services/api-keys";
 
@@ -26,7 +27,8 @@ export const authenticate = (options: { allowPublic?: boolean; lookup?: KeyLooku
         suggestion: "Keys look like sk_ or pk_ followed by 48 hex characters.",
       });
     }
-    const owner = await lookup(getDb(c.env.DB), match[1]);
+    // A key no cache knows costs a hash and a D1 query: limited per client (a flood of made-up keys).
+    const owner = await lookup(getDb(c.env.DB), match[1], () => assertClientWithinLimit(c.env, "key-lookup", c.req.raw.headers));
     if (!owner) throw new ApiError("UNAUTHORIZED", "Invalid API key");
     if (owner.projectDisabled) throw new ApiError("PROJECT_DISABLED", "This project is disabled");
     if (owner.kind === "public" && !options.allowPublic) {

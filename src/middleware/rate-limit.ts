@@ -92,6 +92,12 @@ export class ApiRateLeases {
     return { allowed: granted > 0, limit, remaining, resetSeconds };
   }
 
+  /** Whether this isolate already knows the window of `key` is used up (no slot left here, the object granted none). */
+  knownExhausted(key: string, limit: number, now: number): boolean {
+    const bucket = this.buckets.get(key);
+    return bucket !== undefined && bucket.limit === limit && bucket.windowStart === now - (now % WINDOW_MS) && bucket.tokens === 0 && bucket.exhausted;
+  }
+
   private async lease(bucket: Bucket, limiter: Limiter, now: number) {
     const want = Math.min(leaseCap(bucket.limit), Math.max(bucket.next, bucket.waiting));
     const lease = await limiter.leaseApi(bucket.limit, now, want);
@@ -104,7 +110,8 @@ export class ApiRateLeases {
 
   private bucket(key: string, limit: number, windowStart: number): Bucket {
     let bucket = this.buckets.get(key);
-    if (!bucket || bucket.limit !== limit || bucket.windowStart !== windowStart) {
+    // A request still holding an earlier minute never replaces a newer window's bucket.
+    if (!bucket || bucket.limit !== limit || bucket.windowStart < windowStart) {
       if (!bucket && this.buckets.size >= MAX_BUCKETS) {
         for (const [k, b] of this.buckets) if (b.windowStart < windowStart) this.buckets.delete(k);
         if (this.buckets.size >= MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value as string);
@@ -127,16 +134,26 @@ export class ApiRateLeases {
  * the project's server-side (sk_) calls.
  * `now` is read here and passed to the object, so the window a request counts in is decided by the app's clock.
  * `deferred` (POST /v1/send): the handler runs while a lease is fetched and
- * must await `c.var.rateLimitAllowed()` before it writes anything.
+ * must await `c.var.rateLimitAllowed()` before it writes anything. A request
+ * is still refused before its body is read when the window is known to be used
+ * up, and the limiter is awaited first for a body over DEFERRED_BODY_BYTES.
  */
+/** Bodies above this size (or of unknown size) are read only once the rate limiter allowed the request. */
+export const DEFERRED_BODY_BYTES = 64 * 1024;
+const largeBody = (contentLength: string | undefined) => !(Number(contentLength ?? Number.NaN) <= DEFERRED_BODY_BYTES);
+
 export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean; leases?: ApiRateLeases } = {}) => {
   const leases = options.leases ?? new ApiRateLeases();
   return createMiddleware<AppBindings>(async (c, next) => {
     const { projectId, keyKind } = c.get("auth");
     const limit = readConfig(c.env).RATE_LIMIT_PER_MINUTE;
     const purpose = keyKind === "public" ? "public" : "api";
+    const key = `${purpose}:${projectId}`;
+    const at = now();
+    // Deferred, but a refusal known already or a large body: the limiter answers before the body is read.
+    const deferred = options.deferred && !leases.knownExhausted(key, limit, at) && !largeBody(c.req.header("Content-Length"));
     const answer = leases
-      .take(`${purpose}:${projectId}`, () => projectLimiter(c.env, purpose, projectId), limit, now())
+      .take(key, () => projectLimiter(c.env, purpose, projectId), limit, at)
       .then((result) => {
         const headers = {
           "RateLimit-Limit": String(result.limit),
@@ -151,7 +168,7 @@ export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean; 
             });
         return { headers, refusal };
       });
-    if (options.deferred) {
+    if (deferred) {
       // The handler reads while the limiter answers and awaits rateLimitAllowed()
       // before its first write, so a refused request still writes nothing.
       answer.catch(() => {}); // awaited below; never an unhandled rejection meanwhile

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { getDb } from "../db/client";
 import type { AppBindings } from "../env";
 import { linkVerificationSecrets } from "../lib/config";
+import { assertClientWithinLimit } from "../lib/client-limit";
 import { ApiError } from "../lib/errors";
 import { escapeHtml } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
@@ -112,6 +113,7 @@ unsubscribeRouter
   // Registered without a body validator: the form is read and checked by hand so that
   // a wrong content type or value is a 400 as RFC 8058 clients expect, never a 422.
   .post("/unsubscribe/:token", async (c) => {
+    await assertClientWithinLimit(c.env, "unsubscribe", c.req.raw.headers);
     const { token } = c.req.param();
     const emailId = await emailIdOf(c, token);
     if (!emailId) throw new ApiError("BAD_REQUEST", "Invalid unsubscribe token");

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
+import { assertClientWithinLimit } from "../lib/client-limit";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/openapi";
@@ -81,7 +82,8 @@ webhooksRouter.post("/webhooks/ses", async (c) => {
     if (!topics.includes(message.TopicArn)) {
       throw new ApiError("FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
     }
-    await verifySnsMessage(message);
+    // Only a certificate URL not cached makes this Worker fetch: that is limited per client.
+    await verifySnsMessage(message, { beforeFetch: () => assertClientWithinLimit(c.env, "sns-certificate", c.req.raw.headers) });
   } catch (err) {
     if (err instanceof SnsVerificationError) throw toApiError(err);
     throw err;

@@ -7,6 +7,67 @@ import { headerNameProblem, headerValueProblem } from "./headers";
 /** Recipients of one send (distinct addresses). */
 export const MAX_RECIPIENTS = 50;
 
+/** Most custom headers on one /v1/send, and their total size (names and values, UTF-8 bytes). */
+export const MAX_CUSTOM_HEADERS = 50;
+export const MAX_CUSTOM_HEADER_BYTES = 8 * 1024;
+/** Largest /v1/send JSON once the attachments' content strings are left out, in characters. */
+export const MAX_SEND_JSON_CHARS_OUTSIDE_ATTACHMENTS = 1024 * 1024;
+
+/**
+ * Characters of a /v1/send JSON text outside its `attachments[].content`
+ * strings, in one linear pass without parsing, so a memory bomb of small keys
+ * is refused before JSON.parse builds it. Malformed JSON is measured as it
+ * comes (the parser refuses it afterwards); a key written with escapes is not
+ * recognised, so its string counts.
+ */
+export function jsonCharsOutsideAttachmentContent(text: string): number {
+  const OBJECT = 123;
+  const types: number[] = []; // container type ({ or [) of levels 1-4
+  const keys: (string | undefined)[] = []; // last key read at levels 1-4
+  let depth = 0;
+  let expectKey = false;
+  let content = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
+      let end = i + 1;
+      for (;;) {
+        end = text.indexOf('"', end);
+        if (end === -1) {
+          end = text.length;
+          break;
+        }
+        let backslash = end - 1;
+        while (text.charCodeAt(backslash) === 92) backslash--;
+        if ((end - 1 - backslash) % 2 === 0) break;
+        end++;
+      }
+      if (depth >= 1 && depth <= 3) {
+        if (expectKey && types[depth - 1] === OBJECT) keys[depth - 1] = end - i - 1 <= 16 ? text.slice(i + 1, end) : undefined;
+        else if (depth === 3 && types[2] === OBJECT && keys[2] === "content" && types[1] === 91 && types[0] === OBJECT && keys[0] === "attachments") {
+          content += end + 1 - i;
+        }
+      }
+      i = end;
+    } else if (c === OBJECT || c === 91 /* [ */) {
+      depth++;
+      if (depth <= 4) {
+        types[depth - 1] = c;
+        keys[depth - 1] = undefined;
+      }
+      expectKey = c === OBJECT;
+    } else if (c === 125 /* } */ || c === 93 /* ] */) {
+      depth--;
+      expectKey = false;
+    } else if (c === 58 /* : */) {
+      expectKey = false;
+    } else if (c === 44 /* , */) {
+      expectKey = depth >= 1 && depth <= 4 && types[depth - 1] === OBJECT;
+    }
+  }
+  return text.length - content;
+}
+
 export const DisplayNameSchema = headerText(200);
 
 export const MailboxSchema = z.union([EmailAddressSchema, z.object({ name: DisplayNameSchema.optional(), email: EmailAddressSchema })]);
@@ -41,7 +102,10 @@ export const SendRequestSchema = z
     from: MailboxSchema.optional(),
     name: DisplayNameSchema.optional().openapi({ description: "Sender display name (instead of from.name)" }),
     reply: EmailAddressSchema.optional().openapi({ description: "Reply-To address" }),
-    headers: z.record(z.string(), z.string()).optional(),
+    headers: z
+      .record(z.string(), z.string())
+      .optional()
+      .openapi({ description: `Custom headers: at most ${MAX_CUSTOM_HEADERS}, ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values in all` }),
     subscribed: z.boolean().optional().openapi({
       description: "Subscribes the recipients to marketing mail. Contacts created by a send are unsubscribed unless true.",
     }),
@@ -57,7 +121,18 @@ export const SendRequestSchema = z
       }),
   })
   .superRefine((req, ctx) => {
-    for (const [name, value] of Object.entries(req.headers ?? {})) {
+    const headers = Object.entries(req.headers ?? {});
+    const encoder = new TextEncoder();
+    const headerBytes = headers.length > MAX_CUSTOM_HEADERS ? 0 : headers.reduce((sum, [n, v]) => sum + encoder.encode(n).length + encoder.encode(v).length, 0);
+    if (headers.length > MAX_CUSTOM_HEADERS || headerBytes > MAX_CUSTOM_HEADER_BYTES) {
+      const message =
+        headers.length > MAX_CUSTOM_HEADERS
+          ? `At most ${MAX_CUSTOM_HEADERS} custom headers (got ${headers.length})`
+          : `Custom headers may total at most ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values (got ${headerBytes})`;
+      ctx.addIssue({ code: "custom", path: ["headers"], message });
+      headers.length = 0; // one error for the field, not one per header
+    }
+    for (const [name, value] of headers) {
       const problem = headerNameProblem(name) ?? headerValueProblem(value);
       if (problem) ctx.addIssue({ code: "custom", path: ["headers", name], message: problem });
     }

@@ -68,7 +68,8 @@ export const KEY_CACHE_MAX_ENTRIES = 1_000;
 /** How long a request waits for another request's lookup of the same key before looking it up itself. */
 const SHARED_LOOKUP_WAIT_MS = 5_000;
 
-export type KeyLookup = (db: Database, key: string) => Promise<KeyOwner | null>;
+/** `beforeQuery` runs before a key that no cache knows is looked up in D1 (and may throw to refuse it). */
+export type KeyLookup = (db: Database, key: string, beforeQuery?: () => Promise<void>) => Promise<KeyOwner | null>;
 
 /**
  * findKeyOwner behind a short-lived in-isolate cache of key -> owner, so a
@@ -85,7 +86,7 @@ export function cachedKeyLookup(now: () => number = Date.now): KeyLookup {
   const known = new TtlCache<string, KeyOwner>(options);
   const unknown = new TtlCache<string, true>(options);
   const inFlight = new Map<string, Promise<KeyOwner | null>>();
-  return async (db, key) => {
+  return async (db, key, beforeQuery) => {
     const hit = known.get(key);
     if (hit) return hit;
     if (unknown.get(key)) return null;
@@ -95,6 +96,7 @@ export function cachedKeyLookup(now: () => number = Date.now): KeyLookup {
       const outcome = await awaitShared(shared, SHARED_LOOKUP_WAIT_MS);
       if (outcome.settled) return outcome.value;
     }
+    await beforeQuery?.();
     const lookup = sha256Hex(key)
       .then((hash) => findKeyOwner(db, key, hash))
       .then((owner) => {

@@ -1,6 +1,6 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, inArray, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { apiKeys, projects } from "../db/schema";
+import { apiKeys, projects, workflowExecutions, workflows } from "../db/schema";
 import { newId } from "../lib/ids";
 import { generateApiKey, type GeneratedKey } from "./api-keys";
 
@@ -55,6 +55,24 @@ export async function buildKeyRotation(db: Database, projectId: string) {
 
 export function buildSetProjectDisabled(db: Database, projectId: string, disabled: boolean) {
   return db.update(projects).set({ disabled, updatedAt: new Date() }).where(eq(projects.id, projectId));
+}
+
+/**
+ * With disabling: the project's running and waiting workflow executions
+ * become CANCELLED (by workflow, on the workflow/status index). Their
+ * instances stop at their next step, which checks the execution first.
+ */
+export function buildCancelProjectExecutions(db: Database, projectId: string) {
+  const now = new Date();
+  return db
+    .update(workflowExecutions)
+    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: "The project is disabled", updatedAt: now })
+    .where(
+      and(
+        inArray(workflowExecutions.workflowId, db.select({ id: workflows.id }).from(workflows).where(eq(workflows.projectId, projectId))),
+        inArray(workflowExecutions.status, ["RUNNING", "WAITING"]),
+      ),
+    );
 }
 
 /** Open and click tracking on or off for a project (on by default). */

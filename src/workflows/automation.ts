@@ -4,7 +4,7 @@ import { and, eq } from "drizzle-orm";
 import { getDb } from "../db/client";
 import { workflowVersions, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../db/schema";
 import type { Env } from "../env";
-import { recordProgress, type ExecutionParams } from "../services/workflows/executions";
+import { executionMayContinue, PROJECT_DISABLED_ERROR, recordProgress, type ExecutionParams } from "../services/workflows/executions";
 import { MAX_STEPS, durationMs, type WorkflowStep } from "../schemas/workflows";
 import { PermanentStepError, sendWorkflowEmail } from "../services/workflows/send-email";
 import { callWebhookStep, evaluateConditionStep, updateContactStep } from "../services/workflows/steps";
@@ -115,8 +115,13 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       startedAt,
       finishedAt: iso(),
     });
-    const guard = async <T>(fn: () => Promise<T>): Promise<T> => {
+    // Every step that does work first checks that the execution is still active and its project
+    // not disabled (a disabled project's execution is CANCELLED there and stops).
+    const guard = async (fn: () => Promise<StepRecord>): Promise<StepRecord> => {
       try {
+        if (!(await executionMayContinue(db, params.executionId, params.projectId))) {
+          return { entry: entry("FAILED", `cancelled: ${PROJECT_DISABLED_ERROR.toLowerCase()} or the execution ended`, iso()), next: null, stopped: true };
+        }
         return await fn();
       } catch (err) {
         throw asEngineError(err);

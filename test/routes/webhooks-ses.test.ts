@@ -5,7 +5,7 @@ import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
 import { contacts, emails, events, suppressions } from "../../src/db/schema";
 import { recordEngagement } from "../../src/services/emails/status";
-import { clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/services/feedback/sns";
+import { CERT_FAILURE_TTL_MS, clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/services/feedback/sns";
 import { findSuppressed } from "../../src/services/suppressions";
 import { CERT_URL, certPem, notification, sign, TOPIC, type Sns } from "../fakes/sns";
 import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../fixtures/emails";
@@ -303,7 +303,7 @@ describe("POST /webhooks/ses: forged and malformed messages", () => {
     expectError(await post({ ...signed, Message: 42 }), 400, "BAD_REQUEST");
   });
 
-  it("an unreachable certificate is a 503 (SNS retries) and is not remembered: the retry succeeds", async () => {
+  it(`an unreachable certificate is a 503 (SNS retries), remembered for ${CERT_FAILURE_TTL_MS} ms only: the later retry succeeds`, async () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     const message = await sign(notification(deliveryOf(email)));
@@ -311,11 +311,16 @@ describe("POST /webhooks/ses: forged and malformed messages", () => {
     expectError(await post(message), 503, "SERVICE_UNAVAILABLE");
     expect((await getEmail(email.id)).status).toBe("SENT");
     certStatus = 200;
+    // Right away: the same answer without fetching again.
+    expectError(await post(message), 503, "SERVICE_UNAVAILABLE");
+    expect(fetched).toEqual([CERT_URL]);
+    const now = Date.now();
+    vi.spyOn(Date, "now").mockReturnValue(now + CERT_FAILURE_TTL_MS + 1);
     expect((await post(message)).status).toBe(200);
     expect((await getEmail(email.id)).status).toBe("DELIVERED");
   });
 
-  it("a certificate URL that answers something other than a certificate is a 403 and is not remembered", async () => {
+  it(`a certificate URL that answers something other than a certificate is a 403, remembered for ${CERT_FAILURE_TTL_MS} ms only`, async () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     const message = await sign(notification(deliveryOf(email)));
@@ -323,6 +328,9 @@ describe("POST /webhooks/ses: forged and malformed messages", () => {
     expectError(await post(message), 403, "FORBIDDEN");
     expect((await getEmail(email.id)).status).toBe("SENT");
     certBody = certPem;
+    expectError(await post(message), 403, "FORBIDDEN");
+    const now = Date.now();
+    vi.spyOn(Date, "now").mockReturnValue(now + CERT_FAILURE_TTL_MS + 1);
     expect((await post(message)).status).toBe(200);
     expect((await getEmail(email.id)).status).toBe("DELIVERED");
   });

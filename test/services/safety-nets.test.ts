@@ -14,7 +14,7 @@ import { MAX_SEND_BODY_BYTES } from "../../src/app";
 import { getDb } from "../../src/db/client";
 import { capturedMessages, emails, idempotencyKeys } from "../../src/db/schema";
 import type { ProjectLimiter } from "../../src/durable/project-limiter";
-import type { SendEmailMessage } from "../../src/env";
+import type { Env, SendEmailMessage } from "../../src/env";
 import worker from "../../src/index";
 import { MAX_ATTACHMENT_BYTES } from "../../src/schemas/attachments";
 import { backoffSeconds } from "../../src/lib/queue-consumer";
@@ -180,33 +180,53 @@ describe("Idempotency-Key records over time", () => {
 });
 
 describe("the capture provider and /dev/* are refused outside development", () => {
-  it.each([["production"], [undefined]])("ENVIRONMENT=%s: capture mail is kept QUEUED with the reason and retried, never captured", async (environment) => {
-    const s = await sendingSetup({ EMAIL_PROVIDER: "capture", ENVIRONMENT: environment });
-    const before = (await db().select({ n: sql<number>`count(*)` }).from(capturedMessages))[0].n;
-    const [id] = await sendTo(s, ["ada@example.com"]);
-    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
-    const result = await s.deliver();
-    errors.mockRestore();
-    expect(result.retryMessages).toHaveLength(1);
-    expect(result.explicitAcks).toHaveLength(0);
-    expect(await emailOf(s, id)).toMatchObject({ status: "QUEUED", error: expect.stringContaining("EMAIL_PROVIDER=capture") });
-    expect((await db().select({ n: sql<number>`count(*)` }).from(capturedMessages))[0].n).toBe(before);
-    expect(s.ses.requests).toHaveLength(0);
-  });
+  it.each([["production"], [undefined], ["staging"]])(
+    "ENVIRONMENT=%s with EMAIL_PROVIDER=capture is a configuration error: every request is a 500 naming it; queued mail is retried, never captured",
+    async (environment) => {
+      const s = await sendingSetup();
+      const [id] = await sendTo(s, ["ada@example.com"]);
+      const misconfigured = { ...s.env, EMAIL_PROVIDER: "capture", ENVIRONMENT: environment } as Env;
+      delete (misconfigured as unknown as Record<string, unknown>).TEST_MIGRATIONS;
+      const before = (await db().select({ n: sql<number>`count(*)` }).from(capturedMessages))[0].n;
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      const refused = await call("POST", "/v1/send", {
+        key: s.project.secretKey,
+        body: { to: "bob@example.com", from: s.from, subject: "Hi", body: "<p>Hi</p>" },
+        env: misconfigured,
+      });
+      const error = expectError(refused, 500, "INTERNAL_ERROR");
+      expect(error.message).toContain("EMAIL_PROVIDER=capture");
+      const batch = createMessageBatch<SendEmailMessage>(
+        "edge-mail-send",
+        s.queue.take().map((m, i) => ({ id: `m${i}`, timestamp: new Date(), attempts: 1, body: m.body })),
+      );
+      const ctx = createExecutionContext();
+      await worker.queue!(batch as MessageBatch<unknown>, misconfigured, ctx).catch(() => {});
+      const result = await getQueueResult(batch, ctx);
+      errors.mockRestore();
+      expect(result.explicitAcks).toHaveLength(0);
+      expect((await emailOf(s, id)).status).toBe("QUEUED");
+      expect((await db().select({ n: sql<number>`count(*)` }).from(capturedMessages))[0].n).toBe(before);
+      expect(s.ses.requests).toHaveLength(0);
+    },
+  );
 
   it.each([["production"], ["test"], [undefined]])(
     "ENVIRONMENT=%s: /dev/outbox, its files and the bench's /dev routes are 404 in the error envelope",
     async (environment) => {
       for (const path of ["/dev/outbox", "/dev/outbox/anything.eml", "/dev/outbox/anything", "/dev/d1-stats", "/dev/d1-round-trip"]) {
         const response = await call<{ success: boolean; error: { code: string; requestId: string } }>("GET", path, {
-          env: { ...env, ENVIRONMENT: environment },
+          env: { ...env, ENVIRONMENT: environment, EMAIL_PROVIDER: "ses" },
         });
         expect(response.status, path).toBe(404);
         const body = response.body;
         expect(body).toMatchObject({ success: false, error: { code: "NOT_FOUND" } });
         expect(response.headers.get("X-Request-Id")).toBe(body.error.requestId);
       }
-      const posted = await call("POST", "/dev/d1-round-trip", { body: { email: "a@example.com" }, env: { ...env, ENVIRONMENT: environment } });
+      const posted = await call("POST", "/dev/d1-round-trip", {
+        body: { email: "a@example.com" },
+        env: { ...env, ENVIRONMENT: environment, EMAIL_PROVIDER: "ses" },
+      });
       expect(posted.status).toBe(404);
       expect(posted.body).toMatchObject({ success: false, error: { code: "NOT_FOUND" } });
       // The positive control: in development the page exists.
@@ -324,13 +344,16 @@ describe("limits at their exact edges", () => {
     return { ...base, padding: "x".repeat(bytes - JSON.stringify(base).length) };
   }
 
-  it(`/v1/send takes a body of exactly ${MAX_SEND_BODY_BYTES} bytes and refuses one byte more with 413, storing nothing`, async () => {
+  it(`/v1/send reads a body of exactly ${MAX_SEND_BODY_BYTES} bytes (then its shape limit applies) and refuses one byte more unread, storing nothing`, async () => {
     const s = await sendingSetup();
     const exact = bodyOfSize(s, MAX_SEND_BODY_BYTES);
     expect(JSON.stringify(exact).length).toBe(MAX_SEND_BODY_BYTES);
-    expect((await s.send(exact)).status).toBe(200);
-    expectError(await s.send(bodyOfSize(s, MAX_SEND_BODY_BYTES + 1)), 413, "PAYLOAD_TOO_LARGE");
-    expect((await s.get("/emails")).body.data.total).toBe(1);
+    // Within the size limit, but 15 MB outside attachments' content: the shape limit (1 MiB) refuses it.
+    const shape = expectError(await s.send(exact), 413, "PAYLOAD_TOO_LARGE");
+    expect(shape.message).toContain("without its attachments' content");
+    const size = expectError(await s.send(bodyOfSize(s, MAX_SEND_BODY_BYTES + 1)), 413, "PAYLOAD_TOO_LARGE");
+    expect(size.message).toBe("Request body is too large");
+    expect((await s.get("/emails")).body.data.total).toBe(0);
   }, 60_000);
 
   it(`an attachment of exactly ${MAX_ATTACHMENT_BYTES} bytes is accepted and delivered intact; one byte more is a 422`, async () => {

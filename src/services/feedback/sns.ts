@@ -8,6 +8,7 @@
  */
 
 import { base64ToBytes } from "../../lib/base64";
+import { TtlCache } from "../../lib/ttl-cache";
 
 export type SnsMessageType = "Notification" | "SubscriptionConfirmation" | "UnsubscribeConfirmation";
 
@@ -199,8 +200,27 @@ export function pemToDer(pem: string): Uint8Array {
 const spkiCache = new Map<string, Promise<Uint8Array>>();
 const keyCache = new Map<string, Promise<CryptoKey>>();
 const MAX_CACHED_CERTS = 64;
+/**
+ * How long a certificate URL that could not be fetched or read is refused
+ * without fetching it again: a flood of posts naming one bad URL costs one
+ * fetch, and SNS's own retries (20 s apart by default) find a recovered host.
+ */
+export const CERT_FAILURE_TTL_MS = 10_000;
+const failedCerts = new TtlCache<string, SnsVerificationError>({ max: 1_000, ttlMs: CERT_FAILURE_TTL_MS });
 
-async function fetchSpki(url: URL, fetcher: typeof fetch): Promise<Uint8Array> {
+async function fetchSpki(url: URL, fetcher: typeof fetch, beforeFetch?: () => Promise<void>): Promise<Uint8Array> {
+  const failed = failedCerts.get(url.href);
+  if (failed) throw failed;
+  await beforeFetch?.();
+  try {
+    return await fetchAndReadSpki(url, fetcher);
+  } catch (err) {
+    if (err instanceof SnsVerificationError) failedCerts.set(url.href, err);
+    throw err;
+  }
+}
+
+async function fetchAndReadSpki(url: URL, fetcher: typeof fetch): Promise<Uint8Array> {
   let response: Response;
   try {
     response = await fetcher(url.href, { redirect: "manual" });
@@ -224,7 +244,7 @@ function remember<T>(cache: Map<string, Promise<T>>, key: string, make: () => Pr
     if (cache.size >= MAX_CACHED_CERTS) cache.delete(cache.keys().next().value as string);
     value = make();
     cache.set(key, value);
-    // A failure (network, bad certificate) is not remembered: the next message tries again.
+    // A failure (network, bad certificate) is not kept here: failedCerts refuses the URL for a few seconds only.
     value.catch(() => {
       if (cache.get(key) === value) cache.delete(key);
     });
@@ -232,10 +252,10 @@ function remember<T>(cache: Map<string, Promise<T>>, key: string, make: () => Pr
   return value;
 }
 
-function publicKey(url: URL, version: "1" | "2", fetcher: typeof fetch): Promise<CryptoKey> {
+function publicKey(url: URL, version: "1" | "2", fetcher: typeof fetch, beforeFetch?: () => Promise<void>): Promise<CryptoKey> {
   const hash = version === "1" ? "SHA-1" : "SHA-256";
   return remember(keyCache, `${hash} ${url.href}`, async () => {
-    const spki = await remember(spkiCache, url.href, () => fetchSpki(url, fetcher));
+    const spki = await remember(spkiCache, url.href, () => fetchSpki(url, fetcher, beforeFetch));
     try {
       return await crypto.subtle.importKey("spki", spki, { name: "RSASSA-PKCS1-v1_5", hash }, false, ["verify"]);
     } catch (err) {
@@ -248,6 +268,7 @@ function publicKey(url: URL, version: "1" | "2", fetcher: typeof fetch): Promise
 export function clearSnsKeyCache(): void {
   spkiCache.clear();
   keyCache.clear();
+  failedCerts.clear();
 }
 
 function decodeBase64(value: string): Uint8Array | null {
@@ -263,7 +284,14 @@ function decodeBase64(value: string): Uint8Array | null {
  * authentic. The certificate URL is checked before anything is fetched, and
  * only that checked URL is fetched.
  */
-export async function verifySnsMessage(m: SnsMessage, options: { fetcher?: typeof fetch; now?: number } = {}): Promise<void> {
+/**
+ * `beforeFetch` runs before the signing certificate is fetched (a URL not
+ * cached) and may throw to refuse the message (the per-client limit).
+ */
+export async function verifySnsMessage(
+  m: SnsMessage,
+  options: { fetcher?: typeof fetch; now?: number; beforeFetch?: () => Promise<void> } = {},
+): Promise<void> {
   if (m.SignatureVersion !== "1" && m.SignatureVersion !== "2") {
     throw new SnsVerificationError("forged", `Unsupported SignatureVersion ${JSON.stringify(m.SignatureVersion)}`);
   }
@@ -279,7 +307,7 @@ export async function verifySnsMessage(m: SnsMessage, options: { fetcher?: typeo
   const signature = decodeBase64(m.Signature);
   if (!signature || signature.length === 0) throw new SnsVerificationError("forged", "Signature is not base64");
 
-  const key = await publicKey(certUrl, m.SignatureVersion, options.fetcher ?? fetch);
+  const key = await publicKey(certUrl, m.SignatureVersion, options.fetcher ?? fetch, options.beforeFetch);
   const ok = await crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, signature, new TextEncoder().encode(stringToSign(m)));
   if (!ok) throw new SnsVerificationError("forged", "The SNS signature does not match");
 }

@@ -26,10 +26,14 @@ const engineOptions = {
 type LiquidModule = typeof import("liquidjs");
 let liquidjs: LiquidModule | undefined;
 let engines: Promise<{ html: Liquid; text: Liquid }> | undefined;
+/** The two long-lived engines, by the key their parses are cached under. */
+const sharedEngines = new Map<Liquid, string>();
 const liquidEngines = () =>
   (engines ??= import("liquidjs").then((module) => {
     liquidjs = module;
-    return { html: new module.Liquid({ ...engineOptions, outputEscape: "escape" }), text: new module.Liquid(engineOptions) };
+    const shared = { html: new module.Liquid({ ...engineOptions, outputEscape: "escape" }), text: new module.Liquid(engineOptions) };
+    sharedEngines.set(shared.html, "h").set(shared.text, "t");
+    return shared;
   }));
 /** A Liquid engine with `options` (on top of engineOptions), once Liquid is loaded. */
 const newLiquid = async (options: LiquidOptions) => {
@@ -37,13 +41,69 @@ const newLiquid = async (options: LiquidOptions) => {
   return new liquidjs!.Liquid({ ...engineOptions, ...options });
 };
 
-/** `{{ name ?? fallback }}` -> `{{ name | default: "fallback" }}` (quotes around the fallback are optional). */
-function translateDefaults(template: string): string {
-  return template.replace(/\{\{\s*([A-Za-z_][\w.-]*)\s*\?\?\s*(.*?)\s*\}\}/g, (_all, name: string, fallback: string) => {
-    const unquoted = /^(["']).*\1$/.test(fallback) ? fallback.slice(1, -1) : fallback;
-    const quote = unquoted.includes('"') ? "'" : '"';
-    return `{{ ${name} | default: ${quote}${unquoted.replace(new RegExp(quote, "g"), "")}${quote} }}`;
-  });
+const isSpace = (c: number) =>
+  c === 32 ||
+  (c >= 9 && c <= 13) ||
+  c === 0xa0 ||
+  c === 0xfeff ||
+  c === 0x1680 ||
+  (c >= 0x2000 && c <= 0x200a) ||
+  c === 0x2028 ||
+  c === 0x2029 ||
+  c === 0x202f ||
+  c === 0x205f ||
+  c === 0x3000;
+const isLineBreak = (c: number) => c === 10 || c === 13 || c === 0x2028 || c === 0x2029;
+const isNameStart = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+const isNameChar = (c: number) => isNameStart(c) || (c >= 48 && c <= 57) || c === 46 || c === 45;
+
+/**
+ * `{{ name ?? fallback }}` -> `{{ name | default: "fallback" }}` (quotes around the fallback are optional).
+ * The fallback runs to the first `}}` and stays on one line. One pass: the next `}}` and the
+ * next line break are looked up once each and reused, so no input makes it quadratic.
+ */
+export function translateDefaults(template: string): string {
+  let out = "";
+  let copied = 0;
+  let close = -2; // next "}}" at or after the fallback's start (-1: none left)
+  let fallbackEnd = 0; // where the fallback before `close` ends (its trailing whitespace dropped)
+  let lineBreak = -2; // next line break at or after the fallback's start (-1: none left)
+  for (let open = template.indexOf("{{"); open !== -1; open = template.indexOf("{{", open + 1)) {
+    let i = open + 2;
+    while (i < template.length && isSpace(template.charCodeAt(i))) i++;
+    if (!isNameStart(template.charCodeAt(i))) continue;
+    const nameStart = i;
+    while (isNameChar(template.charCodeAt(i))) i++;
+    const name = template.slice(nameStart, i);
+    while (i < template.length && isSpace(template.charCodeAt(i))) i++;
+    if (template.charCodeAt(i) !== 63 || template.charCodeAt(i + 1) !== 63) continue;
+    i += 2;
+    while (i < template.length && isSpace(template.charCodeAt(i))) i++;
+    if (close !== -1 && close < i) {
+      close = template.indexOf("}}", i);
+      fallbackEnd = close;
+      while (fallbackEnd > 0 && isSpace(template.charCodeAt(fallbackEnd - 1))) fallbackEnd--;
+    }
+    if (close === -1) break;
+    const end = Math.max(i, fallbackEnd);
+    if (lineBreak !== -1 && lineBreak < i) {
+      lineBreak = i;
+      while (lineBreak < template.length && !isLineBreak(template.charCodeAt(lineBreak))) lineBreak++;
+      if (lineBreak === template.length) lineBreak = -1;
+    }
+    if (lineBreak !== -1 && lineBreak < end) continue;
+    out += template.slice(copied, open) + defaultOutput(name, template.slice(i, end));
+    copied = close + 2;
+    open = close + 1;
+  }
+  return copied === 0 ? template : out + template.slice(copied);
+}
+
+function defaultOutput(name: string, fallback: string): string {
+  const quoted = fallback.length >= 2 && (fallback[0] === '"' || fallback[0] === "'") && fallback[fallback.length - 1] === fallback[0];
+  const unquoted = quoted ? fallback.slice(1, -1) : fallback;
+  const quote = unquoted.includes('"') ? "'" : '"';
+  return `{{ ${name} | default: ${quote}${unquoted.split(quote).join("")}${quote} }}`;
 }
 
 export interface RenderVariables {
@@ -70,7 +130,7 @@ export const RENDER_TIME_BUDGET_MS = 5_000;
 
 class RenderLimitError extends Error {
   constructor(
-    readonly code: "too_big" | "render_budget",
+    readonly code: "too_big" | "render_budget" | "too_many_tags",
     message: string,
   ) {
     super(message);
@@ -147,22 +207,82 @@ class CappedEmitter {
   }
 }
 
-/** Parsed templates per engine, by source: a campaign renders one template for every contact. Bounded. */
-const parsedTemplates = new WeakMap<Liquid, Map<string, ReturnType<Liquid["parse"]>>>();
-const MAX_PARSED_TEMPLATES = 64;
+/** Most Liquid tags and outputs (`{{ }}`, `{% %}`, lines of `{% liquid %}`) in one template, counted before it is parsed. */
+export const MAX_TEMPLATE_TAGS = 5_000;
+
+/**
+ * The tags and outputs of a template, in one linear pass and without parsing:
+ * every `{{` and `{%`, and each line inside a `{% liquid %}` tag (each is a tag).
+ * Stops counting past `stopAfter`.
+ */
+export function countTemplateTags(template: string, stopAfter = MAX_TEMPLATE_TAGS): number {
+  let count = 0;
+  let i = template.indexOf("{");
+  while (i !== -1 && count <= stopAfter) {
+    const next = template.charCodeAt(i + 1);
+    if (next === 123 /* { */) {
+      count++;
+      i = template.indexOf("{", i + 2);
+    } else if (next === 37 /* % */) {
+      count++;
+      let k = i + 2;
+      while (k < template.length && (template.charCodeAt(k) === 45 || isSpace(template.charCodeAt(k)))) k++;
+      let after = i + 2;
+      if (template.startsWith("liquid", k) && !isNameChar(template.charCodeAt(k + 6))) {
+        const end = template.indexOf("%}", k);
+        after = end === -1 ? template.length : end + 2;
+        for (let line = template.indexOf("\n", k); line !== -1 && line < after; line = template.indexOf("\n", line + 1)) count++;
+      }
+      i = template.indexOf("{", after);
+    } else {
+      i = template.indexOf("{", i + 1);
+    }
+  }
+  return count;
+}
+
+/** The tag count of `template`, or a RenderLimitError past MAX_TEMPLATE_TAGS (before anything parses it). */
+function checkedTagCount(template: string): number {
+  const tags = countTemplateTags(template);
+  if (tags > MAX_TEMPLATE_TAGS) {
+    throw new RenderLimitError("too_many_tags", `The template has more than ${MAX_TEMPLATE_TAGS} tags and outputs ({{ }} and {% %})`);
+  }
+  return tags;
+}
+
+/**
+ * Parsed templates of the two shared engines, by source (a campaign renders one
+ * template for every contact), least recently used first. Bounded by an estimate
+ * of the memory they hold: the source twice (key and parse) and about 1 KB per
+ * tag, as measured for liquidjs; parses larger than MAX_CACHED_PARSE_BYTES are not kept.
+ */
+const parseCache = new Map<string, { templates: ReturnType<Liquid["parse"]>; bytes: number }>();
+let parseCacheBytes = 0;
+export const PARSE_CACHE_BYTES = 8 * 1024 * 1024;
+export const MAX_CACHED_PARSE_BYTES = 2 * 1024 * 1024;
+const PARSE_BYTES_PER_TAG = 1024;
 
 function parsedTemplate(engine: Liquid, template: string) {
-  let cache = parsedTemplates.get(engine);
-  if (!cache) {
-    cache = new Map();
-    parsedTemplates.set(engine, cache);
+  const shared = sharedEngines.get(engine);
+  const key = shared === undefined ? undefined : shared + template;
+  const cached = key === undefined ? undefined : parseCache.get(key);
+  if (cached) {
+    parseCache.delete(key!);
+    parseCache.set(key!, cached);
+    return cached.templates;
   }
-  let templates = cache.get(template);
-  if (!templates) {
-    templates = engine.parse(translateDefaults(template));
-    // A template that fails to parse throws above and is never kept.
-    if (cache.size >= MAX_PARSED_TEMPLATES) cache.delete(cache.keys().next().value!);
-    cache.set(template, templates);
+  const tags = checkedTagCount(template);
+  // A template that fails to parse throws here and is never kept.
+  const templates = engine.parse(translateDefaults(template));
+  const bytes = 2 * 2 * template.length + PARSE_BYTES_PER_TAG * tags;
+  if (key !== undefined && bytes <= MAX_CACHED_PARSE_BYTES) {
+    for (const [oldest, entry] of parseCache) {
+      if (parseCacheBytes + bytes <= PARSE_CACHE_BYTES) break;
+      parseCache.delete(oldest);
+      parseCacheBytes -= entry.bytes;
+    }
+    parseCache.set(key, { templates, bytes });
+    parseCacheBytes += bytes;
   }
   return templates;
 }
@@ -287,10 +407,41 @@ export async function renderBody(template: string, vars: RenderVariables, format
       return `mdv${nonce}n${values.push(text) - 1}x`;
     },
   });
-  const markdown = await render(engine, template, vars, "body", MAX_RENDERED_HTML_BYTES, budget);
+  const markdown = assertMarkdownSize(await render(engine, template, vars, "body", MAX_RENDERED_HTML_BYTES, budget));
   const { marked } = await import("marked");
-  const html = await marked.parse(markdown, { async: true });
+  let html: string;
+  try {
+    html = await marked.parse(markdown, { async: true });
+  } catch (err) {
+    // e.g. blockquotes nested thousands deep overflow marked's stack.
+    const detail = err instanceof Error ? err.message.split("\n")[0] : String(err);
+    throw ApiError.validation([{ field: "body", message: `The markdown body cannot be converted: ${detail}`, code: "invalid_markdown" }]);
+  }
   return assertRenderedHtml(await keepSafeUrls(html.replace(placeholder, (_all, i: string) => escapeHtml(values[Number(i)] ?? ""))));
+}
+
+/** Longest markdown body (after Liquid), in characters: marked's cost grows faster than its input. */
+export const MAX_MARKDOWN_CHARS = 64 * 1024;
+/** Most emphasis delimiters (`*` and `_`) in one markdown body: marked's emphasis pass is quadratic in them. */
+export const MAX_MARKDOWN_EMPHASIS = 1_000;
+
+function assertMarkdownSize(markdown: string): string {
+  if (markdown.length > MAX_MARKDOWN_CHARS) {
+    throw ApiError.validation([
+      { field: "body", message: `The markdown body is ${markdown.length} characters; the limit is ${MAX_MARKDOWN_CHARS}`, code: "too_big" },
+    ]);
+  }
+  let delimiters = 0;
+  for (let i = 0; i < markdown.length; i++) {
+    const c = markdown.charCodeAt(i);
+    if (c === 42 || c === 95) delimiters++;
+  }
+  if (delimiters > MAX_MARKDOWN_EMPHASIS) {
+    throw ApiError.validation([
+      { field: "body", message: `The markdown body has ${delimiters} * and _ characters; the limit is ${MAX_MARKDOWN_EMPHASIS}`, code: "too_big" },
+    ]);
+  }
+  return markdown;
 }
 
 function assertRenderedHtml(html: string): string {
@@ -363,8 +514,14 @@ const URL_ATTRIBUTE_SPOT = /(srcset|style|href|src|action|background|poster|data
  */
 function everyUrlAttributeLooksSafe(html: string): boolean {
   const spot = new RegExp(URL_ATTRIBUTE_SPOT);
+  let valueEnd = 0;
+  let rereads = 0;
   for (let match = spot.exec(html); match !== null; match = spot.exec(html)) {
     if (match[4] !== undefined) return false;
+    // A spot inside the previous spot's value reads that text again: past a few, the
+    // rewriter (one linear pass) decides, so `href=href=href=...` is not quadratic.
+    if (match.index < valueEnd && ++rereads > MAX_SHORTCUT_REREADS) return false;
+    valueEnd = Math.max(valueEnd, match.index + match[0].length);
     const name = match[1].toLowerCase();
     if (!attributeIsSafe(name === "style" ? "style" : name === "srcset" ? "srcset" : "href", match[2] ?? match[3] ?? match[5] ?? "")) return false;
     // Go on right after the name, not after the value: what this spot read as its
@@ -374,9 +531,20 @@ function everyUrlAttributeLooksSafe(html: string): boolean {
   return true;
 }
 
+/** Spots the shortcut may read inside an earlier spot's value before it leaves the decision to the rewriter. */
+const MAX_SHORTCUT_REREADS = 16;
+/** Most `url(` in one style attribute; past it the attribute is removed (each is a regex search to its end). */
+const MAX_STYLE_URLS = 32;
+
 /** Whether a URL attribute (URL_ATTRIBUTES) or a style attribute may stay as it is. */
 function attributeIsSafe(name: string, value: string): boolean {
-  if (name === "style") return [...decodeHtmlAttribute(value).matchAll(STYLE_URL)].every((m) => isSafeUrl(m[2]));
+  if (name === "style") {
+    const style = decodeHtmlAttribute(value);
+    const lower = style.toLowerCase();
+    let urls = 0;
+    for (let at = lower.indexOf("url("); at !== -1 && urls <= MAX_STYLE_URLS; at = lower.indexOf("url(", at + 4)) urls++;
+    return urls <= MAX_STYLE_URLS && [...style.matchAll(STYLE_URL)].every((m) => isSafeUrl(m[2]));
+  }
   if (name === "srcset") {
     return decodeHtmlAttribute(value)
       .split(",")
@@ -412,8 +580,10 @@ export async function keepSafeUrls(html: string): Promise<string> {
 export async function assertTemplateSyntax(template: string, field: string) {
   const { html: htmlEngine } = await liquidEngines();
   try {
+    checkedTagCount(template);
     htmlEngine.parse(translateDefaults(template));
   } catch (err) {
+    if (err instanceof RenderLimitError) throw ApiError.validation([{ field, message: err.message, code: err.code }]);
     const detail = err instanceof Error ? err.message.split("\n")[0] : String(err);
     throw ApiError.validation([{ field, message: `Template error: ${detail}`, code: "template_error" }]);
   }

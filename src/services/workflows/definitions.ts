@@ -155,7 +155,19 @@ const triggerColumns = (trigger: WorkflowTrigger) => ({
   triggerEvent: trigger.type === "EVENT" ? trigger.eventName : null,
 });
 
+/** Most workflows (not deleted) one project may have: each trigger can start every one of them. */
+export const MAX_WORKFLOWS_PER_PROJECT = 50;
+
 export async function createWorkflow(db: Database, env: Env, projectId: string, input: CreateWorkflowInput) {
+  const [{ n }] = await db
+    .select({ n: count() })
+    .from(workflows)
+    .where(and(eq(workflows.projectId, projectId), isNull(workflows.deletedAt)));
+  if (n >= MAX_WORKFLOWS_PER_PROJECT) {
+    throw new ApiError("QUOTA_EXCEEDED", `A project may have at most ${MAX_WORKFLOWS_PER_PROJECT} workflows`, {
+      suggestion: "Delete a workflow you no longer use, or combine workflows with CONDITION steps.",
+    });
+  }
   const trigger = resolveTrigger(input);
   if (!trigger) {
     throw ApiError.validation([

@@ -1,7 +1,7 @@
 import { and, eq, inArray, type SQL } from "drizzle-orm";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import type { Database } from "../../db/client";
-import { workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
+import { projects, workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { listNewestFirst } from "../../lib/pagination";
@@ -88,6 +88,29 @@ export async function recordProgress(db: Database, executionId: string, update: 
     .returning({ id: workflowExecutions.id });
   return rows.length > 0;
 }
+
+/**
+ * Whether an execution may do its next step: still active, and its project not
+ * disabled. An active execution of a disabled project is CANCELLED here, so it
+ * stops before doing anything more. One read in the usual case.
+ */
+export async function executionMayContinue(db: Database, executionId: string, projectId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ status: workflowExecutions.status, disabled: projects.disabled })
+    .from(workflowExecutions)
+    .innerJoin(projects, eq(projects.id, workflowExecutions.projectId))
+    .where(and(eq(workflowExecutions.id, executionId), eq(workflowExecutions.projectId, projectId)));
+  if (!row || !ACTIVE_STATUSES.includes(row.status)) return false;
+  if (!row.disabled) return true;
+  const now = new Date();
+  await db
+    .update(workflowExecutions)
+    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: PROJECT_DISABLED_ERROR, updatedAt: now })
+    .where(and(eq(workflowExecutions.id, executionId), inArray(workflowExecutions.status, ACTIVE_STATUSES)));
+  return false;
+}
+
+export const PROJECT_DISABLED_ERROR = "The project is disabled";
 
 /**
  * Marks a deleted workflow's running and waiting executions CANCELLED and

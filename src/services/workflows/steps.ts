@@ -5,7 +5,8 @@ import type { Env } from "../../env";
 import { updateContactById } from "../../store/contacts";
 import { raisedGuard } from "../../store/guards";
 import { evaluateCondition, loadContactActivity, type Condition } from "../conditions";
-import { requireEncryptionKey } from "../../lib/config";
+import { readConfig, requireEncryptionKey } from "../../lib/config";
+import { projectLimiter } from "../../durable/names";
 import { decryptPrivateKey } from "../domains/dkim";
 import { renderSubject } from "../send/render";
 import { webhookSecretContext } from "./definitions";
@@ -81,6 +82,10 @@ export async function callWebhookStep(db: Database, env: Env, input: WebhookStep
     if (problem.retryable) throw new Error(problem.reason);
     throw new PermanentStepError(`Refused: ${problem.reason}`);
   }
+  const limit = readConfig(env).WORKFLOW_WEBHOOKS_PER_MINUTE;
+  const { allowed, resetSeconds } = await projectLimiter(env, "webhook", input.projectId).hitApi(limit, Date.now());
+  // Retryable: the step's retries (30 s, then doubling) try again in a later minute.
+  if (!allowed) throw new Error(`The project's ${limit} webhook calls a minute are used up; retried in ${resetSeconds} s or later`);
   const [contact, workflow] = await Promise.all([
     loadContact(db, input.projectId, input.contactId),
     db.query.workflows.findFirst({ where: eq(workflows.id, input.workflowId), columns: { webhookSecretEncrypted: true } }),

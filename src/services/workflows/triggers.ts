@@ -1,8 +1,8 @@
-import { and, asc, eq, inArray, isNull } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { chunks, IN_LIST_IDS } from "../../lib/chunks";
 import type { Database } from "../../db/client";
 import { getDb } from "../../db/client";
-import { workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/schema";
+import { projects, workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/schema";
 import type { Env } from "../../env";
 import { newId } from "../../lib/ids";
 import { ACTIVE_STATUSES, type ExecutionParams, type WorkflowQueueMessage } from "./executions";
@@ -79,6 +79,9 @@ function triggerKey(message: TriggerMessage): string {
   return `subscribed:${message.outboxId}`;
 }
 
+/** The project is not disabled: a disabled project starts and resumes nothing. */
+const projectActive = (projectId: string) => sql`NOT EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${projectId} AND ${projects.disabled} = 1)`;
+
 /** Sends the event to the contact's executions waiting for it (an indexed lookup, then sendEvent). */
 async function resumeWaiting(db: Database, env: Env, message: TriggerMessage) {
   if (message.type !== "EVENT" || !message.eventName) return;
@@ -91,6 +94,7 @@ async function resumeWaiting(db: Database, env: Env, message: TriggerMessage) {
         eq(workflowExecutions.waitingEvent, message.eventName),
         eq(workflowExecutions.status, "WAITING"),
         eq(workflowExecutions.projectId, message.projectId),
+        projectActive(message.projectId),
       ),
     )
     .limit(MAX_MATCHES);
@@ -120,6 +124,7 @@ async function startExecutions(db: Database, env: Env, message: TriggerMessage):
         message.type === "EVENT" ? eq(workflows.triggerEvent, message.eventName ?? "") : isNull(workflows.triggerEvent),
         eq(workflows.enabled, true),
         isNull(workflows.deletedAt),
+        projectActive(message.projectId),
       ),
     )
     .limit(MAX_MATCHES);
