@@ -2,6 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../src/index";
+import { deadLetterQueue, SEND_QUEUE } from "../src/messages";
 
 describe("queue dispatch", () => {
   it("a batch from a queue no consumer is registered for throws, naming the queue, and acks nothing", async () => {
@@ -24,7 +25,7 @@ describe("queue dispatch", () => {
         return Reflect.get(target, prop, target);
       },
     });
-    const batch = createMessageBatch<unknown>("edge-mail-send-dlq", [
+    const batch = createMessageBatch<unknown>(deadLetterQueue(SEND_QUEUE), [
       { id: "d1", timestamp: new Date(), attempts: 2, body: { emailId: "e1", projectId: "p" } },
       { id: "d2", timestamp: new Date(), attempts: 2, body: { emailId: "e2", projectId: "p" } },
     ]);

@@ -9,6 +9,7 @@ import { recordingQueue } from "./fakes/queue";
 import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fakes/ses";
 import type { z } from "@hono/zod-openapi";
 import type { SendResponseSchema } from "../src/schemas/send";
+import { SEND_QUEUE } from "../src/messages";
 
 type SendResponse = z.infer<typeof SendResponseSchema>;
 
@@ -65,7 +66,7 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
   /** Runs the consumer on the given messages (default: everything queued so far) with their delivery attempt number. */
   async function deliver(messages = queue.take().map((m) => m.body), attempts = 1) {
     const batch = createMessageBatch<SendEmailMessage>(
-      "edge-mail-send",
+      SEND_QUEUE,
       messages.map((body, i) => ({ id: `m${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body })),
     );
     // getQueueResult reports which messages were retried but not their delay, so record it.

@@ -9,9 +9,9 @@ import { newId } from "../../src/lib/ids";
 import { call } from "../helpers";
 import { recordingQueue } from "../fakes/queue";
 import { sendingSetup } from "../sending";
+import { BULK_QUEUE, SEND_QUEUE } from "../../src/messages";
 
-export const SEND_QUEUE = "edge-mail-send";
-export const BULK_QUEUE = "edge-mail-bulk";
+export { BULK_QUEUE, SEND_QUEUE };
 
 type Queued = { body: any; delaySeconds?: number };
 

@@ -9,6 +9,7 @@ import type { SendEmailMessage } from "../../src/env";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { decodeWords } from "../fakes/ses";
 import { sendingSetup } from "../sending";
+import { deadLetterQueue, SEND_QUEUE } from "../../src/messages";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -145,7 +146,7 @@ describe("send queue consumer", () => {
     await s.deliver([failMsg.body], 8);
     await s.deliver([sentMsg.body], 1);
 
-    const batch = createMessageBatch<SendEmailMessage>("edge-mail-send-dlq", [
+    const batch = createMessageBatch<SendEmailMessage>(deadLetterQueue(SEND_QUEUE), [
       { id: "d1", timestamp: new Date(), attempts: 1, body: failMsg.body },
       { id: "d2", timestamp: new Date(), attempts: 1, body: sentMsg.body },
     ]);

@@ -22,6 +22,7 @@ import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON } from "../../src/services/send/
 import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { call, expectError } from "../helpers";
 import { sendingSetup } from "../sending";
+import { deadLetterQueue, SEND_QUEUE } from "../../src/messages";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -59,7 +60,7 @@ describe("dead letters", () => {
     await db().update(emails).set({ status: "SENDING", sendingAt: new Date(), attempts: 3 }).where(inArray(emails.id, claimed));
 
     const batch = createMessageBatch<SendEmailMessage>(
-      "edge-mail-send-dlq",
+      deadLetterQueue(SEND_QUEUE),
       messages.map((body, i) => ({ id: `dead-${i}`, timestamp: new Date(), attempts: 9, body })),
     );
     const ctx = createExecutionContext();

@@ -11,6 +11,7 @@ import { WORKFLOW_QUEUE_MAX_RETRIES } from "../../src/services/workflows/trigger
 import { newProject } from "../helpers";
 import { automationProject } from "./harness";
 import wranglerToml from "../../wrangler.toml?raw";
+import { WORKFLOW_QUEUE_NAME } from "../../src/messages";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -74,7 +75,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
     } as unknown as Env;
     const trigger = signupTrigger(project.id, contactId);
     async function deliver(attempts: number) {
-      const batch = createMessageBatch<unknown>("edge-mail-workflows", [{ id: `m-${attempts}`, timestamp: new Date(), attempts, body: trigger }]);
+      const batch = createMessageBatch<unknown>(WORKFLOW_QUEUE_NAME, [{ id: `m-${attempts}`, timestamp: new Date(), attempts, body: trigger }]);
       const ctx = createExecutionContext();
       await worker.queue!(batch, engineDown, ctx);
       return getQueueResult(batch, ctx);
@@ -118,7 +119,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
       },
     } as unknown as Env;
     const trigger = signupTrigger(project.id, contactId);
-    const first = createMessageBatch<unknown>("edge-mail-workflows", [
+    const first = createMessageBatch<unknown>(WORKFLOW_QUEUE_NAME, [
       { id: "m-1", timestamp: new Date(), attempts: WORKFLOW_QUEUE_MAX_RETRIES + 1, body: trigger },
     ]);
     const ctx = createExecutionContext();

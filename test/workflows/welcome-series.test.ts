@@ -6,6 +6,7 @@ vi.setConfig({ testTimeout: 60_000 });
 import worker from "../../src/index";
 import type { WorkflowQueueMessage } from "../../src/services/workflows/executions";
 import { automationProject, eventually } from "./harness";
+import { WORKFLOW_QUEUE_NAME } from "../../src/messages";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -149,7 +150,7 @@ describe("welcome series on Cloudflare Workflows", () => {
       eventId: tracked.event,
     };
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const batch = createMessageBatch<WorkflowQueueMessage>("edge-mail-workflows", [
+      const batch = createMessageBatch<WorkflowQueueMessage>(WORKFLOW_QUEUE_NAME, [
         { id: `redelivery-${attempt}`, timestamp: new Date(), attempts: attempt, body: message },
       ]);
       const ctx = createExecutionContext();
