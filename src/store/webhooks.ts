@@ -1,0 +1,367 @@
+/**
+ * The only writer of the webhook tables (webhook_endpoints, webhook_events,
+ * webhook_deliveries, webhook_minute_usage). Every function returns D1
+ * statements with fixed SQL, so a caller puts them in one batch with the
+ * change they belong to.
+ */
+
+/** Statement parameters of one enabled, subscribed endpoint test (?2 project, ?3 type). */
+const SUBSCRIBED = `EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ?2 AND w.enabled = 1
+  AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = ?3)))`;
+
+const RECORD_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT ?1, ?2, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json(?5)), ?6
+  WHERE ${SUBSCRIBED}
+  RETURNING id`;
+
+/**
+ * Records a webhook event of `type` for the project, with `data` as the body's
+ * `data`: one INSERT ... SELECT that writes nothing unless an enabled endpoint
+ * of the project subscribes to the type. `RETURNING id`: the batch's result
+ * for it holds the event's id when one was recorded (see recordedEventIds).
+ */
+export function recordWebhookEvent(d1: D1Database, input: { id: string; projectId: string; type: string; data: unknown; at: Date }): D1PreparedStatement {
+  return d1.prepare(RECORD_EVENT_SQL).bind(input.id, input.projectId, input.type, input.at.toISOString(), JSON.stringify(input.data ?? {}), input.at.getTime());
+}
+
+const ISO = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
+
+const RECORD_EMAIL_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT ?1, e.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json_patch(json_object(
+      'emailId', e.id, 'contactId', e.contact_id, 'to', e.to_address, 'from', e.from_address, 'subject', e.subject,
+      'campaignId', e.campaign_id, 'templateId', e.template_id, 'workflowId', NULL), json(?5))), ?6
+  FROM emails e WHERE e.id = ?7 AND e.project_id = ?2 AND ${SUBSCRIBED}
+  RETURNING id`;
+
+/**
+ * An `email.*` event whose data is the email as it is at this point of the
+ * batch: `{emailId, contactId, to, from, subject, campaignId, templateId,
+ * workflowId}` plus `extra` (bounceType, url, reason; null values are left out).
+ */
+export function recordEmailWebhookEvent(
+  d1: D1Database,
+  input: { id: string; projectId: string; type: string; emailId: string; at: Date; extra?: Record<string, string | number | null | undefined> },
+): D1PreparedStatement {
+  const extra = Object.fromEntries(Object.entries(input.extra ?? {}).filter(([, v]) => v !== null && v !== undefined));
+  return d1
+    .prepare(RECORD_EMAIL_EVENT_SQL)
+    .bind(input.id, input.projectId, input.type, input.at.toISOString(), JSON.stringify(extra), input.at.getTime(), input.emailId);
+}
+
+const RECORD_CONTACT_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT ?1, c.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json_object(
+      'id', c.id, 'email', c.email, 'subscribed', json(CASE WHEN c.subscribed THEN 'true' ELSE 'false' END),
+      'data', json(c.data), 'createdAt', ${ISO("c.created_at")}, 'updatedAt', ${ISO("c.updated_at")})), ?5
+  FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR (?6 IS NULL AND c.email = ?7)) AND ${SUBSCRIBED}
+  RETURNING id`;
+
+/**
+ * A `contact.*` event whose data is the contact object (as GET /contacts/{id}
+ * shows it) at this point of the batch, found by id or by address. For
+ * `contact.deleted` put it before the DELETE.
+ */
+export function recordContactWebhookEvent(
+  d1: D1Database,
+  input: { id: string; projectId: string; type: string; at: Date } & ({ contactId: string; email?: undefined } | { email: string; contactId?: undefined }),
+): D1PreparedStatement {
+  return d1
+    .prepare(RECORD_CONTACT_EVENT_SQL)
+    .bind(input.id, input.projectId, input.type, input.at.toISOString(), input.at.getTime(), input.contactId ?? null, input.email ?? null);
+}
+
+/** The ids of the events a batch recorded, from the results of its record* statements. */
+export function recordedEventIds(results: readonly (readonly Record<string, unknown>[])[]): string[] {
+  const ids: string[] = [];
+  for (const rows of results) for (const row of rows) if (typeof row.id === "string") ids.push(row.id);
+  return ids;
+}
+
+// Endpoints -----------------------------------------------------------------
+
+const INSERT_ENDPOINT_SQL = `INSERT INTO webhook_endpoints (id, project_id, url, events, description, enabled, secret_encrypted, created_at, updated_at)
+  SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8
+  WHERE (SELECT count(*) FROM webhook_endpoints WHERE project_id = ?2) < ?9
+  RETURNING *`;
+
+/** A new endpoint, unless the project already has `cap` (then it returns no row). */
+export function insertEndpoint(
+  d1: D1Database,
+  row: { id: string; projectId: string; url: string; events: string[]; description: string | null; enabled: boolean; secretEncrypted: string; at: Date },
+  cap: number,
+): D1PreparedStatement {
+  return d1
+    .prepare(INSERT_ENDPOINT_SQL)
+    .bind(row.id, row.projectId, row.url, JSON.stringify(row.events), row.description, row.enabled ? 1 : 0, row.secretEncrypted, row.at.getTime(), cap);
+}
+
+const UPDATE_ENDPOINT_SQL = `UPDATE webhook_endpoints SET
+    url = coalesce(?3, url),
+    events = coalesce(?4, events),
+    description = CASE WHEN ?5 THEN ?6 ELSE description END,
+    enabled = coalesce(?7, enabled),
+    -- Enabling again clears the reason and the failure streak.
+    disabled_reason = CASE WHEN ?7 = 1 THEN NULL ELSE disabled_reason END,
+    failing_since = CASE WHEN ?7 = 1 THEN NULL ELSE failing_since END,
+    updated_at = ?8
+  WHERE id = ?1 AND project_id = ?2
+  RETURNING *`;
+
+export function updateEndpoint(
+  d1: D1Database,
+  projectId: string,
+  id: string,
+  set: { url?: string; events?: string[]; description?: string | null; enabled?: boolean },
+  at: Date,
+): D1PreparedStatement {
+  return d1
+    .prepare(UPDATE_ENDPOINT_SQL)
+    .bind(
+      id,
+      projectId,
+      set.url ?? null,
+      set.events ? JSON.stringify(set.events) : null,
+      set.description !== undefined ? 1 : 0,
+      set.description ?? null,
+      set.enabled === undefined ? null : set.enabled ? 1 : 0,
+      at.getTime(),
+    );
+}
+
+/** Deleting an endpoint keeps its deliveries until retention prunes them (nothing lists them any more). */
+export function deleteEndpoint(d1: D1Database, projectId: string, id: string): D1PreparedStatement {
+  return d1.prepare("DELETE FROM webhook_endpoints WHERE id = ?1 AND project_id = ?2 RETURNING id").bind(id, projectId);
+}
+
+const ROTATE_SQL = `UPDATE webhook_endpoints SET
+    previous_secret_encrypted = ?3, previous_secret_expires_at = ?4, secret_encrypted = ?5, updated_at = ?6
+  WHERE id = ?1 AND project_id = ?2
+  RETURNING *`;
+
+/** A new secret; the previous one (re-encrypted by the caller) keeps signing until `previousExpiresAt`. */
+export function rotateEndpointSecret(
+  d1: D1Database,
+  projectId: string,
+  id: string,
+  secrets: { currentEncrypted: string; previousEncrypted: string; previousExpiresAt: Date },
+  at: Date,
+): D1PreparedStatement {
+  return d1
+    .prepare(ROTATE_SQL)
+    .bind(id, projectId, secrets.previousEncrypted, secrets.previousExpiresAt.getTime(), secrets.currentEncrypted, at.getTime());
+}
+
+// Fan-out and deliveries -----------------------------------------------------
+
+/** Marks events whose deliveries exist (or that no endpoint wants any more). */
+export function markEventsFannedOut(d1: D1Database, eventIds: string[]): D1PreparedStatement {
+  return d1.prepare("UPDATE webhook_events SET fanned_out = 1 WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(eventIds));
+}
+
+const INSERT_DELIVERIES_SQL = `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, type, status, attempts, next_attempt_at, created_at, updated_at)
+  SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+         json_extract(value, '$[4]'), 'PENDING', 0, ?2, ?2, ?2
+  FROM json_each(?1) WHERE true
+  ON CONFLICT (webhook_id, event_id) DO NOTHING`;
+
+/** One PENDING delivery per (event, endpoint); a pair that has one already is left alone. */
+export function insertDeliveries(
+  d1: D1Database,
+  rows: { id: string; projectId: string; webhookId: string; eventId: string; type: string }[],
+  at: Date,
+): D1PreparedStatement {
+  const values = rows.map((r) => [r.id, r.projectId, r.webhookId, r.eventId, r.type]);
+  return d1.prepare(INSERT_DELIVERIES_SQL).bind(JSON.stringify(values), at.getTime());
+}
+
+/** Never-attempted deliveries of these events (to queue their first attempt); a read in the fan-out's batch. */
+export function unattemptedDeliveries(d1: D1Database, webhookIds: string[], eventIds: string[]): D1PreparedStatement {
+  return d1
+    .prepare(
+      `SELECT id, project_id FROM webhook_deliveries
+       WHERE webhook_id IN (SELECT value FROM json_each(?1)) AND event_id IN (SELECT value FROM json_each(?2))
+         AND status = 'PENDING' AND attempts = 0`,
+    )
+    .bind(JSON.stringify(webhookIds), JSON.stringify(eventIds));
+}
+
+const CLAIM_SQL = `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?2, updated_at = ?3
+  WHERE id IN (SELECT key FROM json_each(?1)) AND status = 'PENDING'
+    AND (attempts + 1 = json_extract(?1, '$."' || id || '"')
+         -- The same attempt again once its claim ran out: the consumer died after claiming.
+         OR (attempts = json_extract(?1, '$."' || id || '"') AND next_attempt_at <= ?3))
+  RETURNING *`;
+
+/**
+ * Claims deliveries for an attempt before anything is sent: `attempts` maps a
+ * delivery id to the attempt number its message carries. Only a PENDING
+ * delivery whose previous attempt is exactly the one before is claimed (the
+ * attempt counter moves on atomically), so a redelivered or stale message
+ * claims nothing and sends nothing; a claim lasts until `claimUntil`.
+ */
+export function claimDeliveries(d1: D1Database, attempts: Record<string, number>, claimUntil: Date, at: Date): D1PreparedStatement {
+  return d1.prepare(CLAIM_SQL).bind(JSON.stringify(attempts), claimUntil.getTime(), at.getTime());
+}
+
+export interface DeliveryOutcome {
+  id: string;
+  status: "PENDING" | "SUCCEEDED" | "FAILED";
+  statusCode: number | null;
+  error: string | null;
+  /** PENDING: when the next attempt is due. */
+  nextAttemptAt: Date | null;
+  /** The attempt is given back (not counted), e.g. over the per-minute cap. */
+  release?: boolean;
+}
+
+const OUTCOMES_SQL = `UPDATE webhook_deliveries SET
+    status = json_extract(o.value, '$[1]'),
+    last_status_code = CASE WHEN json_extract(o.value, '$[5]') THEN last_status_code ELSE json_extract(o.value, '$[2]') END,
+    last_error = CASE WHEN json_extract(o.value, '$[5]') THEN last_error ELSE json_extract(o.value, '$[3]') END,
+    next_attempt_at = json_extract(o.value, '$[4]'),
+    attempts = attempts - CASE WHEN json_extract(o.value, '$[5]') THEN 1 ELSE 0 END,
+    updated_at = ?2
+  FROM json_each(?1) AS o
+  WHERE webhook_deliveries.id = json_extract(o.value, '$[0]')`;
+
+/** Records what the attempts did, in one statement. */
+export function recordDeliveryOutcomes(d1: D1Database, outcomes: DeliveryOutcome[], at: Date): D1PreparedStatement {
+  const values = outcomes.map((o) => [o.id, o.status, o.statusCode, o.error?.slice(0, 1000) ?? null, o.nextAttemptAt?.getTime() ?? null, o.release ? 1 : 0]);
+  return d1.prepare(OUTCOMES_SQL).bind(JSON.stringify(values), at.getTime());
+}
+
+/** A success ends the endpoints' failure streak. */
+export function endpointsSucceeded(d1: D1Database, webhookIds: string[]): D1PreparedStatement {
+  return d1
+    .prepare("UPDATE webhook_endpoints SET failing_since = NULL WHERE id IN (SELECT value FROM json_each(?1)) AND failing_since IS NOT NULL")
+    .bind(JSON.stringify(webhookIds));
+}
+
+/**
+ * Failures start a streak (or continue it); an endpoint whose streak began at
+ * or before `disableBefore` is disabled with `reason`.
+ */
+export function endpointsFailed(d1: D1Database, webhookIds: string[], at: Date, disableBefore: Date, reason: string): D1PreparedStatement[] {
+  const ids = JSON.stringify(webhookIds);
+  return [
+    d1
+      .prepare("UPDATE webhook_endpoints SET failing_since = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND failing_since IS NULL")
+      .bind(ids, at.getTime()),
+    d1
+      .prepare(
+        `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?3, updated_at = ?4
+         WHERE id IN (SELECT value FROM json_each(?1)) AND enabled = 1 AND failing_since <= ?2`,
+      )
+      .bind(ids, disableBefore.getTime(), reason, at.getTime()),
+  ];
+}
+
+/** Counts attempts toward the project's per-minute cap. */
+export function countAttempts(d1: D1Database, projectId: string, minute: number, n: number): D1PreparedStatement {
+  return d1
+    .prepare(
+      `INSERT INTO webhook_minute_usage (project_id, minute, attempts) VALUES (?1, ?2, ?3)
+       ON CONFLICT (project_id, minute) DO UPDATE SET attempts = attempts + excluded.attempts`,
+    )
+    .bind(projectId, minute, n);
+}
+
+/**
+ * Sends a delivery again now: PENDING, due now. Returns the delivery (with the
+ * attempt number the retry carries: attempts + 1), or no row.
+ */
+export function requeueDelivery(d1: D1Database, projectId: string, webhookId: string, id: string, at: Date): D1PreparedStatement {
+  return d1
+    .prepare(
+      `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at = ?4, updated_at = ?4
+       WHERE id = ?1 AND project_id = ?2 AND webhook_id = ?3
+       RETURNING *`,
+    )
+    .bind(id, projectId, webhookId, at.getTime());
+}
+
+/** A `webhook.test` event and its one delivery to this endpoint (fanned out already). */
+export function recordTestDelivery(
+  d1: D1Database,
+  input: { eventId: string; deliveryId: string; projectId: string; webhookId: string; payload: string; at: Date },
+): D1PreparedStatement[] {
+  const at = input.at.getTime();
+  return [
+    d1
+      .prepare("INSERT INTO webhook_events (id, project_id, type, payload, fanned_out, created_at) VALUES (?1, ?2, 'webhook.test', ?3, 1, ?4)")
+      .bind(input.eventId, input.projectId, input.payload, at),
+    d1
+      .prepare(
+        `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, type, status, attempts, next_attempt_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, 'webhook.test', 'PENDING', 0, ?5, ?5, ?5) RETURNING *`,
+      )
+      .bind(input.deliveryId, input.projectId, input.webhookId, input.eventId, at),
+  ];
+}
+
+// Outbox and safety nets -------------------------------------------------------
+
+/**
+ * Claims up to `limit` recorded events that were never fanned out: never
+ * queued and older than `unqueuedBefore` (their request's own hand-over did not
+ * happen), or queued before `requeueBefore` (the message was lost).
+ */
+export function claimOutboxEvents(d1: D1Database, at: Date, unqueuedBefore: Date, requeueBefore: Date, limit: number): D1PreparedStatement {
+  return d1
+    .prepare(
+      `UPDATE webhook_events SET queued_at = ?1
+       WHERE id IN (SELECT id FROM webhook_events
+                    WHERE fanned_out = 0 AND ((queued_at IS NULL AND id < ?2) OR queued_at < ?3)
+                    ORDER BY queued_at, id LIMIT ?4)
+       RETURNING id, project_id`,
+    )
+    .bind(at.getTime(), idBefore(unqueuedBefore), requeueBefore.getTime(), limit);
+}
+
+/** The lowest UUIDv7 of a moment (as lib/ids idAtTime; the store imports nothing). */
+function idBefore(at: Date): string {
+  const hex = Math.max(0, Math.floor(at.getTime())).toString(16).padStart(12, "0").slice(-12);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/** Gives claimed events back to the outbox (the queue refused them). */
+export function unclaimOutboxEvents(d1: D1Database, eventIds: string[]): D1PreparedStatement {
+  return d1.prepare("UPDATE webhook_events SET queued_at = NULL WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(eventIds));
+}
+
+/**
+ * PENDING deliveries overdue by more than the grace (their message was lost,
+ * or their consumer died after claiming): pushed `claimFor` ahead, returned
+ * with the attempt number to queue.
+ */
+export function claimOverdueDeliveries(d1: D1Database, at: Date, overdueBefore: Date, claimUntil: Date, limit: number): D1PreparedStatement {
+  return d1
+    .prepare(
+      `UPDATE webhook_deliveries SET next_attempt_at = ?3
+       WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at < ?2 ORDER BY next_attempt_at LIMIT ?4)
+       RETURNING id, project_id, attempts`,
+    )
+    .bind(at.getTime(), overdueBefore.getTime(), claimUntil.getTime(), limit);
+}
+
+// Retention -----------------------------------------------------------------
+
+/**
+ * Deliveries created before `before` and events a day older still (UUIDv7 ids:
+ * an id range; an event's deliveries are made seconds after it), at most
+ * `limit` of each.
+ */
+export function pruneWebhookHistory(d1: D1Database, before: Date, limit: number): D1PreparedStatement[] {
+  return [
+    d1
+      .prepare("DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE id < ?1 ORDER BY id LIMIT ?2)")
+      .bind(idBefore(before), limit),
+    d1
+      .prepare("DELETE FROM webhook_events WHERE id IN (SELECT id FROM webhook_events WHERE id < ?1 ORDER BY id LIMIT ?2)")
+      .bind(idBefore(new Date(before.getTime() - 86_400_000)), limit),
+  ];
+}
+
+/** Per-minute counters of minutes before `minute`. */
+export function pruneMinuteUsage(d1: D1Database, minute: number): D1PreparedStatement {
+  return d1.prepare("DELETE FROM webhook_minute_usage WHERE minute < ?1").bind(minute);
+}
