@@ -77,6 +77,12 @@ export interface Env {
   WORKFLOW_QUEUE: Queue<WorkflowQueueMessage>;
   /** Cloudflare Workflows binding of AutomationWorkflow: one instance per workflow execution. */
   AUTOMATIONS: Workflow<ExecutionParams>;
+  /** Event webhooks: fan-out and delivery messages (src/services/webhooks/deliver.ts). */
+  WEBHOOK_QUEUE: Queue<WebhookQueueMessage>;
+  /** Days webhook deliveries are kept (default 30); per-project caps (defaults 20 endpoints, 6000 attempts a minute). */
+  WEBHOOK_RETENTION_DAYS?: string;
+  WEBHOOK_ENDPOINTS_PER_PROJECT?: string;
+  WEBHOOK_DELIVERIES_PER_MINUTE?: string;
   /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
   EMAIL_BULK_QUEUE: Queue<unknown>;
 }
@@ -86,6 +92,11 @@ export interface SendEmailMessage {
   emailId: string;
   projectId: string;
 }
+
+/** Event webhooks' queue: fan out a recorded event, or one attempt of one delivery (src/services/webhooks/deliver.ts). */
+export type WebhookQueueMessage =
+  | { kind: "event"; eventId: string; projectId: string }
+  | { kind: "delivery"; deliveryId: string; projectId: string; attempt: number };
 
 /** What the auth middleware puts on the request context. */
 export interface AuthContext {
@@ -104,6 +115,8 @@ export interface AppBindings {
      * response is skipped. Unset: unknown, the hand-over runs.
      */
     workflowTriggersPending?: boolean;
+    /** Ids of webhook events the request's write recorded: handed to the webhook queue after the response. */
+    webhookEvents?: string[];
     /** Resolves when the rate limiter allowed the request, rejects with the 429 (routes whose limiter check is deferred). */
     rateLimitAllowed?: () => Promise<void>;
   };

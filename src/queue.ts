@@ -6,6 +6,7 @@ import { settleDeadLetters } from "./services/send/dead-letter";
 import { deliverBatch } from "./services/send/deliver";
 import type { WorkflowQueueMessage } from "./services/workflows/executions";
 import { consumeWorkflowMessages } from "./services/workflows/triggers";
+import { consumeWebhookMessages, type WebhookQueueMessage } from "./services/webhooks/deliver";
 
 /** Queue names, as in wrangler.toml (the names are what a batch says it came from). */
 export const SEND_QUEUE = "edge-mail-send";
@@ -13,6 +14,8 @@ export const SEND_QUEUE = "edge-mail-send";
 export const BULK_QUEUE = "edge-mail-bulk";
 /** The workflow queue: trigger and terminate messages. */
 export const WORKFLOW_QUEUE_NAME = "edge-mail-workflows";
+/** Event webhooks: fan-out and delivery attempts. */
+export const WEBHOOK_QUEUE_NAME = "edge-mail-webhooks";
 
 /** One consumer per queue; a queue not named here is a deployment error (a batch from it throws). */
 const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
@@ -21,6 +24,7 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   [BULK_QUEUE]: consumeBulk,
   [`${BULK_QUEUE}-dlq`]: settleBulkDeadLetters,
   [EMAIL_EVENTS_QUEUE]: applyEmailServiceEvents,
+  [WEBHOOK_QUEUE_NAME]: (messages, env) => consumeWebhookMessages(messages as readonly { id: string; body: WebhookQueueMessage; attempts: number }[], env),
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),
 };
 

@@ -5,6 +5,7 @@ import { utcDayNumber } from "./quotas";
 import type { Env } from "../env";
 import { readConfig } from "../lib/config";
 import { idAtTime } from "../lib/ids";
+import { pruneWebhookDeliveries } from "./webhooks/outbox";
 
 /**
  * Retention, run by the cron in bounded batches so one tick never does
@@ -130,5 +131,6 @@ export async function runRetention(env: Env, now = new Date()) {
     events: await pruneOldEvents(db, env, now),
     captured: await pruneCapturedMail(db, env, now),
     usage: await pruneDailyUsage(db, now),
+    webhooks: await pruneWebhookDeliveries(env, now),
   };
 }

@@ -145,9 +145,7 @@ export function rotateEndpointSecret(
   secrets: { currentEncrypted: string; previousEncrypted: string; previousExpiresAt: Date },
   at: Date,
 ): D1PreparedStatement {
-  return d1
-    .prepare(ROTATE_SQL)
-    .bind(id, projectId, secrets.previousEncrypted, secrets.previousExpiresAt.getTime(), secrets.currentEncrypted, at.getTime());
+  return d1.prepare(ROTATE_SQL).bind(id, projectId, secrets.previousEncrypted, secrets.previousExpiresAt.getTime(), secrets.currentEncrypted, at.getTime());
 }
 
 // Fan-out and deliveries -----------------------------------------------------
@@ -184,7 +182,7 @@ export function unattemptedDeliveries(d1: D1Database, webhookIds: string[], even
     .bind(JSON.stringify(webhookIds), JSON.stringify(eventIds));
 }
 
-const CLAIM_SQL = `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?2, updated_at = ?3
+const CLAIM_SQL = `UPDATE webhook_deliveries SET attempts = json_extract(?1, '$."' || id || '"'), next_attempt_at = ?2, updated_at = ?3
   WHERE id IN (SELECT key FROM json_each(?1)) AND status = 'PENDING'
     AND (attempts + 1 = json_extract(?1, '$."' || id || '"')
          -- The same attempt again once its claim ran out: the consumer died after claiming.
