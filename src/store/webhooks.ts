@@ -26,47 +26,112 @@ export function recordWebhookEvent(d1: D1Database, input: { id: string; projectI
 
 const ISO = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
 
-const RECORD_EMAIL_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+/** Email timestamps a batch sets when a state change happens; an event may require that this batch set one. */
+export const EMAIL_CHANGE_COLUMNS = ["sent_at", "delivered_at", "bounced_at", "complained_at", "failed_at", "last_opened_at", "last_clicked_at"] as const;
+export type EmailChangeColumn = (typeof EMAIL_CHANGE_COLUMNS)[number];
+
+const emailEventSql = (changed: EmailChangeColumn | null) => `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
   SELECT ?1, e.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json_patch(json_object(
       'emailId', e.id, 'contactId', e.contact_id, 'to', e.to_address, 'from', e.from_address, 'subject', e.subject,
       'campaignId', e.campaign_id, 'templateId', e.template_id, 'workflowId', NULL), json(?5))), ?6
-  FROM emails e WHERE e.id = ?7 AND e.project_id = ?2 AND ${SUBSCRIBED}
+  FROM emails e WHERE e.id = ?7 AND e.project_id = ?2 ${changed ? `AND e.${changed} = ?6` : ""} AND ${SUBSCRIBED}
   RETURNING id`;
+const EMAIL_EVENT_SQL = new Map<EmailChangeColumn | null, string>([null, ...EMAIL_CHANGE_COLUMNS].map((c) => [c, emailEventSql(c)]));
 
 /**
  * An `email.*` event whose data is the email as it is at this point of the
  * batch: `{emailId, contactId, to, from, subject, campaignId, templateId,
- * workflowId}` plus `extra` (bounceType, url, reason; null values are left out).
+ * workflowId}` plus `extra` (bounceType, url, reason; null values are left
+ * out). With `changed`, only when this batch set that timestamp to `at` (the
+ * state change happened here, not in an earlier delivery of the same feedback).
  */
 export function recordEmailWebhookEvent(
   d1: D1Database,
-  input: { id: string; projectId: string; type: string; emailId: string; at: Date; extra?: Record<string, string | number | null | undefined> },
+  input: {
+    id: string;
+    projectId: string;
+    type: string;
+    emailId: string;
+    at: Date;
+    changed?: EmailChangeColumn;
+    extra?: Record<string, string | number | null | undefined>;
+  },
 ): D1PreparedStatement {
   const extra = Object.fromEntries(Object.entries(input.extra ?? {}).filter(([, v]) => v !== null && v !== undefined));
   return d1
-    .prepare(RECORD_EMAIL_EVENT_SQL)
+    .prepare(EMAIL_EVENT_SQL.get(input.changed ?? null)!)
     .bind(input.id, input.projectId, input.type, input.at.toISOString(), JSON.stringify(extra), input.at.getTime(), input.emailId);
 }
 
-const RECORD_CONTACT_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
-  SELECT ?1, c.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json_object(
-      'id', c.id, 'email', c.email, 'subscribed', json(CASE WHEN c.subscribed THEN 'true' ELSE 'false' END),
-      'data', json(c.data), 'createdAt', ${ISO("c.created_at")}, 'updatedAt', ${ISO("c.updated_at")})), ?5
-  FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR (?6 IS NULL AND c.email = ?7)) AND ${SUBSCRIBED}
+const CONTACT_JSON = `json_object('id', c.id, 'email', c.email, 'subscribed', json(CASE WHEN c.subscribed THEN 'true' ELSE 'false' END),
+      'data', json(c.data), 'createdAt', ${ISO("c.created_at")}, 'updatedAt', ${ISO("c.updated_at")})`;
+
+/** When a contact event happens, judged on the contact as it is before the write. */
+export type ContactEventCondition =
+  /** No contact with this address yet (the write creates it). */
+  | "absent"
+  /** The contact exists (the write changes it, or deletes it). */
+  | "present"
+  /** The contact exists and is unsubscribed (the write subscribes it). */
+  | "unsubscribed"
+  /** The contact exists and is subscribed (the write unsubscribes it). */
+  | "subscribed";
+
+const CONTACT_CONDITIONS: Record<ContactEventCondition, string> = {
+  absent: "NOT EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND c.email = ?7)",
+  present: "EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7))",
+  unsubscribed: "EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7) AND c.subscribed = 0)",
+  subscribed: "EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7) AND c.subscribed = 1)",
+};
+
+const contactBeforeSql = (condition: ContactEventCondition) => `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT ?1, ?2, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json('{}')), ?5
+  WHERE ${CONTACT_CONDITIONS[condition]} AND ${SUBSCRIBED}
   RETURNING id`;
+const CONTACT_BEFORE_SQL = Object.fromEntries((Object.keys(CONTACT_CONDITIONS) as ContactEventCondition[]).map((k) => [k, contactBeforeSql(k)])) as Record<
+  ContactEventCondition,
+  string
+>;
+
+const CONTACT_AFTER_SQL = `UPDATE webhook_events SET payload = json_set(payload, '$.data', (
+    SELECT ${CONTACT_JSON} FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?3 OR c.email = ?4)))
+  WHERE id = ?1 AND EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?3 OR c.email = ?4))`;
 
 /**
- * A `contact.*` event whose data is the contact object (as GET /contacts/{id}
- * shows it) at this point of the batch, found by id or by address. For
- * `contact.deleted` put it before the DELETE.
+ * A `contact.*` event, as two statements around the contact's write in one
+ * batch: `before` records the event when `condition` holds for the contact as
+ * it was (so created, subscribed and unsubscribed mean what happened, not what
+ * is), `after` fills its data with the contact object (as GET /contacts/{id}
+ * shows it) as the write left it. The contact is found by id or by address.
+ * For `contact.deleted` use recordContactSnapshot before the DELETE instead.
  */
-export function recordContactWebhookEvent(
+export function contactEvent(
   d1: D1Database,
-  input: { id: string; projectId: string; type: string; at: Date } & ({ contactId: string; email?: undefined } | { email: string; contactId?: undefined }),
+  input: { id: string; projectId: string; type: string; at: Date; condition: ContactEventCondition; contactId?: string; email?: string },
+): { before: D1PreparedStatement; after: D1PreparedStatement } {
+  const contactId = input.contactId ?? null;
+  const email = input.email?.toLowerCase() ?? null;
+  return {
+    before: d1
+      .prepare(CONTACT_BEFORE_SQL[input.condition])
+      .bind(input.id, input.projectId, input.type, input.at.toISOString(), input.at.getTime(), contactId, email),
+    after: d1.prepare(CONTACT_AFTER_SQL).bind(input.id, input.projectId, contactId, email),
+  };
+}
+
+const CONTACT_SNAPSHOT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT ?1, c.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', ${CONTACT_JSON}), ?5
+  FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7) AND ${SUBSCRIBED}
+  RETURNING id`;
+
+/** A `contact.*` event with the contact as it is at this point of the batch (contact.deleted: before the DELETE). */
+export function recordContactSnapshot(
+  d1: D1Database,
+  input: { id: string; projectId: string; type: string; at: Date; contactId?: string; email?: string },
 ): D1PreparedStatement {
   return d1
-    .prepare(RECORD_CONTACT_EVENT_SQL)
-    .bind(input.id, input.projectId, input.type, input.at.toISOString(), input.at.getTime(), input.contactId ?? null, input.email ?? null);
+    .prepare(CONTACT_SNAPSHOT_SQL)
+    .bind(input.id, input.projectId, input.type, input.at.toISOString(), input.at.getTime(), input.contactId ?? null, input.email?.toLowerCase() ?? null);
 }
 
 /** The ids of the events a batch recorded, from the results of its record* statements. */
