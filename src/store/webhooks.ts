@@ -134,6 +134,27 @@ export function recordContactSnapshot(
     .bind(input.id, input.projectId, input.type, input.at.toISOString(), input.at.getTime(), input.contactId ?? null, input.email?.toLowerCase() ?? null);
 }
 
+const EXECUTION_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT ?1, x.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json_object(
+      'id', x.id, 'workflowId', x.workflow_id, 'workflowVersion', x.workflow_version, 'contactId', x.contact_id,
+      'status', x.status, 'currentStepId', x.current_step_id,
+      'resumeAt', CASE WHEN x.resume_at IS NULL THEN NULL ELSE ${ISO("x.resume_at")} END,
+      'error', x.error, 'history', json(x.history), 'startedAt', ${ISO("x.started_at")},
+      'finishedAt', CASE WHEN x.finished_at IS NULL THEN NULL ELSE ${ISO("x.finished_at")} END)), ?5
+  FROM workflow_executions x
+  WHERE x.id = ?2 AND x.finished_at = ?5
+    AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = x.project_id AND w.enabled = 1
+      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = ?3)))
+  RETURNING id`;
+
+/**
+ * A `workflow.execution.*` event with the execution object, only when this
+ * batch finished the execution (its finished_at is `at`); put it after the update.
+ */
+export function recordExecutionWebhookEvent(d1: D1Database, input: { id: string; executionId: string; type: string; at: Date }): D1PreparedStatement {
+  return d1.prepare(EXECUTION_EVENT_SQL).bind(input.id, input.executionId, input.type, input.at.toISOString(), input.at.getTime());
+}
+
 /** The ids of the events a batch recorded, from the results of its record* statements. */
 export function recordedEventIds(results: readonly (readonly Record<string, unknown>[])[]): string[] {
   const ids: string[] = [];
