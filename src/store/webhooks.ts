@@ -26,41 +26,54 @@ export function recordWebhookEvent(d1: D1Database, input: { id: string; projectI
 
 const ISO = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
 
-/** Email timestamps a batch sets when a state change happens; an event may require that this batch set one. */
+/** Email timestamps a batch sets when a state change happens (see EmailEventItem.when). */
 export const EMAIL_CHANGE_COLUMNS = ["sent_at", "delivered_at", "bounced_at", "complained_at", "failed_at", "last_opened_at", "last_clicked_at"] as const;
 export type EmailChangeColumn = (typeof EMAIL_CHANGE_COLUMNS)[number];
 
-const emailEventSql = (changed: EmailChangeColumn | null) => `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
-  SELECT ?1, e.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json_patch(json_object(
+export interface EmailEventItem {
+  /** The event's id (UUIDv7). */
+  id: string;
+  emailId: string;
+  type: string;
+  /**
+   * When the event happened, judged on the email row: `set:<column>` (put the
+   * statement after the write) only if this batch set that timestamp to `at`;
+   * `unset:<column>` (put it before the write) only if it is not set yet. So a
+   * redelivered outcome or feedback records nothing twice. Omitted: always.
+   */
+  when?: `set:${EmailChangeColumn}` | `unset:${EmailChangeColumn}`;
+  /** Added to the data: bounceType, url, reason (null values are left out). */
+  extra?: Record<string, string | number | null | undefined>;
+}
+
+const WHEN_SQL = EMAIL_CHANGE_COLUMNS.flatMap((c) => [`WHEN 'set:${c}' THEN e.${c} = ?2`, `WHEN 'unset:${c}' THEN e.${c} IS NULL`]).join(" ");
+
+const EMAIL_EVENTS_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT json_extract(j.value, '$[0]'), e.project_id, json_extract(j.value, '$[2]'),
+    json_object('type', json_extract(j.value, '$[2]'), 'timestamp', ?3, 'data', json_patch(json_object(
       'emailId', e.id, 'contactId', e.contact_id, 'to', e.to_address, 'from', e.from_address, 'subject', e.subject,
-      'campaignId', e.campaign_id, 'templateId', e.template_id, 'workflowId', NULL), json(?5))), ?6
-  FROM emails e WHERE e.id = ?7 AND e.project_id = ?2 ${changed ? `AND e.${changed} = ?6` : ""} AND ${SUBSCRIBED}
-  RETURNING id`;
-const EMAIL_EVENT_SQL = new Map<EmailChangeColumn | null, string>([null, ...EMAIL_CHANGE_COLUMNS].map((c) => [c, emailEventSql(c)]));
+      'campaignId', e.campaign_id, 'templateId', e.template_id, 'workflowId', NULL), json_extract(j.value, '$[4]'))), ?2
+  FROM json_each(?1) AS j JOIN emails AS e ON e.id = json_extract(j.value, '$[1]')
+  WHERE (CASE json_extract(j.value, '$[3]') ${WHEN_SQL} ELSE 1 END)
+    AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = e.project_id AND w.enabled = 1
+      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = json_extract(j.value, '$[2]'))))
+  RETURNING id, project_id`;
 
 /**
- * An `email.*` event whose data is the email as it is at this point of the
- * batch: `{emailId, contactId, to, from, subject, campaignId, templateId,
- * workflowId}` plus `extra` (bounceType, url, reason; null values are left
- * out). With `changed`, only when this batch set that timestamp to `at` (the
- * state change happened here, not in an earlier delivery of the same feedback).
+ * `email.*` events for several emails in one statement, each with the email
+ * as it is at this point of the batch: `{emailId, contactId, to, from,
+ * subject, campaignId, templateId, workflowId}` plus the item's `extra`. Only
+ * for projects with an enabled endpoint subscribed to the type.
  */
-export function recordEmailWebhookEvent(
-  d1: D1Database,
-  input: {
-    id: string;
-    projectId: string;
-    type: string;
-    emailId: string;
-    at: Date;
-    changed?: EmailChangeColumn;
-    extra?: Record<string, string | number | null | undefined>;
-  },
-): D1PreparedStatement {
-  const extra = Object.fromEntries(Object.entries(input.extra ?? {}).filter(([, v]) => v !== null && v !== undefined));
-  return d1
-    .prepare(EMAIL_EVENT_SQL.get(input.changed ?? null)!)
-    .bind(input.id, input.projectId, input.type, input.at.toISOString(), JSON.stringify(extra), input.at.getTime(), input.emailId);
+export function recordEmailWebhookEvents(d1: D1Database, items: EmailEventItem[], at: Date): D1PreparedStatement {
+  const rows = items.map((item) => [
+    item.id,
+    item.emailId,
+    item.type,
+    item.when ?? null,
+    JSON.stringify(Object.fromEntries(Object.entries(item.extra ?? {}).filter(([, v]) => v !== null && v !== undefined))),
+  ]);
+  return d1.prepare(EMAIL_EVENTS_SQL).bind(JSON.stringify(rows), at.getTime(), at.toISOString());
 }
 
 const CONTACT_JSON = `json_object('id', c.id, 'email', c.email, 'subscribed', json(CASE WHEN c.subscribed THEN 'true' ELSE 'false' END),
