@@ -7,6 +7,8 @@ import { listNewestFirst } from "../lib/pagination";
 import type { Env } from "../env";
 import { buildQuotaGuard, runGuardedBatch } from "./quotas";
 import { buildOutboxProbe } from "./workflows/triggers";
+import { recordContactSnapshot, recordedEventIds } from "../store/webhooks";
+import { contactWriteEvents } from "./webhooks/record";
 import type { ContactListQuery, ContactView, UpdateContactRequest } from "../schemas/contacts";
 
 export function toContactView(contact: Contact): ContactView {
@@ -63,11 +65,17 @@ export async function upsertContact(
   projectId: string,
   input: UpsertContactInput,
   defaultSubscribed = true,
-): Promise<UpsertResult & { workflowTriggersPending: boolean }> {
+): Promise<UpsertResult & { workflowTriggersPending: boolean; webhookEvents: string[] }> {
   const upsert = buildContactUpsert(db, projectId, input, defaultSubscribed);
   const guard = buildQuotaGuard(db, env, projectId, { contacts: [input.email.toLowerCase()] });
-  const [, rows, outbox] = await runGuardedBatch(env, () => runStatements(db, [guard!, upsert.query, buildOutboxProbe(db.$client, projectId)]));
-  return { ...upsert.result(rows.map(contactFromRow)), workflowTriggersPending: outbox.length > 0 };
+  const hooks = contactWriteEvents(db.$client, { projectId, at: new Date(), email: input.email, creates: true, updates: true, subscribed: input.subscribed });
+  const n = hooks.before.length;
+  const results = await runGuardedBatch(env, () =>
+    runStatements(db, [guard!, ...hooks.before, upsert.query, ...hooks.after, buildOutboxProbe(db.$client, projectId)]),
+  );
+  const rows = results[1 + n];
+  const outbox = results[results.length - 1];
+  return { ...upsert.result(rows.map(contactFromRow)), workflowTriggersPending: outbox.length > 0, webhookEvents: hooks.ids(results.slice(1, 1 + n)) };
 }
 
 /** A contacts row as D1 returns it (column names, stored values) as a Contact. */
@@ -146,8 +154,14 @@ export async function getContact(db: Database, projectId: string, id: string): P
   return contact;
 }
 
-export async function updateContact(db: Database, projectId: string, id: string, input: UpdateContactRequest): Promise<Contact> {
-  const [contact] = await db
+export async function updateContact(
+  db: Database,
+  projectId: string,
+  id: string,
+  input: UpdateContactRequest,
+): Promise<{ contact: Contact; webhookEvents: string[] }> {
+  const hooks = contactWriteEvents(db.$client, { projectId, at: new Date(), contactId: id, updates: true, subscribed: input.subscribed });
+  const update = db
     .update(contacts)
     .set({
       ...(input.subscribed === undefined ? {} : { subscribed: input.subscribed }),
@@ -156,13 +170,19 @@ export async function updateContact(db: Database, projectId: string, id: string,
     })
     .where(and(eq(contacts.id, id), eq(contacts.projectId, projectId)))
     .returning();
-  if (!contact) throw ApiError.notFound("Contact");
-  return contact;
+  const n = hooks.before.length;
+  const results = await runStatements(db, [...hooks.before, update, ...hooks.after]);
+  const [row] = results[n];
+  if (!row) throw ApiError.notFound("Contact");
+  return { contact: contactFromRow(row), webhookEvents: hooks.ids(results.slice(0, n)) };
 }
 
 /** Deletes the contact and, in the same atomic batch, its events. */
-export async function deleteContact(db: Database, projectId: string, id: string): Promise<void> {
-  const [, deleted] = await db.batch([
+export async function deleteContact(db: Database, projectId: string, id: string): Promise<{ webhookEvents: string[] }> {
+  // contact.deleted carries the contact as it was: recorded before the DELETE.
+  const event = recordContactSnapshot(db.$client, { id: newId(), projectId, type: "contact.deleted", at: new Date(), contactId: id });
+  const [recorded, , deleted] = await runStatements(db, [
+    event,
     db
       .delete(events)
       .where(and(eq(events.projectId, projectId), eq(events.contactId, sql`(SELECT id FROM contacts WHERE id = ${id} AND project_id = ${projectId})`))),
@@ -172,6 +192,7 @@ export async function deleteContact(db: Database, projectId: string, id: string)
       .returning({ id: contacts.id }),
   ]);
   if (deleted.length === 0) throw ApiError.notFound("Contact");
+  return { webhookEvents: recordedEventIds([recorded]) };
 }
 
 /** LIKE pattern for a substring, with the user's %, _ and \ taken literally. */

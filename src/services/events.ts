@@ -9,6 +9,7 @@ import type { Env } from "../env";
 import { splitPersistentData } from "./contacts";
 import { buildQuotaGuard, runGuardedBatch } from "./quotas";
 import { buildOutboxProbe } from "./workflows/triggers";
+import { contactWriteEvents } from "./webhooks/record";
 
 /** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
 export type TrackEventInput = TrackEventRequest;
@@ -29,6 +30,8 @@ export interface TrackEventResult {
   isNewContact: boolean;
   /** Whether the project's workflow outbox holds triggers to hand over (this event's or earlier ones). */
   workflowTriggersPending: boolean;
+  /** Webhook events the write recorded (contact.*), to hand to the webhook queue. */
+  webhookEvents: string[];
 }
 
 /**
@@ -54,9 +57,29 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     .bind(contactId, projectId, email, subscribed ?? 1, JSON.stringify(options.publicKey ? {} : persistent), now, options.publicKey ? 1 : 0, subscribed);
   const eventInsert = d1.prepare(TRACK_EVENT_INSERT_SQL).bind(eventId, projectId, email, input.event, JSON.stringify(all), now);
   const probe = buildOutboxProbe(d1, projectId);
-  const [, contactRows, , outbox] = await runGuardedBatch(env, () => runStatements(db, [guard!, upsert, eventInsert, probe]), createdAt);
+  // contact.created always; contact.updated / (un)subscribed only when a secret key brings data or a subscription.
+  const changes = !options.publicKey && (Object.keys(persistent).length > 0 || input.subscribed !== undefined);
+  const hooks = contactWriteEvents(d1, {
+    projectId,
+    at: createdAt,
+    email,
+    creates: true,
+    updates: changes,
+    subscribed: options.publicKey ? undefined : input.subscribed,
+  });
+  const n = hooks.before.length;
+  const results = await runGuardedBatch(env, () => runStatements(db, [guard!, ...hooks.before, upsert, ...hooks.after, eventInsert, probe]), createdAt);
+  const contactRows = results[1 + n];
+  const outbox = results[results.length - 1];
   const id = String(contactRows[0].id);
-  return { contactId: id, eventId, createdAt, isNewContact: id === contactId, workflowTriggersPending: outbox.length > 0 };
+  return {
+    contactId: id,
+    eventId,
+    createdAt,
+    isNewContact: id === contactId,
+    workflowTriggersPending: outbox.length > 0,
+    webhookEvents: hooks.ids(results.slice(1, 1 + n)),
+  };
 }
 
 // /v1/track's writes as fixed SQL (nothing built per request). The contact:

@@ -66,3 +66,66 @@ describe("workflow executions", () => {
     expect(introspector.get()).toHaveLength(2);
   });
 });
+
+describe("contact events", () => {
+  it("created, updated, unsubscribed, subscribed and deleted, each with the contact object; filters and projects apply", async () => {
+    const { calls } = receiver();
+    const p = await webhookProject();
+    const other = await webhookProject("other");
+    const all = await p.createWebhook({ url: URL_ });
+    const createdOnly = await p.createWebhook({ url: "https://other.example.net/created", events: ["contact.created"] });
+    const elsewhere = await other.createWebhook({ url: "https://other.example.net/elsewhere" });
+
+    const created = await p.call("POST", "/contacts", { email: "Ada@Example.org", data: { plan: "free" } });
+    expect(created.status).toBe(201);
+    const { _meta, ...view } = created.body;
+    const updated = await p.call("POST", "/contacts", { email: "ada@example.org", data: { plan: "pro" }, subscribed: false });
+    const patched = await p.call("PATCH", `/contacts/${view.id}`, { subscribed: true });
+    expect(patched.status).toBe(200);
+    expect((await p.call("DELETE", `/contacts/${view.id}`)).status).toBe(204);
+    // Another project's writes never reach this project's endpoints.
+    await other.call("POST", "/contacts", { email: "zed@example.org" });
+
+    const events = await eventually(async () => {
+      const list = received(calls, all.secret);
+      expect(list).toHaveLength(6);
+      return list;
+    });
+    const { _meta: _m, ...updatedView } = updated.body;
+    expect(events.map((e) => e.type).sort()).toEqual(
+      ["contact.created", "contact.deleted", "contact.subscribed", "contact.unsubscribed", "contact.updated", "contact.updated"].sort(),
+    );
+    const byType = (type: string) => events.filter((e) => e.type === type).map((e) => e.data);
+    expect(byType("contact.created")).toEqual([view]);
+    expect(byType("contact.unsubscribed")).toEqual([updatedView]);
+    expect(byType("contact.updated")).toContainEqual(updatedView);
+    expect(byType("contact.updated")).toContainEqual(patched.body);
+    expect(byType("contact.subscribed")).toEqual([patched.body]);
+    expect(byType("contact.deleted")).toEqual([patched.body]);
+    for (const e of events) expect(Math.abs(Date.parse(e.timestamp) - Date.now())).toBeLessThan(60_000);
+
+    await eventually(async () => expect(received(calls, createdOnly.secret, "https://other.example.net/created")).toHaveLength(1));
+    expect(received(calls, createdOnly.secret, "https://other.example.net/created")[0]).toMatchObject({ type: "contact.created", data: view });
+    await eventually(async () => expect(received(calls, elsewhere.secret, "https://other.example.net/elsewhere")).toHaveLength(1));
+    expect(received(calls, elsewhere.secret, "https://other.example.net/elsewhere")[0].data.email).toBe("zed@example.org");
+  });
+
+  it("/v1/track: contact.created for a new contact; a public key never changes an existing one, so records nothing more", async () => {
+    const { calls } = receiver();
+    const p = await webhookProject();
+    const hook = await p.createWebhook({ url: URL_, events: ["contact.created", "contact.updated", "contact.unsubscribed"] });
+    expect((await p.publicApi.post("/v1/track", { email: "bo@example.org", event: "visit", data: { page: "/" } })).status).toBe(200);
+    expect((await p.publicApi.post("/v1/track", { email: "bo@example.org", event: "visit", subscribed: false })).status).toBe(200);
+    // A secret key with data changes the contact; an event without data does not.
+    expect((await p.api.post("/v1/track", { email: "bo@example.org", event: "visit" })).status).toBe(200);
+    expect((await p.api.post("/v1/track", { email: "bo@example.org", event: "buy", data: { plan: "pro" }, subscribed: false })).status).toBe(200);
+    const events = await eventually(async () => {
+      const list = received(calls, hook.secret);
+      expect(list).toHaveLength(3);
+      return list;
+    });
+    expect(events.map((e) => e.type).sort()).toEqual(["contact.created", "contact.unsubscribed", "contact.updated"]);
+    expect(events.find((e) => e.type === "contact.created")!.data).toMatchObject({ email: "bo@example.org", subscribed: true, data: {} });
+    expect(events.find((e) => e.type === "contact.updated")!.data).toMatchObject({ subscribed: false, data: { plan: "pro" } });
+  });
+});
