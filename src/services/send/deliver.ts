@@ -1,3 +1,6 @@
+import { newId } from "../../lib/ids";
+import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks";
+import { queueRecordedEvents } from "../webhooks/deliver";
 import { getDb, type Database } from "../../db/client";
 import type { Email } from "../../db/schema";
 import { projectLimiter } from "../../durable/names";
@@ -96,7 +99,7 @@ const CLAIM_SQL = `UPDATE emails SET
   WHERE emails.id = m.id AND +emails.status = 'QUEUED'
   RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
     emails.to_name, emails.reply_to, emails.subject, emails.html, emails.headers, emails.message_id, emails.marketing,
-    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id)`;
+    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id), emails.error`;
 
 type ClaimRow = [
   status: string,
@@ -116,6 +119,7 @@ type ClaimRow = [
   hasAttachments: number,
   tracked: number,
   trackingEnabled: number | null,
+  error: string | null,
 ];
 
 const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
@@ -149,7 +153,11 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
  * sent claims nothing. A SENDING claim is never taken over: whether its
  * provider call happened is unknown, so the sweep settles it (sweep.ts).
  */
-async function claimBatch(d1: D1Database, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
+async function claimBatch(
+  d1: D1Database,
+  slots: Slot[],
+  options: { checkAudience: boolean },
+): Promise<{ claimed: ClaimedEmail[]; settled: { id: string; error: string | null }[]; at: Date }> {
   const now = Date.now();
   const results = await Promise.all(
     chunks(slots, IDS_PER_STATEMENT).map((chunk) =>
@@ -165,10 +173,29 @@ async function claimBatch(d1: D1Database, slots: Slot[], options: { checkAudienc
         .raw<ClaimRow>(),
     ),
   );
-  return results
-    .flat()
-    .filter((row) => row[0] === "SENDING")
-    .map(claimedEmailOf);
+  const rows = results.flat();
+  return {
+    claimed: rows.filter((row) => row[0] === "SENDING").map(claimedEmailOf),
+    settled: rows.filter((row) => row[0] === "FAILED").map((row) => ({ id: row[1], error: row[17] })),
+    at: new Date(now),
+  };
+}
+
+/**
+ * email.suppressed (the recipient unsubscribed or got suppressed after the
+ * email was written) / email.failed (project disabled) for emails the claim
+ * settled. A statement of its own right after the claim: an invocation dying
+ * in between loses these events (the emails' FAILED status stays).
+ */
+async function recordSettledEvents(env: Env, settled: { id: string; error: string | null }[], at: Date) {
+  if (settled.length === 0) return;
+  const items: EmailEventItem[] = settled.map((e) =>
+    e.error === LAPSED_RECIPIENT_REASON
+      ? { id: newId(), emailId: e.id, type: "email.suppressed", when: "set:failed_at", extra: { reason: e.error } }
+      : { id: newId(), emailId: e.id, type: "email.failed", when: "set:failed_at", extra: { reason: e.error } },
+  );
+  const { results } = await recordEmailWebhookEvents(env.DB, items, at).all<Record<string, unknown>>();
+  await queueRecordedEvents(env, results);
 }
 
 async function composeMessage(db: Database, env: Env, email: ClaimedEmail, trackingEnabled: boolean): Promise<{ raw: string; parts: MessageParts }> {
@@ -253,8 +280,22 @@ const RECORD_OUTCOMES_SQL = `UPDATE emails SET
         FROM json_each(?2)) AS o
   WHERE emails.id = o.id AND +emails.status = 'SENDING'`;
 
-async function recordOutcomes(d1: D1Database, outcomes: Outcome[]) {
-  if (outcomes.length === 0) return;
+/**
+ * The webhook events of a batch's outcomes (email.sent, email.failed), one
+ * statement in the outcomes' batch, each only when that write moved the email.
+ */
+function outcomeEvents(d1: D1Database, outcomes: Outcome[], at: Date) {
+  const items: EmailEventItem[] = outcomes.flatMap((o): EmailEventItem[] => {
+    if (o.status === "SENT") return [{ id: newId(), emailId: o.emailId, type: "email.sent", when: "set:sent_at" }];
+    if (o.status === "FAILED") return [{ id: newId(), emailId: o.emailId, type: "email.failed", when: "set:failed_at", extra: { reason: o.error } }];
+    return [];
+  });
+  return items.length > 0 ? [recordEmailWebhookEvents(d1, items, at)] : [];
+}
+
+/** Records the outcomes; returns the webhook events recorded with them (rows of id, project_id). */
+async function recordOutcomes(d1: D1Database, outcomes: Outcome[]): Promise<Record<string, unknown>[]> {
+  if (outcomes.length === 0) return [];
   const now = Date.now();
   const statements = chunks(outcomes, IDS_PER_STATEMENT).map((chunk) =>
     d1
@@ -264,16 +305,17 @@ async function recordOutcomes(d1: D1Database, outcomes: Outcome[]) {
         JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId : null, o.status === "SENT" ? null : o.error])),
       ),
   );
+  const events = outcomeEvents(d1, outcomes, new Date(now));
   const tries = outcomes.some((o) => o.status === "SENT") ? 3 : 1;
   for (let attempt = 1; ; attempt++) {
     try {
-      await d1.batch(statements);
-      return;
+      const results = await d1.batch<Record<string, unknown>>([...statements, ...events]);
+      return events.length > 0 ? results[results.length - 1].results : [];
     } catch (err) {
       console.error(`recording ${outcomes.length} outcomes failed (try ${attempt} of ${tries})`, err);
       if (attempt >= tries) {
         if (outcomes.some((o) => o.status !== "SENT")) throw err;
-        return;
+        return [];
       }
     }
   }
@@ -338,7 +380,8 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   if (slots.length === 0) return verdicts;
 
   // Unclaimed emails (already sent, being sent, failed; or settled by the claim) are acked.
-  const claimed = await claimBatch(env.DB, slots, { checkAudience: options.kind === "bulk" });
+  const { claimed, settled, at: claimedAt } = await claimBatch(env.DB, slots, { checkAudience: options.kind === "bulk" });
+  await recordSettledEvents(env, settled, claimedAt);
   const slotOf = new Map(slots.map((slot) => [slot.body.emailId, slot]));
   const byProject = new Map<string, ClaimedEmail[]>();
   for (const email of claimed) {
@@ -387,7 +430,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
       async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
     ),
   ]);
-  await recordOutcomes(env.DB, outcomes);
+  await queueRecordedEvents(env, await recordOutcomes(env.DB, outcomes));
   for (const outcome of outcomes) {
     const slot = slotOf.get(outcome.emailId)!;
     if (outcome.status === "QUEUED") verdicts[slot.index] = retryAfter(backoffSeconds(slot.attempts));

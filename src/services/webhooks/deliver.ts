@@ -64,6 +64,16 @@ export function queueWebhookEvents(env: Env, projectId: string, eventIds: string
   );
 }
 
+/** Hands over events from rows a record statement returned (`id`, `project_id`), whatever their projects. */
+export function queueRecordedEvents(env: Env, rows: readonly Record<string, unknown>[]) {
+  const valid = rows.filter((r) => typeof r.id === "string" && typeof r.project_id === "string");
+  if (valid.length === 0) return Promise.resolve(true);
+  return sendMessages(
+    env,
+    valid.map((r) => ({ body: { kind: "event", eventId: r.id as string, projectId: r.project_id as string } })),
+  );
+}
+
 const subscribes = (endpoint: { events: string[] | null }, type: string) => !endpoint.events?.length || endpoint.events.includes(type);
 
 /** Fan-out: deliveries for these events, then their first attempts queued. */
