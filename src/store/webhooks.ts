@@ -44,6 +44,8 @@ export interface EmailEventItem {
   when?: `set:${EmailChangeColumn}` | `unset:${EmailChangeColumn}`;
   /** Added to the data: bounceType, url, reason (null values are left out). */
   extra?: Record<string, string | number | null | undefined>;
+  /** Only when the email is in this status at this point of the batch. */
+  status?: string;
 }
 
 const WHEN_SQL = EMAIL_CHANGE_COLUMNS.flatMap((c) => [`WHEN 'set:${c}' THEN e.${c} = ?2`, `WHEN 'unset:${c}' THEN e.${c} IS NULL`]).join(" ");
@@ -55,6 +57,7 @@ const EMAIL_EVENTS_SQL = `INSERT INTO webhook_events (id, project_id, type, payl
       'campaignId', e.campaign_id, 'templateId', e.template_id, 'workflowId', NULL), json_extract(j.value, '$[4]'))), ?2
   FROM json_each(?1) AS j JOIN emails AS e ON e.id = json_extract(j.value, '$[1]')
   WHERE (CASE json_extract(j.value, '$[3]') ${WHEN_SQL} ELSE 1 END)
+    AND (json_extract(j.value, '$[5]') IS NULL OR e.status = json_extract(j.value, '$[5]'))
     AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = e.project_id AND w.enabled = 1
       AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = json_extract(j.value, '$[2]'))))
   RETURNING id, project_id`;
@@ -72,6 +75,7 @@ export function recordEmailWebhookEvents(d1: D1Database, items: EmailEventItem[]
     item.type,
     item.when ?? null,
     JSON.stringify(Object.fromEntries(Object.entries(item.extra ?? {}).filter(([, v]) => v !== null && v !== undefined))),
+    item.status ?? null,
   ]);
   return d1.prepare(EMAIL_EVENTS_SQL).bind(JSON.stringify(rows), at.getTime(), at.toISOString());
 }

@@ -1,3 +1,4 @@
+import { queueWebhookEvents } from "../webhooks/deliver";
 import { getDb } from "../../db/client";
 import type { Env } from "../../env";
 import { normalizeMessageId } from "../providers/cloudflare";
@@ -112,7 +113,7 @@ export async function applyEmailServiceEvents(messages: readonly QueuedMessage<u
       continue;
     }
     try {
-      await applyFeedback(db, feedback, eventsPerDay(env));
+      await applyFeedback(db, feedback, eventsPerDay(env), (projectId, ids) => queueWebhookEvents(env, projectId, ids));
       verdicts.push(ACK);
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);

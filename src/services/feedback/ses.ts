@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emails } from "../../db/schema";
-import { applyFeedback, type FeedbackOutcome } from "./apply";
+import { applyFeedback, type FeedbackOutcome, type WebhookHandOver } from "./apply";
 
 /**
  * SES feedback (delivered through SNS): Delivery, Bounce and Complaint, in
@@ -37,7 +37,13 @@ const at = (v: unknown): Date | undefined => {
 };
 
 /** Parses the SES event inside an SNS Notification and applies it. */
-export async function applySesFeedback(db: Database, snsMessageId: string, messageText: string, eventQuota?: number): Promise<FeedbackOutcome> {
+export async function applySesFeedback(
+  db: Database,
+  snsMessageId: string,
+  messageText: string,
+  eventQuota?: number,
+  handOver?: WebhookHandOver,
+): Promise<FeedbackOutcome> {
   let message: unknown;
   try {
     message = JSON.parse(messageText);
@@ -49,11 +55,16 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
   const kind = str(message.notificationType) ?? str(message.eventType);
   const mail = isObj(message.mail) ? (message.mail as SesMail) : undefined;
   const providerMessageId = str(mail?.messageId);
-  if (!kind || !providerMessageId || !["Delivery", "Bounce", "Complaint"].includes(kind)) return "ignored";
+  if (!kind || !providerMessageId || !["Delivery", "Bounce", "Complaint", "DeliveryDelay"].includes(kind)) return "ignored";
 
   if (kind === "Delivery") {
     const delivery = isObj(message.delivery) ? message.delivery : {};
-    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, eventQuota);
+    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, eventQuota, handOver);
+  }
+
+  if (kind === "DeliveryDelay") {
+    const delay = isObj(message.deliveryDelay) ? message.deliveryDelay : {};
+    return applyFeedback(db, { kind: "delayed", providerMessageId, delayType: str(delay.delayType), at: at(delay.timestamp) }, eventQuota, handOver);
   }
 
   if (kind === "Bounce") {
@@ -82,6 +93,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
         at: at(bounce.timestamp),
       },
       eventQuota,
+      handOver,
     );
   }
 
@@ -99,6 +111,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
       at: at(complaint.timestamp),
     },
     eventQuota,
+    handOver,
   );
 }
 
