@@ -270,7 +270,9 @@ async function main() {
     const lastArrival = Math.max(...flowDeliveries.map((r) => r.arrived));
     const delays = flowDeliveries.map((r) => r.arrived - r.changedAt).sort((a, b) => a - b);
     const duplicates = flowDeliveries.length - new Set(flowDeliveries.map((r) => r.id)).size;
-    console.log(`changes accepted: ${EVENTS - failed} in ${fmt(acceptedIn)} s (${fmt((EVENTS - failed) / acceptedIn)} req/s)${failed ? `, ${failed} failed` : ""}`);
+    console.log(
+      `changes accepted: ${EVENTS - failed} in ${fmt(acceptedIn)} s (${fmt((EVENTS - failed) / acceptedIn)} req/s)${failed ? `, ${failed} failed` : ""}`,
+    );
     console.log(
       `delivered: ${flowDeliveries.length} in ${fmt((lastArrival - t0) / 1000)} s from the first change: ${fmt(flowDeliveries.length / ((lastArrival - t0) / 1000))} events/s; duplicates ${duplicates}`,
     );

@@ -1,6 +1,7 @@
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { ApiError, handleError, handleNotFound } from "./lib/errors";
+import { guardError } from "./store/guards";
 import { createRouter } from "./lib/router";
 import { authenticate } from "./middleware/auth";
 import { ApiRateLeases, rateLimit, type Clock } from "./middleware/rate-limit";
@@ -157,6 +158,7 @@ export function createApp(options: AppOptions = {}) {
   app.get("/docs", docsPage);
 
   app.notFound(handleNotFound);
-  app.onError(handleError);
+  // A database guard's abort (a quota, the contact data cap) is the client's error, not a 500.
+  app.onError((err, c) => handleError(guardError(err, c.env) ?? err, c));
   return app;
 }

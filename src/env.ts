@@ -1,5 +1,5 @@
 import type { ProjectLimiter } from "./durable/project-limiter";
-import type { ExecutionParams, WorkflowQueueMessage } from "./services/workflows/executions";
+import type { BulkMessage, ExecutionParams, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
@@ -84,19 +84,10 @@ export interface Env {
   WEBHOOK_ENDPOINTS_PER_PROJECT?: string;
   WEBHOOK_DELIVERIES_PER_MINUTE?: string;
   /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
-  EMAIL_BULK_QUEUE: Queue<unknown>;
+  EMAIL_BULK_QUEUE: Queue<BulkMessage>;
 }
 
-/** A unit of send work: one email record. Redelivery is harmless (the record is claimed first). */
-export interface SendEmailMessage {
-  emailId: string;
-  projectId: string;
-}
-
-/** Event webhooks' queue: fan out a recorded event, or one attempt of one delivery (src/services/webhooks/deliver.ts). */
-export type WebhookQueueMessage =
-  | { kind: "event"; eventId: string; projectId: string }
-  | { kind: "delivery"; deliveryId: string; projectId: string; attempt: number };
+export type { SendEmailMessage, WebhookQueueMessage } from "./messages";
 
 /** What the auth middleware puts on the request context. */
 export interface AuthContext {

@@ -1,28 +1,30 @@
 import type { Env } from "./env";
 import { backoffSeconds, type QueueConsumer, type Verdict } from "./lib/queue-consumer";
 import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
-import { applyEmailServiceEvents, EMAIL_EVENTS_QUEUE } from "./services/feedback/email-service";
+import {
+  BULK_QUEUE,
+  deadLetterQueue,
+  EMAIL_EVENTS_QUEUE,
+  SEND_QUEUE,
+  WEBHOOK_QUEUE_NAME,
+  type WebhookQueueMessage,
+  WORKFLOW_QUEUE_NAME,
+  type WorkflowQueueMessage,
+} from "./messages";
+import { applyEmailServiceEvents } from "./services/feedback/email-service";
 import { settleDeadLetters } from "./services/send/dead-letter";
 import { deliverBatch } from "./services/send/deliver";
-import type { WorkflowQueueMessage } from "./services/workflows/executions";
 import { consumeWorkflowMessages } from "./services/workflows/triggers";
-import { consumeWebhookMessages, type WebhookQueueMessage } from "./services/webhooks/deliver";
+import { consumeWebhookMessages } from "./services/webhooks/deliver";
 
-/** Queue names, as in wrangler.toml (the names are what a batch says it came from). */
-export const SEND_QUEUE = "edge-mail-send";
-/** Bulk mail (campaigns) has its own queue and DLQ, so transactional mail never waits behind it. */
-export const BULK_QUEUE = "edge-mail-bulk";
-/** The workflow queue: trigger and terminate messages. */
-export const WORKFLOW_QUEUE_NAME = "edge-mail-workflows";
-/** Event webhooks: fan-out and delivery attempts. */
-export const WEBHOOK_QUEUE_NAME = "edge-mail-webhooks";
+export { BULK_QUEUE, SEND_QUEUE, WEBHOOK_QUEUE_NAME, WORKFLOW_QUEUE_NAME } from "./messages";
 
 /** One consumer per queue; a queue not named here is a deployment error (a batch from it throws). */
 const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   [SEND_QUEUE]: (messages, env) => deliverBatch(messages, env, { kind: "transactional", requeue: env.EMAIL_QUEUE }),
-  [`${SEND_QUEUE}-dlq`]: settleDeadLetters,
+  [deadLetterQueue(SEND_QUEUE)]: settleDeadLetters,
   [BULK_QUEUE]: consumeBulk,
-  [`${BULK_QUEUE}-dlq`]: settleBulkDeadLetters,
+  [deadLetterQueue(BULK_QUEUE)]: settleBulkDeadLetters,
   [EMAIL_EVENTS_QUEUE]: applyEmailServiceEvents,
   [WEBHOOK_QUEUE_NAME]: (messages, env) => consumeWebhookMessages(messages as readonly { id: string; body: WebhookQueueMessage; attempts: number }[], env),
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),

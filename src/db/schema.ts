@@ -509,7 +509,7 @@ export type Campaign = typeof campaigns.$inferSelect;
  * drops the row (RAISE(IGNORE)), so /v1/track, POST /contacts and /v1/send check
  * their quotas in the same round trip as their writes (src/services/quotas.ts).
  * /v1/send's write-only path checks its recipients' suppressions the same way
- * (quota 'SUPPRESSED_RECIPIENTS', limit 0: migration 0014, abortIfSuppressed).
+ * (quota 'SUPPRESSED_RECIPIENTS', limit 0: migration 0014, store/guards.ts suppressionGuard).
  */
 export const quotaChecks = sqliteTable("quota_checks", {
   quota: text("quota").notNull(),

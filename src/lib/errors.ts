@@ -150,52 +150,10 @@ export function respondWithError(c: Context<AppBindings>, err: ApiError) {
   return c.json(errorBody(err, requestId), err.status);
 }
 
-/** Largest stored contact data (JSON bytes), enforced by a D1 trigger on every write (migration 0002). */
-export const MAX_CONTACT_DATA_BYTES = 65536;
-
-/**
- * Limits the database enforces itself (triggers that RAISE a known message),
- * turned into the client error they stand for. Checked inside the write, so no
- * concurrent request can slip past them.
- */
-const DATABASE_GUARDS: [RegExp, () => ApiError][] = [
-  [
-    /CONTACT_DATA_TOO_LARGE/,
-    () =>
-      ApiError.validation([
-        {
-          field: "data",
-          message: `A contact's data may be at most ${MAX_CONTACT_DATA_BYTES} bytes as JSON (after merging with what is stored)`,
-          code: "too_big",
-        },
-      ]),
-  ],
-];
-
-/**
- * The first match of `pattern` in the message of `err` or of an error in its
- * `cause` chain (D1 wraps the SQLite error that a trigger's RAISE produced), or null.
- */
-export function raisedMessage(err: unknown, pattern: RegExp): RegExpExecArray | null {
-  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const match = pattern.exec(e instanceof Error ? e.message : String(e));
-    if (match) return match;
-  }
-  return null;
-}
-
-/** The ApiError for an error raised by one of the database's guards, or null. */
-export function fromDatabaseGuard(err: unknown): ApiError | null {
-  for (const [pattern, make] of DATABASE_GUARDS) if (raisedMessage(err, pattern)) return make();
-  return null;
-}
-
 /** The app's onError handler: every thrown thing becomes the envelope; only real bugs are 500. */
 export function handleError(err: Error, c: Context<AppBindings>) {
   if (err instanceof ApiError) return respondWithError(c, err);
   if (err instanceof HTTPException) return respondWithError(c, fromHttpException(err));
-  const guarded = fromDatabaseGuard(err);
-  if (guarded) return respondWithError(c, guarded);
   console.error("unhandled error", c.get("requestId"), err);
   return respondWithError(c, new ApiError("INTERNAL_ERROR", "An unexpected error occurred"));
 }

@@ -5,7 +5,6 @@ import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { applySesFeedback } from "../services/feedback/ses";
-import { eventsPerDay } from "../services/quotas";
 import { queueWebhookEvents } from "../services/webhooks/deliver";
 import { isSnsUrl, parseSnsMessage, snsHostForTopic, SnsVerificationError, verifySnsMessage, type SnsMessage } from "../services/feedback/sns";
 
@@ -96,9 +95,7 @@ sesFeedbackRouter.post("/webhooks/ses", async (c) => {
   } else if (message.Type === "UnsubscribeConfirmation") {
     outcome = "ignored";
   } else {
-    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, eventsPerDay(c.env), (projectId, ids) =>
-      queueWebhookEvents(c.env, projectId, ids),
-    );
+    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, c.env, (projectId, ids) => queueWebhookEvents(c.env, projectId, ids));
   }
   return c.json(success({ type: message.Type, outcome }), 200);
 });

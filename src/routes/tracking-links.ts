@@ -5,7 +5,6 @@ import { ApiError } from "../lib/errors";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { recordEngagement } from "../services/emails/status";
-import { eventsPerDay } from "../services/quotas";
 import { isTrackableUrl, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
 
 const tags = ["Tracking"];
@@ -67,7 +66,7 @@ export const trackingLinksRouter = createRouter()
     const secrets = linkVerificationSecrets(c.env);
     if (await verifyOpenSignature(secrets, emailId, s)) {
       try {
-        await recordEngagement(getDb(c.env.DB), emailId, "OPENED", {}, new Date(), eventsPerDay(c.env));
+        await recordEngagement(getDb(c.env.DB), emailId, "OPENED", {}, new Date(), c.env);
       } catch (err) {
         // The image is served either way; a lost open is better than a broken picture.
         console.error("recording an open failed", emailId, err);
@@ -86,7 +85,7 @@ export const trackingLinksRouter = createRouter()
     }
     if (!isTrackableUrl(u)) throw new ApiError("BAD_REQUEST", "This tracking link does not point to an http(s) URL");
     try {
-      await recordEngagement(getDb(c.env.DB), emailId, "CLICKED", { url: u }, new Date(), eventsPerDay(c.env));
+      await recordEngagement(getDb(c.env.DB), emailId, "CLICKED", { url: u }, new Date(), c.env);
     } catch (err) {
       // The reader gets to the link either way; a lost click is better than a dead link.
       console.error("recording a click failed", emailId, err);

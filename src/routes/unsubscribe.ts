@@ -4,10 +4,10 @@ import { getDb } from "../db/client";
 import type { AppBindings } from "../env";
 import { linkVerificationSecrets } from "../lib/config";
 import { ApiError } from "../lib/errors";
+import { escapeHtml } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { parseUnsubscribeToken } from "../services/tracking/links";
-import { eventsPerDay } from "../services/quotas";
 import { emailExists, unsubscribeByEmail } from "../services/tracking/unsubscribe";
 
 const tags = ["Unsubscribe"];
@@ -59,8 +59,6 @@ const oneClickRoute = createRoute({
     404: errorResponse("The email of this link no longer exists"),
   },
 });
-
-const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 function page(title: string, text: string, extra = ""): string {
   return `<!doctype html>
@@ -124,7 +122,7 @@ unsubscribeRouter
       });
     }
     const fromPage = form.source === "page";
-    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", eventsPerDay(c.env));
+    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", c.env);
     if (outcome === "unknown-email") throw ApiError.notFound("Email");
     if (fromPage) return htmlPage(c, 200, "You are unsubscribed", "You will no longer receive these emails. You can close this page.");
     return c.body("Unsubscribed", 200, { "Content-Type": "text/plain; charset=utf-8", ...NO_CACHE });

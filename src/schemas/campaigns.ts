@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 import { successEnvelope } from "../lib/openapi";
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from "../db/schema";
 import { EmailAddressSchema, headerText } from "../lib/validators";
-import { ConditionSchema } from "../services/conditions";
+import { ConditionSchema } from "./conditions";
 
 export const MAX_CAMPAIGN_NAME = 200;
 export const MAX_CAMPAIGN_DESCRIPTION = 1000;

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { listEnvelope } from "../lib/openapi";
 import { headerText } from "../lib/validators";
-import { ConditionSchema } from "../services/conditions";
+import { ConditionSchema } from "./conditions";
 
 export const MAX_SEGMENT_NAME = 200;
 export const MAX_SEGMENT_DESCRIPTION = 1000;

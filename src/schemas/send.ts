@@ -1,16 +1,11 @@
 import { z } from "@hono/zod-openapi";
 import { successEnvelope } from "../lib/openapi";
 import { DataObjectSchema, EmailAddressSchema, headerText } from "../lib/validators";
-import {
-  base64DecodedSize,
-  blockedExtension,
-  CONTENT_TYPE_PATTERN,
-  FILENAME_PATTERN,
-  MAX_ATTACHMENT_BYTES,
-  MAX_ATTACHMENTS,
-} from "../services/send/attachments";
-import { MAX_RECIPIENTS } from "../services/send/accept";
-import { headerNameProblem, headerValueProblem } from "../services/send/headers";
+import { base64DecodedSize, blockedExtension, CONTENT_TYPE_PATTERN, FILENAME_PATTERN, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from "./attachments";
+import { headerNameProblem, headerValueProblem } from "./headers";
+
+/** Recipients of one send (distinct addresses). */
+export const MAX_RECIPIENTS = 50;
 
 export const DisplayNameSchema = headerText(200);
 
@@ -82,15 +77,18 @@ export const SendRequestSchema = z
 
 export type SendRequest = z.infer<typeof SendRequestSchema>;
 
-export const SendResponseSchema = successEnvelope(
-  z.object({
-    emails: z.array(z.object({ contact: z.object({ id: z.string(), email: z.string() }), email: z.string() })),
-    suppressed: z
-      .array(z.object({ email: z.string(), reason: z.enum(["BOUNCE", "COMPLAINT"]) }))
-      .openapi({ description: "Recipients not sent to because they bounced or complained before" }),
-    timestamp: z.string().datetime(),
-  }),
-);
+export const SendResultSchema = z.object({
+  emails: z.array(z.object({ contact: z.object({ id: z.string(), email: z.string() }), email: z.string() })),
+  suppressed: z
+    .array(z.object({ email: z.string(), reason: z.enum(["BOUNCE", "COMPLAINT"]) }))
+    .openapi({ description: "Recipients not sent to because they bounced or complained before" }),
+  timestamp: z.string().datetime(),
+});
+
+/** What POST /v1/send answers (inside the success envelope). */
+export type SendResult = z.infer<typeof SendResultSchema>;
+
+export const SendResponseSchema = successEnvelope(SendResultSchema);
 
 export const IdempotencyKeySchema = z
   .string()

@@ -3,7 +3,7 @@ import { WORKFLOW_EXECUTION_STATUSES } from "../db/schema";
 import { listEnvelope } from "../lib/openapi";
 import { DataObjectSchema, headerText } from "../lib/validators";
 import { EventNameSchema } from "./events";
-import { ConditionSchema } from "../services/conditions";
+import { ConditionSchema, UNIT_MS } from "./conditions";
 
 /** Bounds of a definition (CONTRACT.md "Workflows"). */
 export const MAX_STEPS = 100;
@@ -13,7 +13,7 @@ export const MAX_WEBHOOK_BODY_BYTES = 16 * 1024;
 export const MAX_WORKFLOW_NAME = 200;
 export const MAX_WORKFLOW_DESCRIPTION = 2000;
 
-export const UNIT_MS = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 } as const;
+export { UNIT_MS };
 export const durationMs = (d: { amount: number; unit: keyof typeof UNIT_MS }) => d.amount * UNIT_MS[d.unit];
 
 /** Step ids double as Cloudflare Workflows step and event names, so they keep to a safe alphabet. */

@@ -1,14 +1,15 @@
 import { and, asc, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import { runStatements, type Database } from "../db/client";
 import { contacts, events } from "../db/schema";
+import { upsertContacts } from "../store/contacts";
+import { insertEvent } from "../store/events";
+import { outboxProbe, quotaGuard, runGuarded } from "../store/guards";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
 import type { EventListQuerySchema, EventView, TrackEventRequest } from "../schemas/events";
 import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
 import { splitPersistentData } from "./contacts";
-import { buildQuotaGuard, runGuardedBatch } from "./quotas";
-import { buildOutboxProbe } from "./workflows/triggers";
 import { contactWriteEvents } from "./webhooks/record";
 
 /** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
@@ -45,19 +46,18 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const email = input.email.toLowerCase();
   // `{value, persistent: false}` (as on /v1/send): stored on the event, never on the contact.
   const { persistent, all } = splitPersistentData(input.data);
-  const contactId = newId();
   const eventId = newId();
   const createdAt = new Date();
-  const now = createdAt.getTime();
-  const guard = buildQuotaGuard(db, env, projectId, { contacts: [email], eventsToday: 1 }, createdAt);
   const d1 = db.$client;
-  const subscribed = input.subscribed === undefined ? null : input.subscribed ? 1 : 0;
-  const upsert = d1
-    .prepare(TRACK_CONTACT_UPSERT_SQL)
-    .bind(contactId, projectId, email, subscribed ?? 1, JSON.stringify(options.publicKey ? {} : persistent), now, options.publicKey ? 1 : 0, subscribed);
-  const eventInsert = d1.prepare(TRACK_EVENT_INSERT_SQL).bind(eventId, projectId, email, input.event, JSON.stringify(all), now);
-  const probe = buildOutboxProbe(d1, projectId);
-  // contact.created always; contact.updated / (un)subscribed only when a secret key brings data or a subscription.
+  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1 }, createdAt);
+  // A public key leaves an existing contact as it is, and gives a new one no data.
+  const upsert = upsertContacts(d1, projectId, [{ email, subscribed: input.subscribed, data: options.publicKey ? {} : persistent }], {
+    onExisting: options.publicKey ? "keep" : "merge",
+    subscribedByDefault: true,
+    now: createdAt,
+  });
+  const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, createdAt });
+  // Webhook events: contact.created always; .updated / .(un)subscribed only when a secret key brings data or a subscription.
   const changes = !options.publicKey && (Object.keys(persistent).length > 0 || input.subscribed !== undefined);
   const hooks = contactWriteEvents(d1, {
     projectId,
@@ -68,34 +68,21 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     subscribed: options.publicKey ? undefined : input.subscribed,
   });
   const n = hooks.before.length;
-  const results = await runGuardedBatch(env, () => runStatements(db, [guard!, ...hooks.before, upsert, ...hooks.after, eventInsert, probe]), createdAt);
-  const contactRows = results[1 + n];
-  const outbox = results[results.length - 1];
-  const id = String(contactRows[0].id);
+  const [, ...rest] = await runGuarded(
+    env,
+    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, event, outboxProbe(d1, projectId)]),
+    createdAt,
+  );
+  const contact = upsert.contacts(rest.slice(n, n + upsert.statements.length)).get(email)!;
   return {
-    contactId: id,
+    contactId: contact.id,
     eventId,
     createdAt,
-    isNewContact: id === contactId,
-    workflowTriggersPending: outbox.length > 0,
-    webhookEvents: hooks.ids(results.slice(1, 1 + n)),
+    isNewContact: contact.created,
+    workflowTriggersPending: rest.at(-1)!.length > 0,
+    webhookEvents: hooks.ids(rest.slice(0, n)),
   };
 }
-
-// /v1/track's writes as fixed SQL (nothing built per request). The contact:
-// created subscribed unless `subscribed` says otherwise; with a public key
-// (?7) an existing one is returned unchanged and a new one gets no data;
-// otherwise `subscribed` applies when given and data merges (JSON merge
-// patch: null removes a key). The event finds its contact by address.
-const TRACK_CONTACT_UPSERT_SQL = `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-  VALUES (?1, ?2, ?3, ?4, json_patch('{}', ?5), ?6, ?6)
-  ON CONFLICT (project_id, email) DO UPDATE SET
-    subscribed = CASE WHEN ?7 THEN contacts.subscribed ELSE coalesce(?8, contacts.subscribed) END,
-    data = CASE WHEN ?7 THEN contacts.data ELSE json_patch(contacts.data, ?5) END,
-    updated_at = CASE WHEN ?7 THEN contacts.updated_at ELSE ?6 END
-  RETURNING id`;
-const TRACK_EVENT_INSERT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
-  VALUES (?1, ?2, (SELECT id FROM contacts WHERE project_id = ?2 AND email = ?3), ?4, ?5, ?6)`;
 
 export type ListEventsQuery = z.infer<typeof EventListQuerySchema>;
 

@@ -1,11 +1,14 @@
-import { and, asc, eq, inArray, lt, notInArray, sql } from "drizzle-orm";
+import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../db/client";
-import { blobChunks, capturedMessages, emailAttachments, emails, events, projectDailyUsage, projects } from "../db/schema";
-import { utcDayNumber } from "./quotas";
+import { blobChunks, capturedMessages, emailAttachments, emails, projectDailyUsage } from "../db/schema";
 import type { Env } from "../env";
+import { chunks, IN_LIST_IDS } from "../lib/chunks";
 import { readConfig } from "../lib/config";
 import { idAtTime } from "../lib/ids";
 import { pruneWebhookDeliveries } from "./webhooks/outbox";
+import { dropEmailHtml, emailsWithOldHtml, releaseStoredBytes } from "../store/emails";
+import { pruneEvents } from "../store/events";
+import { utcDayNumber } from "../store/guards";
 
 /**
  * Retention, run by the cron in bounded batches so one tick never does
@@ -25,23 +28,6 @@ const HTML_ROWS_PER_TICK = 500;
 const EVENT_ROWS_PER_TICK = 2000;
 const CAPTURED_ROWS_PER_TICK = 200;
 const USAGE_ROWS_PER_TICK = 5000;
-/** Ids per IN list: D1 allows 100 bound parameters per statement. */
-const CHUNK = 90;
-
-const chunks = <T>(items: T[]) => Array.from({ length: Math.ceil(items.length / CHUNK) }, (_, i) => items.slice(i * CHUNK, (i + 1) * CHUNK));
-
-/** Takes `bytes` off each project's stored-bytes count (never below zero). */
-function releaseStoredBytes(db: Database, byProject: Map<string, number>) {
-  return [...byProject]
-    .filter(([, bytes]) => bytes > 0)
-    .map(([projectId, bytes]) =>
-      db
-        .update(projects)
-        .set({ storedBytes: sql`MAX(0, ${projects.storedBytes} - ${bytes})` })
-        .where(eq(projects.id, projectId)),
-    );
-}
-
 /** Attachments of sends whose every email is final: rows, blob chunks, and their bytes off the project's count. */
 export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT_SENDS_PER_TICK) {
   const pending = db
@@ -63,8 +49,11 @@ export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT
   const bytes = new Map<string, number>();
   for (const a of attachments) if (a.projectId) bytes.set(a.projectId, (bytes.get(a.projectId) ?? 0) + a.size);
   await runBatch(db, [
-    ...chunks(attachments.map((a) => a.blobId)).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
-    ...chunks(sendIds).map((ids) => db.delete(emailAttachments).where(inArray(emailAttachments.sendId, ids))),
+    ...chunks(
+      attachments.map((a) => a.blobId),
+      IN_LIST_IDS,
+    ).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
+    ...chunks(sendIds, IN_LIST_IDS).map((ids) => db.delete(emailAttachments).where(inArray(emailAttachments.sendId, ids))),
     ...releaseStoredBytes(db, bytes),
   ]);
   return sendIds.length;
@@ -73,18 +62,15 @@ export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT
 /** Empties the HTML of emails older than the retention, oldest first; the records stay. */
 export async function dropOldEmailHtml(db: Database, env: Env, now = new Date(), limit = HTML_ROWS_PER_TICK) {
   const cutoff = idAtTime(now.getTime() - readConfig(env).EMAIL_HTML_RETENTION_DAYS * DAY_MS);
-  // `html != ''` exactly as the partial index emails_html_kept_idx is defined.
-  const rows = await db
-    .select({ id: emails.id, projectId: emails.projectId, bytes: sql<number>`length(CAST(${emails.html} AS BLOB))` })
-    .from(emails)
-    .where(and(sql`${emails.html} != ''`, lt(emails.id, cutoff), notInArray(emails.status, ["QUEUED", "SENDING"])))
-    .orderBy(asc(emails.id))
-    .limit(limit);
+  const rows = await emailsWithOldHtml(db, cutoff, limit);
   if (rows.length === 0) return 0;
   const bytes = new Map<string, number>();
   for (const r of rows) bytes.set(r.projectId, (bytes.get(r.projectId) ?? 0) + Number(r.bytes));
   await runBatch(db, [
-    ...chunks(rows.map((r) => r.id)).map((ids) => db.update(emails).set({ html: "" }).where(inArray(emails.id, ids))),
+    ...dropEmailHtml(
+      db,
+      rows.map((r) => r.id),
+    ),
     ...releaseStoredBytes(db, bytes),
   ]);
   return rows.length;
@@ -93,8 +79,7 @@ export async function dropOldEmailHtml(db: Database, env: Env, now = new Date(),
 /** Deletes events older than the retention, oldest first. */
 export async function pruneOldEvents(db: Database, env: Env, now = new Date(), limit = EVENT_ROWS_PER_TICK) {
   const cutoff = idAtTime(now.getTime() - readConfig(env).EVENT_RETENTION_DAYS * DAY_MS);
-  const oldest = db.select({ id: events.id }).from(events).where(lt(events.id, cutoff)).orderBy(asc(events.id)).limit(limit);
-  const deleted = await db.delete(events).where(inArray(events.id, oldest)).returning({ id: events.id });
+  const deleted = await pruneEvents(db, cutoff, limit);
   return deleted.length;
 }
 
@@ -108,8 +93,14 @@ export async function pruneCapturedMail(db: Database, env: Env, now = new Date()
     .limit(limit);
   if (rows.length === 0) return 0;
   await runBatch(db, [
-    ...chunks(rows.map((r) => r.blobId)).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
-    ...chunks(rows.map((r) => r.id)).map((ids) => db.delete(capturedMessages).where(inArray(capturedMessages.id, ids))),
+    ...chunks(
+      rows.map((r) => r.blobId),
+      IN_LIST_IDS,
+    ).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
+    ...chunks(
+      rows.map((r) => r.id),
+      IN_LIST_IDS,
+    ).map((ids) => db.delete(capturedMessages).where(inArray(capturedMessages.id, ids))),
   ]);
   return rows.length;
 }

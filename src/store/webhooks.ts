@@ -46,6 +46,8 @@ export interface EmailEventItem {
   extra?: Record<string, string | number | null | undefined>;
   /** Only when the email is in this status at this point of the batch. */
   status?: string;
+  /** Only when the email's error is this text (e.g. the reason a claim settled it with). */
+  error?: string;
 }
 
 const WHEN_SQL = EMAIL_CHANGE_COLUMNS.flatMap((c) => [`WHEN 'set:${c}' THEN e.${c} = ?2`, `WHEN 'unset:${c}' THEN e.${c} IS NULL`]).join(" ");
@@ -58,6 +60,7 @@ const EMAIL_EVENTS_SQL = `INSERT INTO webhook_events (id, project_id, type, payl
   FROM json_each(?1) AS j JOIN emails AS e ON e.id = json_extract(j.value, '$[1]')
   WHERE (CASE json_extract(j.value, '$[3]') ${WHEN_SQL} ELSE 1 END)
     AND (json_extract(j.value, '$[5]') IS NULL OR e.status = json_extract(j.value, '$[5]'))
+    AND (json_extract(j.value, '$[6]') IS NULL OR e.error = json_extract(j.value, '$[6]'))
     AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = e.project_id AND w.enabled = 1
       AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = json_extract(j.value, '$[2]'))))
   RETURNING id, project_id`;
@@ -76,6 +79,7 @@ export function recordEmailWebhookEvents(d1: D1Database, items: EmailEventItem[]
     item.when ?? null,
     JSON.stringify(Object.fromEntries(Object.entries(item.extra ?? {}).filter(([, v]) => v !== null && v !== undefined))),
     item.status ?? null,
+    item.error ?? null,
   ]);
   return d1.prepare(EMAIL_EVENTS_SQL).bind(JSON.stringify(rows), at.getTime(), at.toISOString());
 }

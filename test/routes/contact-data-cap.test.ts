@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_CONTACT_DATA_BYTES } from "../../src/lib/errors";
+import { MAX_CONTACT_DATA_BYTES } from "../../src/store/guards";
 import { expectError, newProject } from "../helpers";
 import { sendingSetup } from "../sending";
 

@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { buildContactUpsert } from "../../src/services/contacts";
+import { upsertContacts } from "../../src/store/contacts";
 import { expectError, newProject, type TestProject } from "../helpers";
 import type { z } from "@hono/zod-openapi";
 import type { ContactListResponseSchema, ContactSchema, UpsertedContactSchema } from "../../src/schemas/contacts";
@@ -12,11 +11,13 @@ type UpsertedContact = z.infer<typeof UpsertedContactSchema>;
 
 /** Inserts contacts straight through the service, in D1 batches (fast seeding). */
 async function seedContacts(projectId: string, emails: string[], subscribed = true) {
-  const db = getDb(env.DB);
-  for (let i = 0; i < emails.length; i += 50) {
-    const queries = emails.slice(i, i + 50).map((email) => buildContactUpsert(db, projectId, { email, subscribed }, true).query);
-    await db.batch(queries as [(typeof queries)[0], ...(typeof queries)[0][]]);
-  }
+  const { statements } = upsertContacts(
+    env.DB,
+    projectId,
+    emails.map((email) => ({ email, subscribed })),
+    { onExisting: "merge", subscribedByDefault: true },
+  );
+  await env.DB.batch(statements);
 }
 
 /** Follows cursors to the end; returns every page's contacts in order. */

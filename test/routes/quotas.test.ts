@@ -114,7 +114,7 @@ describe("per-project quotas", () => {
     const outcome = await applyFeedback(
       getDb(env.DB),
       { kind: "complaint", providerMessageId: other.providerMessageId, feedbackId: "fb-1", data: {}, detail: "Complaint" },
-      2,
+      { QUOTA_EVENTS_PER_DAY: "2" },
     );
     expect(outcome).toBe("complained");
     expect((await getEmail(other.id)).status).toBe("COMPLAINED");

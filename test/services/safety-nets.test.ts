@@ -16,7 +16,7 @@ import { capturedMessages, emails, idempotencyKeys } from "../../src/db/schema";
 import type { ProjectLimiter } from "../../src/durable/project-limiter";
 import type { SendEmailMessage } from "../../src/env";
 import worker from "../../src/index";
-import { MAX_ATTACHMENT_BYTES } from "../../src/services/send/attachments";
+import { MAX_ATTACHMENT_BYTES } from "../../src/schemas/attachments";
 import { backoffSeconds } from "../../src/lib/queue-consumer";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON } from "../../src/services/send/records";
 import { sweepStuckEmails } from "../../src/services/send/sweep";

@@ -1,34 +1,22 @@
 import { and, asc, eq, gt, inArray, lt, lte, sql, type SQL } from "drizzle-orm";
+import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { getDb, runBatch, type Database } from "../../db/client";
 import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
 import { newId } from "../../lib/ids";
-import type { Env, SendEmailMessage } from "../../env";
-import { publicUrl, requireSecret } from "../../lib/config";
+import type { Env } from "../../env";
+import type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
-import { renderBody, renderSubject } from "../send/render";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
-import { unsubscribeUrl } from "../tracking/links";
+import { queueEmails } from "../send/outbox";
 
 /** Contacts walked per audience page (one queue message). */
 export const PAGE_SIZE = 500;
-/** Rendered rows per INSERT statement, by size: each statement carries one JSON parameter, kept well under D1's limits. */
-const MAX_INSERT_JSON_BYTES = 800_000;
 /** A SENDING campaign whose walk has not moved for this long gets its next page queued again (a lost message). */
 export const STALLED_WALK_MS = 5 * 60 * 1000;
 /** Campaigns handled per cron tick and job (each costs a few statements). */
 const CRON_LIMIT = 25;
 
-/** A page of a campaign's audience to turn into email records; `after` is the last contact id already walked. */
-export interface CampaignPageMessage {
-  kind: "campaign-page";
-  campaignId: string;
-  projectId: string;
-  after: string | null;
-}
-/** A campaign email to send (bulk mail). */
-export interface CampaignEmailMessage extends SendEmailMessage {
-  campaignId: string;
-}
+export type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
 
 /** Marketing audience: subscribed, not suppressed, matching the condition (null: every contact). */
 export function audienceWhere(projectId: string, condition: Condition | null, now: number): SQL {
@@ -56,56 +44,13 @@ export async function enqueueCampaignPage(env: Env, campaign: Pick<Campaign, "id
 
 /** A page's emails onto the bulk queue: one sendBatch per 100 (the Queues limit), all at once. */
 async function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: string[]) {
-  const batches = [];
-  for (let i = 0; i < emailIds.length; i += 100) {
-    batches.push(
+  await Promise.all(
+    chunks(emailIds, QUEUE_BATCH).map((ids) =>
       env.EMAIL_BULK_QUEUE.sendBatch(
-        emailIds
-          .slice(i, i + 100)
-          .map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
+        ids.map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
       ),
-    );
-  }
-  await Promise.all(batches);
-}
-
-interface RenderedRow {
-  id: string;
-  c: string;
-  to: string;
-  s: string;
-  h: string;
-  m: string;
-}
-
-const INSERT_ROWS_SQL = `INSERT INTO emails (id, project_id, contact_id, send_id, campaign_id, from_address, from_name, to_address, reply_to,
-    subject, html, headers, marketing, has_attachments, tracked, bulk, status, message_id, attempts, opens, clicks, queued_at, created_at, updated_at)
-  SELECT json_extract(value, '$.id'), ?1, json_extract(value, '$.c'), ?2, ?2, ?3, ?4, json_extract(value, '$.to'), ?5,
-    json_extract(value, '$.s'), json_extract(value, '$.h'), '{}', 1, 0, 1, 1, 'QUEUED', json_extract(value, '$.m'), 0, 0, 0, ?6, ?6, ?6
-  FROM json_each(?7) WHERE true
-  ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING`;
-
-/** One INSERT ... SELECT FROM json_each(?) per chunk: a page's rows in a handful of statements, each row unique per (campaign, contact). */
-function insertRows(d1: D1Database, campaign: Campaign, rows: RenderedRow[], now: number): D1PreparedStatement[] {
-  const statements: D1PreparedStatement[] = [];
-  let chunk: RenderedRow[] = [];
-  let bytes = 0;
-  const flush = () => {
-    if (chunk.length === 0) return;
-    statements.push(
-      d1.prepare(INSERT_ROWS_SQL).bind(campaign.projectId, campaign.id, campaign.from, campaign.fromName, campaign.replyTo, now, JSON.stringify(chunk)),
-    );
-    chunk = [];
-    bytes = 0;
-  };
-  for (const row of rows) {
-    const size = row.h.length * 3 + row.s.length * 3 + 200;
-    if (bytes + size > MAX_INSERT_JSON_BYTES) flush();
-    chunk.push(row);
-    bytes += size;
-  }
-  flush();
-  return statements;
+    ),
+  );
 }
 
 /**
@@ -118,7 +63,7 @@ function insertRows(d1: D1Database, campaign: Campaign, rows: RenderedRow[], now
  */
 export async function handleCampaignPage(env: Env, message: CampaignPageMessage): Promise<void> {
   const db = getDb(env.DB);
-  // A plain select: drizzle builds a relational query (findFirst) anew on every call, which showed in the page's profile.
+  // A plain select: drizzle builds a relational query (findFirst) anew on every call.
   const [campaign] = await db
     .select()
     .from(campaigns)
@@ -140,28 +85,6 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
     .orderBy(asc(contacts.id))
     .limit(PAGE_SIZE);
 
-  const baseUrl = publicUrl(env);
-  const secret = requireSecret(env, "LINK_SIGNING_SECRET");
-  const domain = campaign.from.split("@")[1];
-  const body = withUnsubscribeLink(campaign.body);
-  const rows: RenderedRow[] = [];
-  for (const contact of page) {
-    // UUIDv7 like every record id: today's emails are an id range (the daily quota counts them so).
-    const id = newId();
-    const vars = { data: contact.data ?? {}, email: contact.email, unsubscribeUrl: await unsubscribeUrl(baseUrl, secret, id) };
-    rows.push({
-      id,
-      c: contact.id,
-      to: contact.email,
-      s: (await renderSubject(campaign.subject, vars))
-        .replace(/[\r\n]+/g, " ")
-        .trim()
-        .slice(0, 998),
-      h: await renderBody(body, vars),
-      m: `${id}@${domain}`,
-    });
-  }
-
   const last = page.length > 0 ? page[page.length - 1].id : message.after;
   const done = page.length < PAGE_SIZE;
   const now = Date.now();
@@ -176,9 +99,30 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
     message.after ?? "",
     last ?? "",
   );
-  const results = await env.DB.batch([...insertRows(env.DB, campaign, rows, now), advance, queued]);
-  const advanced = (results[results.length - 2].results ?? []).length > 0;
-  const toSend = ((results[results.length - 1].results ?? []) as { id: string }[]).map((r) => r.id);
+  // No quota guard: the whole audience was checked when the campaign started (campaignQuotaFit),
+  // and a page must not fail halfway through a campaign. Unique campaign+contact: a redelivered
+  // page writes nothing twice.
+  const { results } = await queueEmails(
+    db,
+    env,
+    {
+      projectId: campaign.projectId,
+      sendId: campaign.id,
+      campaignId: campaign.id,
+      from: campaign.from,
+      fromName: campaign.fromName,
+      replyTo: campaign.replyTo,
+      senderDomain: campaign.from.split("@")[1],
+      subject: campaign.subject,
+      html: withUnsubscribeLink(campaign.body),
+      marketing: true,
+      bulk: true,
+    },
+    page.map((contact) => ({ to: contact.email, contactId: contact.id, data: contact.data ?? {} })),
+    { quotas: false, enqueue: "none", last: [advance, queued] },
+  );
+  const advanced = results.last[0].length > 0;
+  const toSend = (results.last[1] as { id: string }[]).map((r) => r.id);
 
   // The next page is queued with this page's emails, not after them: the queue then always holds a
   // full batch, and the walk stays one page ahead of the sends instead of waiting for them.

@@ -1,12 +1,11 @@
 import { getDb } from "../../db/client";
-import type { Env, SendEmailMessage } from "../../env";
+import type { Env } from "../../env";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import { deliverBatch } from "../send/deliver";
 import { settleDeadLetters } from "../send/dead-letter";
 import { finalizeCampaigns, handleCampaignPage, type CampaignEmailMessage, type CampaignPageMessage } from "./audience";
 
-/** What the bulk queue carries: audience pages {kind: "campaign-page"} and campaign emails {emailId, projectId, campaignId}. */
-export type BulkMessage = CampaignPageMessage | CampaignEmailMessage;
+export type { BulkMessage } from "../../messages";
 
 const isPage = (body: unknown): body is CampaignPageMessage => (body as CampaignPageMessage | undefined)?.kind === "campaign-page";
 
@@ -42,7 +41,7 @@ export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], e
   const sent = await deliverBatch(
     sends.map((s) => s.message),
     env,
-    { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage> },
+    { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE },
   );
   for (const [i, s] of sends.entries()) verdicts[s.index] = sent[i];
   await finalizeCampaigns(db, campaignIdsOf(bodies));

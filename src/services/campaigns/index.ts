@@ -2,18 +2,16 @@ import { and, count, desc, eq, gt, inArray, lt, sql, type SQL } from "drizzle-or
 import type { Database } from "../../db/client";
 import { campaigns, emails, events, segments, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
-import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { ConditionSchema, type Condition } from "../conditions";
 import { contactFromRow, contactsByEmail } from "../contacts";
 import { requireVerifiedDomain } from "../domains";
-import { enqueueEmails } from "../send/accept";
-import { assertTemplateSyntax, renderBody, renderSubject } from "../send/render";
-import { assertDailyQuota, campaignQuotaError, campaignQuotaFit } from "../quotas";
+import { queueEmails } from "../send/outbox";
+import { assertTemplateSyntax } from "../send/render";
+import { campaignQuotaError, campaignQuotaFit } from "../quotas";
 import { findSuppressed } from "../suppressions";
-import { unsubscribeUrl } from "../tracking/links";
 import type { CampaignInput, CampaignView } from "../../schemas/campaigns";
 import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
 
@@ -234,37 +232,26 @@ export async function sendTestEmail(db: Database, env: Env, projectId: string, i
     throw ApiError.invalidState(`${address} is on the suppression list (${[...suppressed.values()][0]})`, "Send the test to another address.");
   }
   const contact = (await contactsByEmail(db.$client, projectId, [address.toLowerCase()]).all()).results.map(contactFromRow)[0];
-  const emailId = newId();
-  const vars = {
-    data: contact?.data ?? {},
-    email: address,
-    unsubscribeUrl: await unsubscribeUrl(publicUrl(env, requestUrl), requireSecret(env, "LINK_SIGNING_SECRET"), emailId),
-  };
-  const subject = `[TEST] ${(await renderSubject(campaign.subject, vars)).replace(/[\r\n]+/g, " ").trim()}`;
-  const html = await renderBody(withUnsubscribeLink(campaign.body), vars);
-  const now = new Date();
-  // A test send is an email like any other: it counts toward the emails-per-day quota.
-  await assertDailyQuota(db, env, projectId, "QUOTA_EMAILS_PER_DAY", 1, now);
-  await db.insert(emails).values({
-    id: emailId,
-    projectId,
-    sendId: emailId,
-    fromAddress: campaign.from,
-    fromName: campaign.fromName,
-    toAddress: address,
-    replyTo: campaign.replyTo,
-    subject: subject.slice(0, 998),
-    html,
-    marketing: true,
-    tracked: false,
-    status: "QUEUED",
-    messageId: `${emailId}@${domain.name}`,
-    queuedAt: now,
-    createdAt: now,
-    updatedAt: now,
-  });
-  await enqueueEmails(env, projectId, [emailId]);
-  return emailId;
+  // A test send is an email like any other: it counts toward the daily and stored-bytes quotas.
+  const queued = await queueEmails(
+    db,
+    env,
+    {
+      projectId,
+      from: campaign.from,
+      fromName: campaign.fromName,
+      replyTo: campaign.replyTo,
+      senderDomain: domain.name,
+      subject: campaign.subject,
+      subjectPrefix: "[TEST] ",
+      html: withUnsubscribeLink(campaign.body),
+      marketing: true,
+      tracked: false,
+    },
+    [{ to: address, data: contact?.data ?? {} }],
+    { requestUrl },
+  );
+  return queued.emails[0].id;
 }
 
 const SENT_STATUSES = ["SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"] as const;

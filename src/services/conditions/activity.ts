@@ -2,9 +2,9 @@ import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, events } from "../../db/schema";
 import type { ContactActivity } from "./evaluate";
-import type { Condition } from "./schema";
+import type { Condition } from "../../schemas/conditions";
 import { compileCondition } from "./sql";
-import { EMAIL_ACTIVITIES } from "./schema";
+import { EMAIL_ACTIVITIES } from "../../schemas/conditions";
 
 /** Most distinct event names read for one contact (a bound on the in-memory evaluation's input). */
 const MAX_EVENT_NAMES = 1000;

@@ -1,4 +1,4 @@
-import { parseField, timestampOf, UNIT_MS, type Condition, type EmailActivity, type Filter } from "./schema";
+import { parseField, timestampOf, UNIT_MS, type Condition, type EmailActivity, type Filter } from "../../schemas/conditions";
 
 /** The contact fields a condition reads (a Contact row fits). */
 export interface ConditionContact {

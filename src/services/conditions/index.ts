@@ -35,7 +35,7 @@ export {
   type Filter,
   type Operator,
   type EmailActivity,
-} from "./schema";
+} from "../../schemas/conditions";
 export { compileCondition } from "./sql";
 export { evaluateCondition, type ConditionContact, type ContactActivity } from "./evaluate";
 export { loadContactActivity, contactMatches } from "./activity";

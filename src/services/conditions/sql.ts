@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { contacts } from "../../db/schema";
-import { parseField, timestampOf, UNIT_MS, type Condition, type EmailActivity, type Filter } from "./schema";
+import { likeContains } from "../../lib/sql";
+import { parseField, timestampOf, UNIT_MS, type Condition, type EmailActivity, type Filter } from "../../schemas/conditions";
 
 /** The email column that records each activity (any email to the contact reached that state). */
 export const ACTIVITY_COLUMNS: Record<EmailActivity, string> = {
@@ -14,9 +15,6 @@ export const ACTIVITY_COLUMNS: Record<EmailActivity, string> = {
 
 /** JSON path of a validated `data.<key>` (keys are [A-Za-z0-9_-]); still bound as a parameter, never spliced. */
 export const jsonPath = (path: string[]) => `$${path.map((key) => `."${key}"`).join("")}`;
-
-/** LIKE pattern for "contains": the value's own %, _ and \ match literally. */
-export const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export const spanCutoff = (filter: Filter, now: number) => now - Number(filter.value) * UNIT_MS[filter.unit!];
 
@@ -33,7 +31,7 @@ function dataFilter(filter: Filter, path: string): SQL {
     return sql`(${type} = 'text' AND ${compare(extracted)})`;
   };
   const equals = () => (typeof value === "boolean" ? sql`${type} = ${value ? "true" : "false"}` : typed((x) => sql`${x} = ${value}`));
-  const contains = () => sql`(${type} = 'text' AND json_extract(${contacts.data}, ${path}) LIKE ${likePattern(String(value))} ESCAPE '\\')`;
+  const contains = () => sql`(${type} = 'text' AND json_extract(${contacts.data}, ${path}) LIKE ${likeContains(String(value))} ESCAPE '\\')`;
   switch (filter.operator) {
     case "exists":
       return present;
@@ -109,9 +107,9 @@ function compileFilter(filter: Filter, now: number): SQL {
         case "notEquals":
           return sql`${contacts.email} <> ${value}`;
         case "contains":
-          return sql`${contacts.email} LIKE ${likePattern(value)} ESCAPE '\\'`;
+          return sql`${contacts.email} LIKE ${likeContains(value)} ESCAPE '\\'`;
         case "notContains":
-          return sql`${contacts.email} NOT LIKE ${likePattern(value)} ESCAPE '\\'`;
+          return sql`${contacts.email} NOT LIKE ${likeContains(value)} ESCAPE '\\'`;
       }
       break;
     }

@@ -15,7 +15,7 @@ import { listNewestFirst } from "../../lib/pagination";
 import { dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim";
 import { domainOfAddress, normaliseDomainName } from "./names";
 import { domainRecordConfig, expectedRecords } from "./records";
-import { quotaExceeded } from "../quotas";
+import { quotaExceeded } from "../../store/guards";
 import { deleteDomainFromSes, registerDomainWithSes, SesRegistrationError } from "./ses";
 import { findDomainUsage } from "./usage";
 import { checkDomain, VERIFICATION_WINDOW_MS } from "./dns-check";

@@ -6,14 +6,14 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { templates } from "../../db/schema";
-import { likeSubstring } from "../contacts";
+import { likeContains } from "../../lib/sql";
 
 /** A check returns a human-readable description of the first user found, or null. */
 export type DomainUsageCheck = (db: Database, projectId: string, domain: string) => Promise<string | null>;
 
 /** SQL condition "this address column is on `domain`" (case-insensitive, ends with @domain). */
 export const addressOnDomain = (column: typeof templates.from, domain: string) => {
-  const pattern = likeSubstring(`@${domain}`).slice(0, -1);
+  const pattern = likeContains(`@${domain}`).slice(0, -1);
   return sql`(lower(${column}) LIKE ${pattern} ESCAPE '\\' OR lower(${column}) LIKE ${`${pattern}>`} ESCAPE '\\')`;
 };
 

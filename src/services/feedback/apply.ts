@@ -1,8 +1,10 @@
 import { and, eq, notExists, sql } from "drizzle-orm";
 import { runStatements, type Database } from "../../db/client";
-import { contacts, emails, events, type JsonObject } from "../../db/schema";
-import { advanceStatusSql, buildEmailEventInsert } from "../emails/status";
-import { eventsPerDay } from "../quotas";
+import { emails, events, type JsonObject } from "../../db/schema";
+import type { ConfigInput } from "../../lib/config";
+import { unsubscribeContactOf } from "../../store/contacts";
+import { advanceStatusSql, updateEmail } from "../../store/emails";
+import { insertEmailEvent } from "../../store/events";
 import { buildSuppression } from "../suppressions";
 import { newId } from "../../lib/ids";
 import { recordedEventIds, recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks";
@@ -51,7 +53,7 @@ export type Feedback =
 export type WebhookHandOver = (projectId: string, eventIds: string[]) => Promise<unknown>;
 
 /** An event for the email's contact, stored only once per (email, name, feedbackId). */
-function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date, eventQuota: number) {
+function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date, env: ConfigInput | undefined) {
   const duplicate = db
     .select({ one: sql`1` })
     .from(events)
@@ -63,33 +65,16 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
         sql`json_extract(${events.data}, '$.feedbackId') = ${data.feedbackId}`,
       ),
     );
-  return buildEmailEventInsert(db, emailId, name, data, now, eventQuota, notExists(duplicate));
+  return insertEmailEvent(db, env, emailId, name, data, now, notExists(duplicate));
 }
 
-interface EmailRef {
-  id: string;
-  projectId: string;
-  contactId: string | null;
-  toAddress: string;
-}
-
-function buildUnsubscribeContact(db: Database, email: EmailRef, now: Date) {
-  const which = email.contactId
-    ? eq(contacts.id, email.contactId)
-    : and(eq(contacts.projectId, email.projectId), eq(contacts.email, email.toAddress.toLowerCase()));
-  return db
-    .update(contacts)
-    .set({ subscribed: false, updatedAt: now })
-    .where(and(which, eq(contacts.subscribed, true)));
-}
-
-/** `eventQuota`: the project's QUOTA_EVENTS_PER_DAY; past it the event is not stored, the rest still applies. */
-export async function applyFeedback(
-  db: Database,
-  feedback: Feedback,
-  eventQuota = eventsPerDay(undefined),
-  handOver?: WebhookHandOver,
-): Promise<FeedbackOutcome> {
+/**
+ * Past the project's QUOTA_EVENTS_PER_DAY (from `env`) the event is not stored; the rest still applies.
+ * Webhook events (email.delivered, .bounced, .complained, .delivery_delayed, .failed and the
+ * contact.unsubscribed a bounce or complaint causes) go in the same batch, each only when this
+ * feedback changes the email (recorded ahead of the write, while its timestamp is still unset).
+ */
+export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput, handOver?: WebhookHandOver): Promise<FeedbackOutcome> {
   const [email] = await db
     .select({ id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress })
     .from(emails)
@@ -99,7 +84,6 @@ export async function applyFeedback(
   const now = new Date();
   const when = feedback.at ?? now;
   const d1 = db.$client;
-  // Webhook events: each recorded only when this feedback changes the email (ahead of the write: its timestamp is still unset).
   const hook = (item: Omit<EmailEventItem, "id" | "emailId">) => recordEmailWebhookEvents(d1, [{ id: newId(), emailId: email.id, ...item }], when);
   const unsubscribed = contactWriteEvents(d1, {
     projectId: email.projectId,
@@ -121,14 +105,11 @@ export async function applyFeedback(
   if (feedback.kind === "delivered") {
     const results = await runStatements(db, [
       hook({ type: "email.delivered", when: "unset:delivered_at" }),
-      db
-        .update(emails)
-        .set({
-          status: advanceStatusSql("DELIVERED"),
-          deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
-          updatedAt: now,
-        })
-        .where(eq(emails.id, email.id)),
+      updateEmail(db, email.id, {
+        status: advanceStatusSql("DELIVERED"),
+        deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
+        updatedAt: now,
+      }),
     ]);
     await handOverFrom(results, [0]);
     return "delivered";
@@ -138,17 +119,14 @@ export async function applyFeedback(
     // Only mail still waiting for its outcome: a failure report never undoes a delivery, bounce or complaint.
     const results = await runStatements(db, [
       hook({ type: "email.failed", when: "unset:failed_at", status: "SENT", extra: { reason: feedback.reason } }),
-      db
-        .update(emails)
-        .set({ status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now })
-        .where(and(eq(emails.id, email.id), eq(emails.status, "SENT"))),
+      updateEmail(db, email.id, { status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now }, eq(emails.status, "SENT")),
     ]);
     await handOverFrom(results, [0]);
     return "failed";
   }
 
   if (feedback.kind === "bounce") {
-    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now, eventQuota);
+    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env);
     if (!feedback.permanent) {
       const results = await runStatements(db, [event, hook({ type: "email.bounced", extra: { bounceType: "SOFT" } })]);
       await handOverFrom(results, [1]);
@@ -159,17 +137,14 @@ export async function applyFeedback(
       hook({ type: "email.bounced", when: "unset:bounced_at", extra: { bounceType: "HARD" } }),
       ...unsubscribed.before,
       event,
-      db
-        .update(emails)
-        .set({
-          status: advanceStatusSql("BOUNCED"),
-          bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`,
-          error: feedback.reason,
-          updatedAt: now,
-        })
-        .where(eq(emails.id, email.id)),
+      updateEmail(db, email.id, {
+        status: advanceStatusSql("BOUNCED"),
+        bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`,
+        error: feedback.reason,
+        updatedAt: now,
+      }),
       buildSuppression(db, email.projectId, email.toAddress, "BOUNCE", feedback.reason),
-      buildUnsubscribeContact(db, email, now),
+      unsubscribeContactOf(db, email, now),
       ...unsubscribed.after,
     ]);
     await handOverFrom(
@@ -183,17 +158,14 @@ export async function applyFeedback(
   const results = await runStatements(db, [
     hook({ type: "email.complained", when: "unset:complained_at" }),
     ...unsubscribed.before,
-    buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, eventQuota),
-    db
-      .update(emails)
-      .set({
-        status: advanceStatusSql("COMPLAINED"),
-        complainedAt: sql`COALESCE(${emails.complainedAt}, ${when.getTime()})`,
-        updatedAt: now,
-      })
-      .where(eq(emails.id, email.id)),
+    buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env),
+    updateEmail(db, email.id, {
+      status: advanceStatusSql("COMPLAINED"),
+      complainedAt: sql`COALESCE(${emails.complainedAt}, ${when.getTime()})`,
+      updatedAt: now,
+    }),
     buildSuppression(db, email.projectId, email.toAddress, "COMPLAINT", feedback.detail),
-    buildUnsubscribeContact(db, email, now),
+    unsubscribeContactOf(db, email, now),
     ...unsubscribed.after,
   ]);
   await handOverFrom(

@@ -2,7 +2,6 @@ import { queueWebhookEvents } from "../webhooks/deliver";
 import { getDb } from "../../db/client";
 import type { Env } from "../../env";
 import { normalizeMessageId } from "../providers/cloudflare";
-import { eventsPerDay } from "../quotas";
 import { applyFeedback, type Feedback } from "./apply";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 
@@ -23,7 +22,7 @@ import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/que
  * - message.deferred: nothing (a retry is pending; its outcome comes later).
  * Events are matched by message id (stored without angle brackets).
  */
-export const EMAIL_EVENTS_QUEUE = "edge-mail-email-events";
+export { EMAIL_EVENTS_QUEUE } from "../../messages";
 
 const PREFIX = "cf.email.sending.message.";
 const MAX_ID_LENGTH = 998;
@@ -113,7 +112,7 @@ export async function applyEmailServiceEvents(messages: readonly QueuedMessage<u
       continue;
     }
     try {
-      await applyFeedback(db, feedback, eventsPerDay(env), (projectId, ids) => queueWebhookEvents(env, projectId, ids));
+      await applyFeedback(db, feedback, env, (projectId, ids) => queueWebhookEvents(env, projectId, ids));
       verdicts.push(ACK);
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);

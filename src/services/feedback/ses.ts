@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emails } from "../../db/schema";
+import type { ConfigInput } from "../../lib/config";
 import { applyFeedback, type FeedbackOutcome, type WebhookHandOver } from "./apply";
 
 /**
@@ -41,7 +42,7 @@ export async function applySesFeedback(
   db: Database,
   snsMessageId: string,
   messageText: string,
-  eventQuota?: number,
+  env?: ConfigInput,
   handOver?: WebhookHandOver,
 ): Promise<FeedbackOutcome> {
   let message: unknown;
@@ -59,12 +60,12 @@ export async function applySesFeedback(
 
   if (kind === "Delivery") {
     const delivery = isObj(message.delivery) ? message.delivery : {};
-    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, eventQuota, handOver);
+    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, env, handOver);
   }
 
   if (kind === "DeliveryDelay") {
     const delay = isObj(message.deliveryDelay) ? message.deliveryDelay : {};
-    return applyFeedback(db, { kind: "delayed", providerMessageId, delayType: str(delay.delayType), at: at(delay.timestamp) }, eventQuota, handOver);
+    return applyFeedback(db, { kind: "delayed", providerMessageId, delayType: str(delay.delayType), at: at(delay.timestamp) }, env, handOver);
   }
 
   if (kind === "Bounce") {
@@ -92,7 +93,7 @@ export async function applySesFeedback(
         reason: diagnosticCode ?? `Permanent bounce${bounceSubType ? ` (${bounceSubType})` : ""}`,
         at: at(bounce.timestamp),
       },
-      eventQuota,
+      env,
       handOver,
     );
   }
@@ -110,7 +111,7 @@ export async function applySesFeedback(
       detail: `Complaint${complaintFeedbackType ? ` (${complaintFeedbackType})` : ""}`,
       at: at(complaint.timestamp),
     },
-    eventQuota,
+    env,
     handOver,
   );
 }

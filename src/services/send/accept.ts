@@ -1,31 +1,22 @@
 import { and, asc, eq, lt } from "drizzle-orm";
 import { fromRow, runStatements, type Database } from "../../db/client";
 import { domains, emails, idempotencyKeys, templates, type JsonObject, type Template } from "../../db/schema";
-import type { Env, SendEmailMessage } from "../../env";
-import { publicUrl, requireSecret } from "../../lib/config";
+import type { Env } from "../../env";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
 import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, verifiedDomains } from "../domains";
-import { abortIfSuppressed, isSuppressedAbort, suppressionsOf, type SuppressionReason } from "../suppressions";
-import { addStoredBytes, buildQuotaGuard, runGuardedBatch } from "../quotas";
-import { unsubscribeUrl } from "../tracking/links";
-import { buildOutboxProbe } from "../workflows/triggers";
-import type { SendRequest } from "../../schemas/send";
-import { base64DecodedSize, buildAttachmentInserts, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "./attachments";
-import { RenderBudget, renderBody, renderSubject, rendersFromDataKeys } from "./render";
+import type { SuppressionReason } from "../suppressions";
+import { upsertContacts } from "../../store/contacts";
+import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppressionsOf } from "../../store/guards";
+import { queueEmails } from "./outbox";
+import type { SendRequest, SendResult } from "../../schemas/send";
+import { RenderBudget, rendersFromDataKeys } from "./render";
 
-export const MAX_RECIPIENTS = 50;
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 type Mailbox = string | { name?: string; email: string };
-
-export interface SendResult {
-  emails: { contact: { id: string; email: string }; email: string }[];
-  suppressed: { email: string; reason: "BOUNCE" | "COMPLAINT" }[];
-  timestamp: string;
-}
 
 type IdempotencyRecord = typeof idempotencyKeys.$inferSelect;
 
@@ -79,8 +70,6 @@ async function replayIdempotent(db: Database, projectId: string, key: string, ha
 export async function purgeExpiredIdempotencyKeys(db: Database, now = new Date()): Promise<void> {
   await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)));
 }
-
-const isUniqueViolation = (err: unknown) => /UNIQUE constraint failed: idempotency_keys/.test(String((err as Error)?.message ?? err));
 
 export interface AcceptOptions {
   idempotencyKey?: string;
@@ -177,8 +166,6 @@ function resolveMessage(body: SendRequest, template: Template | undefined) {
   };
 }
 
-type Message = ReturnType<typeof resolveMessage>;
-
 /** Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so). */
 async function senderDomainOf(db: Database, projectId: string, fromAddress: string, inputs: SendInputs): Promise<string> {
   const cached = verifiedDomains.get(projectId, fromAddress);
@@ -210,64 +197,6 @@ function sendableRecipients(body: SendRequest, addresses: string[], inputs: Send
     }
   }
   return { sendable, suppressed };
-}
-
-/** Step 5, rendering: every recipient's subject and body, on one render budget for the whole request. */
-async function renderEmails(
-  env: Env,
-  body: SendRequest,
-  message: Message,
-  sendable: string[],
-  inputs: SendInputs,
-  forThisEmail: JsonObject,
-  requestUrl?: string,
-) {
-  const baseUrl = publicUrl(env, requestUrl);
-  const secret = requireSecret(env, "LINK_SIGNING_SECRET");
-  const budget = new RenderBudget();
-  // Signing a link costs an HMAC per recipient: only when the message names the
-  // variable (a variable name built at render time, {{ [name] }}, renders empty).
-  const wantsUnsubscribeUrl = `${message.subject}\n${message.html}`.includes("unsubscribeUrl");
-  return Promise.all(
-    sendable.map(async (address) => {
-      const emailId = newId();
-      const vars = {
-        data: { ...(inputs.existing.get(address)?.data ?? {}), ...forThisEmail },
-        email: address,
-        unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, emailId) : "",
-      };
-      return {
-        emailId,
-        address,
-        // Values from data may hold line breaks; a subject is one line.
-        subject: await renderSubject(message.subject, vars, budget),
-        html: await renderBody(message.html, vars, body.type ?? "html", budget),
-      };
-    }),
-  );
-}
-
-type Rendered = Awaited<ReturnType<typeof renderEmails>>;
-
-/** Step 6, size: with attachments, the largest email must fit what one provider call carries. Returns the bytes the send stores. */
-function storedSize(body: SendRequest, rendered: Rendered): number {
-  if (rendered.length === 0) return 0;
-  const encoder = new TextEncoder();
-  const htmlBytes = rendered.map((p) => encoder.encode(p.html).length);
-  const attachmentBytes = (body.attachments ?? []).map((a) => base64DecodedSize(a.content) ?? 0);
-  if (attachmentBytes.length > 0) {
-    const estimate = estimateRawMessageSize(attachmentBytes, Math.max(...htmlBytes));
-    if (estimate > MAX_RAW_MESSAGE_BYTES) {
-      throw ApiError.validation([
-        {
-          field: "attachments",
-          message: `With this body the message would be about ${estimate} bytes once encoded; one email carries at most ${MAX_RAW_MESSAGE_BYTES} bytes through the provider`,
-          code: "too_big",
-        },
-      ]);
-    }
-  }
-  return htmlBytes.reduce((a, b) => a + b, 0) + attachmentBytes.reduce((a, b) => a + b, 0);
 }
 
 /** What a send read before writing (readSendInputs), or nothing at all (the write-only path). */
@@ -322,7 +251,7 @@ export async function acceptSend(db: Database, env: Env, projectId: string, body
       // before it. A 422 can depend on rendering a suppressed recipient too (the render
       // budget counts every recipient, {{email}} changes sizes), so the reading path,
       // which renders only those sent to, gives the answer.
-      if (!isSuppressedAbort(err) && !(err instanceof ApiError && err.code === "VALIDATION_ERROR")) throw err;
+      if (raisedGuard(err) !== "SEND_HAS_SUPPRESSED_RECIPIENTS" && !(err instanceof ApiError && err.code === "VALIDATION_ERROR")) throw err;
     }
   }
   const inputs = await readSendInputs(db, projectId, body, addresses, options.idempotencyKey);
@@ -345,7 +274,7 @@ async function writeSend(
     hash: string;
     recipients: Map<string, { email: string; name?: string }>;
     addresses: string[];
-    /** The batch checks the suppressions itself (nothing was read): abortIfSuppressed first. */
+    /** The batch checks the suppressions itself (nothing was read): suppressionGuard first. */
     checkSuppressions: boolean;
   },
 ): Promise<SendResult> {
@@ -355,210 +284,79 @@ async function writeSend(
   const senderDomain = await senderDomainOf(db, projectId, message.from.email, inputs);
   const { sendable, suppressed } = sendableRecipients(body, addresses, inputs, message.marketing);
   const { persistent, all: forThisEmail } = splitPersistentData(body.data as JsonObject | undefined);
-  const rendered = await renderEmails(env, body, message, sendable, inputs, forThisEmail, options.requestUrl);
-  const storedBytes = storedSize(body, rendered);
-
-  await options.beforeWrite?.();
+  const d1 = db.$client;
   const sendId = newId();
   const now = new Date();
   const response: SendResult = { emails: [], suppressed, timestamp: now.toISOString() };
-  const write = buildSendWrites(db, env, projectId, {
-    body,
-    message,
-    recipients,
-    rendered,
-    persistent,
-    senderDomain,
-    sendId,
-    now,
-    storedBytes,
-    response,
-    hash,
-    idempotencyKey: options.idempotencyKey,
-    suppressionCheck: w.checkSuppressions ? abortIfSuppressed(db.$client, projectId, addresses) : null,
-  });
-  let results: unknown[];
+  // Step 7's own writes around the emails: the Idempotency-Key record (a concurrent duplicate
+  // fails on its unique key, writes nothing, and replays) and every recipient's contact.
+  const idempotency = options.idempotencyKey
+    ? [
+        db.insert(idempotencyKeys).values({
+          projectId,
+          key: options.idempotencyKey,
+          requestHash: hash,
+          sendId,
+          response: { suppressed: response.suppressed, timestamp: response.timestamp },
+          createdAt: now,
+        }),
+      ]
+    : [];
+  // `subscribed: true` opts in new contacts; an existing one's subscription changes only when given.
+  const upsert = upsertContacts(
+    d1,
+    projectId,
+    sendable.map((address) => ({ email: address, subscribed: body.subscribed, data: persistent })),
+    { onExisting: "merge", subscribedByDefault: false, now },
+  );
+  let queued: Awaited<ReturnType<typeof queueEmails>>;
   try {
-    results = await runGuardedBatch(env, () => runStatements(db, write.statements), now);
+    // Steps 5 to 7: render on one budget for the whole request, size, then one atomic batch.
+    queued = await queueEmails(
+      db,
+      env,
+      {
+        projectId,
+        sendId,
+        templateId: body.template ?? null,
+        from: message.from.email,
+        fromName: message.fromName ?? null,
+        replyTo: message.replyTo,
+        senderDomain,
+        headers: body.headers ?? {},
+        subject: message.subject,
+        html: message.html,
+        bodyFormat: body.type ?? "html",
+        marketing: message.marketing,
+        attachments: body.attachments,
+      },
+      sendable.map((address) => ({
+        to: address,
+        toName: recipients.get(address)?.name ?? null,
+        contactEmail: address.toLowerCase(),
+        data: { ...(inputs.existing.get(address)?.data ?? {}), ...forThisEmail },
+      })),
+      {
+        requestUrl: options.requestUrl,
+        budget: new RenderBudget(),
+        use: { contacts: sendable.map((a) => a.toLowerCase()) },
+        beforeWrite: options.beforeWrite,
+        // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
+        first: w.checkSuppressions ? [suppressionGuard(d1, projectId, addresses)] : [],
+        beforeEmails: [...idempotency, ...upsert.statements],
+        // Last: whether a contact this send created started a workflow (see outboxProbe).
+        last: [outboxProbe(d1, projectId)],
+      },
+    );
   } catch (err) {
-    if (options.idempotencyKey && isUniqueViolation(err)) {
+    if (options.idempotencyKey && isUniqueViolation(err, "idempotency_keys")) {
       const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
       if (replay) return replay;
     }
     throw err;
   }
-  response.emails = write.emailsOf(results);
-  options.onWorkflowTriggers?.((results.at(-1) as unknown[]).length > 0);
-  await enqueueEmails(
-    env,
-    projectId,
-    response.emails.map((e) => e.email),
-  );
+  const contacts = upsert.contacts(queued.results.beforeEmails.slice(idempotency.length));
+  response.emails = queued.emails.map((e) => ({ contact: { id: contacts.get(e.to.toLowerCase())!.id, email: e.to }, email: e.id }));
+  options.onWorkflowTriggers?.(queued.results.last[0].length > 0);
   return response;
-}
-
-/**
- * Step 7, the writes, as one atomic batch: the quota guard first, then the
- * Idempotency-Key record (a concurrent duplicate fails on its unique key,
- * writes nothing, and replays), the contacts, the emails (each finds its
- * contact by address in a subquery), the attachments and the stored-bytes count.
- */
-function buildSendWrites(
-  db: Database,
-  env: Env,
-  projectId: string,
-  w: {
-    body: SendRequest;
-    message: Message;
-    recipients: Map<string, { email: string; name?: string }>;
-    rendered: Rendered;
-    persistent: JsonObject;
-    senderDomain: string;
-    sendId: string;
-    now: Date;
-    storedBytes: number;
-    response: SendResult;
-    hash: string;
-    idempotencyKey?: string;
-    /** abortIfSuppressed, when the send did not read the suppressions: first of all, before the quota guard. */
-    suppressionCheck: D1PreparedStatement | null;
-  },
-) {
-  const { body, message, rendered, now } = w;
-  const persistentPatch = JSON.stringify(w.persistent);
-  const guard = buildQuotaGuard(
-    db,
-    env,
-    projectId,
-    { emailsToday: rendered.length, contacts: rendered.map((p) => p.address), storedBytes: w.storedBytes },
-    now,
-  );
-  const idempotency = w.idempotencyKey
-    ? [
-        db.insert(idempotencyKeys).values({
-          projectId,
-          key: w.idempotencyKey,
-          requestHash: w.hash,
-          sendId: w.sendId,
-          response: { suppressed: w.response.suppressed, timestamp: w.response.timestamp },
-          createdAt: now,
-        }),
-      ]
-    : [];
-  // A send to 50 costs a handful of statements, not a hundred (UPSERT_CONTACTS_SQL, INSERT_EMAILS_SQL).
-  const contactRows = rendered.map((p) => [newId(), p.address.toLowerCase()]);
-  const d1 = db.$client;
-  const upsert = d1
-    .prepare(UPSERT_CONTACTS_SQL)
-    .bind(
-      projectId,
-      body.subscribed ? 1 : 0,
-      body.subscribed === undefined ? null : body.subscribed ? 1 : 0,
-      persistentPatch,
-      now.getTime(),
-      JSON.stringify(contactRows),
-    );
-  const emailRows = rendered.map((p) => ({
-    id: p.emailId,
-    to: p.address,
-    c: p.address.toLowerCase(),
-    n: w.recipients.get(p.address)?.name ?? null,
-    s: p.subject,
-    h: p.html,
-    m: `${p.emailId}@${w.senderDomain}`,
-  }));
-  const emailInserts = chunkBySize(emailRows, MAX_EMAIL_ROWS_JSON_CHARS).map(({ json, html }) =>
-    d1
-      .prepare(INSERT_EMAILS_SQL)
-      .bind(
-        projectId,
-        w.sendId,
-        body.template ?? null,
-        message.from.email,
-        message.fromName ?? null,
-        message.replyTo,
-        JSON.stringify(body.headers ?? {}),
-        message.marketing ? 1 : 0,
-        (body.attachments?.length ?? 0) > 0 ? 1 : 0,
-        now.getTime(),
-        json,
-        html,
-      ),
-  );
-  // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
-  const head = [...(w.suppressionCheck ? [w.suppressionCheck] : []), ...(guard ? [guard] : []), ...idempotency];
-  return {
-    statements: [
-      ...head,
-      upsert,
-      ...emailInserts,
-      ...(rendered.length > 0 ? buildAttachmentInserts(db, w.sendId, body.attachments ?? []) : []),
-      ...(w.storedBytes > 0 ? [addStoredBytes(db, projectId, w.storedBytes)] : []),
-      // Last: whether a contact this send created started a workflow (see buildOutboxProbe).
-      buildOutboxProbe(db.$client, projectId),
-    ],
-    emailsOf: (results: unknown[]) => {
-      const contactIds = new Map((results[head.length] as { id: string; email: string }[]).map((row) => [row.email, row.id]));
-      return rendered.map((p) => ({ contact: { id: contactIds.get(p.address.toLowerCase())!, email: p.address }, email: p.emailId }));
-    },
-  };
-}
-
-// Every recipient's contact in one upsert and every email in one INSERT per
-// chunk, over one JSON parameter (json_each): fixed SQL, nothing built per recipient.
-const UPSERT_CONTACTS_SQL = `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-  SELECT json_extract(value, '$[0]'), ?1, json_extract(value, '$[1]'), ?2, json_patch('{}', ?4), ?5, ?5
-  FROM json_each(?6) WHERE true
-  ON CONFLICT (project_id, email) DO UPDATE SET
-    subscribed = coalesce(?3, contacts.subscribed), data = json_patch(contacts.data, ?4), updated_at = ?5
-  RETURNING id, email`;
-const INSERT_EMAILS_SQL = `INSERT INTO emails (id, project_id, send_id, template_id, contact_id, from_address, from_name, to_address, to_name,
-    reply_to, subject, html, headers, marketing, has_attachments, status, message_id, queued_at, created_at, updated_at)
-  SELECT json_extract(value, '$.id'), ?1, ?2, ?3, (SELECT id FROM contacts WHERE project_id = ?1 AND email = json_extract(value, '$.c')),
-    ?4, ?5, json_extract(value, '$.to'), json_extract(value, '$.n'), ?6, json_extract(value, '$.s'), coalesce(?12, json_extract(value, '$.h')),
-    ?7, ?8, ?9, 'QUEUED', json_extract(value, '$.m'), ?10, ?10, ?10
-  FROM json_each(?11)`;
-
-/** Characters of rendered rows per email INSERT: one JSON parameter each, well under D1's 2 MB per value. */
-const MAX_EMAIL_ROWS_JSON_CHARS = 800_000;
-
-/**
- * The rows as JSON arrays of at most `maxChars` characters each. A row whose
- * JSON alone is larger (an HTML body near the 1 MB limit, which escaping can
- * double) goes alone, its HTML bound as a parameter of its own.
- */
-function chunkBySize(rows: { h: string }[], maxChars: number): { json: string; html: string | null }[] {
-  const chunks: { json: string; html: string | null }[] = [];
-  let parts: string[] = [];
-  let chars = 0;
-  const flush = () => {
-    if (parts.length > 0) chunks.push({ json: `[${parts.join(",")}]`, html: null });
-    parts = [];
-    chars = 0;
-  };
-  for (const row of rows) {
-    const json = JSON.stringify(row);
-    if (json.length > maxChars) {
-      chunks.push({ json: JSON.stringify([{ ...row, h: null }]), html: row.h });
-      continue;
-    }
-    if (chars + json.length > maxChars) flush();
-    parts.push(json);
-    chars += json.length + 1;
-  }
-  flush();
-  return chunks;
-}
-
-/** Fans email ids out to the send queue, 100 messages per sendBatch. */
-export async function enqueueEmails(env: Env, projectId: string, emailIds: string[]): Promise<void> {
-  for (let i = 0; i < emailIds.length; i += 100) {
-    const messages = emailIds.slice(i, i + 100).map((emailId) => ({ body: { emailId, projectId } satisfies SendEmailMessage }));
-    try {
-      await env.EMAIL_QUEUE.sendBatch(messages);
-    } catch (err) {
-      // The records are QUEUED in D1; the scheduled sweep re-enqueues them.
-      console.error("enqueue failed; the sweep will retry", err);
-    }
-  }
 }

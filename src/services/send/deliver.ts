@@ -2,22 +2,23 @@ import { newId } from "../../lib/ids";
 import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks";
 import { queueRecordedEvents } from "../webhooks/deliver";
 import { getDb, type Database } from "../../db/client";
-import type { Email } from "../../db/schema";
 import { projectLimiter } from "../../durable/names";
 import type { SendKind } from "../../durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, readConfig, requireSecret } from "../../lib/config";
+import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
+import { claimEmails, deferClaims, recordOutcomes, type ClaimedEmail, type Outcome } from "../../store/emails";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
 import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
-import { loadAttachments, MAX_RAW_MESSAGE_BYTES } from "./attachments";
+import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
+import { loadAttachments } from "./attachments";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
 import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEmailsById } from "./records";
 
 /**
- * The send consumer, per batch rather than per email (README "Queues in
- * production"). For a batch of N messages it costs, whatever N:
+ * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
  * - one claim statement (1 D1 round trip),
  * - one Durable Object call per project in the batch (sending-rate tokens),
  * - N provider calls, at most PROVIDER_CONCURRENCY at a time (or the provider's
@@ -37,10 +38,6 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEma
 export const PROVIDER_CONCURRENCY = 6;
 /** When the sending-rate bucket cannot be reached, claimed mail waits this long and tries again. */
 const LIMITER_UNAVAILABLE_RETRY_MS = 5_000;
-/** Messages per claim or outcome statement: its ids go in one JSON parameter, kept small. */
-const IDS_PER_STATEMENT = 500;
-
-const chunks = <T>(list: T[], size: number) => Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size));
 
 /** A message of this invocation: its place in the batch (where its verdict goes), attempt number and body. */
 interface Slot {
@@ -49,153 +46,68 @@ interface Slot {
   body: SendEmailMessage;
 }
 
-/** What the consumer needs of a claimed email (the claim returns only these columns). */
-type ClaimedEmail = Pick<
-  Email,
-  | "id"
-  | "projectId"
-  | "sendId"
-  | "fromAddress"
-  | "fromName"
-  | "toAddress"
-  | "toName"
-  | "replyTo"
-  | "subject"
-  | "html"
-  | "headers"
-  | "messageId"
-  | "marketing"
-  | "hasAttachments"
-  | "tracked"
-> & { trackingEnabled: boolean };
-
 /**
- * The claim, as fixed SQL (no query building per batch): `m` decides once per
- * email whether it is settled instead of sent (?3 / ?4 the reasons; ?5 turns
- * the audience check on for bulk mail), the UPDATE applies it only to emails
- * still QUEUED, and RETURNING hands back what composing needs as arrays
- * (`raw()`, in ClaimRow order). `+status`: the emails are found by id from
- * the JSON rows; with the status index SQLite's plan walks every QUEUED email
- * of the table and scans the batch's list for each (measured: five times slower
- * with 10,000 queued).
- */
-const CLAIM_SQL = `UPDATE emails SET
-    status = CASE WHEN m.settle IS NULL THEN 'SENDING' ELSE 'FAILED' END,
-    error = COALESCE(m.settle, emails.error),
-    failed_at = CASE WHEN m.settle IS NULL THEN emails.failed_at ELSE ?1 END,
-    sending_at = CASE WHEN m.settle IS NULL THEN ?1 ELSE emails.sending_at END,
-    attempts = emails.attempts + (m.settle IS NULL),
-    updated_at = ?1
-  FROM (SELECT e.id AS id,
-          CASE
-            WHEN NOT EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.disabled = 0) THEN ?3
-            WHEN ?5 = 1 AND e.bulk = 1 AND (
-              NOT EXISTS (SELECT 1 FROM contacts AS c WHERE c.id = e.contact_id AND c.subscribed = 1)
-              OR EXISTS (SELECT 1 FROM suppressions AS s WHERE s.project_id = e.project_id AND s.email = e.to_address)) THEN ?4
-          END AS settle
-        FROM json_each(?2) AS j
-        JOIN emails AS e ON e.id = json_extract(j.value, '$[0]') AND e.project_id = json_extract(j.value, '$[1]')
-        WHERE +e.status = 'QUEUED') AS m
-  WHERE emails.id = m.id AND +emails.status = 'QUEUED'
-  RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
-    emails.to_name, emails.reply_to, emails.subject, emails.html, emails.headers, emails.message_id, emails.marketing,
-    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id), emails.error`;
-
-type ClaimRow = [
-  status: string,
-  id: string,
-  projectId: string,
-  sendId: string,
-  fromAddress: string,
-  fromName: string | null,
-  toAddress: string,
-  toName: string | null,
-  replyTo: string | null,
-  subject: string,
-  html: string,
-  headers: string,
-  messageId: string,
-  marketing: number,
-  hasAttachments: number,
-  tracked: number,
-  trackingEnabled: number | null,
-  error: string | null,
-];
-
-const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
-  id: row[1],
-  projectId: row[2],
-  sendId: row[3],
-  fromAddress: row[4],
-  fromName: row[5],
-  toAddress: row[6],
-  toName: row[7],
-  replyTo: row[8],
-  subject: row[9],
-  html: row[10],
-  headers: JSON.parse(row[11]) as Record<string, string>,
-  messageId: row[12],
-  marketing: row[13] === 1,
-  hasAttachments: row[14] === 1,
-  tracked: row[15] === 1,
-  trackingEnabled: row[16] === 1,
-});
-
-/**
- * Claims a batch's emails in one statement: only one invocation can move an
+ * Claims a batch's emails (claimEmails): only one invocation can move an
  * email from QUEUED to SENDING. In the same statement, mail that must not go
  * out is settled instead: a disabled (or missing) project's mail becomes
  * FAILED with the reason and, for bulk mail (campaigns, MARKETING workflow
  * steps), an email whose contact unsubscribed, was deleted or got suppressed
- * after the email was written becomes FAILED too, so a campaign can still finish. Only a message's own
- * project's email matches (a message naming another project's email changes
- * nothing). A redelivered message for an email already SENT, FAILED or being
- * sent claims nothing. A SENDING claim is never taken over: whether its
- * provider call happened is unknown, so the sweep settles it (sweep.ts).
+ * after the email was written becomes FAILED too, so a campaign can still
+ * finish. Only a message's own project's email matches. A redelivered message
+ * for an email already SENT, FAILED or being sent claims nothing. A SENDING
+ * claim is never taken over: whether its provider call happened is unknown,
+ * so the sweep settles it (sweep.ts).
  */
-async function claimBatch(
-  d1: D1Database,
-  slots: Slot[],
-  options: { checkAudience: boolean },
-): Promise<{ claimed: ClaimedEmail[]; settled: { id: string; error: string | null }[]; at: Date }> {
+async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
   const now = Date.now();
-  const results = await Promise.all(
-    chunks(slots, IDS_PER_STATEMENT).map((chunk) =>
-      d1
-        .prepare(CLAIM_SQL)
-        .bind(
-          now,
-          JSON.stringify(chunk.map((slot) => [slot.body.emailId, slot.body.projectId])),
-          PROJECT_DISABLED_REASON,
-          LAPSED_RECIPIENT_REASON,
-          options.checkAudience ? 1 : 0,
-        )
-        .raw<ClaimRow>(),
-    ),
+  const claimed = await claimEmails(
+    env.DB,
+    slots.map((slot) => slot.body),
+    { checkAudience: options.checkAudience, reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON }, now },
   );
-  const rows = results.flat();
-  return {
-    claimed: rows.filter((row) => row[0] === "SENDING").map(claimedEmailOf),
-    settled: rows.filter((row) => row[0] === "FAILED").map((row) => ({ id: row[1], error: row[17] })),
-    at: new Date(now),
-  };
+  if (claimed.length < slots.length) await recordSettledEvents(env, slots, now);
+  return claimed;
 }
 
 /**
- * email.suppressed (the recipient unsubscribed or got suppressed after the
- * email was written) / email.failed (project disabled) for emails the claim
- * settled. A statement of its own right after the claim: an invocation dying
- * in between loses these events (the emails' FAILED status stays).
+ * Webhook events for mail the claim settled: email.suppressed (the recipient
+ * unsubscribed or got suppressed after the email was written) and email.failed
+ * (project disabled), each only for an email this claim failed (failed_at is
+ * the claim's time). Only looked for when the claim took fewer emails than it
+ * was given; a statement of its own right after the claim, so an invocation
+ * dying in between loses these events (the emails' FAILED status stays).
  */
-async function recordSettledEvents(env: Env, settled: { id: string; error: string | null }[], at: Date) {
-  if (settled.length === 0) return;
-  const items: EmailEventItem[] = settled.map((e) =>
-    e.error === LAPSED_RECIPIENT_REASON
-      ? { id: newId(), emailId: e.id, type: "email.suppressed", when: "set:failed_at", extra: { reason: e.error } }
-      : { id: newId(), emailId: e.id, type: "email.failed", when: "set:failed_at", extra: { reason: e.error } },
-  );
-  const { results } = await recordEmailWebhookEvents(env.DB, items, at).all<Record<string, unknown>>();
+async function recordSettledEvents(env: Env, slots: Slot[], now: number) {
+  const items: EmailEventItem[] = slots.flatMap(({ body }): EmailEventItem[] => [
+    {
+      id: newId(),
+      emailId: body.emailId,
+      type: "email.suppressed",
+      when: "set:failed_at",
+      error: LAPSED_RECIPIENT_REASON,
+      extra: { reason: LAPSED_RECIPIENT_REASON },
+    },
+    {
+      id: newId(),
+      emailId: body.emailId,
+      type: "email.failed",
+      when: "set:failed_at",
+      error: PROJECT_DISABLED_REASON,
+      extra: { reason: PROJECT_DISABLED_REASON },
+    },
+  ]);
+  const { results } = await recordEmailWebhookEvents(env.DB, items, new Date(now)).all<Record<string, unknown>>();
   await queueRecordedEvents(env, results);
+}
+
+/** The webhook events of a batch's outcomes (email.sent, email.failed), each only when that write moved the email. */
+function outcomeEvents(d1: D1Database, outcomes: Outcome[], at: Date): D1PreparedStatement[] {
+  const items: EmailEventItem[] = outcomes.flatMap((o): EmailEventItem[] => {
+    if (o.status === "SENT") return [{ id: newId(), emailId: o.emailId, type: "email.sent", when: "set:sent_at" }];
+    if (o.status === "FAILED") return [{ id: newId(), emailId: o.emailId, type: "email.failed", when: "set:failed_at", extra: { reason: o.error } }];
+    return [];
+  });
+  return items.length > 0 ? [recordEmailWebhookEvents(d1, items, at)] : [];
 }
 
 async function composeMessage(db: Database, env: Env, email: ClaimedEmail, trackingEnabled: boolean): Promise<{ raw: string; parts: MessageParts }> {
@@ -223,12 +135,6 @@ async function composeMessage(db: Database, env: Env, email: ClaimedEmail, track
     },
   };
 }
-
-/** What happened to one claimed email, to be recorded with the batch's others. */
-type Outcome =
-  | { emailId: string; status: "SENT"; providerMessageId: string }
-  | { emailId: string; status: "FAILED"; error: string }
-  | { emailId: string; status: "QUEUED"; error: string };
 
 /** Sends one claimed email; returns its outcome (nothing is written here). */
 async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail): Promise<Outcome> {
@@ -261,50 +167,17 @@ async function deliverOne(db: Database, env: Env, provider: EmailProvider, email
 }
 
 /**
- * Records a batch's outcomes in one statement (per IDS_PER_STATEMENT), only
+ * Records a batch's outcomes in one statement (per IDS_PER_JSON_STATEMENT ids), only
  * on emails still SENDING. Once the provider has a message it must never be
  * sent again, so when any was SENT the write is tried three times; a write
  * that still fails leaves those emails SENDING, and the sweep settles them as
  * "Outcome unknown" rather than sending them twice.
  */
-// `+status`: emails are looked up by id (the JSON rows), not through the status index.
-const RECORD_OUTCOMES_SQL = `UPDATE emails SET
-    status = o.status,
-    sent_at = CASE WHEN o.status = 'SENT' THEN ?1 ELSE emails.sent_at END,
-    failed_at = CASE WHEN o.status = 'FAILED' THEN ?1 ELSE emails.failed_at END,
-    provider_message_id = COALESCE(o.provider_message_id, emails.provider_message_id),
-    error = o.error,
-    updated_at = ?1
-  FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS status,
-          json_extract(value, '$[2]') AS provider_message_id, json_extract(value, '$[3]') AS error
-        FROM json_each(?2)) AS o
-  WHERE emails.id = o.id AND +emails.status = 'SENDING'`;
-
-/**
- * The webhook events of a batch's outcomes (email.sent, email.failed), one
- * statement in the outcomes' batch, each only when that write moved the email.
- */
-function outcomeEvents(d1: D1Database, outcomes: Outcome[], at: Date) {
-  const items: EmailEventItem[] = outcomes.flatMap((o): EmailEventItem[] => {
-    if (o.status === "SENT") return [{ id: newId(), emailId: o.emailId, type: "email.sent", when: "set:sent_at" }];
-    if (o.status === "FAILED") return [{ id: newId(), emailId: o.emailId, type: "email.failed", when: "set:failed_at", extra: { reason: o.error } }];
-    return [];
-  });
-  return items.length > 0 ? [recordEmailWebhookEvents(d1, items, at)] : [];
-}
-
-/** Records the outcomes; returns the webhook events recorded with them (rows of id, project_id). */
-async function recordOutcomes(d1: D1Database, outcomes: Outcome[]): Promise<Record<string, unknown>[]> {
+async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[]): Promise<Record<string, unknown>[]> {
   if (outcomes.length === 0) return [];
   const now = Date.now();
-  const statements = chunks(outcomes, IDS_PER_STATEMENT).map((chunk) =>
-    d1
-      .prepare(RECORD_OUTCOMES_SQL)
-      .bind(
-        now,
-        JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId : null, o.status === "SENT" ? null : o.error])),
-      ),
-  );
+  const statements = recordOutcomes(d1, outcomes, now);
+  // Their webhook events (rows of id, project_id) in the same batch.
   const events = outcomeEvents(d1, outcomes, new Date(now));
   const tries = outcomes.some((o) => o.status === "SENT") ? 3 : 1;
   for (let attempt = 1; ; attempt++) {
@@ -380,8 +253,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   if (slots.length === 0) return verdicts;
 
   // Unclaimed emails (already sent, being sent, failed; or settled by the claim) are acked.
-  const { claimed, settled, at: claimedAt } = await claimBatch(env.DB, slots, { checkAudience: options.kind === "bulk" });
-  await recordSettledEvents(env, settled, claimedAt);
+  const claimed = await claimBatch(env, slots, { checkAudience: options.kind === "bulk" });
   const slotOf = new Map(slots.map((slot) => [slot.body.emailId, slot]));
   const byProject = new Map<string, ClaimedEmail[]>();
   for (const email of claimed) {
@@ -430,7 +302,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
       async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
     ),
   ]);
-  await queueRecordedEvents(env, await recordOutcomes(env.DB, outcomes));
+  await queueRecordedEvents(env, await recordBatchOutcomes(env.DB, outcomes));
   for (const outcome of outcomes) {
     const slot = slotOf.get(outcome.emailId)!;
     if (outcome.status === "QUEUED") verdicts[slot.index] = retryAfter(backoffSeconds(slot.attempts));
@@ -450,17 +322,14 @@ async function deferClaimed(d1: D1Database, requeue: Queue<SendEmailMessage>, sl
   const delaySeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   const now = Date.now();
   await d1.batch(
-    chunks(slots, IDS_PER_STATEMENT).map((chunk) =>
-      d1
-        .prepare(
-          `UPDATE emails SET status = 'QUEUED', sending_at = NULL, updated_at = ?1, attempts = MAX(0, attempts - 1)
-           WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING'`,
-        )
-        .bind(now, JSON.stringify(chunk.map((slot) => slot.body.emailId))),
+    deferClaims(
+      d1,
+      slots.map((slot) => slot.body.emailId),
+      now,
     ),
   );
   try {
-    for (const chunk of chunks(slots, 100)) await requeue.sendBatch(chunk.map((slot) => ({ body: slot.body, delaySeconds })));
+    for (const chunk of chunks(slots, QUEUE_BATCH)) await requeue.sendBatch(chunk.map((slot) => ({ body: slot.body, delaySeconds })));
     return ACK;
   } catch {
     return retryAfter(delaySeconds);

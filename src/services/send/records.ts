@@ -1,7 +1,7 @@
-import { and, eq, inArray } from "drizzle-orm";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { runBatch, type Database } from "../../db/client";
-import { emails, type EmailStatus } from "../../db/schema";
+import type { emails, EmailStatus } from "../../db/schema";
+import { updateEmailsById as updateEmailsByIdStatements } from "../../store/emails";
 
 /**
  * What the send consumer, the dead-letter consumer and the cron sweep agree
@@ -19,19 +19,9 @@ export const OUTCOME_UNKNOWN_REASON =
 /** The reason stored on a campaign email whose contact left the audience after its page was written. */
 export const LAPSED_RECIPIENT_REASON = "Not sent: the contact unsubscribed, was deleted or is suppressed";
 
-/** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's 100-parameter limit, in one batch. */
+/** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`, in one batch. */
 export async function updateEmailsById(db: Database, ids: string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>, projectId?: string) {
-  const statements = [];
-  for (let i = 0; i < ids.length; i += 90) {
-    const ofProject = projectId === undefined ? undefined : eq(emails.projectId, projectId);
-    statements.push(
-      db
-        .update(emails)
-        .set(set)
-        .where(and(inArray(emails.id, ids.slice(i, i + 90)), inArray(emails.status, statuses), ofProject)),
-    );
-  }
-  await runBatch(db, statements);
+  await runBatch(db, updateEmailsByIdStatements(db, ids, statuses, set, projectId));
 }
 
 /** The email ids named by well-formed message bodies. */

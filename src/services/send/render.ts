@@ -1,6 +1,7 @@
 import type { Liquid, LiquidOptions } from "liquidjs";
 import type { JsonObject } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
+import { escapeHtml } from "../../lib/html";
 import { decodeHtmlAttribute } from "../tracking/links";
 
 /**
@@ -304,8 +305,6 @@ function liquidText(value: unknown): string {
   if (Array.isArray(value)) return value.map(liquidText).join("");
   return String(value);
 }
-
-const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 
 /** Attributes whose value a mail client may load or follow as a URL. */
 const URL_ATTRIBUTES = new Set([

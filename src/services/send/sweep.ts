@@ -1,7 +1,8 @@
 import { and, eq, lt } from "drizzle-orm";
+import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { getDb } from "../../db/client";
 import { emails, type EmailStatus } from "../../db/schema";
-import type { Env, SendEmailMessage } from "../../env";
+import type { Env } from "../../env";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, updateEmailsById } from "./records";
 
 /**
@@ -38,11 +39,9 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
   // Bulk mail goes back on the bulk queue, so it keeps yielding to transactional mail.
   for (const [queue, list] of [
     [env.EMAIL_QUEUE, queued.filter((e) => !e.bulk)],
-    [env.EMAIL_BULK_QUEUE as unknown as Queue<SendEmailMessage>, queued.filter((e) => e.bulk)],
+    [env.EMAIL_BULK_QUEUE, queued.filter((e) => e.bulk)],
   ] as const) {
-    for (let i = 0; i < list.length; i += 100) {
-      await queue.sendBatch(list.slice(i, i + 100).map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
-    }
+    for (const batch of chunks(list, QUEUE_BATCH)) await queue.sendBatch(batch.map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
   }
   // Touch them so the next sweep waits another lease before trying again.
   await updateEmailsById(

@@ -1,4 +1,5 @@
 import { and, count, eq, inArray, isNull } from "drizzle-orm";
+import { chunks, IN_LIST_IDS } from "../../lib/chunks";
 import { runBatch, type Database } from "../../db/client";
 import { templates, workflowExecutions, workflows, workflowVersions, type Workflow, type WorkflowExecutionStatus } from "../../db/schema";
 import type { Env } from "../../env";
@@ -109,11 +110,11 @@ async function definitionErrors(db: Database, env: Env, projectId: string, steps
   const errors = graphErrors(steps);
   const templateIds = [...new Set(steps.flatMap((s) => (s.type === "SEND_EMAIL" ? [s.config.templateId] : [])))];
   const found = new Map<string, { from: string | null }>();
-  for (let i = 0; i < templateIds.length; i += 90) {
+  for (const ids of chunks(templateIds, IN_LIST_IDS)) {
     const rows = await db
       .select({ id: templates.id, from: templates.from })
       .from(templates)
-      .where(and(eq(templates.projectId, projectId), inArray(templates.id, templateIds.slice(i, i + 90))));
+      .where(and(eq(templates.projectId, projectId), inArray(templates.id, ids)));
     for (const row of rows) found.set(row.id, row);
   }
   steps.forEach((step, i) => {

@@ -1,37 +1,17 @@
 import { and, eq, inArray, type SQL } from "drizzle-orm";
+import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { runStatements, type Database } from "../../db/client";
 import { workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
-import type { ExecutionView } from "../../schemas/workflows";
 import { recordedEventIds, recordExecutionWebhookEvent } from "../../store/webhooks";
+import type { ExecutionView } from "../../schemas/workflows";
 
-/** A unit of work on the workflow queue. Redelivery is harmless (see triggers.ts). */
-export type WorkflowQueueMessage =
-  | {
-      kind: "trigger";
-      /** The outbox row it came from (a CONTACT_SUBSCRIBED trigger's identity). */
-      outboxId: number;
-      projectId: string;
-      contactId: string;
-      type: "EVENT" | "CONTACT_CREATED" | "CONTACT_SUBSCRIBED";
-      eventName: string | null;
-      eventId: string | null;
-    }
-  | { kind: "terminate"; executionIds: string[] };
+import type { WorkflowQueueMessage } from "../../messages";
 
-/** What an instance of the workflow class is started with; its id is the execution id. */
-export interface ExecutionParams {
-  executionId: string;
-  projectId: string;
-  workflowId: string;
-  /** The definition version this execution runs, whatever edits come later. */
-  version: number;
-  contactId: string;
-  eventId: string | null;
-}
+export type { ExecutionParams, WorkflowQueueMessage } from "../../messages";
 
 export const ACTIVE_STATUSES: WorkflowExecutionStatus[] = ["RUNNING", "WAITING"];
 export const TERMINATE_IDS_PER_MESSAGE = 10;
@@ -146,9 +126,9 @@ export async function cancelExecutionsOf(db: Database, env: Env, workflowId: str
   for (let i = 0; i < ids.length; i += TERMINATE_IDS_PER_MESSAGE) {
     messages.push({ body: { kind: "terminate", executionIds: ids.slice(i, i + TERMINATE_IDS_PER_MESSAGE) } });
   }
-  for (let i = 0; i < messages.length; i += 100) {
+  for (const batch of chunks(messages, QUEUE_BATCH)) {
     try {
-      await env.WORKFLOW_QUEUE.sendBatch(messages.slice(i, i + 100));
+      await env.WORKFLOW_QUEUE.sendBatch(batch);
     } catch (err) {
       // The executions are CANCELLED in D1; their instances stop at their next step.
       console.error("queueing terminations failed", err);

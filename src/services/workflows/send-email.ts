@@ -2,15 +2,10 @@ import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, templates } from "../../db/schema";
 import type { Env, SendEmailMessage } from "../../env";
-import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
-import { newId } from "../../lib/ids";
 import { requireVerifiedDomain } from "../domains";
-import { enqueueEmails } from "../send/accept";
-import { renderBody, renderSubject } from "../send/render";
-import { assertDailyQuota, assertStoredBytesQuota } from "../quotas";
+import { enqueueEmails, queueEmails } from "../send/outbox";
 import { findSuppressed } from "../suppressions";
-import { unsubscribeUrl } from "../tracking/links";
 
 /** A step that cannot succeed however often it is retried (the step fails the execution). */
 export class PermanentStepError extends Error {
@@ -91,65 +86,36 @@ export async function sendWorkflowEmail(
     if (err instanceof ApiError) throw new PermanentStepError(err.message);
     throw err;
   }
-  const emailId = newId();
-  const vars = {
-    data: contact.data ?? {},
-    email: contact.email,
-    unsubscribeUrl: await unsubscribeUrl(publicUrl(env), requireSecret(env, "LINK_SIGNING_SECRET"), emailId),
-  };
-  let subject: string;
-  let html: string;
+  let queued: Awaited<ReturnType<typeof queueEmails>>;
   try {
-    subject = (await renderSubject(template.subject, vars)).replace(/[\r\n]+/g, " ").trim();
-    html = await renderBody(template.body, vars);
+    // Written only while the execution is active (a workflow deleted meanwhile sends
+    // nothing) and the step has no email yet (an overlapping run of the step wrote it).
+    queued = await queueEmails(
+      db,
+      env,
+      {
+        projectId: input.projectId,
+        sendId,
+        templateId: template.id,
+        from: template.from,
+        fromName: template.fromName ?? null,
+        replyTo: template.replyTo ?? null,
+        senderDomain,
+        subject: template.subject,
+        html: template.body,
+        marketing,
+        bulk: marketing,
+        whileExecution: input.executionId,
+      },
+      [{ to: contact.email, contactId: contact.id, data: contact.data ?? {} }],
+    );
   } catch (err) {
-    throw new PermanentStepError(err instanceof ApiError ? (err.details.errors?.[0]?.message ?? err.message) : String(err));
-  }
-  const now = new Date();
-  // Quotas as on /v1/send (src/services/quotas.ts): a step over a quota is skipped and says so.
-  const storedBytes = new TextEncoder().encode(html).length;
-  try {
-    await assertDailyQuota(db, env, input.projectId, "QUOTA_EMAILS_PER_DAY", 1, now);
-    await assertStoredBytesQuota(db, env, input.projectId, storedBytes);
-  } catch (err) {
-    if (err instanceof ApiError) return { outcome: "skipped", reason: err.message };
+    // Quotas as on /v1/send: a step over a quota is skipped and says so.
+    if (err instanceof ApiError && err.code === "QUOTA_EXCEEDED") return { outcome: "skipped", reason: err.message };
+    if (err instanceof ApiError) throw new PermanentStepError(err.details.errors?.[0]?.message ?? err.message);
     throw err;
   }
-  // Inserted only while the execution is active (a workflow deleted meanwhile
-  // sends nothing) and the step has no email yet (an overlapping run of the
-  // step inserted it first), with the stored-bytes count in the same atomic batch.
-  const [insert] = await env.DB.batch<{ id: string }>([
-    env.DB.prepare(
-      `INSERT INTO emails (id, project_id, contact_id, send_id, template_id, from_address, from_name, to_address,
-                           reply_to, subject, html, marketing, bulk, status, message_id, queued_at, created_at, updated_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 'QUEUED', ?13, ?14, ?14, ?14
-       WHERE EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?15 AND status IN ('RUNNING', 'WAITING'))
-         AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?4 AND project_id = ?2)
-       RETURNING id`,
-    ).bind(
-      emailId,
-      input.projectId,
-      contact.id,
-      sendId,
-      template.id,
-      template.from,
-      template.fromName ?? null,
-      contact.email,
-      template.replyTo ?? null,
-      subject,
-      html,
-      marketing ? 1 : 0,
-      `${emailId}@${senderDomain}`,
-      now.getTime(),
-      input.executionId,
-    ),
-    env.DB.prepare(`UPDATE projects SET stored_bytes = stored_bytes + ?1 WHERE id = ?2 AND EXISTS (SELECT 1 FROM emails WHERE id = ?3)`).bind(
-      storedBytes,
-      input.projectId,
-      emailId,
-    ),
-  ]);
-  if (insert.results.length === 0) return (await existingStepEmail(db, env, input.projectId, sendId)) ?? { outcome: "cancelled" };
-  await queueStepEmail(env, input.projectId, emailId, marketing);
+  const [emailId] = queued.inserted;
+  if (!emailId) return (await existingStepEmail(db, env, input.projectId, sendId)) ?? { outcome: "cancelled" };
   return { outcome: "queued", emailId };
 }

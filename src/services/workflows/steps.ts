@@ -1,8 +1,9 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, workflows, type Contact, type JsonObject } from "../../db/schema";
 import type { Env } from "../../env";
-import { fromDatabaseGuard } from "../../lib/errors";
+import { updateContactById } from "../../store/contacts";
+import { raisedGuard } from "../../store/guards";
 import { evaluateCondition, loadContactActivity, type Condition } from "../conditions";
 import { requireEncryptionKey } from "../../lib/config";
 import { decryptPrivateKey } from "../domains/dkim";
@@ -32,19 +33,10 @@ export async function updateContactStep(
   config: { data?: JsonObject; subscribed?: boolean },
 ): Promise<string> {
   try {
-    const rows = await db
-      .update(contacts)
-      .set({
-        ...(config.subscribed === undefined ? {} : { subscribed: config.subscribed }),
-        ...(config.data === undefined ? {} : { data: sql`json_patch(${contacts.data}, ${JSON.stringify(config.data)})` }),
-        updatedAt: new Date(),
-      })
-      .where(and(eq(contacts.id, contactId), eq(contacts.projectId, projectId)))
-      .returning({ id: contacts.id });
+    const rows = await updateContactById(db, projectId, contactId, config);
     if (rows.length === 0) throw new PermanentStepError("The contact was deleted");
   } catch (err) {
-    const guarded = fromDatabaseGuard(err);
-    if (guarded) throw new PermanentStepError("The contact's data would exceed 64 KB");
+    if (raisedGuard(err) === "CONTACT_DATA_TOO_LARGE") throw new PermanentStepError("The contact's data would exceed 64 KB");
     throw err;
   }
   const parts = [

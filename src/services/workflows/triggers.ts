@@ -1,4 +1,5 @@
 import { and, asc, eq, inArray, isNull } from "drizzle-orm";
+import { chunks, IN_LIST_IDS } from "../../lib/chunks";
 import type { Database } from "../../db/client";
 import { getDb } from "../../db/client";
 import { workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/schema";
@@ -6,6 +7,11 @@ import type { Env } from "../../env";
 import { newId } from "../../lib/ids";
 import { ACTIVE_STATUSES, type ExecutionParams, type WorkflowQueueMessage } from "./executions";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
+
+/** Outbox rows per INSERT (8 parameters each, under D1's 100). */
+const OUTBOX_ROWS_PER_INSERT = 12;
+/** Instances per Workflows createBatch call (its limit). */
+const WORKFLOW_CREATE_BATCH = 100;
 
 /** Outbox rows handed to the queue per drain (one sendBatch). */
 const OUTBOX_PAGE = 100;
@@ -48,26 +54,11 @@ export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId
     );
   } catch (err) {
     console.error("queueing workflow triggers failed; they stay in the outbox", err);
-    for (let i = 0; i < rows.length; i += 12)
-      await db
-        .insert(workflowTriggerOutbox)
-        .values(rows.slice(i, i + 12))
-        .onConflictDoNothing();
+    for (const chunk of chunks(rows, OUTBOX_ROWS_PER_INSERT)) await db.insert(workflowTriggerOutbox).values(chunk).onConflictDoNothing();
     return 0;
   }
   return rows.length;
 }
-
-/**
- * A read to put at the end of a write batch (runStatements): whether the
- * project's outbox holds anything once the batch's triggers ran (an indexed
- * probe, one row at most), so a request that started no workflow skips the
- * hand-over after its response. Fixed SQL: every write request runs it.
- */
-export function buildOutboxProbe(d1: D1Database, projectId: string): D1PreparedStatement {
-  return d1.prepare(OUTBOX_PROBE_SQL).bind(projectId);
-}
-const OUTBOX_PROBE_SQL = "SELECT id FROM workflow_trigger_outbox WHERE project_id = ?1 LIMIT 1";
 
 /** The cron's share: drains every project's outbox, at most 10 pages per tick. */
 export async function dispatchAllWorkflowTriggers(env: Env): Promise<number> {
@@ -229,9 +220,9 @@ export async function consumeWorkflowMessages(messages: readonly QueuedMessage<W
   }
   const all = pending.flatMap((p) => p.instances);
   let failure: string | null = null;
-  for (let i = 0; i < all.length; i += 100) {
+  for (const batch of chunks(all, WORKFLOW_CREATE_BATCH)) {
     try {
-      await env.AUTOMATIONS.createBatch(all.slice(i, i + 100));
+      await env.AUTOMATIONS.createBatch(batch);
     } catch (err) {
       console.error("creating workflow instances failed", err);
       failure = err instanceof Error ? err.message : String(err);
@@ -269,10 +260,10 @@ async function failUnstarted(db: Database, env: Env, executionIds: string[], rea
     if (!exists) missing.push(id);
   }
   const now = new Date();
-  for (let i = 0; i < missing.length; i += 90) {
+  for (const ids of chunks(missing, IN_LIST_IDS)) {
     await db
       .update(workflowExecutions)
       .set({ status: "FAILED", error: reason.slice(0, 1000), finishedAt: now, updatedAt: now })
-      .where(and(inArray(workflowExecutions.id, missing.slice(i, i + 90)), eq(workflowExecutions.status, "RUNNING")));
+      .where(and(inArray(workflowExecutions.id, ids), eq(workflowExecutions.status, "RUNNING")));
   }
 }

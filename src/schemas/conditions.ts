@@ -1,4 +1,7 @@
 import { z } from "@hono/zod-openapi";
+import { MAX_EVENT_NAME } from "./events";
+
+export { MAX_EVENT_NAME };
 
 /** Limits that keep a compiled condition under D1's 100 bound parameters (at most 4 per filter). */
 export const MAX_GROUPS = 10;
@@ -6,7 +9,6 @@ export const MAX_FILTERS_PER_GROUP = 20;
 export const MAX_FILTERS_TOTAL = 20;
 export const MAX_DEPTH = 3;
 export const MAX_STRING_VALUE = 1000;
-export const MAX_EVENT_NAME = 100;
 /** A relative time span may reach back at most ten years. */
 const MAX_SPAN_DAYS = 3650;
 

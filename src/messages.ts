@@ -1,0 +1,70 @@
+/**
+ * Every queue of the Worker: its name (as in wrangler.toml; a batch says which
+ * queue it came from) and the body of its messages. Messages carry ids, not
+ * payloads, and redelivery is harmless (each consumer claims or keys its work).
+ */
+
+/** Transactional mail: one message per email record. */
+export const SEND_QUEUE = "edge-mail-send";
+/** Bulk mail (campaigns, MARKETING workflow steps) has its own queue and DLQ, so transactional mail never waits behind it. */
+export const BULK_QUEUE = "edge-mail-bulk";
+/** Workflow triggers and terminations. */
+export const WORKFLOW_QUEUE_NAME = "edge-mail-workflows";
+/** Cloudflare Email Service delivery events (a Queues event subscription). */
+export const EMAIL_EVENTS_QUEUE = "edge-mail-email-events";
+/** Event webhooks: fan-out and delivery attempts (src/services/webhooks/deliver.ts). */
+export const WEBHOOK_QUEUE_NAME = "edge-mail-webhooks";
+/** The dead-letter queue of a queue. */
+export const deadLetterQueue = (name: string) => `${name}-dlq`;
+
+/** A unit of send work: one email record (the record is claimed first). */
+export interface SendEmailMessage {
+  emailId: string;
+  projectId: string;
+}
+
+/** A page of a campaign's audience to turn into email records; `after` is the last contact id already walked. */
+export interface CampaignPageMessage {
+  kind: "campaign-page";
+  campaignId: string;
+  projectId: string;
+  after: string | null;
+}
+
+/** A campaign email to send (bulk mail). */
+export interface CampaignEmailMessage extends SendEmailMessage {
+  campaignId: string;
+}
+
+/** What the bulk queue carries: audience pages, campaign emails and MARKETING workflow emails. */
+export type BulkMessage = CampaignPageMessage | CampaignEmailMessage | SendEmailMessage;
+
+/** A unit of work on the workflow queue. */
+export type WorkflowQueueMessage =
+  | {
+      kind: "trigger";
+      /** The outbox row it came from (a CONTACT_SUBSCRIBED trigger's identity). */
+      outboxId: number;
+      projectId: string;
+      contactId: string;
+      type: "EVENT" | "CONTACT_CREATED" | "CONTACT_SUBSCRIBED";
+      eventName: string | null;
+      eventId: string | null;
+    }
+  | { kind: "terminate"; executionIds: string[] };
+
+/** What an instance of the workflow class is started with; its id is the execution id. */
+export interface ExecutionParams {
+  executionId: string;
+  projectId: string;
+  workflowId: string;
+  /** The definition version this execution runs, whatever edits come later. */
+  version: number;
+  contactId: string;
+  eventId: string | null;
+}
+
+/** Event webhooks' queue: fan out a recorded event, or one attempt of one delivery (src/services/webhooks/deliver.ts). */
+export type WebhookQueueMessage =
+  | { kind: "event"; eventId: string; projectId: string }
+  | { kind: "delivery"; deliveryId: string; projectId: string; attempt: number };

@@ -1,0 +1,243 @@
+import { runStatements, type Database } from "../../db/client";
+import type { JsonObject } from "../../db/schema";
+import type { Env } from "../../env";
+import { chunks, QUEUE_BATCH } from "../../lib/chunks";
+import { publicUrl, requireSecret } from "../../lib/config";
+import { ApiError } from "../../lib/errors";
+import { newId } from "../../lib/ids";
+import type { SendEmailMessage } from "../../messages";
+import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
+import { addStoredBytes, addStoredBytesIfInserted, insertQueued } from "../../store/emails";
+import { quotaGuard, runGuarded, type QuotaUse } from "../../store/guards";
+import { unsubscribeUrl } from "../tracking/links";
+import { type AttachmentInput, buildAttachmentInserts } from "./attachments";
+import { type RenderBudget, renderBody, renderSubject } from "./render";
+
+/**
+ * The one path that creates email, for /v1/send, campaign pages, campaign
+ * test sends and workflow steps: stamp ids, render, size, guard, insert,
+ * enqueue. Every quota is checked in the write's own batch (quotaGuard).
+ */
+
+type Statement = Parameters<typeof runStatements>[1][number];
+
+/** What every email of one send shares: templates are rendered per recipient. */
+export interface EmailDraft {
+  projectId: string;
+  /** Default: a new id. */
+  sendId?: string;
+  templateId?: string | null;
+  campaignId?: string | null;
+  from: string;
+  fromName?: string | null;
+  replyTo?: string | null;
+  /** The verified domain of `from`: each email's Message-ID is `<id>@<senderDomain>`. */
+  senderDomain: string;
+  headers?: Record<string, string>;
+  /** Liquid templates. */
+  subject: string;
+  html: string;
+  bodyFormat?: "html" | "markdown";
+  /** Put before the rendered subject (a campaign test's "[TEST] "). */
+  subjectPrefix?: string;
+  marketing: boolean;
+  /** Bulk mail: the bulk queue, and the audience check at the claim. */
+  bulk?: boolean;
+  tracked?: boolean;
+  attachments?: AttachmentInput[];
+  /** A workflow step's email: written only while this execution is active and the send has none yet. */
+  whileExecution?: string | null;
+}
+
+/** One recipient: the address, the contact (by id or by address) and the data its templates see. */
+export interface Recipient {
+  to: string;
+  toName?: string | null;
+  contactId?: string | null;
+  contactEmail?: string | null;
+  data: JsonObject;
+}
+
+export interface QueueOptions {
+  requestUrl?: string;
+  /** One render budget for every recipient (a request's); default: one per render. */
+  budget?: RenderBudget;
+  /** false: no quota guard and no stored-bytes count (a campaign page: its whole audience was checked when it started). */
+  quotas?: boolean;
+  /** More quota use the batch adds (the contacts /v1/send upserts). */
+  use?: Omit<QuotaUse, "emailsToday" | "storedBytes">;
+  /** Awaited after rendering, before the write (the rate limiter's answer). */
+  beforeWrite?: () => Promise<void>;
+  /** The caller's statements in the same batch: before the quota guard, between it and the emails, and last. */
+  first?: Statement[];
+  beforeEmails?: Statement[];
+  last?: Statement[];
+  /** "none": the caller enqueues (a campaign page re-queues its page's still-QUEUED emails). */
+  enqueue?: "inserted" | "none";
+}
+
+export interface QueuedEmails {
+  /** Every rendered email, in the order of the recipients. */
+  emails: { id: string; to: string }[];
+  /** The ids the insert wrote (fewer when a campaign or workflow email existed already). */
+  inserted: string[];
+  /** The rows of each of the caller's statements, by group. */
+  results: { first: Record<string, unknown>[][]; beforeEmails: Record<string, unknown>[][]; last: Record<string, unknown>[][] };
+}
+
+/** Renders every recipient's subject and body (the unsubscribe link signed only when a template names it). */
+async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recipient[], options: QueueOptions) {
+  const baseUrl = publicUrl(env, options.requestUrl);
+  const secret = requireSecret(env, "LINK_SIGNING_SECRET");
+  // Signing costs an HMAC per recipient: only when a template names the variable.
+  const wantsUnsubscribeUrl = `${draft.subject}\n${draft.html}`.includes("unsubscribeUrl");
+  return Promise.all(
+    recipients.map(async (recipient) => {
+      const id = newId();
+      const vars = { data: recipient.data, email: recipient.to, unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, id) : "" };
+      const subject = await renderSubject(draft.subject, vars, options.budget);
+      return {
+        id,
+        recipient,
+        subject: draft.subjectPrefix ? `${draft.subjectPrefix}${subject}`.slice(0, 998) : subject,
+        html: await renderBody(draft.html, vars, draft.bodyFormat ?? "html", options.budget),
+      };
+    }),
+  );
+}
+
+/** With attachments, the largest email must fit what one provider call carries. Returns the bytes the emails store. */
+function storedSize(draft: EmailDraft, rendered: { html: string }[]): number {
+  if (rendered.length === 0) return 0;
+  const encoder = new TextEncoder();
+  const htmlBytes = rendered.map((p) => encoder.encode(p.html).length);
+  const attachmentBytes = (draft.attachments ?? []).map((a) => base64DecodedSize(a.content) ?? 0);
+  if (attachmentBytes.length > 0) {
+    const estimate = estimateRawMessageSize(attachmentBytes, Math.max(...htmlBytes));
+    if (estimate > MAX_RAW_MESSAGE_BYTES) {
+      throw ApiError.validation([
+        {
+          field: "attachments",
+          message: `With this body the message would be about ${estimate} bytes once encoded; one email carries at most ${MAX_RAW_MESSAGE_BYTES} bytes through the provider`,
+          code: "too_big",
+        },
+      ]);
+    }
+  }
+  return htmlBytes.reduce((a, b) => a + b, 0) + attachmentBytes.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * Creates QUEUED emails for `recipients` from `draft` in one atomic D1 batch
+ * (with the caller's statements, see QueueOptions), then enqueues them. A
+ * quota the batch would pass aborts it with the quota's ApiError; a render
+ * or size problem is a 422 before anything is written. If enqueueing fails,
+ * the records stay QUEUED and the stuck-mail sweep enqueues them later.
+ */
+export async function queueEmails(
+  db: Database,
+  env: Env,
+  draft: EmailDraft,
+  recipients: readonly Recipient[],
+  options: QueueOptions = {},
+): Promise<QueuedEmails> {
+  const rendered = await renderAll(env, draft, recipients, options);
+  const checkQuotas = options.quotas !== false;
+  const storedBytes = checkQuotas ? storedSize(draft, rendered) : 0;
+  await options.beforeWrite?.();
+
+  const d1 = db.$client;
+  const now = new Date();
+  const sendId = draft.sendId ?? newId();
+  const guard = checkQuotas ? quotaGuard(d1, env, draft.projectId, { ...options.use, emailsToday: rendered.length, storedBytes }, now) : null;
+  const inserts = insertQueued(
+    d1,
+    {
+      projectId: draft.projectId,
+      sendId,
+      templateId: draft.templateId,
+      campaignId: draft.campaignId,
+      from: draft.from,
+      fromName: draft.fromName,
+      replyTo: draft.replyTo,
+      headers: draft.headers,
+      marketing: draft.marketing,
+      bulk: draft.bulk,
+      tracked: draft.tracked,
+      hasAttachments: (draft.attachments?.length ?? 0) > 0,
+      whileExecution: draft.whileExecution,
+      now,
+    },
+    rendered.map((e) => ({
+      id: e.id,
+      to: e.recipient.to,
+      toName: e.recipient.toName,
+      contactId: e.recipient.contactId,
+      contactEmail: e.recipient.contactEmail,
+      subject: e.subject,
+      html: e.html,
+      messageId: `${e.id}@${draft.senderDomain}`,
+    })),
+  );
+  const bytes =
+    storedBytes <= 0
+      ? []
+      : draft.whileExecution
+        ? [addStoredBytesIfInserted(d1, draft.projectId, storedBytes, rendered[0].id)]
+        : [addStoredBytes(d1, draft.projectId, storedBytes)];
+  const first = options.first ?? [];
+  const beforeEmails = options.beforeEmails ?? [];
+  const last = options.last ?? [];
+  const head = [...first, ...(guard ? [guard] : []), ...beforeEmails];
+  const statements = [
+    ...head,
+    ...inserts,
+    ...(rendered.length > 0 && draft.attachments?.length ? buildAttachmentInserts(db, sendId, draft.attachments) : []),
+    ...bytes,
+    ...last,
+  ];
+  const results = await runGuarded(env, () => runStatements(db, statements), now);
+  const inserted = results
+    .slice(head.length, head.length + inserts.length)
+    .flat()
+    .map((row) => String(row.id));
+  if (options.enqueue !== "none") await enqueue(env, draft, inserted);
+  return {
+    emails: rendered.map((e) => ({ id: e.id, to: e.recipient.to })),
+    inserted,
+    results: {
+      first: results.slice(0, first.length),
+      beforeEmails: results.slice(head.length - beforeEmails.length, head.length),
+      last: results.slice(results.length - last.length),
+    },
+  };
+}
+
+/** Transactional mail onto the send queue, bulk mail onto the bulk queue, QUEUE_BATCH messages per sendBatch. */
+async function enqueue(env: Env, draft: EmailDraft, emailIds: string[]) {
+  if (!draft.bulk) return enqueueEmails(env, draft.projectId, emailIds);
+  for (const ids of chunks(emailIds, QUEUE_BATCH)) {
+    try {
+      await env.EMAIL_BULK_QUEUE.sendBatch(
+        ids.map((emailId) => ({
+          body: draft.campaignId ? { emailId, projectId: draft.projectId, campaignId: draft.campaignId } : { emailId, projectId: draft.projectId },
+        })),
+      );
+    } catch (err) {
+      console.error("enqueue failed; the sweep will retry", err);
+    }
+  }
+}
+
+/** Fans email ids out to the send queue, QUEUE_BATCH messages per sendBatch. */
+export async function enqueueEmails(env: Env, projectId: string, emailIds: string[]): Promise<void> {
+  for (const ids of chunks(emailIds, QUEUE_BATCH)) {
+    const messages = ids.map((emailId) => ({ body: { emailId, projectId } satisfies SendEmailMessage }));
+    try {
+      await env.EMAIL_QUEUE.sendBatch(messages);
+    } catch (err) {
+      // The records are QUEUED in D1; the scheduled sweep re-enqueues them.
+      console.error("enqueue failed; the sweep will retry", err);
+    }
+  }
+}

@@ -1,0 +1,382 @@
+import { and, asc, eq, inArray, lt, notInArray, sql, type SQL } from "drizzle-orm";
+import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
+import type { Database } from "../db/client";
+import { emails, projects, type Email, type EmailStatus } from "../db/schema";
+import { chunks, IDS_PER_JSON_STATEMENT, IN_LIST_IDS, MAX_JSON_PARAM_CHARS } from "../lib/chunks";
+
+/**
+ * The emails table's writes: QUEUED emails in, the consumer's claim,
+ * outcomes and deferral, feedback and engagement, the sweep's and the
+ * retention's updates. A status only moves forward:
+ * QUEUED < SENDING < SENT < DELIVERED < OPENED < CLICKED, and the final
+ * outcomes FAILED < BOUNCED < COMPLAINED rank above all of them, so a
+ * complaint after an open still ends as COMPLAINED while a late delivery
+ * report or open never undoes a bounce.
+ */
+export const STATUS_RANK: Record<EmailStatus, number> = {
+  QUEUED: 0,
+  SENDING: 1,
+  SENT: 2,
+  DELIVERED: 3,
+  OPENED: 4,
+  CLICKED: 5,
+  FAILED: 6,
+  BOUNCED: 7,
+  COMPLAINED: 8,
+};
+
+/** The status after `next` happened to an email in status `current`. */
+export const advanceStatus = (current: EmailStatus, next: EmailStatus): EmailStatus => (STATUS_RANK[current] < STATUS_RANK[next] ? next : current);
+
+/** SQL expression: the rank of the emails.status column. */
+export function statusRankSql(column: SQL | typeof emails.status = emails.status): SQL<number> {
+  const cases = Object.entries(STATUS_RANK).map(([status, rank]) => sql`WHEN ${status} THEN ${sql.raw(String(rank))}`);
+  return sql<number>`(CASE ${column} ${sql.join(cases, sql` `)} ELSE -1 END)`;
+}
+
+/**
+ * SQL expression for `SET status = ...`: `next` when it ranks above the
+ * current status, the current status otherwise. With `from`, only a status
+ * ranked at least `from` moves (opens and clicks leave QUEUED/SENDING to the consumer).
+ */
+export function advanceStatusSql(next: EmailStatus, options: { from?: EmailStatus } = {}): SQL<EmailStatus> {
+  const rank = statusRankSql();
+  const moves =
+    options.from === undefined
+      ? sql`${rank} < ${sql.raw(String(STATUS_RANK[next]))}`
+      : sql`${rank} < ${sql.raw(String(STATUS_RANK[next]))} AND ${rank} >= ${sql.raw(String(STATUS_RANK[options.from]))}`;
+  return sql<EmailStatus>`(CASE WHEN ${moves} THEN ${next} ELSE ${emails.status} END)`;
+}
+
+// ---- QUEUED emails in --------------------------------------------------------
+
+/** What every email of one insert shares. */
+export interface QueuedHead {
+  projectId: string;
+  sendId: string;
+  templateId?: string | null;
+  campaignId?: string | null;
+  from: string;
+  fromName?: string | null;
+  replyTo?: string | null;
+  headers?: Record<string, string>;
+  marketing: boolean;
+  /** Bulk mail (campaigns, MARKETING workflow steps): the bulk queue, the audience check at the claim. */
+  bulk?: boolean;
+  /** Opens and clicks tracked (when the project tracks). */
+  tracked?: boolean;
+  hasAttachments?: boolean;
+  /** Insert only while this workflow execution is active and the send has no email yet (a workflow step). */
+  whileExecution?: string | null;
+  now: Date;
+}
+
+/** One email: its contact by id, or by the lower-case address `contactEmail`, or none. */
+export interface QueuedRow {
+  id: string;
+  to: string;
+  toName?: string | null;
+  contactId?: string | null;
+  contactEmail?: string | null;
+  subject: string;
+  html: string;
+  messageId: string;
+}
+
+/**
+ * The QUEUED emails as INSERT statements for the caller's batch, one JSON
+ * parameter each, chunked by size; a row whose JSON alone is over the chunk
+ * size (an HTML body near the limit, which escaping can double) goes alone,
+ * its HTML bound as a parameter of its own. A campaign's second email to one
+ * contact is skipped (unique campaign+contact). Each statement returns the
+ * ids it inserted.
+ */
+export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly QueuedRow[]): D1PreparedStatement[] {
+  const now = head.now.getTime();
+  const bind = (json: string, html: string | null) =>
+    d1
+      .prepare(INSERT_QUEUED_SQL)
+      .bind(
+        head.projectId,
+        head.sendId,
+        head.templateId ?? null,
+        head.campaignId ?? null,
+        head.from,
+        head.fromName ?? null,
+        head.replyTo ?? null,
+        JSON.stringify(head.headers ?? {}),
+        head.marketing ? 1 : 0,
+        head.bulk ? 1 : 0,
+        head.tracked === false ? 0 : 1,
+        head.hasAttachments ? 1 : 0,
+        now,
+        json,
+        html,
+        head.whileExecution ?? null,
+      );
+  const statements: D1PreparedStatement[] = [];
+  let parts: string[] = [];
+  let chars = 0;
+  const flush = () => {
+    if (parts.length > 0) statements.push(bind(`[${parts.join(",")}]`, null));
+    parts = [];
+    chars = 0;
+  };
+  for (const row of rows) {
+    // One-letter keys keep the parameter small; they never leave this module.
+    const r = {
+      id: row.id,
+      to: row.to,
+      n: row.toName ?? null,
+      ci: row.contactId ?? null,
+      c: row.contactEmail ?? null,
+      s: row.subject,
+      h: row.html,
+      m: row.messageId,
+    };
+    const json = JSON.stringify(r);
+    if (json.length > MAX_JSON_PARAM_CHARS) {
+      statements.push(bind(JSON.stringify([{ ...r, h: null }]), row.html));
+      continue;
+    }
+    if (chars + json.length > MAX_JSON_PARAM_CHARS) flush();
+    parts.push(json);
+    chars += json.length + 1;
+  }
+  flush();
+  return statements;
+}
+
+const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template_id, campaign_id, contact_id, from_address, from_name, to_address, to_name,
+    reply_to, subject, html, headers, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at)
+  SELECT json_extract(value, '$.id'), ?1, ?2, ?3, ?4,
+    coalesce(json_extract(value, '$.ci'), (SELECT id FROM contacts WHERE project_id = ?1 AND email = json_extract(value, '$.c'))),
+    ?5, ?6, json_extract(value, '$.to'), json_extract(value, '$.n'), ?7, json_extract(value, '$.s'), coalesce(?15, json_extract(value, '$.h')),
+    ?8, ?9, ?10, ?11, ?12, 'QUEUED', json_extract(value, '$.m'), ?13, ?13, ?13
+  FROM json_each(?14)
+  WHERE ?16 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?16 AND status IN ('RUNNING', 'WAITING'))
+    AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1))
+  ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
+  RETURNING id`;
+
+/** Adds `bytes` to the project's stored-bytes count (in the batch of the write that stores them). */
+export function addStoredBytes(d1: D1Database, projectId: string, bytes: number): D1PreparedStatement {
+  return d1.prepare("UPDATE projects SET stored_bytes = stored_bytes + ?2 WHERE id = ?1").bind(projectId, bytes);
+}
+
+/** Adds `bytes` to the stored-bytes count only if the email `emailId` exists (its conditional insert took place). */
+export function addStoredBytesIfInserted(d1: D1Database, projectId: string, bytes: number, emailId: string): D1PreparedStatement {
+  return d1
+    .prepare("UPDATE projects SET stored_bytes = stored_bytes + ?1 WHERE id = ?2 AND EXISTS (SELECT 1 FROM emails WHERE id = ?3)")
+    .bind(bytes, projectId, emailId);
+}
+
+/** Takes bytes off each project's stored-bytes count (never below zero). */
+export function releaseStoredBytes(db: Database, byProject: Map<string, number>) {
+  return [...byProject]
+    .filter(([, bytes]) => bytes > 0)
+    .map(([projectId, bytes]) =>
+      db
+        .update(projects)
+        .set({ storedBytes: sql`MAX(0, ${projects.storedBytes} - ${bytes})` })
+        .where(eq(projects.id, projectId)),
+    );
+}
+
+// ---- the send consumer: claim, outcomes, deferral ------------------------------
+
+/** What the consumer needs of a claimed email (the claim returns only these columns). */
+export type ClaimedEmail = Pick<
+  Email,
+  | "id"
+  | "projectId"
+  | "sendId"
+  | "fromAddress"
+  | "fromName"
+  | "toAddress"
+  | "toName"
+  | "replyTo"
+  | "subject"
+  | "html"
+  | "headers"
+  | "messageId"
+  | "marketing"
+  | "hasAttachments"
+  | "tracked"
+> & { trackingEnabled: boolean };
+
+/**
+ * The claim: `m` decides once per email whether it is settled instead of sent
+ * (?3 / ?4 the reasons; ?5 turns the audience check on for bulk mail), the
+ * UPDATE applies it only to emails still QUEUED, and RETURNING hands back what
+ * composing needs as arrays (`raw()`, in ClaimRow order). `+status`: the
+ * emails are found by id from the JSON rows, not by walking the status index.
+ */
+const CLAIM_SQL = `UPDATE emails SET
+    status = CASE WHEN m.settle IS NULL THEN 'SENDING' ELSE 'FAILED' END,
+    error = COALESCE(m.settle, emails.error),
+    failed_at = CASE WHEN m.settle IS NULL THEN emails.failed_at ELSE ?1 END,
+    sending_at = CASE WHEN m.settle IS NULL THEN ?1 ELSE emails.sending_at END,
+    attempts = emails.attempts + (m.settle IS NULL),
+    updated_at = ?1
+  FROM (SELECT e.id AS id,
+          CASE
+            WHEN NOT EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.disabled = 0) THEN ?3
+            WHEN ?5 = 1 AND e.bulk = 1 AND (
+              NOT EXISTS (SELECT 1 FROM contacts AS c WHERE c.id = e.contact_id AND c.subscribed = 1)
+              OR EXISTS (SELECT 1 FROM suppressions AS s WHERE s.project_id = e.project_id AND s.email = e.to_address)) THEN ?4
+          END AS settle
+        FROM json_each(?2) AS j
+        JOIN emails AS e ON e.id = json_extract(j.value, '$[0]') AND e.project_id = json_extract(j.value, '$[1]')
+        WHERE +e.status = 'QUEUED') AS m
+  WHERE emails.id = m.id AND +emails.status = 'QUEUED'
+  RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
+    emails.to_name, emails.reply_to, emails.subject, emails.html, emails.headers, emails.message_id, emails.marketing,
+    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id)`;
+
+type ClaimRow = [
+  status: string,
+  id: string,
+  projectId: string,
+  sendId: string,
+  fromAddress: string,
+  fromName: string | null,
+  toAddress: string,
+  toName: string | null,
+  replyTo: string | null,
+  subject: string,
+  html: string,
+  headers: string,
+  messageId: string,
+  marketing: number,
+  hasAttachments: number,
+  tracked: number,
+  trackingEnabled: number | null,
+];
+
+const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
+  id: row[1],
+  projectId: row[2],
+  sendId: row[3],
+  fromAddress: row[4],
+  fromName: row[5],
+  toAddress: row[6],
+  toName: row[7],
+  replyTo: row[8],
+  subject: row[9],
+  html: row[10],
+  headers: JSON.parse(row[11]) as Record<string, string>,
+  messageId: row[12],
+  marketing: row[13] === 1,
+  hasAttachments: row[14] === 1,
+  tracked: row[15] === 1,
+  trackingEnabled: row[16] === 1,
+});
+
+/**
+ * Claims these emails (each with its project) in one statement per chunk:
+ * only one invocation moves an email from QUEUED to SENDING. Mail that must
+ * not go out is settled as FAILED with `reasons.disabled` (its project is
+ * disabled or gone) or, with `checkAudience`, `reasons.lapsed` (bulk mail whose
+ * contact unsubscribed, was deleted or got suppressed). Returns what was claimed.
+ */
+export async function claimEmails(
+  d1: D1Database,
+  refs: readonly { emailId: string; projectId: string }[],
+  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string }; now?: number },
+): Promise<ClaimedEmail[]> {
+  const now = options.now ?? Date.now();
+  const results = await Promise.all(
+    chunks(refs, IDS_PER_JSON_STATEMENT).map((chunk) =>
+      d1
+        .prepare(CLAIM_SQL)
+        .bind(now, JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])), options.reasons.disabled, options.reasons.lapsed, options.checkAudience ? 1 : 0)
+        .raw<ClaimRow>(),
+    ),
+  );
+  return results
+    .flat()
+    .filter((row) => row[0] === "SENDING")
+    .map(claimedEmailOf);
+}
+
+/** What happened to one claimed email. */
+export type Outcome =
+  | { emailId: string; status: "SENT"; providerMessageId: string }
+  | { emailId: string; status: "FAILED"; error: string }
+  | { emailId: string; status: "QUEUED"; error: string };
+
+// `+status`: emails are looked up by id (the JSON rows), not through the status index.
+const RECORD_OUTCOMES_SQL = `UPDATE emails SET
+    status = o.status,
+    sent_at = CASE WHEN o.status = 'SENT' THEN ?1 ELSE emails.sent_at END,
+    failed_at = CASE WHEN o.status = 'FAILED' THEN ?1 ELSE emails.failed_at END,
+    provider_message_id = COALESCE(o.provider_message_id, emails.provider_message_id),
+    error = o.error,
+    updated_at = ?1
+  FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS status,
+          json_extract(value, '$[2]') AS provider_message_id, json_extract(value, '$[3]') AS error
+        FROM json_each(?2)) AS o
+  WHERE emails.id = o.id AND +emails.status = 'SENDING'`;
+
+/** The outcomes as statements for one batch, applied only to emails still SENDING. */
+export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], now = Date.now()): D1PreparedStatement[] {
+  return chunks(outcomes, IDS_PER_JSON_STATEMENT).map((chunk) =>
+    d1
+      .prepare(RECORD_OUTCOMES_SQL)
+      .bind(
+        now,
+        JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId : null, o.status === "SENT" ? null : o.error])),
+      ),
+  );
+}
+
+/** Gives claims back (SENDING -> QUEUED, the attempt not counted) with a fresh updatedAt, as statements for one batch. */
+export function deferClaims(d1: D1Database, emailIds: readonly string[], now = Date.now()): D1PreparedStatement[] {
+  return chunks(emailIds, IDS_PER_JSON_STATEMENT).map((chunk) =>
+    d1
+      .prepare(
+        `UPDATE emails SET status = 'QUEUED', sending_at = NULL, updated_at = ?1, attempts = MAX(0, attempts - 1)
+         WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING'`,
+      )
+      .bind(now, JSON.stringify(chunk)),
+  );
+}
+
+/** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's parameter limit. */
+export function updateEmailsById(db: Database, ids: readonly string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>, projectId?: string) {
+  const ofProject = projectId === undefined ? undefined : eq(emails.projectId, projectId);
+  return chunks(ids, IN_LIST_IDS).map((chunk) =>
+    db
+      .update(emails)
+      .set(set)
+      .where(and(inArray(emails.id, chunk), inArray(emails.status, statuses), ofProject)),
+  );
+}
+
+// ---- feedback, engagement, retention ---------------------------------------------
+
+/** One email's change by id, under an optional extra condition; returns the id when it applied. */
+export function updateEmail(db: Database, emailId: string, set: SQLiteUpdateSetSource<typeof emails>, onlyIf?: SQL) {
+  return db
+    .update(emails)
+    .set(set)
+    .where(and(eq(emails.id, emailId), onlyIf))
+    .returning({ id: emails.id });
+}
+
+/** Up to `limit` final emails created before `cutoffId` that still keep their HTML, oldest first, with its size. */
+export function emailsWithOldHtml(db: Database, cutoffId: string, limit: number) {
+  // `html != ''` exactly as the partial index emails_html_kept_idx is defined.
+  return db
+    .select({ id: emails.id, projectId: emails.projectId, bytes: sql<number>`length(CAST(${emails.html} AS BLOB))` })
+    .from(emails)
+    .where(and(sql`${emails.html} != ''`, lt(emails.id, cutoffId), notInArray(emails.status, ["QUEUED", "SENDING"])))
+    .orderBy(asc(emails.id))
+    .limit(limit);
+}
+
+/** Empties the HTML of these emails (the records stay). */
+export function dropEmailHtml(db: Database, ids: readonly string[]) {
+  return chunks(ids, IN_LIST_IDS).map((chunk) => db.update(emails).set({ html: "" }).where(inArray(emails.id, chunk)));
+}

@@ -1,0 +1,72 @@
+import { and, asc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { contacts, emails, events, type JsonObject } from "../db/schema";
+import type { ConfigInput } from "../lib/config";
+import { newId } from "../lib/ids";
+import { underDailyEventQuota } from "./guards";
+
+/**
+ * A project event (POST /v1/track) for the contact with this lower-case
+ * address, found by address in the same batch as the contact's upsert.
+ */
+export function insertEvent(
+  d1: D1Database,
+  projectId: string,
+  event: { id?: string; email: string; name: string; data: JsonObject; createdAt: Date },
+): D1PreparedStatement {
+  return d1.prepare(INSERT_EVENT_SQL).bind(event.id ?? newId(), projectId, event.email, event.name, JSON.stringify(event.data), event.createdAt.getTime());
+}
+const INSERT_EVENT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
+  VALUES (?1, ?2, (SELECT id FROM contacts WHERE project_id = ?2 AND email = ?3), ?4, ?5, ?6)`;
+
+/**
+ * An event for the contact of an email, as one INSERT ... SELECT from the
+ * email row: nothing for an unknown email, nor past the project's
+ * events-per-day quota. `onlyIf` adds a condition, e.g. "not recorded before".
+ */
+export function insertEmailEvent(db: Database, env: ConfigInput | undefined, emailId: string, name: string, data: JsonObject, now: Date, onlyIf?: SQL) {
+  return db.insert(events).select(
+    db
+      .select({
+        id: sql`${newId()}`.as("id"),
+        projectId: emails.projectId,
+        contactId: emails.contactId,
+        name: sql`${name}`.as("name"),
+        data: sql`${JSON.stringify(data)}`.as("data"),
+        emailId: emails.id,
+        createdAt: sql`${now.getTime()}`.as("created_at"),
+      })
+      .from(emails)
+      .where(and(eq(emails.id, emailId), onlyIf, underDailyEventQuota(emails.projectId, env, now))),
+  );
+}
+
+/** An event for each contact matching `where` (e.g. contact.unsubscribed), within the events-per-day quota. */
+export function insertContactEvent(
+  db: Database,
+  env: ConfigInput | undefined,
+  projectId: string,
+  event: { name: string; data: JsonObject; emailId?: string | null; now: Date },
+  where: SQL | undefined,
+) {
+  return db.insert(events).select(
+    db
+      .select({
+        id: sql`${newId()}`.as("id"),
+        projectId: contacts.projectId,
+        contactId: contacts.id,
+        name: sql`${event.name}`.as("name"),
+        data: sql`${JSON.stringify(event.data)}`.as("data"),
+        emailId: sql`${event.emailId ?? null}`.as("email_id"),
+        createdAt: sql`${event.now.getTime()}`.as("created_at"),
+      })
+      .from(contacts)
+      .where(and(where, underDailyEventQuota(projectId, env, event.now))),
+  );
+}
+
+/** Deletes up to `limit` events with ids below `cutoff`, oldest first; returns their ids. */
+export function pruneEvents(db: Database, cutoff: string, limit: number) {
+  const oldest = db.select({ id: events.id }).from(events).where(lt(events.id, cutoff)).orderBy(asc(events.id)).limit(limit);
+  return db.delete(events).where(inArray(events.id, oldest)).returning({ id: events.id });
+}

@@ -1,0 +1,203 @@
+import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
+import { projectDailyUsage } from "../db/schema";
+import { readConfig, type ConfigInput } from "../lib/config";
+import { ApiError } from "../lib/errors";
+
+/**
+ * The guards of the write batches: statements that go first in a batch and
+ * abort all of it (a trigger's RAISE) when a quota would be passed or a
+ * recipient is suppressed, so no concurrent request slips between check and
+ * write and the check costs no round trip. A new guard is one entry in
+ * GUARD_NAMES plus its migration (test/store/guards.test.ts compares the two).
+ */
+
+/** Every message a trigger of the schema RAISEs, and the migration that raises it. */
+export const GUARD_NAMES = [
+  "CONTACT_DATA_TOO_LARGE", // 0002: contacts.data over MAX_CONTACT_DATA_BYTES
+  "QUOTA_EXCEEDED:QUOTA_CONTACTS", // 0010/0014: quota_checks
+  "QUOTA_EXCEEDED:QUOTA_EVENTS_PER_DAY",
+  "QUOTA_EXCEEDED:QUOTA_EMAILS_PER_DAY",
+  "QUOTA_EXCEEDED:QUOTA_STORED_BYTES",
+  "QUOTA_EXCEEDED:UNKNOWN",
+  "SEND_HAS_SUPPRESSED_RECIPIENTS", // 0014: suppressionGuard
+] as const;
+
+export type GuardName = (typeof GUARD_NAMES)[number];
+
+/** Largest stored contact data (JSON bytes), enforced by a trigger on every write (migration 0002). */
+export const MAX_CONTACT_DATA_BYTES = 65536;
+
+export type QuotaName = "QUOTA_CONTACTS" | "QUOTA_EVENTS_PER_DAY" | "QUOTA_EMAILS_PER_DAY" | "QUOTA_DOMAINS" | "QUOTA_STORED_BYTES";
+
+const WHAT: Record<QuotaName, string> = {
+  QUOTA_CONTACTS: "contacts",
+  QUOTA_EVENTS_PER_DAY: "events per day",
+  QUOTA_EMAILS_PER_DAY: "emails per day",
+  QUOTA_DOMAINS: "sending domains",
+  QUOTA_STORED_BYTES: "bytes of stored mail and data",
+};
+
+/** Seconds until the next UTC midnight, when the daily quotas start again. */
+export function secondsUntilUtcMidnight(now = new Date()): number {
+  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
+}
+
+/** The UTC day number project_daily_usage counts under (ms / 86,400,000). */
+export const utcDayNumber = (now: Date) => Math.floor(now.getTime() / 86_400_000);
+
+/**
+ * The error for a quota that a write would pass: 403 for a stock quota
+ * (contacts, domains, stored bytes), 429 with Retry-After until the next UTC
+ * midnight for a daily one (emails, events).
+ */
+export function quotaExceeded(name: QuotaName, limit: number, now = new Date()): ApiError {
+  const daily = name === "QUOTA_EMAILS_PER_DAY" || name === "QUOTA_EVENTS_PER_DAY";
+  const message = `This project has reached its quota of ${limit} ${WHAT[name]}`;
+  if (daily) {
+    const retryAfter = secondsUntilUtcMidnight(now);
+    return new ApiError("QUOTA_EXCEEDED", message, {
+      status: 429,
+      headers: { "Retry-After": String(retryAfter) },
+      suggestion: `The daily quota starts again at 00:00 UTC (in ${retryAfter} seconds). An operator can raise ${name}.`,
+    });
+  }
+  return new ApiError("QUOTA_EXCEEDED", message, {
+    suggestion: `Delete what is no longer needed, or ask an operator to raise ${name}.`,
+  });
+}
+
+/** Today's count of `kind` for the project, from its usage counter (one row read). */
+export function countedToday(projectId: SQLWrapper | string, kind: "events" | "emails", now: Date): SQL {
+  const column = kind === "events" ? projectDailyUsage.events : projectDailyUsage.emails;
+  return sql`coalesce((SELECT ${column} FROM ${projectDailyUsage} WHERE ${projectDailyUsage.projectId} = ${projectId} AND ${projectDailyUsage.day} = ${utcDayNumber(now)}), 0)`;
+}
+
+/**
+ * QUOTA_EVENTS_PER_DAY for the service's own events (opens, clicks, bounces,
+ * complaints, unsubscribes): a condition of the statement that writes the
+ * event. Past the quota the event is not stored; what it reports still happens.
+ */
+export function underDailyEventQuota(projectId: SQLWrapper | string, env: ConfigInput | undefined, now = new Date()): SQL {
+  return sql`${countedToday(projectId, "events", now)} < ${readConfig(env ?? {}).QUOTA_EVENTS_PER_DAY}`;
+}
+
+/** What one write batch adds, for the quotas it could pass. */
+export interface QuotaUse {
+  /** Addresses the batch upserts as contacts (lower-case); those that are not contacts yet count. */
+  contacts?: string[];
+  eventsToday?: number;
+  emailsToday?: number;
+  storedBytes?: number;
+}
+
+/**
+ * The quota checks of a write batch as one statement that goes first in it:
+ * an INSERT into quota_checks of (quota, used, limit) rows whose trigger
+ * aborts the batch when one would be passed. Null when nothing is to be
+ * checked. Run the batch with runGuarded for the API's error.
+ */
+export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, use: QuotaUse, now = new Date()): D1PreparedStatement | null {
+  const config = readConfig(env);
+  const rows: string[] = [];
+  const params: unknown[] = [];
+  const addresses = [...new Set(use.contacts ?? [])];
+  if (addresses.length > 0) {
+    // Existing contacts cost nothing; only when one would be created is the project's total read.
+    rows.push(
+      `SELECT 'QUOTA_CONTACTS', CASE WHEN existing.n < ? THEN coalesce((SELECT contacts FROM project_usage WHERE project_id = ?), 0) + ? - existing.n ELSE 0 END, ?
+       FROM (SELECT count(*) AS n FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))) AS existing`,
+    );
+    params.push(addresses.length, projectId, addresses.length, config.QUOTA_CONTACTS, projectId, JSON.stringify(addresses));
+  }
+  for (const [name, column, adding] of [
+    ["QUOTA_EVENTS_PER_DAY", "events", use.eventsToday ?? 0],
+    ["QUOTA_EMAILS_PER_DAY", "emails", use.emailsToday ?? 0],
+  ] as const) {
+    if (adding <= 0) continue;
+    rows.push(`SELECT '${name}', coalesce((SELECT ${column} FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?`);
+    params.push(projectId, utcDayNumber(now), adding, config[name]);
+  }
+  if ((use.storedBytes ?? 0) > 0) {
+    rows.push("SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ?, ?");
+    params.push(projectId, use.storedBytes, config.QUOTA_STORED_BYTES);
+  }
+  if (rows.length === 0) return null;
+  return d1.prepare(`INSERT INTO quota_checks (quota, used, quota_limit) ${rows.join(" UNION ALL ")}`).bind(...params);
+}
+
+/** The project's suppressions among these addresses (lower-case), the list bound as one JSON parameter. */
+export function suppressionsOf(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
+  return d1.prepare(SUPPRESSIONS_OF_SQL).bind(projectId, JSON.stringify(addresses));
+}
+const SUPPRESSIONS_OF_SQL = "SELECT email, reason FROM suppressions WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
+
+/**
+ * A write batch's first statement when it did not read the suppressions:
+ * aborts the batch with SEND_HAS_SUPPRESSED_RECIPIENTS when any of these
+ * addresses is suppressed (quota_checks, migration 0014).
+ */
+export function suppressionGuard(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
+  return d1.prepare(SUPPRESSION_GUARD_SQL).bind(projectId, JSON.stringify(addresses));
+}
+const SUPPRESSION_GUARD_SQL = `INSERT INTO quota_checks (quota, used, quota_limit) SELECT 'SUPPRESSED_RECIPIENTS', count(*), 0 FROM (${SUPPRESSIONS_OF_SQL})`;
+
+/**
+ * A write batch's last statement: whether the project's workflow outbox
+ * holds rows (the triggers of migration 0006 write them when a contact or an
+ * event of the batch starts a workflow), so the caller hands them over at once.
+ */
+export function outboxProbe(d1: D1Database, projectId: string): D1PreparedStatement {
+  return d1.prepare(OUTBOX_PROBE_SQL).bind(projectId);
+}
+const OUTBOX_PROBE_SQL = "SELECT id FROM workflow_trigger_outbox WHERE project_id = ?1 LIMIT 1";
+
+/** The message of `err` and of the errors in its `cause` chain (D1 wraps the SQLite error a RAISE produced). */
+function messagesOf(err: unknown): string[] {
+  const out: string[] = [];
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) out.push(e instanceof Error ? e.message : String(e));
+  return out;
+}
+
+/** The guard whose RAISE aborted this batch, or null. */
+export function raisedGuard(err: unknown): GuardName | null {
+  const text = messagesOf(err).join("\n");
+  for (const name of GUARD_NAMES) if (new RegExp(`\\b${name}\\b`).test(text)) return name;
+  return null;
+}
+
+/** Whether a batch failed on the unique index of `table` (a concurrent duplicate). */
+export const isUniqueViolation = (err: unknown, table: string) => messagesOf(err).some((m) => m.includes(`UNIQUE constraint failed: ${table}`));
+
+/**
+ * The API's error for a guard's abort, or null when `err` is not one (or is
+ * the suppression guard's, which its caller handles): a quota as
+ * quotaExceeded, the contact data cap as a 422 on `data`.
+ */
+export function guardError(err: unknown, env: ConfigInput | undefined, now = new Date()): ApiError | null {
+  const name = raisedGuard(err);
+  if (name === null) return null;
+  if (name === "CONTACT_DATA_TOO_LARGE") {
+    return ApiError.validation([
+      {
+        field: "data",
+        message: `A contact's data may be at most ${MAX_CONTACT_DATA_BYTES} bytes as JSON (after merging with what is stored)`,
+        code: "too_big",
+      },
+    ]);
+  }
+  // Not the client's error: the send that wrote nothing takes the reading path, which lists the suppressed.
+  if (name === "SEND_HAS_SUPPRESSED_RECIPIENTS") return null;
+  const quota = name.slice("QUOTA_EXCEEDED:".length);
+  if (!(quota in WHAT)) return new ApiError("QUOTA_EXCEEDED", "This project has reached a quota");
+  return quotaExceeded(quota as QuotaName, readConfig(env ?? {})[quota as QuotaName], now);
+}
+
+/** Runs a write batch that starts with guards, turning a guard's abort into the API's error. */
+export async function runGuarded<T>(env: ConfigInput, run: () => Promise<T>, now = new Date()): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw guardError(err, env, now) ?? err;
+  }
+}
