@@ -1,3 +1,4 @@
+import { queueRecordedEvents } from "../services/webhooks/deliver";
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { linkVerificationSecrets } from "../lib/config";
@@ -66,7 +67,7 @@ export const trackingLinksRouter = createRouter()
     const secrets = linkVerificationSecrets(c.env);
     if (await verifyOpenSignature(secrets, emailId, s)) {
       try {
-        await recordEngagement(getDb(c.env.DB), emailId, "OPENED", {}, new Date(), c.env);
+        await recordEngagement(getDb(c.env.DB), emailId, "OPENED", {}, new Date(), c.env, (rows) => queueRecordedEvents(c.env, rows));
       } catch (err) {
         // The image is served either way; a lost open is better than a broken picture.
         console.error("recording an open failed", emailId, err);
@@ -85,7 +86,7 @@ export const trackingLinksRouter = createRouter()
     }
     if (!isTrackableUrl(u)) throw new ApiError("BAD_REQUEST", "This tracking link does not point to an http(s) URL");
     try {
-      await recordEngagement(getDb(c.env.DB), emailId, "CLICKED", { url: u }, new Date(), c.env);
+      await recordEngagement(getDb(c.env.DB), emailId, "CLICKED", { url: u }, new Date(), c.env, (rows) => queueRecordedEvents(c.env, rows));
     } catch (err) {
       // The reader gets to the link either way; a lost click is better than a dead link.
       console.error("recording a click failed", emailId, err);
