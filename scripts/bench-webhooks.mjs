@@ -155,7 +155,7 @@ async function api(base, key, method, path, body) {
 }
 
 /** Requests per second of each kind, measured in alternating windows; `between` runs after each window. */
-async function interleaved(base, kinds, between) {
+async function interleaved(kinds, between) {
   const states = kinds.map(() => ({ next: 0, ok: 0, errors: 0, elapsed: 0 }));
   for (const kind of kinds) await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => kind.request(-1 - i)));
   await between();
@@ -235,7 +235,6 @@ async function main() {
       ["POST /contacts (new contact)", contact],
     ]) {
       const [withNone, withTwo] = await interleaved(
-        base,
         [
           { request: make(none, 0), expect: [200, 201] },
           { request: make(two, 2), expect: [200, 201] },
