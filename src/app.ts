@@ -23,11 +23,13 @@ import { templatesRouter } from "./routes/templates";
 import { trackEventsRouter } from "./routes/track-events";
 import { trackingLinksRouter } from "./routes/tracking-links";
 import { unsubscribeRouter } from "./routes/unsubscribe";
+import { sesFeedbackRouter } from "./routes/ses-feedback";
 import { webhooksRouter } from "./routes/webhooks";
 import { workflowsRouter } from "./routes/workflows";
 import { getDb } from "./db/client";
 import { dispatchWorkflowTriggers } from "./services/workflows/triggers";
 import { cachedKeyLookup } from "./services/api-keys";
+import { queueWebhookEvents } from "./services/webhooks/deliver";
 
 /** Largest accepted request body. /v1/send carries base64 attachments (7,000,000 bytes decoded). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -69,6 +71,19 @@ export function createApp(options: AppOptions = {}) {
     }
     waitUntil(dispatchWorkflowTriggers(getDb(c.env.DB), c.env, auth.projectId).catch((err) => console.error("workflow trigger dispatch failed", err)));
   });
+  // Webhook events a write recorded (c.set("webhookEvents", ids)) go to the
+  // webhook queue once the response is ready; the cron takes over any that do not.
+  app.use("*", async (c, next) => {
+    await next();
+    const ids = c.get("webhookEvents");
+    const auth = c.get("auth");
+    if (!ids?.length || !auth) return;
+    try {
+      c.executionCtx.waitUntil(queueWebhookEvents(c.env, auth.projectId, ids));
+    } catch {
+      // no execution context (direct app.fetch in a script): the cron drains
+    }
+  });
   // POST /contacts/imports counts its own CSV as it streams (50 MB): bodyLimit would buffer a body without Content-Length.
   app.use("*", (c, next) =>
     c.req.path === "/contacts/imports"
@@ -96,6 +111,14 @@ export function createApp(options: AppOptions = {}) {
   );
   app.use("/v1/track", authenticate({ allowPublic: true, lookup }), limitRate);
   for (const path of SECRET_KEY_PATHS) app.use(path, authenticate({ lookup }), limitRate);
+  // /webhooks needs a secret key, except the SNS feedback endpoint beside it (SNS-signed, no key).
+  const webhookAuth = authenticate({ lookup });
+  app.use("/webhooks/*", async (c, next) => {
+    if (c.req.path === "/webhooks/ses") return next();
+    await webhookAuth(c, async () => {
+      await limitRate(c, next);
+    });
+  });
   // /v1/send reads (template, domain, suppressions, contacts) while the limiter answers; it writes only once allowed.
   app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true, leases }), sendShape);
 
@@ -113,11 +136,12 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", workflowsRouter);
   app.route("/", segmentsRouter);
   app.route("/", campaignsRouter);
+  app.route("/", webhooksRouter);
   app.route("/", devOutboxRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
   app.route("/", trackingLinksRouter);
   app.route("/", unsubscribeRouter);
-  app.route("/", webhooksRouter);
+  app.route("/", sesFeedbackRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -1,5 +1,5 @@
 import type { ProjectLimiter } from "./durable/project-limiter";
-import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage, WorkflowQueueMessage } from "./messages";
+import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
@@ -83,13 +83,19 @@ export interface Env {
   WORKFLOW_QUEUE: Queue<WorkflowQueueMessage>;
   /** Cloudflare Workflows binding of AutomationWorkflow: one instance per workflow execution. */
   AUTOMATIONS: Workflow<ExecutionParams>;
+  /** Event webhooks: fan-out and delivery messages (src/services/webhooks/deliver.ts). */
+  WEBHOOK_QUEUE: Queue<WebhookQueueMessage>;
+  /** Days webhook deliveries are kept (default 30); per-project caps (defaults 20 endpoints, 6000 attempts a minute). */
+  WEBHOOK_RETENTION_DAYS?: string;
+  WEBHOOK_ENDPOINTS_PER_PROJECT?: string;
+  WEBHOOK_DELIVERIES_PER_MINUTE?: string;
   /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
   EMAIL_BULK_QUEUE: Queue<BulkMessage>;
   /** Contact import chunks (src/services/imports.ts). */
   IMPORT_QUEUE: Queue<ImportChunkMessage>;
 }
 
-export type { SendEmailMessage } from "./messages";
+export type { SendEmailMessage, WebhookQueueMessage } from "./messages";
 
 /** What the auth middleware puts on the request context. */
 export interface AuthContext {
@@ -108,6 +114,8 @@ export interface AppBindings {
      * response is skipped. Unset: unknown, the hand-over runs.
      */
     workflowTriggersPending?: boolean;
+    /** Ids of webhook events the request's write recorded: handed to the webhook queue after the response. */
+    webhookEvents?: string[];
     /** Resolves when the rate limiter allowed the request, rejects with the 429 (routes whose limiter check is deferred). */
     rateLimitAllowed?: () => Promise<void>;
   };

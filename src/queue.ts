@@ -1,13 +1,24 @@
 import type { Env } from "./env";
 import { backoffSeconds, type QueueConsumer, type Verdict } from "./lib/queue-consumer";
 import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
-import { BULK_QUEUE, deadLetterQueue, EMAIL_EVENTS_QUEUE, IMPORT_QUEUE, SEND_QUEUE, WORKFLOW_QUEUE_NAME, type WorkflowQueueMessage } from "./messages";
+import {
+  BULK_QUEUE,
+  deadLetterQueue,
+  EMAIL_EVENTS_QUEUE,
+  IMPORT_QUEUE,
+  SEND_QUEUE,
+  WEBHOOK_QUEUE_NAME,
+  type WebhookQueueMessage,
+  WORKFLOW_QUEUE_NAME,
+  type WorkflowQueueMessage,
+} from "./messages";
 import { applyEmailServiceEvents } from "./services/feedback/email-service";
 import { settleDeadLetters } from "./services/send/dead-letter";
 import { deliverBatch } from "./services/send/deliver";
 import { consumeWorkflowMessages } from "./services/workflows/triggers";
+import { consumeWebhookMessages } from "./services/webhooks/deliver";
 
-export { BULK_QUEUE, SEND_QUEUE, WORKFLOW_QUEUE_NAME } from "./messages";
+export { BULK_QUEUE, SEND_QUEUE, WEBHOOK_QUEUE_NAME, WORKFLOW_QUEUE_NAME } from "./messages";
 
 /** One consumer per queue; a queue not named here is a deployment error (a batch from it throws). */
 const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
@@ -19,6 +30,7 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   // Loaded on first use: the CSV libraries stay out of every other queue's first batch.
   [IMPORT_QUEUE]: async (messages, env) => (await import("./services/imports")).consumeImportChunks(messages, env),
   [deadLetterQueue(IMPORT_QUEUE)]: async (messages, env) => (await import("./services/imports")).settleImportDeadLetters(messages, env),
+  [WEBHOOK_QUEUE_NAME]: (messages, env) => consumeWebhookMessages(messages as readonly { id: string; body: WebhookQueueMessage; attempts: number }[], env),
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),
 };
 

@@ -6,6 +6,7 @@ import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/sweep";
 import { runRetention } from "./services/retention";
 import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
+import { runWebhookJobs } from "./services/webhooks/outbox";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]). */
 export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
@@ -23,6 +24,8 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   retention: (env, now) => runRetention(env, now),
   // Workflow triggers from paths that do not hand them over themselves (see src/app.ts).
   workflowTriggers: (env) => dispatchAllWorkflowTriggers(env),
+  // Webhook events and deliveries whose hand-over or message was lost.
+  webhooks: (env, now) => runWebhookJobs(env, now),
 };
 
 /** Runs every scheduled job for this tick; `now` is the tick's scheduled time. */

@@ -618,3 +618,97 @@ export const contactImportChunks = sqliteTable(
 );
 
 export type ContactImport = typeof contactImports.$inferSelect;
+
+/**
+ * Event webhooks (issue 26): a project's endpoints, the events recorded for
+ * them (written in the same batch as the change, only when an enabled endpoint
+ * subscribes; they wait with fanned_out = 0 until the queue consumer made their
+ * deliveries), and one delivery per event and endpoint. src/store/webhooks.ts
+ * is the only writer of these tables.
+ */
+export const webhookEndpoints = sqliteTable(
+  "webhook_endpoints",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    url: text("url").notNull(),
+    /** Event types it receives; [] is every type. */
+    events: json<string[]>("events").notNull().default([]),
+    description: text("description"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    disabledReason: text("disabled_reason"),
+    /** The signing secret, AES-GCM encrypted like DKIM keys; shown once. */
+    secretEncrypted: text("secret_encrypted").notNull(),
+    /** After a rotation: the previous secret, which keeps signing beside the new one until previousSecretExpiresAt. */
+    previousSecretEncrypted: text("previous_secret_encrypted"),
+    previousSecretExpiresAt: timestamp("previous_secret_expires_at"),
+    /** Since when every attempt has failed (null after a success); 5 days of it disables the endpoint. */
+    failingSince: timestamp("failing_since"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("webhook_endpoints_project_id_idx").on(t.projectId, t.id), index("webhook_endpoints_project_enabled_idx").on(t.projectId, t.enabled)],
+);
+
+export const webhookEvents = sqliteTable(
+  "webhook_events",
+  {
+    /** UUIDv7; also the `eventId` of its deliveries. */
+    id: text("id").primaryKey(),
+    projectId: text("project_id").notNull(),
+    type: text("type").notNull(),
+    /** The request body sent to endpoints: `{type, timestamp, data}` as JSON text. */
+    payload: text("payload").notNull(),
+    /** Its deliveries exist: the outbox drain skips it. */
+    fannedOut: integer("fanned_out", { mode: "boolean" }).notNull().default(false),
+    /** When the drain last handed it to the queue (a claim; handed again if still not fanned out minutes later). */
+    queuedAt: timestamp("queued_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("webhook_events_outbox_idx").on(t.queuedAt, t.id).where(sql`fanned_out = 0`)],
+);
+
+export const WEBHOOK_DELIVERY_STATUSES = ["PENDING", "SUCCEEDED", "FAILED"] as const;
+export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUSES)[number];
+
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id").notNull(),
+    webhookId: text("webhook_id").notNull(),
+    eventId: text("event_id").notNull(),
+    type: text("type").notNull(),
+    status: text("status", { enum: WEBHOOK_DELIVERY_STATUSES }).notNull().default("PENDING"),
+    attempts: integer("attempts").notNull().default(0),
+    lastStatusCode: integer("last_status_code"),
+    lastError: text("last_error"),
+    /** When the next attempt is due (PENDING); while an attempt runs, the end of its claim. */
+    nextAttemptAt: timestamp("next_attempt_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_webhook_event_uq").on(t.webhookId, t.eventId),
+    index("webhook_deliveries_webhook_id_idx").on(t.webhookId, t.id),
+    index("webhook_deliveries_webhook_status_id_idx").on(t.webhookId, t.status, t.id),
+    // The cron re-queues PENDING deliveries whose message was lost.
+    index("webhook_deliveries_pending_idx").on(t.nextAttemptAt).where(sql`status = 'PENDING'`),
+  ],
+);
+
+/** Delivery attempts per project per minute (minute = ms / 60,000), for the per-minute cap; old minutes are pruned. */
+export const webhookMinuteUsage = sqliteTable(
+  "webhook_minute_usage",
+  {
+    projectId: text("project_id").notNull(),
+    minute: integer("minute").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.minute] }), index("webhook_minute_usage_minute_idx").on(t.minute)],
+);
+
+export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;
+export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;

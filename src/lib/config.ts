@@ -70,6 +70,12 @@ const ConfigSchema = z.object({
   QUOTA_DOMAINS: positive(50, { integer: true }),
   /** Bytes stored per project: email HTML, attachments and contact data, as counted by the retention job. */
   QUOTA_STORED_BYTES: positive(5 * 1024 * 1024 * 1024, { integer: true }),
+  /** Days webhook deliveries (and their events) are kept. */
+  WEBHOOK_RETENTION_DAYS: positive(30),
+  /** Webhook endpoints per project. */
+  WEBHOOK_ENDPOINTS_PER_PROJECT: positive(20, { integer: true }),
+  /** Webhook delivery attempts per project per minute; more wait for the next minute. */
+  WEBHOOK_DELIVERIES_PER_MINUTE: positive(6000, { integer: true }),
   /** "1" (development only): count D1 statements for the bench. */
   BENCH_COUNT_D1: z.preprocess((raw) => raw === "1", z.boolean()).catch(false),
 });

@@ -91,8 +91,9 @@ export const contactsRouter = createRouter()
   })
   .openapi(upsertRoute, async (c) => {
     const input = c.req.valid("json");
-    const { contact, isNew, workflowTriggersPending } = await upsertContact(getDb(c.env.DB), c.env, c.get("auth").projectId, input);
+    const { contact, isNew, workflowTriggersPending, webhookEvents } = await upsertContact(getDb(c.env.DB), c.env, c.get("auth").projectId, input);
     c.set("workflowTriggersPending", workflowTriggersPending);
+    c.set("webhookEvents", webhookEvents);
     const body = { ...toContactView(contact), _meta: { isNew, isUpdate: !isNew } };
     return isNew ? c.json(body, 201) : c.json(body, 200);
   })
@@ -102,10 +103,12 @@ export const contactsRouter = createRouter()
   })
   .openapi(updateRoute, async (c) => {
     const { projectId } = c.get("auth");
-    const contact = await updateContact(getDb(c.env.DB), projectId, c.req.valid("param").id, c.req.valid("json"));
+    const { contact, webhookEvents } = await updateContact(getDb(c.env.DB), projectId, c.req.valid("param").id, c.req.valid("json"));
+    c.set("webhookEvents", webhookEvents);
     return c.json(toContactView(contact), 200);
   })
   .openapi(deleteRoute, async (c) => {
-    await deleteContact(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
+    const { webhookEvents } = await deleteContact(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
+    c.set("webhookEvents", webhookEvents);
     return c.body(null, 204);
   });

@@ -33,5 +33,6 @@ export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) =>
   const db = getDb(c.env.DB);
   const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public" });
   c.set("workflowTriggersPending", result.workflowTriggersPending);
+  c.set("webhookEvents", result.webhookEvents);
   return c.json(success({ contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() }), 200);
 });

@@ -1,3 +1,4 @@
+import { queueRecordedEvents } from "../services/webhooks/deliver";
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { linkVerificationSecrets } from "../lib/config";
@@ -66,7 +67,7 @@ export const trackingLinksRouter = createRouter()
     const secrets = linkVerificationSecrets(c.env);
     if (await verifyOpenSignature(secrets, emailId, s)) {
       try {
-        await recordLinkEngagement(getDb(c.env.DB), c.env, c.req.raw.headers, emailId, "OPENED");
+        await recordLinkEngagement(getDb(c.env.DB), c.env, c.req.raw.headers, emailId, "OPENED", {}, (rows) => queueRecordedEvents(c.env, rows));
       } catch (err) {
         // The image is served either way; a lost open is better than a broken picture.
         console.error("recording an open failed", emailId, err);
@@ -85,7 +86,7 @@ export const trackingLinksRouter = createRouter()
     }
     if (!isTrackableUrl(u)) throw new ApiError("BAD_REQUEST", "This tracking link does not point to an http(s) URL");
     try {
-      await recordLinkEngagement(getDb(c.env.DB), c.env, c.req.raw.headers, emailId, "CLICKED", { url: u });
+      await recordLinkEngagement(getDb(c.env.DB), c.env, c.req.raw.headers, emailId, "CLICKED", { url: u }, (rows) => queueRecordedEvents(c.env, rows));
     } catch (err) {
       // The reader gets to the link either way; a lost click is better than a dead link.
       console.error("recording a click failed", emailId, err);

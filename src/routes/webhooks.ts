@@ -1,104 +1,163 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
-import { assertClientWithinLimit } from "../lib/client-limit";
-import { readConfig } from "../lib/config";
-import { ApiError } from "../lib/errors";
-import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/openapi";
+import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
+import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
-import { applySesFeedback } from "../services/feedback/ses";
-import { isSnsUrl, parseSnsMessage, snsHostForTopic, SnsVerificationError, verifySnsMessage, type SnsMessage } from "../services/feedback/sns";
+import { IdParamSchema } from "../lib/validators";
+import {
+  CreateWebhookSchema,
+  DeliveryListQuerySchema,
+  DeliveryListResponseSchema,
+  DeliveryParamsSchema,
+  UpdateWebhookSchema,
+  WEBHOOK_EVENT_TYPES,
+  WebhookDeliverySchema,
+  WebhookListResponseSchema,
+  WebhookSchema,
+  WebhookWithSecretSchema,
+} from "../schemas/webhooks";
+import {
+  createWebhook,
+  deleteWebhook,
+  getWebhook,
+  listDeliveries,
+  listWebhooks,
+  retryDelivery,
+  rotateWebhookSecret,
+  sendTestEvent,
+  toWebhookView,
+  updateWebhook,
+} from "../services/webhooks/endpoints";
 
-const sesRoute = createRoute({
+const tags = ["Webhooks"];
+
+const ABOUT = [
+  "Event webhooks: the project's events posted to your endpoints, signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>`), at least once, never inline in a request. Body: `{type, timestamp, data}`.",
+  "",
+  `Event types: ${WEBHOOK_EVENT_TYPES.map((t) => `\`${t}\``).join(", ")}.`,
+  "",
+  "A 2xx within 10 s is success; anything else (redirects are not followed) is retried after about 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 8 h, then the delivery is FAILED. An endpoint whose every delivery failed for 5 days is disabled (`enabled: false`, `disabledReason`). At most 20 endpoints per project; attempts past the project's per-minute cap (default 6000) wait for the next minute. Deliveries are kept 30 days.",
+].join("\n");
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/webhooks",
+  tags,
+  summary: "List webhook endpoints",
+  description: `${ABOUT}\n\nNewest first, cursor pagination. The secret is never shown here.`,
+  security: securityScheme,
+  request: { query: PaginationQuerySchema },
+  responses: { 200: jsonResponse(WebhookListResponseSchema, "A page of endpoints"), ...commonErrors },
+});
+
+const createWebhookRoute = createRoute({
   method: "post",
-  path: "/webhooks/ses",
-  tags: ["Webhooks"],
-  summary: "Amazon SES feedback through Amazon SNS",
-  description: [
-    "Subscribe this URL (HTTPS) to the SNS topic of an SES configuration set's event destination (or of an identity's Delivery/Bounce/Complaint notifications). Needs no key: only topics listed in `SES_SNS_TOPIC_ARNS` are accepted (while it is empty, every message is refused), and every message's SNS signature is verified (SignatureVersion 1 and 2), with the signing certificate only fetched from https `sns.<region>.amazonaws.com` for the region of the message's TopicArn.",
-    "",
-    "SNS posts JSON with `Content-Type: text/plain`. A SubscriptionConfirmation is confirmed by fetching its SubscribeURL. Notifications: Delivery marks the email DELIVERED; a permanent Bounce marks it BOUNCED, suppresses the address and unsubscribes the contact (`email.bounced`); a transient bounce only records `email.bounced`; a Complaint marks it COMPLAINED, suppresses the address and unsubscribes the contact (`email.complained`). Unknown message ids are acknowledged.",
-  ].join("\n"),
-  request: {
-    body: {
-      required: true,
-      content: { "text/plain": { schema: z.string().openapi({ description: "The SNS message as JSON" }) } },
-    },
-  },
-  responses: {
-    200: jsonResponse(successEnvelope(z.object({ type: z.string(), outcome: z.string() })), "Accepted (also for notifications about unknown emails)"),
-    400: errorResponse("Body is not JSON or not an SNS message"),
-    403: errorResponse("Signature, certificate URL, timestamp or topic not accepted; nothing was changed"),
-    503: errorResponse("The signing certificate or SubscribeURL could not be reached; SNS retries"),
-  },
+  path: "/webhooks",
+  tags,
+  summary: "Create a webhook endpoint",
+  description:
+    "The answer carries `secret` (`whsec_...`), shown only here and on rotation: keep it to verify signatures. `events` omitted or `[]`: every type; an unknown type is a 422 naming `events.<i>`. Outside development the URL must be https (port 443, 80 or 8443) on a public host: private, loopback, link-local and other internal addresses are refused in every IPv4 and IPv6 spelling, here and again before every call (after DNS resolution). 403 QUOTA_EXCEEDED past 20 endpoints.",
+  security: securityScheme,
+  request: { body: jsonBody(CreateWebhookSchema) },
+  responses: { 201: jsonResponse(WebhookWithSecretSchema, "The new endpoint, with its secret (shown once)"), ...commonErrors },
 });
 
-function toApiError(err: SnsVerificationError): ApiError {
-  if (err.kind === "malformed") return new ApiError("BAD_REQUEST", err.message);
-  if (err.kind === "unavailable") return new ApiError("SERVICE_UNAVAILABLE", err.message);
-  return new ApiError("FORBIDDEN", `SNS message rejected: ${err.message}`);
-}
-
-async function confirmSubscription(m: SnsMessage): Promise<void> {
-  const url = m.SubscribeURL ? isSnsUrl(m.SubscribeURL) : null;
-  if (!url || url.hostname !== snsHostForTopic(m.TopicArn)) {
-    throw new ApiError("FORBIDDEN", "SubscribeURL is not an https URL on the SNS host of the TopicArn's region");
-  }
-  let response: Response;
-  try {
-    response = await fetch(url.href, { redirect: "manual" });
-  } catch (err) {
-    throw new ApiError("SERVICE_UNAVAILABLE", `Could not confirm the SNS subscription: ${String(err)}`);
-  }
-  await response.body?.cancel();
-  if (!response.ok) throw new ApiError("SERVICE_UNAVAILABLE", `Confirming the SNS subscription answered ${response.status}`);
-}
-
-export const webhooksRouter = createRouter();
-
-// Registered without a body validator: SNS sends JSON as text/plain, read raw here.
-webhooksRouter.post("/webhooks/ses", async (c) => {
-  const raw = await c.req.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(raw);
-  } catch {
-    throw new ApiError("INVALID_JSON", "Request body is not valid JSON", {
-      suggestion: "This endpoint takes Amazon SNS HTTP(S) notifications.",
-    });
-  }
-  // Without an allow-list anyone with an AWS account could post validly signed
-  // messages from a topic of their own: nothing is accepted until it is set.
-  const topics = readConfig(c.env).SES_SNS_TOPIC_ARNS;
-  if (topics.length === 0) {
-    console.error("POST /webhooks/ses refused: SES_SNS_TOPIC_ARNS is not set");
-    throw new ApiError("FORBIDDEN", "SNS message rejected: this deployment accepts no SNS topic (SES_SNS_TOPIC_ARNS is not set)", {
-      suggestion: "An operator must set SES_SNS_TOPIC_ARNS to the ARN(s) of the SES feedback topic(s).",
-    });
-  }
-  let message: SnsMessage;
-  try {
-    message = parseSnsMessage(body);
-    // The topic first: a message from a foreign topic never makes this Worker fetch anything.
-    if (!topics.includes(message.TopicArn)) {
-      throw new ApiError("FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
-    }
-    // Only a certificate URL not cached makes this Worker fetch: that is limited per client.
-    await verifySnsMessage(message, { beforeFetch: () => assertClientWithinLimit(c.env, "sns-certificate", c.req.raw.headers) });
-  } catch (err) {
-    if (err instanceof SnsVerificationError) throw toApiError(err);
-    throw err;
-  }
-
-  let outcome: string;
-  if (message.Type === "SubscriptionConfirmation") {
-    await confirmSubscription(message);
-    outcome = "confirmed";
-  } else if (message.Type === "UnsubscribeConfirmation") {
-    outcome = "ignored";
-  } else {
-    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, c.env);
-  }
-  return c.json(success({ type: message.Type, outcome }), 200);
+const getRoute = createRoute({
+  method: "get",
+  path: "/webhooks/{id}",
+  tags,
+  summary: "Get a webhook endpoint",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: jsonResponse(WebhookSchema, "The endpoint (without its secret)"), ...commonErrors },
 });
 
-webhooksRouter.openAPIRegistry.registerPath(sesRoute);
+const updateRoute = createRoute({
+  method: "patch",
+  path: "/webhooks/{id}",
+  tags,
+  summary: "Update a webhook endpoint",
+  description: "Only the fields given change. `enabled: true` enables a disabled endpoint again and clears `disabledReason`.",
+  security: securityScheme,
+  request: { params: IdParamSchema, body: jsonBody(UpdateWebhookSchema) },
+  responses: { 200: jsonResponse(WebhookSchema, "The updated endpoint (without its secret)"), ...commonErrors },
+});
+
+const deleteRoute = createRoute({
+  method: "delete",
+  path: "/webhooks/{id}",
+  tags,
+  summary: "Delete a webhook endpoint",
+  description: "Nothing more is sent to it; its delivery log goes with retention.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 204: { description: "Deleted" }, ...commonErrors },
+});
+
+const rotateRoute = createRoute({
+  method: "post",
+  path: "/webhooks/{id}/rotate-secret",
+  tags,
+  summary: "Rotate the signing secret",
+  description:
+    "Answers the endpoint with its new `secret` (shown once). For 24 hours the old secret keeps signing beside the new one: `webhook-signature` carries two `v1,` signatures separated by a space, so a receiver with either secret verifies. A second rotation within the 24 hours drops the oldest.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: jsonResponse(WebhookWithSecretSchema, "The endpoint with its new secret"), ...commonErrors },
+});
+
+const deliveriesRoute = createRoute({
+  method: "get",
+  path: "/webhooks/{id}/deliveries",
+  tags,
+  summary: "List an endpoint's deliveries",
+  description: "One delivery per event and endpoint, newest first, cursor pagination; `status` filters. `nextAttemptAt` is set while a retry is due.",
+  security: securityScheme,
+  request: { params: IdParamSchema, query: DeliveryListQuerySchema },
+  responses: { 200: jsonResponse(DeliveryListResponseSchema, "A page of deliveries"), ...commonErrors },
+});
+
+const retryRoute = createRoute({
+  method: "post",
+  path: "/webhooks/{id}/deliveries/{deliveryId}/retry",
+  tags,
+  summary: "Send a delivery again now",
+  description:
+    "Queues one more attempt now, whatever the delivery's status (same `webhook-id`); answers the delivery as it is then (`PENDING`). The outcome shows in the delivery log. 400 INVALID_STATE while the endpoint is disabled.",
+  security: securityScheme,
+  request: { params: DeliveryParamsSchema },
+  responses: { 200: jsonResponse(WebhookDeliverySchema, "The delivery, queued"), ...commonErrors },
+});
+
+const testRoute = createRoute({
+  method: "post",
+  path: "/webhooks/{id}/test",
+  tags,
+  summary: "Send a test event",
+  description:
+    "Queues one `webhook.test` event to this endpoint only (whatever its `events`), delivered like any other; answers its delivery (`PENDING`). 400 INVALID_STATE while the endpoint is disabled.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: jsonResponse(WebhookDeliverySchema, "The test event's delivery, queued"), ...commonErrors },
+});
+
+export const webhooksRouter = createRouter()
+  .openapi(listRoute, async (c) => c.json(success(await listWebhooks(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"))), 200))
+  .openapi(createWebhookRoute, async (c) => c.json(await createWebhook(c.env, c.get("auth").projectId, c.req.valid("json")), 201))
+  .openapi(getRoute, async (c) => c.json(toWebhookView(await getWebhook(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id)), 200))
+  .openapi(updateRoute, async (c) =>
+    c.json(toWebhookView(await updateWebhook(c.env, c.get("auth").projectId, c.req.valid("param").id, c.req.valid("json"))), 200),
+  )
+  .openapi(deleteRoute, async (c) => {
+    await deleteWebhook(c.env, c.get("auth").projectId, c.req.valid("param").id);
+    return c.body(null, 204);
+  })
+  .openapi(rotateRoute, async (c) => c.json(await rotateWebhookSecret(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id), 200))
+  .openapi(deliveriesRoute, async (c) =>
+    c.json(success(await listDeliveries(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, c.req.valid("query"))), 200),
+  )
+  .openapi(retryRoute, async (c) => {
+    const { id, deliveryId } = c.req.valid("param");
+    return c.json(await retryDelivery(getDb(c.env.DB), c.env, c.get("auth").projectId, id, deliveryId), 200);
+  })
+  .openapi(testRoute, async (c) => c.json(await sendTestEvent(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id), 200));

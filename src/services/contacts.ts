@@ -7,6 +7,9 @@ import { listNewestFirst } from "../lib/pagination";
 import type { Env } from "../env";
 import { deleteContactStatements, updateContactById, upsertContacts } from "../store/contacts";
 import { outboxProbe, quotaGuard, runGuarded } from "../store/guards";
+import { recordContactSnapshot, recordedEventIds } from "../store/webhooks";
+import { newId } from "../lib/ids";
+import { contactWriteEvents } from "./webhooks/record";
 import type { ContactListQuery, ContactView, UpdateContactRequest } from "../schemas/contacts";
 
 export function toContactView(contact: Contact): ContactView {
@@ -52,14 +55,26 @@ export async function upsertContact(
   env: Env,
   projectId: string,
   input: UpsertContactInput,
-): Promise<UpsertResult & { workflowTriggersPending: boolean }> {
+): Promise<UpsertResult & { workflowTriggersPending: boolean; webhookEvents: string[] }> {
   const d1 = db.$client;
   const now = new Date();
   const upsert = upsertContacts(d1, projectId, [input], { onExisting: "merge", subscribedByDefault: true, now, returnRows: true });
   const guard = quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()] }, now);
-  const [, ...rest] = await runGuarded(env, () => runStatements(db, [guard!, ...upsert.statements, outboxProbe(d1, projectId)]), now);
-  const [upserted] = upsert.contacts(rest.slice(0, upsert.statements.length)).values();
-  return { contact: contactFromRow(upserted.row), isNew: upserted.created, workflowTriggersPending: rest.at(-1)!.length > 0 };
+  // Webhook events around the upsert: contact.created, .updated, .(un)subscribed as they happen.
+  const hooks = contactWriteEvents(d1, { projectId, at: now, email: input.email, creates: true, updates: true, subscribed: input.subscribed });
+  const n = hooks.before.length;
+  const [, ...rest] = await runGuarded(
+    env,
+    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, outboxProbe(d1, projectId)]),
+    now,
+  );
+  const [upserted] = upsert.contacts(rest.slice(n, n + upsert.statements.length)).values();
+  return {
+    contact: contactFromRow(upserted.row),
+    isNew: upserted.created,
+    workflowTriggersPending: rest.at(-1)!.length > 0,
+    webhookEvents: hooks.ids(rest.slice(0, n)),
+  };
 }
 
 /** A contacts row as D1 returns it (column names, stored values) as a Contact. */
@@ -93,16 +108,26 @@ export async function getContact(db: Database, projectId: string, id: string): P
   return contact;
 }
 
-export async function updateContact(db: Database, projectId: string, id: string, input: UpdateContactRequest): Promise<Contact> {
-  const [contact] = await updateContactById(db, projectId, id, input);
-  if (!contact) throw ApiError.notFound("Contact");
-  return contact;
+export async function updateContact(
+  db: Database,
+  projectId: string,
+  id: string,
+  input: UpdateContactRequest,
+): Promise<{ contact: Contact; webhookEvents: string[] }> {
+  const hooks = contactWriteEvents(db.$client, { projectId, at: new Date(), contactId: id, updates: true, subscribed: input.subscribed });
+  const n = hooks.before.length;
+  const results = await runStatements(db, [...hooks.before, updateContactById(db, projectId, id, input), ...hooks.after]);
+  const [row] = results[n];
+  if (!row) throw ApiError.notFound("Contact");
+  return { contact: contactFromRow(row), webhookEvents: hooks.ids(results.slice(0, n)) };
 }
 
-/** Deletes the contact and, in the same atomic batch, its events. */
-export async function deleteContact(db: Database, projectId: string, id: string): Promise<void> {
-  const [, deleted] = await db.batch(deleteContactStatements(db, projectId, id));
+/** Deletes the contact and, in the same atomic batch, its events; contact.deleted (the contact as it was) goes first. */
+export async function deleteContact(db: Database, projectId: string, id: string): Promise<{ webhookEvents: string[] }> {
+  const event = recordContactSnapshot(db.$client, { id: newId(), projectId, type: "contact.deleted", at: new Date(), contactId: id });
+  const [recorded, , deleted] = await runStatements(db, [event, ...deleteContactStatements(db, projectId, id)]);
   if (deleted.length === 0) throw ApiError.notFound("Contact");
+  return { webhookEvents: recordedEventIds([recorded]) };
 }
 
 /** Newest first, keyset-paginated on id; `total` counts every row matching the filters. */

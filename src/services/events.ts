@@ -10,6 +10,7 @@ import type { EventListQuerySchema, EventView, TrackEventRequest } from "../sche
 import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
 import { splitPersistentData } from "./contacts";
+import { contactWriteEvents } from "./webhooks/record";
 
 /** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
 export type TrackEventInput = TrackEventRequest;
@@ -30,6 +31,8 @@ export interface TrackEventResult {
   isNewContact: boolean;
   /** Whether the project's workflow outbox holds triggers to hand over (this event's or earlier ones). */
   workflowTriggersPending: boolean;
+  /** Webhook events the write recorded (contact.*), to hand to the webhook queue. */
+  webhookEvents: string[];
 }
 
 /**
@@ -54,9 +57,31 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     now: createdAt,
   });
   const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, createdAt });
-  const [, ...rest] = await runGuarded(env, () => runStatements(db, [guard!, ...upsert.statements, event, outboxProbe(d1, projectId)]), createdAt);
-  const contact = upsert.contacts(rest.slice(0, upsert.statements.length)).get(email)!;
-  return { contactId: contact.id, eventId, createdAt, isNewContact: contact.created, workflowTriggersPending: rest.at(-1)!.length > 0 };
+  // Webhook events: contact.created always; .updated / .(un)subscribed only when a secret key brings data or a subscription.
+  const changes = !options.publicKey && (Object.keys(persistent).length > 0 || input.subscribed !== undefined);
+  const hooks = contactWriteEvents(d1, {
+    projectId,
+    at: createdAt,
+    email,
+    creates: true,
+    updates: changes,
+    subscribed: options.publicKey ? undefined : input.subscribed,
+  });
+  const n = hooks.before.length;
+  const [, ...rest] = await runGuarded(
+    env,
+    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, event, outboxProbe(d1, projectId)]),
+    createdAt,
+  );
+  const contact = upsert.contacts(rest.slice(n, n + upsert.statements.length)).get(email)!;
+  return {
+    contactId: contact.id,
+    eventId,
+    createdAt,
+    isNewContact: contact.created,
+    workflowTriggersPending: rest.at(-1)!.length > 0,
+    webhookEvents: hooks.ids(rest.slice(0, n)),
+  };
 }
 
 export type ListEventsQuery = z.infer<typeof EventListQuerySchema>;

@@ -13,6 +13,7 @@ import { listNewestFirst } from "../lib/pagination";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../lib/queue-consumer";
 import { DataObjectSchema, EmailAddressSchema } from "../lib/validators";
 import { type ContactRow, upsertContacts } from "../store/contacts";
+import { queueRecordedEvents } from "./webhooks/deliver";
 import {
   claimChunk,
   completeIfDone,
@@ -170,7 +171,8 @@ export async function createImport(
     }
     await flush();
     await write();
-    const [started] = await runStatements(db, [startImport(d1, importId), ...completeIfDone(d1, importId, newId(), Date.now())]);
+    const [started, imported] = await runStatements(db, [startImport(d1, importId), ...completeIfDone(d1, importId, newId(), Date.now())]);
+    await queueRecordedEvents(env, imported);
     const job = mapRow(contactImports, started[0]);
     if (chunks.length > 0) await queueChunks(db, env, job, chunks);
     return (await getImport(db, projectId, importId)) ?? job;
@@ -313,13 +315,15 @@ export async function processChunk(db: Database, env: Env, message: ImportChunkM
   };
   const guard = emails.length > 0 ? quotaGuard(d1, env, projectId, { contacts: emails }) : null;
   try {
-    await d1.batch([
+    const results = await d1.batch([
       claimChunk(d1, outcome),
       ...(guard ? [guard] : []),
       countChunk(d1, outcome),
       ...upsertContacts(d1, projectId, write, { onExisting: "merge", subscribedByDefault: false, now: new Date(outcome.now) }).statements,
       ...finishChunk(d1, outcome),
     ]);
+    // The last chunk's contacts.imported webhook event (completeIfDone's first statement); the cron re-queues it if this fails.
+    await queueRecordedEvents(env, (results[results.length - 3].results ?? []) as Record<string, unknown>[]);
   } catch (err) {
     if (isUniqueViolation(err, "contact_import_chunks")) return "already";
     if (guardError(err, env)) return "quota-race";

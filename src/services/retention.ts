@@ -5,6 +5,7 @@ import type { Env } from "../env";
 import { chunks, IN_LIST_IDS } from "../lib/chunks";
 import { readConfig } from "../lib/config";
 import { idAtTime } from "../lib/ids";
+import { pruneWebhookDeliveries } from "./webhooks/outbox";
 import { dropEmailHtml, emailsWithOldHtml, releaseStoredBytes } from "../store/emails";
 import { pruneEvents } from "../store/events";
 import { utcDayNumber } from "../store/guards";
@@ -121,5 +122,6 @@ export async function runRetention(env: Env, now = new Date()) {
     events: await pruneOldEvents(db, env, now),
     captured: await pruneCapturedMail(db, env, now),
     usage: await pruneDailyUsage(db, now),
+    webhooks: await pruneWebhookDeliveries(env, now),
   };
 }

@@ -283,9 +283,9 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
 export async function claimEmails(
   d1: D1Database,
   refs: readonly { emailId: string; projectId: string }[],
-  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string } },
+  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string }; now?: number },
 ): Promise<ClaimedEmail[]> {
-  const now = Date.now();
+  const now = options.now ?? Date.now();
   const results = await Promise.all(
     chunks(refs, IDS_PER_JSON_STATEMENT).map((chunk) =>
       d1

@@ -127,11 +127,28 @@ const DROP_TRIGGERS_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id 
   AND kind IN ('CONTACT_CREATED', 'CONTACT_SUBSCRIBED')
   AND contact_id IN (SELECT id FROM contacts WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?4)))`;
 
-/** The import's end, if every row is processed: the event, then COMPLETED (each only once). */
+/**
+ * The import's end, if every row is processed: the `contacts.imported` webhook
+ * event (first: it returns `id, project_id` when an endpoint subscribes, for
+ * queueRecordedEvents), the project event, then COMPLETED (each only once).
+ */
 export function completeIfDone(d1: D1Database, importId: string, eventId: string, now: number): D1PreparedStatement[] {
-  return [d1.prepare(EVENT_SQL).bind(importId, eventId, now), d1.prepare(COMPLETE_SQL).bind(importId, now)];
+  return [
+    d1.prepare(WEBHOOK_EVENT_SQL).bind(importId, eventId, new Date(now).toISOString(), now),
+    d1.prepare(EVENT_SQL).bind(importId, eventId, now),
+    d1.prepare(COMPLETE_SQL).bind(importId, now),
+  ];
 }
 export const IMPORTED_EVENT = "contacts.imported";
+// The webhook body's data is the finished job, as GET /contacts/imports/{id} shows it (errors aside).
+const WEBHOOK_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT ?2, i.project_id, '${IMPORTED_EVENT}', json_object('type', '${IMPORTED_EVENT}', 'timestamp', ?3, 'data', json_object(
+      'id', i.id, 'status', 'COMPLETED', 'total', i.total, 'processed', i.processed, 'created', i.created, 'updated', i.updated,
+      'failed', i.failed, 'createdAt', strftime('%Y-%m-%dT%H:%M:%fZ', i.created_at / 1000.0, 'unixepoch'), 'finishedAt', ?3)), ?4
+  FROM contact_imports i WHERE i.id = ?1 AND i.status = 'PROCESSING' AND i.processed >= i.total
+    AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = i.project_id AND w.enabled = 1
+      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = '${IMPORTED_EVENT}')))
+  RETURNING id, project_id`;
 const EVENT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
   SELECT ?2, project_id, NULL, '${IMPORTED_EVENT}',
     json_object('importId', id, 'total', total, 'created', created, 'updated', updated, 'failed', failed), ?3

@@ -1,3 +1,4 @@
+import { queueWebhookEvents } from "../services/webhooks/deliver";
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep as EngineStep } from "cloudflare:workers";
 import { NonRetryableError } from "cloudflare:workflows";
 import { and, eq } from "drizzle-orm";
@@ -58,7 +59,10 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       currentStepId: string | null,
       entries: WorkflowHistoryEntry[],
       extra: { waitingEvent?: string; resumeAt?: Date; error?: string } = {},
-    ) => recordProgress(db, params.executionId, { status, currentStepId, history: entries, ...extra });
+    ) =>
+      recordProgress(db, params.executionId, { status, currentStepId, history: entries, ...extra }, (projectId, ids) =>
+        queueWebhookEvents(this.env, projectId, ids),
+      );
 
     let current: WorkflowStep | undefined = steps[0];
     if (!current) {

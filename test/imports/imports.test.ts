@@ -4,8 +4,10 @@ import { getDb } from "../../src/db/client";
 import { deadLetterQueue } from "../../src/messages";
 import worker from "../../src/index";
 import { createImport, MAX_IMPORT_BYTES } from "../../src/services/imports";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { call } from "../helpers";
+import { Webhook } from "standardwebhooks";
+import { eventually, receiver } from "../webhooks/harness";
 import { csvRecords, IMPORT_QUEUE, importSetup } from "./harness";
 
 const CHUNK_ROWS = 500;
@@ -315,5 +317,26 @@ describe("keys and projects", () => {
   it("documents the routes in /openapi.json", async () => {
     const res = await call("GET", "/openapi.json");
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(["/contacts/imports", "/contacts/imports/{id}", "/contacts/export"]));
+  });
+});
+
+describe("webhooks of an import", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("sends one contacts.imported event with the finished job, and no per-contact events", async () => {
+    const { calls } = receiver();
+    const s = await importSetup();
+    const hook = await s.request("POST", "/webhooks", { body: { url: "https://hooks.example.net/in" } });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+    const done = await s.importCsv("email,name\r\na@example.org,A\r\nb@example.org,B\r\nnot-an-email,C\r\n");
+    expect(done).toMatchObject({ status: "COMPLETED", total: 3, created: 2, failed: 1 });
+    const events = await eventually(async () => {
+      const got = calls.map((c) => new Webhook(hook.body.secret).verify(c.body, c.headers) as { type: string; data: Record<string, unknown> });
+      expect(got).toHaveLength(1);
+      return got;
+    });
+    expect(events[0]).toMatchObject({ type: "contacts.imported", data: { id: done.id, status: "COMPLETED", total: 3, created: 2, updated: 0, failed: 1 } });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(calls).toHaveLength(1);
   });
 });

@@ -31,7 +31,7 @@ async function statementsFor(s: Setup, messages = s.queue.take().map((m) => m.bo
 }
 
 describe("the send consumer works per batch, not per email", () => {
-  it("a batch costs the same D1 statements for 1 email as for 100: one claim, one write of every outcome", async () => {
+  it("a batch costs the same D1 statements for 1 email as for 100: one claim, one write of every outcome (with its webhook events)", async () => {
     const one = await sendingSetup({ DB: countingD1(env.DB) });
     await sendTo(one, ["solo@example.com"]);
     const single = await statementsFor(one);
@@ -46,7 +46,8 @@ describe("the send consumer works per batch, not per email", () => {
     const rows = await db().select({ status: emails.status }).from(emails).where(inArray(emails.id, ids));
     expect(rows.every((r) => r.status === "SENT")).toBe(true);
 
-    expect(single.statements).toBe(2);
+    // The claim; the outcomes' UPDATE and the webhook events' INSERT ... SELECT, one batch (one round trip).
+    expect(single.statements).toBe(3);
     expect(hundred.statements).toBe(single.statements);
   });
 
@@ -60,7 +61,8 @@ describe("the send consumer works per batch, not per email", () => {
       { status: 500, errorType: "InternalFailure", message: "boom" },
     );
     const { statements, result } = await statementsFor(s, messages);
-    expect(statements).toBe(2);
+    // The claim; the outcomes and their webhook events, one batch.
+    expect(statements).toBe(3);
     expect(result.explicitAcks).toHaveLength(2);
     expect(result.retryMessages).toHaveLength(1);
     expect(s.ses.calls).toHaveLength(1);

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, lt, lte, sql, type SQL } from "drizzle-orm";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
-import { getDb, runBatch, type Database } from "../../db/client";
+import { getDb, runStatements, type Database } from "../../db/client";
 import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import type { Env } from "../../env";
@@ -8,6 +8,8 @@ import type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { queueEmails } from "../send/outbox";
+import { recordCampaignSent } from "../../store/webhooks";
+import { queueRecordedEvents } from "../webhooks/deliver";
 
 /** Contacts walked per audience page (one queue message). */
 export const PAGE_SIZE = 500;
@@ -127,19 +129,20 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
   // The next page is queued with this page's emails, not after them: the queue then always holds a
   // full batch, and the walk stays one page ahead of the sends instead of waiting for them.
   await Promise.all([enqueueCampaignEmails(env, campaign, toSend), advanced && !done ? enqueueCampaignPage(env, campaign, last) : undefined]);
-  if (advanced && done) await finalizeCampaigns(db, [campaign.id]);
+  if (advanced && done) await finalizeCampaigns(db, env, [campaign.id]);
 }
 
 /**
  * SENDING -> SENT once every page is written and no email of the campaign is
  * still QUEUED or SENDING (each is SENT or later, or FAILED). Idempotent.
  */
-export async function finalizeCampaigns(db: Database, campaignIds: string[]): Promise<void> {
+export async function finalizeCampaigns(db: Database, env: Env, campaignIds: string[]): Promise<void> {
   if (campaignIds.length === 0) return;
   const now = new Date();
-  await runBatch(
+  const results = await runStatements(
     db,
-    campaignIds.map((id) =>
+    campaignIds.flatMap((id) => [
+      recordCampaignSent(db.$client, { id: newId(), campaignId: id, at: now }),
       db
         .update(campaigns)
         .set({ status: "SENT", sentAt: now, updatedAt: now })
@@ -151,8 +154,10 @@ export async function finalizeCampaigns(db: Database, campaignIds: string[]): Pr
             sql`NOT EXISTS (SELECT 1 FROM emails WHERE emails.campaign_id = ${id} AND emails.status IN ('QUEUED', 'SENDING'))`,
           ),
         ),
-    ),
+    ]),
   );
+  // Each campaign's campaign.sent (the even results); the cron re-queues them if this fails.
+  await queueRecordedEvents(env, results.filter((_, i) => i % 2 === 0).flat());
 }
 
 /**
@@ -225,6 +230,7 @@ export async function runCampaignJobs(env: Env, now = new Date()) {
   }
   await finalizeCampaigns(
     db,
+    env,
     sending.filter((c) => c.audienceDone).map((c) => c.id),
   );
   return { started, resumed: stalled.length };

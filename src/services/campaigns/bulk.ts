@@ -44,13 +44,13 @@ export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], e
     { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE },
   );
   for (const [i, s] of sends.entries()) verdicts[s.index] = sent[i];
-  await finalizeCampaigns(db, campaignIdsOf(bodies));
+  await finalizeCampaigns(db, env, campaignIdsOf(bodies));
   return verdicts;
 }
 
 /** The bulk dead-letter queue: like the send queue's, then campaigns whose last emails just failed are finished. */
 export async function settleBulkDeadLetters(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
   const verdicts = await settleDeadLetters(messages, env);
-  await finalizeCampaigns(getDb(env.DB), campaignIdsOf(messages.map((m) => m.body)));
+  await finalizeCampaigns(getDb(env.DB), env, campaignIdsOf(messages.map((m) => m.body)));
   return verdicts;
 }

@@ -20,11 +20,15 @@
  * record's `detail` and retried.
  */
 import { and, asc, inArray, lte, sql } from "drizzle-orm";
-import type { Database } from "../../db/client";
+import { fromRow, runStatements, type Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
 import { dnsConfig, resolveDns, type DnsConfig, type DnsResult } from "../dns";
+import { newId } from "../../lib/ids";
+import { recordedEventIds, recordWebhookEvent } from "../../store/webhooks";
+import { queueWebhookEvents } from "../webhooks/deliver";
 import { domainRecordConfig, judgeRecord, lookupKey, lookupType, type Judgement } from "./records";
+import { toDomainView } from "./view";
 
 export const VERIFICATION_WINDOW_MS = 72 * 60 * 60 * 1000;
 export const VERIFIED_RECHECK_MS = 6 * 60 * 60 * 1000;
@@ -124,8 +128,18 @@ export async function checkDomain(db: Database, env: Env, domain: Domain, now = 
   const config = domainRecordConfig(env);
   const judgements = domain.records.map((record) => judgeRecord(record, results.get(lookupKey(record))!, config));
   const update = applyCheck(domain, judgements, now);
-  const [saved] = await db.update(domains).set(update).where(sql`${domains.id} = ${domain.id}`).returning();
-  return saved ?? { ...domain, ...update };
+  // domain.verified / domain.failed when this check changes the status, in the same batch as the change.
+  const type = update.status !== domain.status && update.status !== "PENDING" ? (update.status === "VERIFIED" ? "domain.verified" : "domain.failed") : null;
+  const event = type
+    ? recordWebhookEvent(db.$client, { id: newId(), projectId: domain.projectId, type, data: toDomainView({ ...domain, ...update }), at: now })
+    : null;
+  const [rows, ...recorded] = await runStatements(db, [
+    db.update(domains).set(update).where(sql`${domains.id} = ${domain.id}`).returning(),
+    ...(event ? [event] : []),
+  ]);
+  const eventIds = recordedEventIds(recorded);
+  if (eventIds.length > 0) await queueWebhookEvents(env, domain.projectId, eventIds);
+  return rows[0] ? fromRow(domains, rows[0]) : { ...domain, ...update };
 }
 
 /**

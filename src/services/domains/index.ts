@@ -10,7 +10,7 @@ import type { Env } from "../../env";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import type { DomainListQuery, DomainView } from "../../schemas/domains";
+import type { DomainListQuery } from "../../schemas/domains";
 import { listNewestFirst } from "../../lib/pagination";
 import { dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim";
 import { domainOfAddress, normaliseDomainName } from "./names";
@@ -22,32 +22,7 @@ import { checkDomain, VERIFICATION_WINDOW_MS } from "./dns-check";
 
 export { runDomainChecks } from "./dns-check";
 
-const iso = (date: Date | null) => (date ? date.toISOString() : null);
-
-export function toDomainView(domain: Domain): DomainView {
-  return {
-    id: domain.id,
-    domain: domain.name,
-    status: domain.status,
-    dkimSelector: domain.dkimSelector,
-    records: domain.records.map((r) => ({
-      purpose: r.purpose,
-      type: r.type,
-      name: r.name,
-      value: r.value,
-      ...(r.priority === undefined ? {} : { priority: r.priority }),
-      required: r.required,
-      status: r.status,
-      ...(r.detail ? { detail: r.detail } : {}),
-      ...(r.failingSince ? { failingSince: r.failingSince } : {}),
-    })),
-    createdAt: domain.createdAt.toISOString(),
-    updatedAt: domain.updatedAt.toISOString(),
-    lastCheckedAt: iso(domain.lastCheckedAt),
-    verifiedAt: iso(domain.verifiedAt),
-    nextCheckAt: iso(domain.nextCheckAt),
-  };
-}
+export { toDomainView } from "./view";
 
 /** The validated, normalised name, or a 422 naming the problem. */
 export function parseDomainName(input: string): string {

@@ -1,3 +1,5 @@
+import { newId } from "../../lib/ids";
+import { recordEmailWebhookEvents } from "../../store/webhooks";
 import { sql } from "drizzle-orm";
 import { runStatements, type Database } from "../../db/client";
 import { emails, projects } from "../../db/schema";
@@ -35,6 +37,8 @@ export async function recordEngagement(
   details: { url?: string } = {},
   now = new Date(),
   env?: ConfigInput,
+  /** Hands the webhook event (email.opened / email.clicked) to the webhook queue. */
+  handOver?: (rows: Record<string, unknown>[]) => Promise<unknown>,
 ): Promise<boolean> {
   const name = kind === "OPENED" ? "email.opened" : "email.clicked";
   const data = kind === "CLICKED" && details.url !== undefined ? { url: details.url } : {};
@@ -49,9 +53,17 @@ export async function recordEngagement(
   // condition, so a repeat inside the window records neither.
   // The project's tracking switch is part of both statements: one round trip, no separate lookup.
   const tracked = sql`EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${emails.projectId} AND ${projects.trackingEnabled} = 1) AND (${last} IS NULL OR ${last} <= ${windowStart})`;
-  const [, updated] = await runStatements(db, [
+  // The webhook event goes after the UPDATE: only when it counted this engagement (set the last-engagement time to now).
+  const webhook = recordEmailWebhookEvents(
+    db.$client,
+    [{ id: newId(), emailId, type: name, when: kind === "OPENED" ? "set:last_opened_at" : "set:last_clicked_at", extra: data }],
+    now,
+  );
+  const [, updated, recorded] = await runStatements(db, [
     insertEmailEvent(db, env, emailId, name, data, now, tracked),
     updateEmail(db, emailId, { ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now }, tracked),
+    webhook,
   ]);
+  if (handOver && recorded.length > 0) await handOver(recorded);
   return updated.length > 0;
 }

@@ -1,11 +1,14 @@
 import { and, eq, notExists, sql } from "drizzle-orm";
-import type { Database } from "../../db/client";
+import { runStatements, type Database } from "../../db/client";
 import { emails, events, type JsonObject } from "../../db/schema";
 import type { ConfigInput } from "../../lib/config";
 import { unsubscribeContactOf } from "../../store/contacts";
 import { advanceStatusSql, updateEmail } from "../../store/emails";
 import { insertEmailEvent } from "../../store/events";
 import { buildSuppression } from "../suppressions";
+import { newId } from "../../lib/ids";
+import { recordedEventIds, recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks";
+import { contactWriteEvents } from "../webhooks/record";
 
 /**
  * Delivery feedback from any provider (SES through SNS, Cloudflare Email
@@ -25,7 +28,7 @@ import { buildSuppression } from "../suppressions";
  * redeliveries change nothing.
  */
 
-export type FeedbackOutcome = "delivered" | "bounced" | "transient-bounce" | "complained" | "failed" | "unknown-email" | "ignored";
+export type FeedbackOutcome = "delivered" | "bounced" | "transient-bounce" | "complained" | "failed" | "delayed" | "unknown-email" | "ignored";
 
 export type Feedback =
   | { kind: "delivered"; providerMessageId: string; at?: Date }
@@ -42,7 +45,12 @@ export type Feedback =
       at?: Date;
     }
   | { kind: "complaint"; providerMessageId: string; feedbackId: string; data: JsonObject; detail: string; at?: Date }
-  | { kind: "failed"; providerMessageId: string; reason: string; at?: Date };
+  | { kind: "failed"; providerMessageId: string; reason: string; at?: Date }
+  /** A temporary delay reported by the provider: only the email.delivery_delayed webhook event. */
+  | { kind: "delayed"; providerMessageId: string; delayType?: string; at?: Date };
+
+/** Hands webhook events a feedback batch recorded to the webhook queue. */
+export type WebhookHandOver = (projectId: string, eventIds: string[]) => Promise<unknown>;
 
 /** An event for the email's contact, stored only once per (email, name, feedbackId). */
 function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date, env: ConfigInput | undefined) {
@@ -60,8 +68,13 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
   return insertEmailEvent(db, env, emailId, name, data, now, notExists(duplicate));
 }
 
-/** Past the project's QUOTA_EVENTS_PER_DAY (from `env`) the event is not stored; the rest still applies. */
-export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput): Promise<FeedbackOutcome> {
+/**
+ * Past the project's QUOTA_EVENTS_PER_DAY (from `env`) the event is not stored; the rest still applies.
+ * Webhook events (email.delivered, .bounced, .complained, .delivery_delayed, .failed and the
+ * contact.unsubscribed a bounce or complaint causes) go in the same batch, each only when this
+ * feedback changes the email (recorded ahead of the write, while its timestamp is still unset).
+ */
+export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput, handOver?: WebhookHandOver): Promise<FeedbackOutcome> {
   const [email] = await db
     .select({ id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress })
     .from(emails)
@@ -70,29 +83,59 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
   if (!email) return "unknown-email";
   const now = new Date();
   const when = feedback.at ?? now;
+  const d1 = db.$client;
+  const hook = (item: Omit<EmailEventItem, "id" | "emailId">) => recordEmailWebhookEvents(d1, [{ id: newId(), emailId: email.id, ...item }], when);
+  const unsubscribed = contactWriteEvents(d1, {
+    projectId: email.projectId,
+    at: now,
+    ...(email.contactId ? { contactId: email.contactId } : { email: email.toAddress }),
+    subscribed: false,
+  });
+  const handOverFrom = async (results: unknown[][], hookIndexes: number[]) => {
+    const ids = recordedEventIds(hookIndexes.map((i) => results[i] as Record<string, unknown>[]));
+    if (handOver && ids.length > 0) await handOver(email.projectId, ids);
+  };
+
+  if (feedback.kind === "delayed") {
+    const results = await runStatements(db, [hook({ type: "email.delivery_delayed", extra: { delayType: feedback.delayType } })]);
+    await handOverFrom(results, [0]);
+    return "delayed";
+  }
 
   if (feedback.kind === "delivered") {
-    await updateEmail(db, email.id, {
-      status: advanceStatusSql("DELIVERED"),
-      deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
-      updatedAt: now,
-    });
+    const results = await runStatements(db, [
+      hook({ type: "email.delivered", when: "unset:delivered_at" }),
+      updateEmail(db, email.id, {
+        status: advanceStatusSql("DELIVERED"),
+        deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
+        updatedAt: now,
+      }),
+    ]);
+    await handOverFrom(results, [0]);
     return "delivered";
   }
 
   if (feedback.kind === "failed") {
     // Only mail still waiting for its outcome: a failure report never undoes a delivery, bounce or complaint.
-    await updateEmail(db, email.id, { status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now }, eq(emails.status, "SENT"));
+    const results = await runStatements(db, [
+      hook({ type: "email.failed", when: "unset:failed_at", status: "SENT", extra: { reason: feedback.reason } }),
+      updateEmail(db, email.id, { status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now }, eq(emails.status, "SENT")),
+    ]);
+    await handOverFrom(results, [0]);
     return "failed";
   }
 
   if (feedback.kind === "bounce") {
     const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env);
     if (!feedback.permanent) {
-      await event;
+      const results = await runStatements(db, [event, hook({ type: "email.bounced", extra: { bounceType: "SOFT" } })]);
+      await handOverFrom(results, [1]);
       return "transient-bounce";
     }
-    await db.batch([
+    const n = unsubscribed.before.length;
+    const results = await runStatements(db, [
+      hook({ type: "email.bounced", when: "unset:bounced_at", extra: { bounceType: "HARD" } }),
+      ...unsubscribed.before,
       event,
       updateEmail(db, email.id, {
         status: advanceStatusSql("BOUNCED"),
@@ -102,11 +145,19 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
       }),
       buildSuppression(db, email.projectId, email.toAddress, "BOUNCE", feedback.reason),
       unsubscribeContactOf(db, email, now),
+      ...unsubscribed.after,
     ]);
+    await handOverFrom(
+      results,
+      Array.from({ length: n + 1 }, (_, i) => i),
+    );
     return "bounced";
   }
 
-  await db.batch([
+  const n = unsubscribed.before.length;
+  const results = await runStatements(db, [
+    hook({ type: "email.complained", when: "unset:complained_at" }),
+    ...unsubscribed.before,
     buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env),
     updateEmail(db, email.id, {
       status: advanceStatusSql("COMPLAINED"),
@@ -115,6 +166,11 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
     }),
     buildSuppression(db, email.projectId, email.toAddress, "COMPLAINT", feedback.detail),
     unsubscribeContactOf(db, email, now),
+    ...unsubscribed.after,
   ]);
+  await handOverFrom(
+    results,
+    Array.from({ length: n + 1 }, (_, i) => i),
+  );
   return "complained";
 }

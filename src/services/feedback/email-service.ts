@@ -1,3 +1,4 @@
+import { queueWebhookEvents } from "../webhooks/deliver";
 import { getDb } from "../../db/client";
 import type { Env } from "../../env";
 import { normalizeMessageId } from "../providers/cloudflare";
@@ -111,7 +112,7 @@ export async function applyEmailServiceEvents(messages: readonly QueuedMessage<u
       continue;
     }
     try {
-      await applyFeedback(db, feedback, env);
+      await applyFeedback(db, feedback, env, (projectId, ids) => queueWebhookEvents(env, projectId, ids));
       verdicts.push(ACK);
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);

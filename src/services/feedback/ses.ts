@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emails } from "../../db/schema";
 import type { ConfigInput } from "../../lib/config";
-import { applyFeedback, type FeedbackOutcome } from "./apply";
+import { applyFeedback, type FeedbackOutcome, type WebhookHandOver } from "./apply";
 
 /**
  * SES feedback (delivered through SNS): Delivery, Bounce and Complaint, in
@@ -38,7 +38,13 @@ const at = (v: unknown): Date | undefined => {
 };
 
 /** Parses the SES event inside an SNS Notification and applies it. */
-export async function applySesFeedback(db: Database, snsMessageId: string, messageText: string, env?: ConfigInput): Promise<FeedbackOutcome> {
+export async function applySesFeedback(
+  db: Database,
+  snsMessageId: string,
+  messageText: string,
+  env?: ConfigInput,
+  handOver?: WebhookHandOver,
+): Promise<FeedbackOutcome> {
   let message: unknown;
   try {
     message = JSON.parse(messageText);
@@ -50,11 +56,16 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
   const kind = str(message.notificationType) ?? str(message.eventType);
   const mail = isObj(message.mail) ? (message.mail as SesMail) : undefined;
   const providerMessageId = str(mail?.messageId);
-  if (!kind || !providerMessageId || !["Delivery", "Bounce", "Complaint"].includes(kind)) return "ignored";
+  if (!kind || !providerMessageId || !["Delivery", "Bounce", "Complaint", "DeliveryDelay"].includes(kind)) return "ignored";
 
   if (kind === "Delivery") {
     const delivery = isObj(message.delivery) ? message.delivery : {};
-    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, env);
+    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, env, handOver);
+  }
+
+  if (kind === "DeliveryDelay") {
+    const delay = isObj(message.deliveryDelay) ? message.deliveryDelay : {};
+    return applyFeedback(db, { kind: "delayed", providerMessageId, delayType: str(delay.delayType), at: at(delay.timestamp) }, env, handOver);
   }
 
   if (kind === "Bounce") {
@@ -83,6 +94,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
         at: at(bounce.timestamp),
       },
       env,
+      handOver,
     );
   }
 
@@ -100,6 +112,7 @@ export async function applySesFeedback(db: Database, snsMessageId: string, messa
       at: at(complaint.timestamp),
     },
     env,
+    handOver,
   );
 }
 

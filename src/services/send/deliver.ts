@@ -1,3 +1,6 @@
+import { newId } from "../../lib/ids";
+import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks";
+import { queueRecordedEvents } from "../webhooks/deliver";
 import { getDb, type Database } from "../../db/client";
 import { projectLimiter } from "../../durable/names";
 import type { SendKind } from "../../durable/project-limiter";
@@ -55,12 +58,56 @@ interface Slot {
  * claim is never taken over: whether its provider call happened is unknown,
  * so the sweep settles it (sweep.ts).
  */
-function claimBatch(d1: D1Database, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
-  return claimEmails(
-    d1,
+async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
+  const now = Date.now();
+  const claimed = await claimEmails(
+    env.DB,
     slots.map((slot) => slot.body),
-    { checkAudience: options.checkAudience, reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON } },
+    { checkAudience: options.checkAudience, reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON }, now },
   );
+  if (claimed.length < slots.length) await recordSettledEvents(env, slots, now);
+  return claimed;
+}
+
+/**
+ * Webhook events for mail the claim settled: email.suppressed (the recipient
+ * unsubscribed or got suppressed after the email was written) and email.failed
+ * (project disabled), each only for an email this claim failed (failed_at is
+ * the claim's time). Only looked for when the claim took fewer emails than it
+ * was given; a statement of its own right after the claim, so an invocation
+ * dying in between loses these events (the emails' FAILED status stays).
+ */
+async function recordSettledEvents(env: Env, slots: Slot[], now: number) {
+  const items: EmailEventItem[] = slots.flatMap(({ body }): EmailEventItem[] => [
+    {
+      id: newId(),
+      emailId: body.emailId,
+      type: "email.suppressed",
+      when: "set:failed_at",
+      error: LAPSED_RECIPIENT_REASON,
+      extra: { reason: LAPSED_RECIPIENT_REASON },
+    },
+    {
+      id: newId(),
+      emailId: body.emailId,
+      type: "email.failed",
+      when: "set:failed_at",
+      error: PROJECT_DISABLED_REASON,
+      extra: { reason: PROJECT_DISABLED_REASON },
+    },
+  ]);
+  const { results } = await recordEmailWebhookEvents(env.DB, items, new Date(now)).all<Record<string, unknown>>();
+  await queueRecordedEvents(env, results);
+}
+
+/** The webhook events of a batch's outcomes (email.sent, email.failed), each only when that write moved the email. */
+function outcomeEvents(d1: D1Database, outcomes: Outcome[], at: Date): D1PreparedStatement[] {
+  const items: EmailEventItem[] = outcomes.flatMap((o): EmailEventItem[] => {
+    if (o.status === "SENT") return [{ id: newId(), emailId: o.emailId, type: "email.sent", when: "set:sent_at" }];
+    if (o.status === "FAILED") return [{ id: newId(), emailId: o.emailId, type: "email.failed", when: "set:failed_at", extra: { reason: o.error } }];
+    return [];
+  });
+  return items.length > 0 ? [recordEmailWebhookEvents(d1, items, at)] : [];
 }
 
 async function composeMessage(db: Database, env: Env, email: ClaimedEmail, trackingEnabled: boolean): Promise<{ raw: string; parts: MessageParts }> {
@@ -126,19 +173,22 @@ async function deliverOne(db: Database, env: Env, provider: EmailProvider, email
  * that still fails leaves those emails SENDING, and the sweep settles them as
  * "Outcome unknown" rather than sending them twice.
  */
-async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[]) {
-  if (outcomes.length === 0) return;
-  const statements = recordOutcomes(d1, outcomes);
+async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[]): Promise<Record<string, unknown>[]> {
+  if (outcomes.length === 0) return [];
+  const now = Date.now();
+  const statements = recordOutcomes(d1, outcomes, now);
+  // Their webhook events (rows of id, project_id) in the same batch.
+  const events = outcomeEvents(d1, outcomes, new Date(now));
   const tries = outcomes.some((o) => o.status === "SENT") ? 3 : 1;
   for (let attempt = 1; ; attempt++) {
     try {
-      await d1.batch(statements);
-      return;
+      const results = await d1.batch<Record<string, unknown>>([...statements, ...events]);
+      return events.length > 0 ? results[results.length - 1].results : [];
     } catch (err) {
       console.error(`recording ${outcomes.length} outcomes failed (try ${attempt} of ${tries})`, err);
       if (attempt >= tries) {
         if (outcomes.some((o) => o.status !== "SENT")) throw err;
-        return;
+        return [];
       }
     }
   }
@@ -203,7 +253,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   if (slots.length === 0) return verdicts;
 
   // Unclaimed emails (already sent, being sent, failed; or settled by the claim) are acked.
-  const claimed = await claimBatch(env.DB, slots, { checkAudience: options.kind === "bulk" });
+  const claimed = await claimBatch(env, slots, { checkAudience: options.kind === "bulk" });
   const slotOf = new Map(slots.map((slot) => [slot.body.emailId, slot]));
   const byProject = new Map<string, ClaimedEmail[]>();
   for (const email of claimed) {
@@ -252,7 +302,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
       async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
     ),
   ]);
-  await recordBatchOutcomes(env.DB, outcomes);
+  await queueRecordedEvents(env, await recordBatchOutcomes(env.DB, outcomes));
   for (const outcome of outcomes) {
     const slot = slotOf.get(outcome.emailId)!;
     if (outcome.status === "QUEUED") verdicts[slot.index] = retryAfter(backoffSeconds(slot.attempts));

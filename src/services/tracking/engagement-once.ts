@@ -18,11 +18,19 @@ const counted = new TtlCache<string, true>({ max: 10_000, ttlMs: ENGAGEMENT_DEDU
  * client is over its per-IP tracking limit (then the link still works and
  * nothing is recorded). True when it was counted.
  */
-export async function recordLinkEngagement(db: Database, env: Env, headers: Headers, emailId: string, kind: Engagement, details: { url?: string } = {}) {
+export async function recordLinkEngagement(
+  db: Database,
+  env: Env,
+  headers: Headers,
+  emailId: string,
+  kind: Engagement,
+  details: { url?: string } = {},
+  handOver?: (rows: Record<string, unknown>[]) => Promise<unknown>,
+) {
   const key = `${kind}:${emailId}`;
   if (counted.get(key)) return false;
   if (!(await clientWithinLimit(env, "tracking", headers))) return false;
-  const recorded = await recordEngagement(db, emailId, kind, details, new Date(), env);
+  const recorded = await recordEngagement(db, emailId, kind, details, new Date(), env, handOver);
   if (recorded) counted.set(key, true);
   return recorded;
 }

@@ -4,6 +4,7 @@ import { contacts, emails } from "../../db/schema";
 import type { ConfigInput } from "../../lib/config";
 import { upsertContacts } from "../../store/contacts";
 import { insertContactEvent } from "../../store/events";
+import { contactWriteEvents } from "../webhooks/record";
 
 /** "unchanged": already unsubscribed. */
 export type UnsubscribeOutcome = "unsubscribed" | "unchanged" | "unknown-email";
@@ -24,7 +25,14 @@ export async function emailExists(db: Database, emailId: string): Promise<boolea
  * so repeating the request records nothing new. Past the project's
  * events-per-day quota the unsubscribe happens, its event is not stored.
  */
-export async function unsubscribeByEmail(db: Database, emailId: string, method: "one-click" | "page", env?: ConfigInput): Promise<UnsubscribeOutcome> {
+export async function unsubscribeByEmail(
+  db: Database,
+  emailId: string,
+  method: "one-click" | "page",
+  env?: ConfigInput,
+  /** Hands the webhook events (contact.unsubscribed, or contact.created for a contact created unsubscribed) to the webhook queue. */
+  handOver?: (projectId: string, eventIds: string[]) => Promise<unknown>,
+): Promise<UnsubscribeOutcome> {
   const [email] = await db.select({ projectId: emails.projectId, to: emails.toAddress }).from(emails).where(eq(emails.id, emailId)).limit(1);
   if (!email) return "unknown-email";
   const now = new Date();
@@ -36,13 +44,20 @@ export async function unsubscribeByEmail(db: Database, emailId: string, method: 
   const [createdId] = upsert.ids;
   const event = (where: ReturnType<typeof and>) =>
     insertContactEvent(db, env, email.projectId, { name: "contact.unsubscribed", data: { method }, emailId, now }, where);
-  const [, changed] = await runStatements(db, [
+  const hooks = contactWriteEvents(db.$client, { projectId: email.projectId, at: now, email: email.to, creates: true, subscribed: false });
+  const n = hooks.before.length;
+  const [, ...rest] = await runStatements(db, [
     // An existing, still subscribed contact: the event is written before the upsert below changes it.
     event(and(eq(contacts.projectId, email.projectId), eq(contacts.email, email.to), eq(contacts.subscribed, true))),
+    ...hooks.before,
     ...upsert.statements,
+    ...hooks.after,
     // A contact created just now (the old one was deleted): its event.
     event(eq(contacts.id, createdId)),
   ]);
+  const changed = rest[n];
+  const webhookEvents = hooks.ids(rest.slice(0, n));
+  if (handOver && webhookEvents.length > 0) await handOver(email.projectId, webhookEvents);
   // The upsert returns a contact only when it was created or was subscribed until now.
   return changed.length > 0 ? "unsubscribed" : "unchanged";
 }

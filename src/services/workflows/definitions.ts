@@ -10,7 +10,8 @@ import { requireEncryptionKey } from "../../lib/config";
 import { encryptPrivateKey } from "../domains/dkim";
 import { cancelExecutionsOf } from "./executions";
 import type { CreateWorkflowInput, UpdateWorkflowInput, WorkflowStats, WorkflowStep, WorkflowTrigger, WorkflowView } from "../../schemas/workflows";
-import { newWebhookSecret, webhookUrlProblem } from "./webhook";
+import { newWebhookSecret } from "../../lib/standard-webhooks";
+import { outboundUrlProblem } from "../outbound-url";
 
 const emptyStats = (): WorkflowStats => ({ running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
 
@@ -129,7 +130,7 @@ async function definitionErrors(db: Database, env: Env, projectId: string, steps
         });
       }
     } else if (step.type === "WEBHOOK") {
-      const problem = webhookUrlProblem(step.config.url, env);
+      const problem = outboundUrlProblem(step.config.url, env);
       if (problem) errors.push({ field: `steps.${i}.config.url`, message: `Step "${step.id}": ${problem}`, code: "invalid_url" });
     }
   });

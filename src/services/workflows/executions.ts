@@ -1,10 +1,12 @@
 import { and, eq, inArray, type SQL } from "drizzle-orm";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
-import type { Database } from "../../db/client";
+import { runStatements, type Database } from "../../db/client";
 import { projects, workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
+import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
+import { recordedEventIds, recordExecutionWebhookEvent } from "../../store/webhooks";
 import type { ExecutionView } from "../../schemas/workflows";
 
 import type { WorkflowQueueMessage } from "../../messages";
@@ -69,10 +71,16 @@ export interface ProgressUpdate {
  * and the instance should stop. The whole history is written each time, so a
  * retried step writes the same thing again.
  */
-export async function recordProgress(db: Database, executionId: string, update: ProgressUpdate): Promise<boolean> {
+export async function recordProgress(
+  db: Database,
+  executionId: string,
+  update: ProgressUpdate,
+  /** Hands the webhook events the write recorded to the webhook queue. */
+  handOver?: (projectId: string, eventIds: string[]) => Promise<unknown>,
+): Promise<boolean> {
   const now = new Date();
   const finished = !ACTIVE_STATUSES.includes(update.status);
-  const rows = await db
+  const query = db
     .update(workflowExecutions)
     .set({
       status: update.status,
@@ -85,7 +93,18 @@ export async function recordProgress(db: Database, executionId: string, update: 
       updatedAt: now,
     })
     .where(and(eq(workflowExecutions.id, executionId), inArray(workflowExecutions.status, ACTIVE_STATUSES)))
-    .returning({ id: workflowExecutions.id });
+    .returning({ id: workflowExecutions.id, projectId: workflowExecutions.projectId });
+  // workflow.execution.completed (COMPLETED or EXITED) / .failed, in the batch that finishes the execution.
+  const type =
+    update.status === "FAILED"
+      ? "workflow.execution.failed"
+      : update.status === "COMPLETED" || update.status === "EXITED"
+        ? "workflow.execution.completed"
+        : null;
+  if (!type) return (await query).length > 0;
+  const [rows, recorded] = await runStatements(db, [query, recordExecutionWebhookEvent(db.$client, { id: newId(), executionId, type, at: now })]);
+  const eventIds = recordedEventIds([recorded]);
+  if (handOver && rows[0] && eventIds.length > 0) await handOver(String(rows[0].project_id), eventIds);
   return rows.length > 0;
 }
 

@@ -11,7 +11,8 @@ import { decryptPrivateKey } from "../domains/dkim";
 import { renderSubject } from "../send/render";
 import { webhookSecretContext } from "./definitions";
 import { PermanentStepError } from "./send-email";
-import { signWebhook, webhookTargetProblem } from "./webhook";
+import { signWebhook } from "../../lib/standard-webhooks";
+import { outboundTargetProblem } from "../outbound-url";
 
 async function loadContact(db: Database, projectId: string, contactId: string): Promise<Contact> {
   const contact = await db.query.contacts.findFirst({ where: and(eq(contacts.id, contactId), eq(contacts.projectId, projectId)) });
@@ -77,7 +78,7 @@ export interface WebhookStepInput {
  * error or a non-2xx answer throws, and the step's retries try again.
  */
 export async function callWebhookStep(db: Database, env: Env, input: WebhookStepInput): Promise<string> {
-  const problem = await webhookTargetProblem(input.config.url, env);
+  const problem = await outboundTargetProblem(input.config.url, env);
   if (problem) {
     if (problem.retryable) throw new Error(problem.reason);
     throw new PermanentStepError(`Refused: ${problem.reason}`);
