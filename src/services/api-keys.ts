@@ -59,7 +59,7 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
 /**
  * How long a key lookup is reused in an isolate: a rotated (revoked) key, a
  * disabled or re-enabled project, takes effect within this time (plus the
- * duration of the lookup itself). README "Security model" states the bound.
+ * duration of the lookup itself). docs/security.md states the bound.
  */
 export const KEY_CACHE_TTL_MS = 5_000;
 /** Keys remembered per isolate, known and unknown ones each (least recently used dropped first). */
