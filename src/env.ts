@@ -63,7 +63,7 @@ export interface Env {
   EMAIL_HTML_RETENTION_DAYS?: string;
   /** Days events are kept (default 365). */
   EVENT_RETENTION_DAYS?: string;
-  /** Per-project quotas (defaults in src/services/quotas.ts, README "Limits and quotas"). */
+  /** Per-project quotas (defaults in src/services/quotas.ts, docs/configuration.md "Limits and quotas"). */
   QUOTA_CONTACTS?: string;
   QUOTA_EVENTS_PER_DAY?: string;
   QUOTA_EMAILS_PER_DAY?: string;

@@ -4,7 +4,7 @@ import { runCampaignJobs } from "./services/campaigns/audience";
 import { releaseUnverifiedDomains, runDomainChecks } from "./services/domains";
 import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/sweep";
-import { runRetention } from "./services/retention";
+import { reconcileUsageCounters, runRetention } from "./services/retention";
 import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 import { runWebhookJobs } from "./services/webhooks/outbox";
 
@@ -22,6 +22,7 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   campaigns: (env, now) => runCampaignJobs(env, now),
   idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(getDb(env.DB), now),
   retention: (env, now) => runRetention(env, now),
+  usageCounters: (env, now) => reconcileUsageCounters(env, now),
   // Workflow triggers from paths that do not hand them over themselves (see src/app.ts).
   workflowTriggers: (env) => dispatchAllWorkflowTriggers(env),
   // Webhook events and deliveries whose hand-over or message was lost.

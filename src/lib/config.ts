@@ -59,7 +59,7 @@ const ConfigSchema = z.object({
   MAIL_FROM_SUBDOMAIN: optionalText.transform((v) => v?.toLowerCase()),
   EMAIL_HTML_RETENTION_DAYS: positive(30),
   EVENT_RETENTION_DAYS: positive(365),
-  // Per-project quotas (src/services/quotas.ts, README "Limits and quotas").
+  // Per-project quotas (src/services/quotas.ts, docs/configuration.md "Limits and quotas").
   /** Contacts stored per project. */
   QUOTA_CONTACTS: positive(1_000_000, { integer: true }),
   /** Events recorded per project per UTC day (POST /v1/track and the service's own email.* events). */

@@ -4,7 +4,6 @@ import { projectLimiter } from "../durable/names";
 import type { AppBindings } from "../env";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
-import { awaitShared } from "../lib/shared-wait";
 
 /** Milliseconds since the epoch; the app's clock, injectable so tests never wait for a real minute. */
 export type Clock = () => number;
@@ -21,8 +20,12 @@ const MAX_BUCKETS = 10_000;
  * only keeps a request that keeps losing the race from waiting forever.
  */
 const MAX_ROUNDS = 1000;
-/** How long a request waits for another request's lease before leasing itself (lib/shared-wait). */
-const LEASE_WAIT_MS = 5_000;
+/**
+ * How long a request waits for another request's lease before leasing itself.
+ * Kept short: waiting on another request's I/O is a Workers pitfall (that
+ * request may be cancelled), and a lease of its own costs one object call.
+ */
+export const LEASE_WAIT_MS = 100;
 
 interface Bucket {
   limit: number;
@@ -39,6 +42,23 @@ interface Bucket {
   waiting: number;
   /** The lease on its way (another request's, for those that wait on it). */
   pending?: Promise<void>;
+}
+
+/** Whether `work` settles (either way) within `ms`; the timer keeps this request alive meanwhile. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(resolve, ms, false);
+  });
+  try {
+    const settled = work.then(
+      () => true,
+      () => true,
+    );
+    return await Promise.race([settled, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 type Limiter = { leaseApi(limit: number, now: number, want: number): Promise<ApiLease> | ApiLease };
@@ -70,19 +90,14 @@ export class ApiRateLeases {
       bucket.waiting++;
       try {
         const shared = bucket.pending;
-        if (shared) {
-          // Another request's lease: wait for it with a timer of this request's own (lib/shared-wait);
-          // if it never settles (that request was cancelled), the next round leases from here.
-          const outcome = await awaitShared(shared, LEASE_WAIT_MS);
-          if (!outcome.settled && bucket.pending === shared) bucket.pending = undefined;
-        } else {
-          // Cleared when settled, unless a request that gave up on it has started another since.
-          const lease: Promise<void> = this.lease(bucket, limiter(), now).finally(() => {
-            if (bucket.pending === lease) bucket.pending = undefined;
-          });
-          bucket.pending = lease;
-          await lease;
-        }
+        // Another request's lease, briefly, on a timer of this request's own; then a lease of its own.
+        if (shared && (await settlesWithin(shared, LEASE_WAIT_MS))) continue;
+        // Cleared when settled, unless a request that gave up on it has started another since.
+        const lease: Promise<void> = this.lease(bucket, limiter(), now).finally(() => {
+          if (bucket.pending === lease) bucket.pending = undefined;
+        });
+        bucket.pending = lease;
+        await lease;
       } finally {
         bucket.waiting--;
       }

@@ -102,7 +102,7 @@ devOutboxRouter.get("/dev/d1-stats", (c) => c.json({ ...d1Stats, counting: readC
  * One D1 round trip and nothing else (`SELECT 1` in a batch, no key, no
  * validation): `npm run bench` measures it beside GET /health to show what a
  * single round trip to the local D1 costs here, the ceiling for any path that
- * makes one (README "Benchmarks"). As a POST it first reads the JSON body, so its
+ * makes one (docs/performance.md). As a POST it first reads the JSON body, so its
  * body crosses the same local proxies /v1/track's and POST /contacts' do: the
  * ceiling for a POST path with one round trip.
  */

@@ -3,7 +3,6 @@ import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { apiKeys, projects } from "../db/schema";
 import { randomHex, sha256Hex, timingSafeEqual } from "../lib/crypto";
-import { awaitShared } from "../lib/shared-wait";
 
 export type KeyKind = "secret" | "public";
 
@@ -60,13 +59,11 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
 /**
  * How long a key lookup is reused in an isolate: a rotated (revoked) key, a
  * disabled or re-enabled project, takes effect within this time (plus the
- * duration of the lookup itself). README "Security model" states the bound.
+ * duration of the lookup itself). docs/security.md states the bound.
  */
 export const KEY_CACHE_TTL_MS = 5_000;
 /** Keys remembered per isolate, known and unknown ones each (least recently used dropped first). */
 export const KEY_CACHE_MAX_ENTRIES = 1_000;
-/** How long a request waits for another request's lookup of the same key before looking it up itself. */
-const SHARED_LOOKUP_WAIT_MS = 5_000;
 
 /** `beforeQuery` runs before a key that no cache knows is looked up in D1 (and may throw to refuse it). */
 export type KeyLookup = (db: Database, key: string, beforeQuery?: () => Promise<void>) => Promise<KeyOwner | null>;
@@ -78,36 +75,22 @@ export type KeyLookup = (db: Database, key: string, beforeQuery?: () => Promise<
  * only; the cache lives in the isolate's memory, as the request itself does). Unknown keys are cached
  * too, in a cache of their own, so a client repeating a bad key costs one
  * lookup per TTL and a flood of distinct bad keys can only evict other unknown
- * keys, never the known ones. Concurrent requests with one uncached key share
- * one lookup (waiting on it with lib/shared-wait). `now` is the app's clock (tests move it past the TTL).
+ * keys, never the known ones. Each request looks an uncached key up itself:
+ * requests never wait on another request's lookup (a Workers pitfall: that
+ * request may be cancelled). `now` is the app's clock (tests move it past the TTL).
  */
 export function cachedKeyLookup(now: () => number = Date.now): KeyLookup {
   const options = { max: KEY_CACHE_MAX_ENTRIES, ttlMs: KEY_CACHE_TTL_MS, now };
   const known = new TtlCache<string, KeyOwner>(options);
   const unknown = new TtlCache<string, true>(options);
-  const inFlight = new Map<string, Promise<KeyOwner | null>>();
   return async (db, key, beforeQuery) => {
     const hit = known.get(key);
     if (hit) return hit;
     if (unknown.get(key)) return null;
-    const shared = inFlight.get(key);
-    if (shared) {
-      // Another request's lookup: wait for it with a timer of this request's own (lib/shared-wait).
-      const outcome = await awaitShared(shared, SHARED_LOOKUP_WAIT_MS);
-      if (outcome.settled) return outcome.value;
-    }
     await beforeQuery?.();
-    const lookup = sha256Hex(key)
-      .then((hash) => findKeyOwner(db, key, hash))
-      .then((owner) => {
-        if (owner) known.set(key, owner);
-        else unknown.set(key, true);
-        return owner;
-      })
-      .finally(() => {
-        if (inFlight.get(key) === lookup) inFlight.delete(key);
-      });
-    inFlight.set(key, lookup);
-    return lookup;
+    const owner = await findKeyOwner(db, key);
+    if (owner) known.set(key, owner);
+    else unknown.set(key, true);
+    return owner;
   };
 }

@@ -7,6 +7,7 @@
  */
 
 import { readConfig, type ConfigInput } from "../lib/config";
+import { TtlCache } from "../lib/ttl-cache";
 
 export type DnsType = "A" | "AAAA" | "MX" | "TXT" | "CNAME";
 const TYPE_CODES: Record<DnsType, number> = { A: 1, CNAME: 5, MX: 15, TXT: 16, AAAA: 28 };
@@ -151,7 +152,7 @@ const MIN_CACHE_SECONDS = 30;
 const MAX_CACHE_SECONDS = 300;
 const NEGATIVE_CACHE_SECONDS = 60;
 const MEMORY_ENTRIES = 1000;
-const memory = new Map<string, { expires: number; result: DnsResult }>();
+const memory = new TtlCache<string, DnsResult>({ max: MEMORY_ENTRIES, ttlMs: MIN_CACHE_SECONDS * 1000 });
 
 function cacheSeconds(result: DnsResult): number {
   if (result.answers.length === 0) return NEGATIVE_CACHE_SECONDS;
@@ -160,11 +161,7 @@ function cacheSeconds(result: DnsResult): number {
 }
 
 function remember(key: string, result: DnsResult, seconds: number) {
-  if (memory.size >= MEMORY_ENTRIES) {
-    const oldest = memory.keys().next().value;
-    if (oldest !== undefined) memory.delete(oldest);
-  }
-  memory.set(key, { expires: Date.now() + seconds * 1000, result });
+  memory.set(key, result, seconds * 1000);
 }
 
 function defaultCache(): Cache | undefined {
@@ -179,8 +176,7 @@ function defaultCache(): Cache | undefined {
 export async function resolveDnsCached(config: DnsConfig, name: string, type: DnsType): Promise<DnsResult> {
   const key = `${CACHE_ORIGIN}/${type}/${encodeURIComponent(name)}`;
   const hit = memory.get(key);
-  if (hit && hit.expires > Date.now()) return hit.result;
-  if (hit) memory.delete(key);
+  if (hit) return hit;
 
   const cache = defaultCache();
   if (cache) {

@@ -13,7 +13,7 @@ import { countedToday, secondsUntilUtcMidnight } from "../store/guards";
  * stock quota (contacts, domains, stored bytes) a write is refused with 403
  * QUOTA_EXCEEDED; past a daily quota (emails, events, counted per UTC day)
  * with 429 QUOTA_EXCEEDED and Retry-After until the next UTC midnight.
- * README "Limits and quotas" lists them. Every write checks its quotas
+ * docs/configuration.md "Limits and quotas" lists them. Every write checks its quotas
  * inside its own batch (store/guards.ts quotaGuard); a campaign checks its
  * whole audience before it starts (campaignQuotaFit).
  */

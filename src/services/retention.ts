@@ -9,6 +9,7 @@ import { pruneWebhookDeliveries } from "./webhooks/outbox";
 import { dropEmailHtml, emailsWithOldHtml, releaseStoredBytes } from "../store/emails";
 import { pruneEvents } from "../store/events";
 import { utcDayNumber } from "../store/guards";
+import { countProjects, fixContactsCounter, fixDailyCounters, usagePage, type UsageCounters } from "../store/usage";
 
 /**
  * Retention, run by the cron in bounded batches so one tick never does
@@ -124,4 +125,36 @@ export async function runRetention(env: Env, now = new Date()) {
     usage: await pruneDailyUsage(db, now),
     webhooks: await pruneWebhookDeliveries(env, now),
   };
+}
+
+/** Projects whose usage counters one tick recounts (each count is bounded by the project's quotas). */
+const USAGE_PROJECTS_PER_TICK = 20;
+
+/**
+ * Recounts the trigger-kept usage counters (contacts, today's events and
+ * emails) of one page of projects and sets them right where they drifted,
+ * with a warning naming the project and both values. Pages rotate with the
+ * minute, so every project is recounted once every ceil(projects / 20) ticks.
+ */
+export async function reconcileUsageCounters(env: Env, now = new Date(), perTick = USAGE_PROJECTS_PER_TICK) {
+  const d1 = env.DB;
+  const day = utcDayNumber(now);
+  const total = (await countProjects(d1).first<{ n: number }>())?.n ?? 0;
+  if (total === 0) return { projects: 0, fixed: 0 };
+  const pages = Math.ceil(total / perTick);
+  const page = Math.floor(now.getTime() / 60_000) % pages;
+  const { results: before } = await usagePage(d1, day, page * perTick, perTick).all<UsageCounters>();
+  if (before.length === 0) return { projects: 0, fixed: 0 };
+  const fixes = await d1.batch<Partial<UsageCounters>>(before.flatMap((p) => [fixContactsCounter(d1, p.projectId), fixDailyCounters(d1, p.projectId, day)]));
+  const was = new Map(before.map((p) => [p.projectId, p]));
+  let fixed = 0;
+  for (const row of fixes.flatMap((r) => r.results)) {
+    fixed++;
+    const old = was.get(row.projectId as string);
+    const drift = (["contacts", "events", "emails"] as const)
+      .filter((k) => row[k] !== undefined && row[k] !== old?.[k])
+      .map((k) => `${k} ${old?.[k]} -> ${row[k]}`);
+    console.warn(`usage counters drifted for project ${row.projectId} (day ${day}): ${drift.join(", ") || "recounted"}`);
+  }
+  return { projects: before.length, fixed };
 }

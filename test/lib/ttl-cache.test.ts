@@ -28,4 +28,27 @@ describe("TtlCache", () => {
     expect(cache.get("a")).toBeUndefined();
     expect(cache.size).toBe(2);
   });
+
+  it("gives one entry a TTL of its own when set with one", () => {
+    const clock = { now: 0 };
+    const cache = new TtlCache<string, number>({ max: 10, ttlMs: 1_000, now: () => clock.now });
+    cache.set("short", 1);
+    cache.set("long", 2, 60_000);
+    clock.now = 2_000;
+    expect([cache.get("short"), cache.get("long")]).toEqual([undefined, 2]);
+  });
+
+  it("with a size function holds at most maxSize of weight, drops the least recently used first, and never keeps an entry heavier than maxSize", () => {
+    const cache = new TtlCache<string, string>({ max: 100, ttlMs: 60_000, maxSize: 10, size: (v) => v.length });
+    cache.set("a", "aaaa");
+    cache.set("b", "bbbb");
+    expect(cache.get("a")).toBe("aaaa"); // b is now the least recently used
+    cache.set("c", "cccc"); // 12 > 10: drops b
+    expect([cache.get("a"), cache.get("b"), cache.get("c")]).toEqual(["aaaa", undefined, "cccc"]);
+    cache.set("huge", "x".repeat(11));
+    expect(cache.get("huge")).toBeUndefined();
+    expect(cache.size).toBe(2);
+    cache.set("a", "aaaaaa"); // replacing reweighs: 6 + 4 = 10
+    expect([cache.get("a"), cache.get("c")]).toEqual(["aaaaaa", "cccc"]);
+  });
 });

@@ -153,6 +153,34 @@ describe("rate-limit leases", () => {
   }, 120_000);
 });
 
+describe("a lease another request asked for", () => {
+  it("is waited on only briefly: when it never settles (that request was cancelled), the next request leases for itself", async () => {
+    const at = nextMinute() + 1_000;
+    const app = createApp({ now: () => at });
+    let calls = 0;
+    const hungEnv = {
+      ...env,
+      PROJECT_LIMITER: {
+        idFromName: (name: string) => env.PROJECT_LIMITER.idFromName(name),
+        get: (id: DurableObjectId) => {
+          const real = env.PROJECT_LIMITER.get(id);
+          return {
+            // The first lease never answers, as when the request that asked for it is cancelled.
+            leaseApi: (limit: number, now: number, want: number) => (++calls === 1 ? new Promise(() => {}) : real.leaseApi(limit, now, want)),
+          };
+        },
+      },
+    } as unknown as typeof env;
+    const p = await newProject("hung-lease");
+    const request = () => call("GET", CHEAP, { key: p.secretKey, handler: (r, e, ctx) => app.fetch(r, e, ctx), env: hungEnv, waitForBackground: false });
+    // Whichever request asks first holds the hung lease; the other is answered on a lease of its own.
+    const answered = await Promise.race([request(), request()]);
+    expect(answered.status).toBe(200);
+    expect(answered.headers.get("RateLimit-Remaining")).toBe(String(LIMIT - 1));
+    expect(calls).toBe(2);
+  });
+});
+
 describe("ProjectLimiter window", () => {
   it("counts within a minute and starts again in the next minute", async () => {
     const stub = env.PROJECT_LIMITER.get(env.PROJECT_LIMITER.idFromName("window-roll-over"));

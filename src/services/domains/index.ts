@@ -237,7 +237,7 @@ export async function requireVerifiedDomain(db: Database, projectId: string, fro
 /**
  * How long an isolate trusts that a domain it saw VERIFIED still is: a domain
  * deleted, or failing its re-check, stops /v1/send within this time (only
- * VERIFIED answers are cached; README "What a request costs").
+ * VERIFIED answers are cached; docs/architecture.md "What a request costs").
  */
 export const VERIFIED_DOMAIN_CACHE_TTL_MS = 5_000;
 

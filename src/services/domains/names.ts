@@ -1,3 +1,5 @@
+import { TtlCache } from "../../lib/ttl-cache";
+
 /**
  * Domain name normalisation shared by sending domains and /v1/verify:
  * lower-case, IDN to punycode (A-labels), one trailing dot dropped; no IP
@@ -55,9 +57,8 @@ export function domainOfAddress(address: string): string | undefined {
     const result = at < 1 ? null : normaliseDomainName(address.slice(at + 1).replace(/>\s*$/, ""));
     name = result?.ok ? result.name : "";
     // Every /v1/send asks this for its from address; the URL parser behind it is not free.
-    if (domainOfAddressCache.size >= 1_000) domainOfAddressCache.clear();
     domainOfAddressCache.set(address, name);
   }
   return name || undefined;
 }
-const domainOfAddressCache = new Map<string, string>();
+const domainOfAddressCache = new TtlCache<string, string>({ max: 1_000, ttlMs: Number.POSITIVE_INFINITY });

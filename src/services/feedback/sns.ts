@@ -197,9 +197,9 @@ export function pemToDer(pem: string): Uint8Array {
 
 // ---- Keys: fetched once per certificate URL, kept in memory ----
 
-const spkiCache = new Map<string, Promise<Uint8Array>>();
-const keyCache = new Map<string, Promise<CryptoKey>>();
 const MAX_CACHED_CERTS = 64;
+const spkiCache = new TtlCache<string, Promise<Uint8Array>>({ max: MAX_CACHED_CERTS, ttlMs: Number.POSITIVE_INFINITY });
+const keyCache = new TtlCache<string, Promise<CryptoKey>>({ max: MAX_CACHED_CERTS, ttlMs: Number.POSITIVE_INFINITY });
 /**
  * How long a certificate URL that could not be fetched or read is refused
  * without fetching it again: a flood of posts naming one bad URL costs one
@@ -238,10 +238,9 @@ async function fetchAndReadSpki(url: URL, fetcher: typeof fetch): Promise<Uint8A
   }
 }
 
-function remember<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+function remember<T>(cache: TtlCache<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
   let value = cache.get(key);
   if (!value) {
-    if (cache.size >= MAX_CACHED_CERTS) cache.delete(cache.keys().next().value as string);
     value = make();
     cache.set(key, value);
     // A failure (network, bad certificate) is not kept here: failedCerts refuses the URL for a few seconds only.

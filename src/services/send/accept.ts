@@ -236,7 +236,7 @@ async function needsNoReads(projectId: string, body: SendRequest, idempotencyKey
  * Two D1 round trips in all on a warm isolate, one when nothing needs reading
  * (needsNoReads): then the write batch starts by checking that no recipient is
  * suppressed, and if one is, it writes nothing and the send takes the reading
- * path, which lists them (README "What a request costs").
+ * path, which lists them (docs/architecture.md "What a request costs").
  */
 export async function acceptSend(db: Database, env: Env, projectId: string, body: SendRequest, options: AcceptOptions = {}): Promise<SendResult> {
   const hash = options.idempotencyKey ? await requestHash(body) : "";

@@ -3,6 +3,7 @@ import type { JsonObject } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { escapeHtml } from "../../lib/html";
 import { decodeHtmlAttribute } from "../tracking/links";
+import { TtlCache } from "../../lib/ttl-cache";
 
 /**
  * Template variables (CONTRACT.md): `{{name}}` and `{{data.name}}` fill from the
@@ -256,34 +257,26 @@ function checkedTagCount(template: string): number {
  * of the memory they hold: the source twice (key and parse) and about 1 KB per
  * tag, as measured for liquidjs; parses larger than MAX_CACHED_PARSE_BYTES are not kept.
  */
-const parseCache = new Map<string, { templates: ReturnType<Liquid["parse"]>; bytes: number }>();
-let parseCacheBytes = 0;
 export const PARSE_CACHE_BYTES = 8 * 1024 * 1024;
 export const MAX_CACHED_PARSE_BYTES = 2 * 1024 * 1024;
 const PARSE_BYTES_PER_TAG = 1024;
+const parseCache = new TtlCache<string, { templates: ReturnType<Liquid["parse"]>; bytes: number }>({
+  max: Number.POSITIVE_INFINITY,
+  ttlMs: Number.POSITIVE_INFINITY,
+  maxSize: PARSE_CACHE_BYTES,
+  size: (entry) => entry.bytes,
+});
 
 function parsedTemplate(engine: Liquid, template: string) {
   const shared = sharedEngines.get(engine);
   const key = shared === undefined ? undefined : shared + template;
   const cached = key === undefined ? undefined : parseCache.get(key);
-  if (cached) {
-    parseCache.delete(key!);
-    parseCache.set(key!, cached);
-    return cached.templates;
-  }
+  if (cached) return cached.templates;
   const tags = checkedTagCount(template);
   // A template that fails to parse throws here and is never kept.
   const templates = engine.parse(translateDefaults(template));
   const bytes = 2 * 2 * template.length + PARSE_BYTES_PER_TAG * tags;
-  if (key !== undefined && bytes <= MAX_CACHED_PARSE_BYTES) {
-    for (const [oldest, entry] of parseCache) {
-      if (parseCacheBytes + bytes <= PARSE_CACHE_BYTES) break;
-      parseCache.delete(oldest);
-      parseCacheBytes -= entry.bytes;
-    }
-    parseCache.set(key, { templates, bytes });
-    parseCacheBytes += bytes;
-  }
+  if (key !== undefined && bytes <= MAX_CACHED_PARSE_BYTES) parseCache.set(key, { templates, bytes });
   return templates;
 }
 

@@ -7,9 +7,11 @@
 
 import { base64UrlToBytes, bytesToBase64, toBase64Url } from "../../lib/base64";
 import { ApiError } from "../../lib/errors";
+import { TtlCache } from "../../lib/ttl-cache";
 
 const encoder = new TextEncoder();
-const keyCache = new Map<string, Promise<CryptoKey>>();
+/** Imported keys by secret: the current and the previous one, a few more across a rotation. */
+const keyCache = new TtlCache<string, Promise<CryptoKey>>({ max: 4, ttlMs: Number.POSITIVE_INFINITY });
 
 /** An HMAC-SHA256 key shorter than its 32-byte output can be guessed more cheaply than a signature can. */
 export const MIN_SIGNING_SECRET_BYTES = 32;

@@ -1,0 +1,44 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import architecture from "../../docs/architecture.md?raw";
+
+/**
+ * Every trigger the migrated schema must have: the one list. drizzle-kit does
+ * not know triggers, so a generated migration that rebuilds a table
+ * (`__new_x`, `DROP TABLE x`) drops that table's triggers silently; this test
+ * fails then. A new trigger is one line here and one row in
+ * docs/architecture.md's "D1 triggers" table.
+ */
+const EXPECTED_TRIGGERS: Record<string, string> = {
+  contacts_data_cap_insert: "BEFORE INSERT ON contacts",
+  contacts_data_cap_update: "BEFORE UPDATE OF data ON contacts",
+  workflow_trigger_event: "AFTER INSERT ON events",
+  workflow_trigger_contact_insert: "AFTER INSERT ON contacts",
+  workflow_trigger_contact_subscribed: "AFTER UPDATE OF subscribed ON contacts",
+  quota_checks_guard: "BEFORE INSERT ON quota_checks",
+  contacts_usage_insert: "AFTER INSERT ON contacts",
+  contacts_usage_delete: "AFTER DELETE ON contacts",
+  events_usage_insert: "AFTER INSERT ON events",
+  emails_usage_insert: "AFTER INSERT ON emails",
+};
+
+/** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */
+function timing(sql: string): string {
+  const m = /CREATE\s+TRIGGER\s+\S+\s+((?:BEFORE|AFTER|INSTEAD\s+OF)\s+[\s\S]+?\s+ON\s+\S+)/i.exec(sql);
+  return (m?.[1] ?? "").replace(/\s+/g, " ").replace(/`|"/g, "");
+}
+
+describe("D1 triggers", () => {
+  it("the migrated schema has exactly the expected triggers, each on its table and event", async () => {
+    const { results } = await env.DB.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string; sql: string }>();
+    const actual = Object.fromEntries(results.map((t) => [t.name, timing(t.sql)]));
+    expect(actual).toEqual(EXPECTED_TRIGGERS);
+  });
+
+  it("docs/architecture.md's trigger table lists the same triggers", () => {
+    const section = architecture.slice(architecture.indexOf("## D1 triggers"));
+    const rows = [...section.matchAll(/^\| `([a-z_]+)` \| ([^|]+?) \|/gm)].map(([, name, on]) => [name, on.trim()]);
+    expect(Object.fromEntries(rows)).toEqual(EXPECTED_TRIGGERS);
+    expect(rows).toHaveLength(Object.keys(EXPECTED_TRIGGERS).length);
+  });
+});
