@@ -172,6 +172,22 @@ describe("POST /v1/send: accepting", () => {
     expect(headers["list-unsubscribe-post"]).toBe("List-Unsubscribe=One-Click");
   });
 
+  it("subscribed: true on a transactional send opts in new contacts only: someone who unsubscribed stays unsubscribed", async () => {
+    const s = await sendingSetup();
+    await s.project.api.post("/contacts", { email: "left@example.com", subscribed: false });
+    const res = await s.send({ to: ["left@example.com", "new@example.com"], subject: "Receipt", body: "<p>r</p>", from: s.from, subscribed: true });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const list = await s.project.api.get("/contacts?limit=10");
+    const byEmail = new Map((list.body.contacts as { email: string; subscribed: boolean }[]).map((c) => [c.email, c.subscribed]));
+    expect(byEmail.get("left@example.com")).toBe(false);
+    expect(byEmail.get("new@example.com")).toBe(true);
+    // subscribed: false still unsubscribes an existing contact.
+    await s.project.api.post("/contacts", { email: "fan@example.com", subscribed: true });
+    expect((await s.send({ to: "fan@example.com", subject: "Bye", body: "<p>b</p>", from: s.from, subscribed: false })).status).toBe(200);
+    const fan = await s.project.api.get("/contacts?search=fan");
+    expect(fan.body.contacts[0]).toMatchObject({ email: "fan@example.com", subscribed: false });
+  });
+
   it("answers 404 for another project's template and 422 for a missing subject/body/from", async () => {
     const s = await sendingSetup();
     const other = await sendingSetup();

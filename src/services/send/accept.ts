@@ -302,12 +302,12 @@ async function writeSend(
         }),
       ]
     : [];
-  // `subscribed: true` opts in new contacts; an existing one's subscription changes only when given.
+  // `subscribed: true` opts in new contacts only (never re-subscribes someone who unsubscribed); `false` unsubscribes.
   const upsert = upsertContacts(
     d1,
     projectId,
-    sendable.map((address) => ({ email: address, subscribed: body.subscribed, data: persistent })),
-    { onExisting: "merge", subscribedByDefault: false, now },
+    sendable.map((address) => ({ email: address, subscribed: body.subscribed === false ? false : undefined, data: persistent })),
+    { onExisting: "merge", subscribedByDefault: body.subscribed === true, now },
   );
   let queued: Awaited<ReturnType<typeof queueEmails>>;
   try {
