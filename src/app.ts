@@ -12,6 +12,7 @@ import { campaignsRouter } from "./routes/campaigns";
 import { segmentsRouter } from "./routes/segments";
 import { sendRouter } from "./routes/send";
 import { docsPage } from "./routes/docs";
+import { dashboardPage } from "./routes/dashboard";
 import { domainsRouter } from "./routes/domains";
 import { healthRouter } from "./routes/health";
 import { verifyAddressRouter } from "./routes/verify-address";
@@ -131,6 +132,9 @@ export function createApp(options: AppOptions = {}) {
     },
   });
   app.get("/docs", docsPage);
+  // The dashboard's deep links (its files are static assets, served before the Worker).
+  app.get("/app", dashboardPage);
+  app.get("/app/*", dashboardPage);
 
   app.notFound(handleNotFound);
   app.onError(handleError);

@@ -4,6 +4,8 @@ import type { ExecutionParams, WorkflowQueueMessage } from "./services/workflows
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
   DB: D1Database;
+  /** Static assets (public/): the dashboard's index.html for its deep links. */
+  ASSETS?: Fetcher;
   PROJECT_LIMITER: DurableObjectNamespace<ProjectLimiter>;
   /** "development" enables local-only conveniences; anything else is a deployment. */
   ENVIRONMENT?: string;
