@@ -27,7 +27,7 @@ export function PreviewPane(props: { subject: string; body: string; sample: stri
         </p>
       )}
       <p class="preview-subject">
-        <span>Subject:</span> <output>{preview?.subject ?? ""}</output>
+        <span>Subject:</span> <strong class="subject-text">{preview?.subject ?? ""}</strong>
       </p>
       <MailFrame title="Rendered email preview" html={preview?.html ?? ""} />
     </aside>
