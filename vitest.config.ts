@@ -3,6 +3,8 @@ import { readFileSync } from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
 // @ts-expect-error: a plain .mjs script without type declarations
 import { copyDocsAssets } from "./scripts/docs-assets.mjs";
+// @ts-expect-error: a plain .mjs script without type declarations
+import { buildDashboard } from "./scripts/dashboard-build.mjs";
 
 /**
  * wrangler.toml's [alias] entries as Vite aliases (exact specifiers only), so the
@@ -20,6 +22,8 @@ function wranglerAliases() {
 export default defineConfig(async () => {
   // Static assets (the /docs UI) must exist before wrangler.toml's [assets] directory is read.
   copyDocsAssets();
+  // The dashboard's files (public/app/): skipped when its sources are unchanged.
+  await buildDashboard();
   const migrations = await readD1Migrations("migrations");
   return {
     plugins: [

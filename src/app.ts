@@ -15,6 +15,7 @@ import { campaignsRouter } from "./routes/campaigns";
 import { segmentsRouter } from "./routes/segments";
 import { sendRouter } from "./routes/send";
 import { docsPage } from "./routes/docs";
+import { dashboardPage } from "./routes/dashboard";
 import { domainsRouter } from "./routes/domains";
 import { healthRouter } from "./routes/health";
 import { verifyAddressRouter } from "./routes/verify-address";
@@ -163,6 +164,9 @@ export function createApp(options: AppOptions = {}) {
     },
   });
   app.get("/docs", docsPage);
+  // The dashboard's deep links (its files are static assets, served before the Worker).
+  app.get("/app", dashboardPage);
+  app.get("/app/*", dashboardPage);
 
   app.notFound(handleNotFound);
   // A database guard's abort (a quota, the contact data cap) is the client's error, not a 500.

@@ -4,7 +4,7 @@ import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
   DB: D1Database;
-  /** Static assets ([assets] in wrangler.toml): the /docs UI files and the disposable-domain list. */
+  /** Static assets ([assets] in wrangler.toml): the /docs UI files, the dashboard (/app) and the disposable-domain list. */
   ASSETS: Fetcher;
   PROJECT_LIMITER: DurableObjectNamespace<ProjectLimiter>;
   /** "development" enables local-only conveniences; anything else is a deployment. */

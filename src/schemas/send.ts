@@ -107,7 +107,8 @@ export const SendRequestSchema = z
       .optional()
       .openapi({ description: `Custom headers: at most ${MAX_CUSTOM_HEADERS}, ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values in all` }),
     subscribed: z.boolean().optional().openapi({
-      description: "true subscribes recipients this send creates as contacts (it never re-subscribes an existing contact who unsubscribed: only they, or a contact update, can); false unsubscribes them. Contacts created by a send are unsubscribed unless true.",
+      description:
+        "true subscribes recipients this send creates as contacts (it never re-subscribes an existing contact who unsubscribed: only they, or a contact update, can); false unsubscribes them. Contacts created by a send are unsubscribed unless true.",
     }),
     data: DataObjectSchema.optional().openapi({
       description: "Template variables, merged into the contact's data; a value `{value, persistent: false}` is used for this email only",

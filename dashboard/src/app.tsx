@@ -1,0 +1,105 @@
+import { useEffect, useState } from "preact/hooks";
+import { session, whenUnauthorized } from "./api/client";
+import { Link, match, usePath } from "./router";
+import { CampaignList, CampaignPage } from "./pages/campaigns";
+import { ContactList, ContactPage } from "./pages/contacts";
+import { DomainList, DomainPage } from "./pages/domains";
+import { EmailList, EmailPage } from "./pages/emails";
+import { EventList } from "./pages/events";
+import { SegmentList, SegmentPage } from "./pages/segments";
+import { SignIn } from "./pages/signin";
+import { TemplateList, TemplatePage } from "./pages/templates";
+import { WebhookList } from "./pages/webhooks";
+import { WorkflowList, WorkflowPage } from "./pages/workflows";
+import type { JSX } from "preact";
+
+const NAV = ["Campaigns", "Templates", "Segments", "Contacts", "Workflows", "Emails", "Events", "Domains", "Webhooks"];
+
+const ROUTES: [string, (p: Record<string, string>) => JSX.Element][] = [
+  ["/campaigns", () => <CampaignList />],
+  ["/campaigns/:id", (p) => <CampaignPage key={p.id} id={p.id} />],
+  ["/templates", () => <TemplateList />],
+  ["/templates/:id", (p) => <TemplatePage key={p.id} id={p.id} />],
+  ["/segments", () => <SegmentList />],
+  ["/segments/:id", (p) => <SegmentPage key={p.id} id={p.id} />],
+  ["/contacts", () => <ContactList />],
+  ["/contacts/:id", (p) => <ContactPage key={p.id} id={p.id} />],
+  ["/emails", () => <EmailList />],
+  ["/emails/:id", (p) => <EmailPage key={p.id} id={p.id} />],
+  ["/workflows", () => <WorkflowList />],
+  ["/workflows/:id", (p) => <WorkflowPage key={p.id} id={p.id} />],
+  ["/domains", () => <DomainList />],
+  ["/domains/:id", (p) => <DomainPage key={p.id} id={p.id} />],
+  ["/events", () => <EventList />],
+  ["/webhooks", () => <WebhookList />],
+];
+
+function Route(props: { path: string }) {
+  for (const [pattern, render] of ROUTES) {
+    const params = match(pattern, props.path);
+    if (params) return render(params);
+  }
+  return (
+    <section class="page">
+      <h1>Not found</h1>
+      <p>
+        No page at <code>{props.path}</code>. <Link href="/campaigns">Campaigns</Link>
+      </p>
+    </section>
+  );
+}
+
+export function App() {
+  const [signedIn, setSignedIn] = useState(() => session.key() !== null);
+  const [menu, setMenu] = useState(false);
+  const path = usePath();
+  useEffect(() => {
+    whenUnauthorized(() => {
+      session.signOut();
+      setSignedIn(false);
+    });
+  }, []);
+  useEffect(() => setMenu(false), [path]);
+  if (!signedIn) return <SignIn onSignedIn={() => setSignedIn(true)} />;
+  const section = `/${path.split("/")[1]}`;
+  return (
+    <div class="shell">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <span class="brand">Edge Mail</span>
+        <button type="button" class="menu" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>
+          Menu
+        </button>
+        <nav id="nav" aria-label="Main" class={menu ? "open" : ""}>
+          <ul>
+            {NAV.map((name) => {
+              const href = `/${name.toLowerCase()}`;
+              return (
+                <li>
+                  <Link href={href} aria-current={section === href ? "page" : undefined}>
+                    {name}
+                  </Link>
+                </li>
+              );
+            })}
+          </ul>
+        </nav>
+        <button
+          type="button"
+          class="signout"
+          onClick={() => {
+            session.signOut();
+            setSignedIn(false);
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <main id="main">
+        <Route path={path} />
+      </main>
+    </div>
+  );
+}

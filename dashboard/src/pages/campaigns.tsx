@@ -1,0 +1,397 @@
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { api, type Campaign, type CampaignStats, type Condition, call, campaignOf, type Email } from "../api/client";
+import { CampaignChart, campaignSeries } from "../chart";
+import { ConditionBuilder, emptyCondition } from "../conditions";
+import { Link, navigate } from "../router";
+import { ConfirmButton, Field, Loading, MailFrame, Messages, More, Page, Status, useAction, useLoad, usePaged, when } from "../ui";
+import { SAMPLE_DATA } from "../preview";
+import { PreviewPane } from "./preview-pane";
+
+export function CampaignList() {
+  const list = usePaged(async (cursor) => {
+    const page = await call(api.GET("/campaigns", { params: { query: { limit: 50, cursor } } }));
+    return { items: page.campaigns.map(campaignOf), next: page.hasMore ? page.nextCursor : null, total: page.total };
+  }, []);
+  return (
+    <Page
+      title="Campaigns"
+      actions={
+        <Link class="button primary" href="/campaigns/new">
+          New campaign
+        </Link>
+      }
+    >
+      <Loading state={list} />
+      {!list.loading && list.items.length === 0 && <p>No campaigns yet.</p>}
+      {list.items.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Status</th>
+              <th scope="col">Audience</th>
+              <th scope="col">Sent or scheduled</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.items.map((c) => (
+              <tr>
+                <td>
+                  <Link href={`/campaigns/${c.id}`}>{c.name}</Link>
+                </td>
+                <td>
+                  <Status value={c.status} />
+                </td>
+                <td>{c.audienceType}</td>
+                <td>{when(c.sentAt ?? c.scheduledAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+    </Page>
+  );
+}
+
+export function CampaignPage(props: { id: string }) {
+  const state = useLoad(
+    async () => (props.id === "new" ? null : campaignOf((await call(api.GET("/campaigns/{id}", { params: { path: { id: props.id } } }))).data)),
+    [props.id],
+  );
+  if (props.id === "new") return <CampaignEditor />;
+  if (!state.data) return <Page title="Campaign">{<Loading state={state} />}</Page>;
+  const campaign = state.data;
+  if (campaign.status === "DRAFT") return <CampaignEditor campaign={campaign} onChange={state.reload} />;
+  return <CampaignReport campaign={campaign} onChange={state.reload} />;
+}
+
+type Draft = {
+  name: string;
+  subject: string;
+  body: string;
+  from: string;
+  fromName: string;
+  replyTo: string;
+  audienceType: Campaign["audienceType"];
+  segmentId: string;
+  audienceFilter: Condition;
+};
+
+const STARTER_BODY = '<h1>Hello {{firstName ?? there}}</h1>\n<p>Here is what is new this month.</p>\n<p><a href="https://example.com">Read more</a></p>';
+
+function draftOf(c?: Campaign): Draft {
+  return {
+    name: c?.name ?? "",
+    subject: c?.subject ?? "",
+    body: c?.body ?? STARTER_BODY,
+    from: c?.from ?? "",
+    fromName: c?.fromName ?? "",
+    replyTo: c?.replyTo ?? "",
+    audienceType: c?.audienceType ?? "ALL",
+    segmentId: c?.segmentId ?? "",
+    audienceFilter: c?.audienceFilter ?? emptyCondition(),
+  };
+}
+
+function payload(d: Draft) {
+  return {
+    name: d.name,
+    subject: d.subject,
+    body: d.body,
+    from: d.from,
+    fromName: d.fromName || null,
+    // The document types replyTo as a string (no null), so an empty field leaves it unchanged.
+    replyTo: d.replyTo || undefined,
+    audienceType: d.audienceType,
+    segmentId: d.audienceType === "SEGMENT" ? d.segmentId || null : null,
+    audienceFilter: d.audienceType === "FILTERED" ? d.audienceFilter : null,
+  };
+}
+
+/** Compose a new campaign or edit a draft: audience, content with a live preview, test, schedule, send. */
+function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
+  const { campaign } = props;
+  const [draft, setDraft] = useState<Draft>(() => draftOf(campaign));
+  const [sample, setSample] = useState(SAMPLE_DATA);
+  const [testTo, setTestTo] = useState("");
+  const [scheduleAt, setScheduleAt] = useState("");
+  const action = useAction();
+  const segments = useLoad(async () => (await call(api.GET("/segments", { params: { query: { limit: 100 } } }))).data.items, []);
+  const senders = useLoad(async () => {
+    const domains = (await call(api.GET("/domains", { params: { query: { limit: 100, status: "VERIFIED" } } }))).data.items;
+    return domains.map((d) => `hello@${d.domain}`);
+  }, []);
+  useEffect(() => {
+    if (!draft.from && senders.data?.[0]) setDraft((d) => ({ ...d, from: senders.data![0] }));
+  }, [senders.data]);
+  const set = (patch: Partial<Draft>) => setDraft((d) => ({ ...d, ...patch }));
+
+  const save = async (): Promise<Campaign> => {
+    if (campaign) return campaignOf((await call(api.PATCH("/campaigns/{id}", { params: { path: { id: campaign.id } }, body: payload(draft) }))).data);
+    const created = campaignOf((await call(api.POST("/campaigns", { body: payload(draft) }))).data);
+    navigate(`/campaigns/${created.id}`);
+    return created;
+  };
+
+  return (
+    <Page title={campaign ? `Campaign: ${campaign.name}` : "New campaign"} actions={campaign && <Status value={campaign.status} />}>
+      <div class="split">
+        <form
+          class="stack"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void action.run(async () => {
+              await save();
+              props.onChange?.();
+              return "Draft saved.";
+            });
+          }}
+        >
+          <Field label="Name">{(id) => <input id={id} required value={draft.name} onInput={(e) => set({ name: e.currentTarget.value })} />}</Field>
+          <Field label="Subject">{(id) => <input id={id} required value={draft.subject} onInput={(e) => set({ subject: e.currentTarget.value })} />}</Field>
+          <div class="row">
+            <Field label="From address" hint="On a verified domain">
+              {(id) => (
+                <>
+                  <input id={id} type="email" required list={`${id}-senders`} value={draft.from} onInput={(e) => set({ from: e.currentTarget.value })} />
+                  <datalist id={`${id}-senders`}>
+                    {(senders.data ?? []).map((s) => (
+                      <option value={s} />
+                    ))}
+                  </datalist>
+                </>
+              )}
+            </Field>
+            <Field label="From name">{(id) => <input id={id} value={draft.fromName} onInput={(e) => set({ fromName: e.currentTarget.value })} />}</Field>
+            <Field label="Reply-to">
+              {(id) => <input id={id} type="email" value={draft.replyTo} onInput={(e) => set({ replyTo: e.currentTarget.value })} />}
+            </Field>
+          </div>
+          <fieldset>
+            <legend>Audience</legend>
+            <div class="radios">
+              {(
+                [
+                  ["ALL", "All subscribed contacts"],
+                  ["SEGMENT", "A segment"],
+                  ["FILTERED", "Contacts matching a condition"],
+                ] as const
+              ).map(([value, label]) => (
+                <label>
+                  <input type="radio" name="audience" value={value} checked={draft.audienceType === value} onChange={() => set({ audienceType: value })} />{" "}
+                  {label}
+                </label>
+              ))}
+            </div>
+            {draft.audienceType === "SEGMENT" && (
+              <Field label="Segment">
+                {(id) => (
+                  <select id={id} required value={draft.segmentId} onChange={(e) => set({ segmentId: e.currentTarget.value })}>
+                    <option value="">Choose a segment</option>
+                    {(segments.data ?? []).map((s) => (
+                      <option value={s.id}>
+                        {s.name} ({s.memberCount} contacts)
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+            )}
+            {draft.audienceType === "FILTERED" && (
+              <ConditionBuilder label="Audience condition" value={draft.audienceFilter} onChange={(audienceFilter) => set({ audienceFilter })} />
+            )}
+          </fieldset>
+          <Field label="Body (HTML)" hint="{{variables}} fill from each contact's data; an unsubscribe link is added when the body has no {{unsubscribeUrl}}.">
+            {(id) => <textarea id={id} class="mono" rows={12} required value={draft.body} onInput={(e) => set({ body: e.currentTarget.value })} />}
+          </Field>
+          <Messages error={action.error} notice={action.notice} />
+          <div class="actions">
+            <button type="submit" class="primary" disabled={action.busy}>
+              {campaign ? "Save draft" : "Create draft"}
+            </button>
+            {campaign && (
+              <ConfirmButton
+                label="Delete campaign"
+                question={`Delete the draft "${campaign.name}"? This cannot be undone.`}
+                confirmLabel="Delete"
+                onConfirm={() =>
+                  void action.run(async () => {
+                    await call(api.DELETE("/campaigns/{id}", { params: { path: { id: campaign.id } } }));
+                    navigate("/campaigns");
+                  })
+                }
+              />
+            )}
+          </div>
+        </form>
+        <PreviewPane subject={draft.subject} body={draft.body} sample={sample} onSample={setSample} />
+      </div>
+      {campaign && (
+        <div class="panels">
+          <form
+            class="panel"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void action.run(async () => {
+                await save();
+                await call(api.POST("/campaigns/{id}/test", { params: { path: { id: campaign.id } }, body: { email: testTo } }));
+                return `Test email sent to ${testTo}.`;
+              });
+            }}
+          >
+            <h2>Test send</h2>
+            <Field label="Test recipient">
+              {(id) => <input id={id} type="email" required value={testTo} onInput={(e) => setTestTo(e.currentTarget.value)} />}
+            </Field>
+            <button type="submit" disabled={action.busy}>
+              Send test
+            </button>
+          </form>
+          <form
+            class="panel"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void action.run(async () => {
+                await save();
+                await call(
+                  api.POST("/campaigns/{id}/send", {
+                    params: { path: { id: campaign.id } },
+                    body: sendBody({ scheduledFor: new Date(scheduleAt).toISOString() }),
+                  }),
+                );
+                props.onChange?.();
+              });
+            }}
+          >
+            <h2>Schedule</h2>
+            <Field label="Send at (your time zone)">
+              {(id) => <input id={id} type="datetime-local" required value={scheduleAt} onInput={(e) => setScheduleAt(e.currentTarget.value)} />}
+            </Field>
+            <button type="submit" disabled={action.busy}>
+              Schedule
+            </button>
+          </form>
+          <div class="panel">
+            <h2>Send now</h2>
+            <p>Sends to the audience as saved.</p>
+            <ConfirmButton
+              label="Send campaign"
+              danger={false}
+              question={`Send "${draft.name}" to its audience now? Sent mail cannot be recalled.`}
+              confirmLabel="Send now"
+              disabled={action.busy}
+              onConfirm={() =>
+                void action.run(async () => {
+                  await save();
+                  await call(api.POST("/campaigns/{id}/send", { params: { path: { id: campaign.id } }, body: sendBody({}) }));
+                  props.onChange?.();
+                })
+              }
+            />
+          </div>
+        </div>
+      )}
+    </Page>
+  );
+}
+
+/** POST /campaigns/{id}/send documents its optional body `{scheduledFor?}` in prose, not as a schema, so the typed client has no type for it. */
+const sendBody = (body: { scheduledFor?: string }) => body as never;
+
+/** At most this many of a campaign's emails are read for its chart (100 per request). */
+const CHART_EMAIL_LIMIT = 2000;
+
+async function campaignEmails(campaignId: string): Promise<{ emails: Email[]; complete: boolean }> {
+  const emails: Email[] = [];
+  let cursor: string | undefined;
+  while (emails.length < CHART_EMAIL_LIMIT) {
+    const page = (await call(api.GET("/emails", { params: { query: { campaignId, limit: 100, cursor } } }))).data;
+    emails.push(...page.items);
+    if (!page.hasMore || !page.nextCursor) return { emails, complete: true };
+    cursor = page.nextCursor;
+  }
+  return { emails, complete: false };
+}
+
+const STAT_ROWS: [keyof CampaignStats, string, (keyof CampaignStats)?][] = [
+  ["totalRecipients", "Recipients"],
+  ["sentCount", "Sent"],
+  ["deliveredCount", "Delivered", "deliveryRate"],
+  ["openedCount", "Opened", "openRate"],
+  ["clickedCount", "Clicked", "clickRate"],
+  ["bouncedCount", "Bounced", "bounceRate"],
+  ["complainedCount", "Complaints", "complaintRate"],
+  ["unsubscribedCount", "Unsubscribed", "unsubscribeRate"],
+  ["failedCount", "Failed"],
+];
+
+/** A scheduled, sending or sent campaign: its numbers, a chart over time, its content; cancel while scheduled. */
+function CampaignReport(props: { campaign: Campaign; onChange: () => void }) {
+  const { campaign } = props;
+  const [tick, setTick] = useState(0);
+  const stats = useLoad(async () => (await call(api.GET("/campaigns/{id}/stats", { params: { path: { id: campaign.id } } }))).data, [campaign.id, tick]);
+  const emails = useLoad(() => campaignEmails(campaign.id), [campaign.id, tick]);
+  const action = useAction();
+  // While mail goes out, numbers move: refresh every few seconds.
+  useEffect(() => {
+    if (campaign.status !== "SENDING" && campaign.status !== "SENT") return;
+    const timer = setInterval(() => setTick((t) => t + 1), campaign.status === "SENDING" ? 2000 : 10_000);
+    return () => clearInterval(timer);
+  }, [campaign.status]);
+  useEffect(() => {
+    if (campaign.status === "SENDING" && tick > 0) props.onChange();
+  }, [tick]);
+  const series = useMemo(() => campaignSeries(emails.data?.emails ?? []), [emails.data]);
+  const s = stats.data;
+  return (
+    <Page title={`Campaign: ${campaign.name}`} actions={<Status value={campaign.status} />}>
+      <p>
+        {campaign.status === "SCHEDULED" ? `Scheduled for ${when(campaign.scheduledAt)}` : `Sent ${when(campaign.sentAt)}`} · from {campaign.from} · audience{" "}
+        {campaign.audienceType}
+      </p>
+      {campaign.status === "SCHEDULED" && (
+        <>
+          <Messages error={action.error} />
+          <ConfirmButton
+            label="Cancel schedule"
+            question="Cancel this scheduled send? The campaign goes back to a draft."
+            confirmLabel="Cancel the send"
+            onConfirm={() =>
+              void action.run(async () => {
+                await call(api.POST("/campaigns/{id}/cancel", { params: { path: { id: campaign.id } } }));
+                props.onChange();
+              })
+            }
+          />
+        </>
+      )}
+      <h2>Stats</h2>
+      {!s && <Loading state={stats} />}
+      {s && (
+        <dl class="stats">
+          {STAT_ROWS.map(([count, label, rate]) => (
+            <div>
+              <dt>{label}</dt>
+              <dd data-stat={count}>
+                {s[count]}
+                {rate && <small> ({s[rate]}%)</small>}
+              </dd>
+            </div>
+          ))}
+        </dl>
+      )}
+      <h2>Over time</h2>
+      {series.x.length > 0 ? <CampaignChart series={series} /> : <p>Nothing sent yet.</p>}
+      {emails.data && !emails.data.complete && <p>The chart shows the first {CHART_EMAIL_LIMIT} recipients; the numbers above count all.</p>}
+      <h2>Content</h2>
+      <p>
+        <strong>Subject:</strong> {campaign.subject}
+      </p>
+      <MailFrame title="Campaign body" html={campaign.body} />
+      <p>
+        <Link href={`/emails?campaignId=${campaign.id}`}>This campaign's emails</Link>
+      </p>
+    </Page>
+  );
+}

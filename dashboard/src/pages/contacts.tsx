@@ -1,0 +1,128 @@
+import { useState } from "preact/hooks";
+import { api, call } from "../api/client";
+import { Link, navigate } from "../router";
+import { ConfirmButton, Field, Loading, Messages, More, Page, useAction, useLoad, usePaged, when } from "../ui";
+
+export function ContactList() {
+  const [search, setSearch] = useState(() => new URLSearchParams(location.search).get("search") ?? "");
+  const [query, setQuery] = useState(search);
+  const list = usePaged(
+    async (cursor) => {
+      const page = await call(api.GET("/contacts", { params: { query: { limit: 50, cursor, search: query || undefined } } }));
+      return { items: page.contacts, next: page.hasMore ? page.cursor : null, total: page.total };
+    },
+    [query],
+  );
+  return (
+    <Page title="Contacts">
+      <search>
+        <form
+          class="inline"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setQuery(search.trim());
+          }}
+        >
+          <Field label="Search by email">{(id) => <input id={id} type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />}</Field>
+          <button type="submit">Search</button>
+        </form>
+      </search>
+      <Loading state={list} />
+      {list.total !== undefined && <p>{list.total} contacts</p>}
+      {list.items.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Email</th>
+              <th scope="col">Subscribed</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.items.map((c) => (
+              <tr>
+                <td>
+                  <Link href={`/contacts/${c.id}`}>{c.email}</Link>
+                </td>
+                <td>{c.subscribed ? "yes" : "no"}</td>
+                <td>{when(c.createdAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+    </Page>
+  );
+}
+
+type Activity = { at: string; what: string; detail: string; href?: string };
+
+/** A contact: its data, subscription, and a timeline of its events and emails (newest first). */
+export function ContactPage(props: { id: string }) {
+  const action = useAction();
+  const state = useLoad(async () => {
+    const path = { path: { id: props.id } };
+    const [contact, events, emails] = await Promise.all([
+      call(api.GET("/contacts/{id}", { params: path })),
+      call(api.GET("/events", { params: { query: { contactId: props.id, limit: 50 } } })),
+      call(api.GET("/emails", { params: { query: { contactId: props.id, limit: 50 } } })),
+    ]);
+    const timeline: Activity[] = [
+      ...events.data.items.map((e) => ({ at: e.createdAt, what: `Event ${e.name}`, detail: Object.keys(e.data ?? {}).length ? JSON.stringify(e.data) : "" })),
+      ...emails.data.items.map((e) => ({ at: e.createdAt, what: `Email ${e.status.toLowerCase()}`, detail: e.subject, href: `/emails/${e.id}` })),
+    ].sort((a, b) => b.at.localeCompare(a.at));
+    return { contact, timeline };
+  }, [props.id]);
+  if (!state.data) return <Page title="Contact">{<Loading state={state} />}</Page>;
+  const { contact, timeline } = state.data;
+  return (
+    <Page title={contact.email}>
+      <dl class="facts">
+        <dt>Subscribed</dt>
+        <dd>{contact.subscribed ? "yes" : "no"}</dd>
+        <dt>Created</dt>
+        <dd>{when(contact.createdAt)}</dd>
+        <dt>Updated</dt>
+        <dd>{when(contact.updatedAt)}</dd>
+      </dl>
+      <h2>Data</h2>
+      <pre class="mono">{JSON.stringify(contact.data, null, 2)}</pre>
+      <Messages error={action.error} notice={action.notice} />
+      <div class="actions">
+        <button
+          type="button"
+          disabled={action.busy}
+          onClick={() =>
+            void action.run(async () => {
+              await call(api.PATCH("/contacts/{id}", { params: { path: { id: contact.id } }, body: { subscribed: !contact.subscribed } }));
+              state.reload();
+            })
+          }
+        >
+          {contact.subscribed ? "Unsubscribe" : "Subscribe"}
+        </button>
+        <ConfirmButton
+          label="Delete contact"
+          question={`Delete ${contact.email} and its events? This cannot be undone.`}
+          confirmLabel="Delete"
+          onConfirm={() =>
+            void action.run(async () => {
+              await call(api.DELETE("/contacts/{id}", { params: { path: { id: contact.id } } }));
+              navigate("/contacts");
+            })
+          }
+        />
+      </div>
+      <h2>Activity</h2>
+      {timeline.length === 0 && <p>No activity yet.</p>}
+      <ol class="timeline">
+        {timeline.map((a) => (
+          <li>
+            <time dateTime={a.at}>{when(a.at)}</time> <strong>{a.href ? <Link href={a.href}>{a.what}</Link> : a.what}</strong> {a.detail}
+          </li>
+        ))}
+      </ol>
+    </Page>
+  );
+}

@@ -1,0 +1,126 @@
+import { useState } from "preact/hooks";
+import { api, call, type Domain } from "../api/client";
+import { Link, navigate } from "../router";
+import { ConfirmButton, CopyButton, Field, Loading, Messages, More, Page, Status, useAction, useLoad, usePaged, when } from "../ui";
+
+export function DomainList() {
+  const [name, setName] = useState("");
+  const action = useAction();
+  const list = usePaged(async (cursor) => {
+    const page = (await call(api.GET("/domains", { params: { query: { limit: 50, cursor } } }))).data;
+    return { items: page.items, next: page.nextCursor, total: page.total };
+  }, []);
+  return (
+    <Page title="Domains">
+      <form
+        class="inline"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run(async () => {
+            const created = await call(api.POST("/domains", { body: { domain: name } }));
+            navigate(`/domains/${created.id}`);
+          });
+        }}
+      >
+        <Field label="Add a sending domain">
+          {(id) => <input id={id} required placeholder="example.com" value={name} onInput={(e) => setName(e.currentTarget.value)} />}
+        </Field>
+        <button type="submit" disabled={action.busy}>
+          Add domain
+        </button>
+      </form>
+      <Messages error={action.error} />
+      <Loading state={list} />
+      {list.items.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Domain</th>
+              <th scope="col">Status</th>
+              <th scope="col">Last checked</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.items.map((d) => (
+              <tr>
+                <td>
+                  <Link href={`/domains/${d.id}`}>{d.domain}</Link>
+                </td>
+                <td>
+                  <Status value={d.status} />
+                </td>
+                <td>{when(d.lastCheckedAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+    </Page>
+  );
+}
+
+export function DomainPage(props: { id: string }) {
+  const state = useLoad(async () => await call(api.GET("/domains/{id}", { params: { path: { id: props.id } } })), [props.id]);
+  const [checked, setChecked] = useState<Domain | null>(null);
+  const action = useAction();
+  const domain = checked ?? state.data;
+  if (!domain) return <Page title="Domain">{<Loading state={state} />}</Page>;
+  return (
+    <Page title={domain.domain} actions={<Status value={domain.status} />}>
+      <p>
+        Last checked {when(domain.lastCheckedAt)}; next background check {when(domain.nextCheckAt)}.
+      </p>
+      <div class="actions">
+        <button
+          type="button"
+          class="primary"
+          disabled={action.busy}
+          onClick={() =>
+            void action.run(async () => {
+              const result = await call(api.POST("/domains/{id}/verify", { params: { path: { id: domain.id } } }));
+              setChecked(result);
+              return `Checked: ${result.status}.`;
+            })
+          }
+        >
+          Check now
+        </button>
+        <ConfirmButton
+          label="Remove domain"
+          question={`Remove ${domain.domain}? Mail from it can no longer be sent.`}
+          confirmLabel="Remove"
+          onConfirm={() =>
+            void action.run(async () => {
+              await call(api.DELETE("/domains/{id}", { params: { path: { id: domain.id } } }));
+              navigate("/domains");
+            })
+          }
+        />
+      </div>
+      <Messages error={action.error} notice={action.notice} />
+      <h2>DNS records</h2>
+      <div class="records">
+        {domain.records.map((r) => (
+          <article class="record">
+            <h3>
+              {r.purpose} <small>{r.type}</small> <Status value={r.status} /> {r.required ? "" : <small>(recommended)</small>}
+            </h3>
+            <div class="copyline">
+              <span>Name</span> <code>{r.name}</code> <CopyButton text={r.name} label={`${r.purpose} record name`} />
+            </div>
+            <div class="copyline">
+              <span>Value</span> <code>{r.value}</code> <CopyButton text={r.value} label={`${r.purpose} record value`} />
+            </div>
+            {r.priority !== undefined && (
+              <div class="copyline">
+                <span>Priority</span> <code>{r.priority}</code>
+              </div>
+            )}
+            {r.detail && <p class="detail">{r.detail}</p>}
+          </article>
+        ))}
+      </div>
+    </Page>
+  );
+}

@@ -1,0 +1,35 @@
+import { useEffect, useState } from "preact/hooks";
+import { type Preview, renderPreview } from "../preview";
+import { Field, MailFrame } from "../ui";
+
+/** Sample data and the rendered subject and HTML, updated as the subject, body or data change. */
+export function PreviewPane(props: { subject: string; body: string; sample: string; onSample: (text: string) => void }) {
+  const [preview, setPreview] = useState<Preview | null>(null);
+  useEffect(() => {
+    let live = true;
+    const timer = setTimeout(() => {
+      void renderPreview(props.subject, props.body, props.sample).then((p) => live && setPreview(p));
+    }, 150);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [props.subject, props.body, props.sample]);
+  return (
+    <aside class="preview" aria-label="Preview">
+      <h2>Preview</h2>
+      <Field label="Sample data (JSON)" hint="Fills {{variables}} in the preview only.">
+        {(id) => <textarea id={id} rows={4} class="mono" value={props.sample} onInput={(e) => props.onSample(e.currentTarget.value)} />}
+      </Field>
+      {preview?.error && (
+        <p class="error" role="alert">
+          {preview.error}
+        </p>
+      )}
+      <p class="preview-subject">
+        <span>Subject:</span> <strong class="subject-text">{preview?.subject ?? ""}</strong>
+      </p>
+      <MailFrame title="Rendered email preview" html={preview?.html ?? ""} />
+    </aside>
+  );
+}

@@ -1,0 +1,397 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM_MISSING, findChromium } from "./chromium";
+import { freePort, startWranglerDev, type DevServer } from "./dev-server";
+
+/**
+ * The dashboard (/app) in real headless Chromium against `wrangler dev` (the committed
+ * wrangler.toml, its [build] step, static assets, local D1 and queues, the capture
+ * provider). A project is created with `scripts/project.ts` as the e2e tests do; its
+ * sending domain is verified through the API against a DNS-over-HTTPS fake on localhost.
+ * Everything else happens through the page, as a user does it.
+ */
+const root = resolve(__dirname, "../..");
+const SHOTS = join(root, "docs", "screenshots");
+const DOMAIN = "dashboard.test";
+const require = createRequire(import.meta.url);
+
+let server: DevServer;
+let browser: Browser;
+let doh: Server;
+let state: string;
+let secretKey: string;
+const zone = new Map<string, { type: string; data: string }[]>();
+
+function startDoh(port: number) {
+  const types: Record<string, number> = { TXT: 16, MX: 15 };
+  return createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const name = (url.searchParams.get("name") ?? "").toLowerCase().replace(/\.$/, "");
+    const type = url.searchParams.get("type") ?? "A";
+    const records = zone.get(name);
+    const answer = (records ?? []).filter((r) => r.type === type).map((r) => ({ name: `${name}.`, type: types[type], TTL: 300, data: r.data }));
+    res.setHeader("content-type", "application/dns-json");
+    res.end(
+      JSON.stringify({ Status: records ? 0 : 3, Question: [{ name: `${name}.`, type: types[type] ?? 1 }], ...(answer.length ? { Answer: answer } : {}) }),
+    );
+  }).listen(port, "127.0.0.1");
+}
+
+const npx = (args: string[]) =>
+  execFileSync("npx", args, { cwd: root, encoding: "utf8", env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } });
+
+async function api(method: string, path: string, body?: unknown) {
+  const res = await fetch(server.url + path, {
+    method,
+    headers: { Authorization: `Bearer ${secretKey}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+beforeAll(async () => {
+  const executablePath = findChromium();
+  if (!executablePath) throw new Error(CHROMIUM_MISSING);
+  const dohPort = await freePort();
+  doh = startDoh(dohPort);
+  state = mkdtempSync(join(tmpdir(), "edge-mail-dashboard-"));
+  npx(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
+  secretKey = JSON.parse(npx(["tsx", "scripts/project.ts", "create", "dashboard", "--json", "--persist-to", state]).trim().split("\n").pop()!).secretKey;
+  [server, browser] = await Promise.all([
+    startWranglerDev(
+      {
+        ENVIRONMENT: "development",
+        EMAIL_PROVIDER: "capture",
+        PUBLIC_URL: "http://127.0.0.1",
+        LINK_SIGNING_SECRET: "dashboard-test-link-signing-secret-0123456789",
+        DKIM_ENCRYPTION_KEY: "dashboard-test-dkim-encryption-key-0123456789",
+        DOH_URL: `http://127.0.0.1:${dohPort}/dns-query`,
+      },
+      { persistTo: state },
+    ),
+    chromium.launch({ executablePath, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] }),
+  ]);
+
+  // A verified sending domain (campaigns need one) and three contacts, through the API.
+  const domain = await api("POST", "/domains", { domain: DOMAIN });
+  expect(domain.status, JSON.stringify(domain.body)).toBe(201);
+  for (const r of domain.body.records as { type: string; name: string; value: string; priority?: number }[]) {
+    const data = r.type === "MX" ? `${r.priority ?? 10} ${r.value}.` : (r.value.match(/.{1,255}/g) ?? [""]).map((c) => `"${c}"`).join(" ");
+    zone.set(r.name, [...(zone.get(r.name) ?? []), { type: r.type, data }]);
+  }
+  const verified = await api("POST", `/domains/${domain.body.id}/verify`);
+  expect(verified.body.status, JSON.stringify(verified.body)).toBe("VERIFIED");
+  for (const [email, firstName, plan] of [
+    ["ada@example.net", "Ada", "pro"],
+    ["grace@example.net", "Grace", "pro"],
+    ["linus@example.net", "Linus", "free"],
+  ]) {
+    const created = await api("POST", "/contacts", { email, data: { firstName, plan } });
+    expect(created.status, JSON.stringify(created.body)).toBeLessThan(300);
+  }
+  mkdirSync(SHOTS, { recursive: true });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  doh?.close();
+  if (state) rmSync(state, { recursive: true, force: true });
+});
+
+/** A page that records console errors (CSP violations among them) and failed requests. */
+async function open(options: { width?: number; height?: number; bypassCSP?: boolean } = {}) {
+  const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: options.height ?? 800 }, bypassCSP: options.bypassCSP });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("console", (msg) => {
+    // 4xx answers the page expects (a wrong key) are logged by Chromium as failed resources.
+    if (msg.type() === "error" && !/status of 40[14]/.test(msg.text())) problems.push(msg.text());
+  });
+  page.on("pageerror", (err) => problems.push(String(err)));
+  return { context, page, problems };
+}
+
+async function signIn(page: Page, key = secretKey) {
+  await page.goto(`${server.url}/app/`);
+  await page.getByLabel("Secret key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  if (key === secretKey) await page.getByRole("button", { name: "Sign out" }).waitFor();
+}
+
+const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+
+async function nav(page: Page, name: string) {
+  const menu = page.getByRole("button", { name: "Menu" });
+  const link = page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true });
+  // On a phone the links are behind the menu button (a user opens it only when they are hidden).
+  if (!(await link.isVisible()) && (await menu.isVisible())) await menu.click();
+  await link.click();
+  await expect.poll(() => page.locator("h1").first().textContent()).toContain(name);
+}
+
+describe("the dashboard in headless Chromium", () => {
+  it("serves /app and its deep links with a strict CSP", async () => {
+    for (const path of ["/app/", "/app/campaigns/does-not-exist"]) {
+      const res = await fetch(server.url + path);
+      expect(res.status, path).toBe(200);
+      expect(await res.text()).toContain('<div id="root">');
+      const csp = res.headers.get("content-security-policy") ?? "";
+      expect(csp, path).toContain("script-src 'self'");
+      expect(csp, path).toContain("default-src 'none'");
+      expect(csp, path).not.toContain("unsafe-eval");
+    }
+    expect((await fetch(`${server.url}/app/assets/missing.js`)).status).toBe(404);
+    // /docs is still there.
+    expect((await fetch(`${server.url}/docs`)).status).toBe(200);
+  });
+
+  it("refuses a wrong key with a message saying it is invalid, signs in with the secret key, and signs out", async () => {
+    const { context, page, problems } = await open();
+    await signIn(page, "sk_not_a_real_key_0000000000000000");
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/invalid/i);
+    expect(await page.getByRole("navigation").count()).toBe(0);
+    await shot(page, "sign-in");
+
+    await page.getByLabel("Secret key").fill(secretKey);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const navLinks = page.getByRole("navigation", { name: "Main" }).getByRole("link");
+    await expect
+      .poll(() => navLinks.allTextContents())
+      .toEqual(["Campaigns", "Templates", "Segments", "Contacts", "Workflows", "Emails", "Events", "Domains", "Webhooks"]);
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([secretKey]);
+    expect(await page.evaluate(() => Object.values(localStorage))).toEqual([]);
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("Secret key").waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("composes a campaign with a live preview, sends a test, sends it to three contacts and shows its stats and chart", async () => {
+    const { context, page, problems } = await open();
+    await signIn(page);
+    await nav(page, "Campaigns");
+    await page.getByRole("link", { name: "New campaign" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("November news");
+    await page.getByLabel("Subject").fill("News for {{firstName ?? you}}");
+    await page.getByLabel("From address").fill(`hello@${DOMAIN}`);
+    await page.getByLabel("Body (HTML)").fill("<h1>Hi {{firstName ?? there}}</h1><p>Plan: {{plan}}</p>");
+    const preview = page.frameLocator('iframe[title="Rendered email preview"]');
+    await expect.poll(() => preview.locator("h1").textContent()).toBe("Hi Ada");
+    await expect.poll(() => page.locator(".preview-subject .subject-text").textContent()).toBe("News for Ada");
+    await page.getByRole("button", { name: "Create draft" }).click();
+    await page.waitForURL(/\/app\/campaigns\/(?!new$)[^/]+$/);
+    const id = page.url().split("/").pop()!;
+
+    await page.getByLabel("Test recipient").fill("reviewer@example.org");
+    await page.getByRole("button", { name: "Send test" }).click();
+    await expect.poll(() => page.getByRole("status").textContent()).toContain("Test email sent to reviewer@example.org");
+
+    await page.getByRole("button", { name: "Send campaign" }).click();
+    const dialog = page.getByRole("dialog");
+    await expect.poll(() => dialog.textContent()).toContain('Send "November news"');
+    await dialog.getByRole("button", { name: "Send now" }).click();
+
+    // The report page: numbers from /stats and a uPlot chart from the campaign's emails.
+    await expect.poll(() => page.locator('[data-stat="sentCount"]').textContent(), { timeout: 45_000 }).toMatch(/^3\b/);
+    expect(await page.locator('[data-stat="totalRecipients"]').textContent()).toBe("3");
+    await expect.poll(() => page.locator(".status").first().textContent(), { timeout: 30_000 }).toBe("SENT");
+    await page.locator(".chart .u-legend").waitFor();
+    const legend = await page.locator(".chart .u-legend th").allTextContents();
+    expect(legend.map((l) => l.trim())).toEqual(expect.arrayContaining(["Sent", "Open rate", "Click rate"]));
+    await shot(page, "campaign-stats");
+
+    const stats = await api("GET", `/campaigns/${id}/stats`);
+    expect(stats.body.data, JSON.stringify(stats)).toMatchObject({ totalRecipients: 3, sentCount: 3 });
+    const emails = await api("GET", `/emails?campaignId=${id}`);
+    expect(emails.body.data.items.map((e: { to: string }) => e.to).sort()).toEqual(["ada@example.net", "grace@example.net", "linus@example.net"]);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 90_000);
+
+  it("schedules a campaign and cancels the schedule after confirming", async () => {
+    const created = await api("POST", "/campaigns", { name: "Later", subject: "Later", body: "<p>Later</p>", from: `hello@${DOMAIN}`, audienceType: "ALL" });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { context, page, problems } = await open();
+    await signIn(page);
+    await page.goto(`${server.url}/app/campaigns/${created.body.data.id}`);
+    await page.getByLabel("Send at (your time zone)").fill("2099-01-01T09:00");
+    await page.getByRole("button", { name: "Schedule" }).click();
+    await expect.poll(() => page.locator(".page-head .status").textContent()).toBe("SCHEDULED");
+    await page.getByRole("button", { name: "Cancel schedule" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Cancel the send" }).click();
+    await expect.poll(() => page.locator(".page-head .status").textContent()).toBe("DRAFT");
+    expect((await api("GET", `/campaigns/${created.body.data.id}`)).body.data).toMatchObject({ status: "DRAFT", scheduledAt: null });
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("builds a segment with the condition builder and shows its member count", async () => {
+    const { context, page, problems } = await open();
+    await signIn(page);
+    await nav(page, "Segments");
+    await page.getByRole("link", { name: "New segment" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("Pro plan");
+    await page.getByLabel("Data key").fill("plan");
+    await page.getByLabel("Operator").selectOption("equals");
+    await page.getByLabel("Value").fill("pro");
+    await page.getByRole("button", { name: "Create and count" }).click();
+    await expect.poll(() => page.getByTestId("member-count").textContent()).toBe("2");
+    await expect.poll(() => page.locator("ul.plain li").allTextContents()).toHaveLength(2);
+    await shot(page, "segment");
+
+    await page.getByLabel("Value").fill("free");
+    await page.getByRole("button", { name: "Save and count" }).click();
+    await expect.poll(() => page.getByRole("status").textContent()).toContain("Segment saved");
+    expect(await page.getByTestId("member-count").textContent()).toBe("1");
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("edits a template and the preview follows the body and the sample data", async () => {
+    const { context, page, problems } = await open();
+    await signIn(page);
+    await nav(page, "Templates");
+    await page.getByRole("link", { name: "New template" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("Welcome");
+    await page.getByLabel("Subject").fill("Welcome {{firstName}}");
+    await page.getByLabel("Body (HTML)").fill("<p id=greeting>Hello {{firstName}}</p>");
+    const frame = page.frameLocator('iframe[title="Rendered email preview"]');
+    await expect.poll(() => frame.locator("#greeting").textContent()).toBe("Hello Ada");
+    await page.getByRole("button", { name: "Create template" }).click();
+    await page.waitForURL(/\/app\/templates\/(?!new$)[^/]+$/);
+
+    await page.getByLabel("Body (HTML)").fill("<p id=greeting>Welcome aboard, {{firstName ?? friend}} <b>{{plan}}</b></p>");
+    await expect.poll(() => frame.locator("#greeting").textContent()).toBe("Welcome aboard, Ada pro");
+    await page.getByLabel("Sample data (JSON)").fill('{"firstName": "<Grace>", "plan": "team"}');
+    // Values are HTML-escaped as the server does: the name shows as text, not markup.
+    await expect.poll(() => frame.locator("#greeting").textContent()).toBe("Welcome aboard, <Grace> team");
+    await shot(page, "template-editor");
+    await page.getByRole("button", { name: "Save template" }).click();
+    await expect.poll(() => page.getByRole("status").textContent()).toContain("Template saved");
+    const id = page.url().split("/").pop()!;
+    expect((await api("GET", `/templates/${id}`)).body.body).toContain("Welcome aboard");
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("works on a 390x844 phone: the menu opens, pages fit the width", async () => {
+    const { context, page, problems } = await open({ width: 390, height: 844 });
+    await signIn(page);
+    for (const name of ["Campaigns", "Segments", "Templates", "Domains"]) {
+      await nav(page, name);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, name).toBeLessThanOrEqual(0);
+    }
+    await page.getByRole("navigation").getByRole("link", { name: "Campaigns", exact: true }).isHidden();
+    await nav(page, "Campaigns");
+    await page.getByRole("link", { name: "November news" }).click();
+    await page.locator('[data-stat="sentCount"]').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+    await shot(page, "phone");
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("has no serious or critical axe-core violation on any page", async () => {
+    // axe is injected as a script, which the page's own CSP rightly refuses: this context bypasses it.
+    const { context, page } = await open({ bypassCSP: true });
+    const axeSource = require.resolve("axe-core/axe.min.js");
+    const campaigns = (await api("GET", "/campaigns")).body.campaigns as { id: string; status: string }[];
+    const sent = campaigns.find((c) => c.status === "SENT")!;
+    const draft = campaigns.find((c) => c.status === "DRAFT")!;
+    const segment = (await api("GET", "/segments")).body.data.items[0];
+    const template = (await api("GET", "/templates")).body.data.items[0];
+    const contact = (await api("GET", "/contacts")).body.contacts[0];
+    const email = (await api("GET", "/emails")).body.data.items[0];
+    const domain = (await api("GET", "/domains")).body.data.items[0];
+    const sender = await api("POST", "/templates", {
+      name: "Workflow welcome",
+      subject: "Hi",
+      body: "<p>Hi</p>",
+      type: "TRANSACTIONAL",
+      from: `hello@${DOMAIN}`,
+    });
+    expect(sender.status, JSON.stringify(sender.body)).toBe(201);
+    const workflow = await api("POST", "/workflows", {
+      name: "Welcome",
+      trigger: { type: "CONTACT_CREATED" },
+      steps: [
+        { id: "wait", type: "DELAY", config: { amount: 1, unit: "hours" }, next: "welcome" },
+        { id: "welcome", type: "SEND_EMAIL", config: { templateId: sender.body.id } },
+      ],
+    });
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
+    const pages = [
+      "/campaigns",
+      "/campaigns/new",
+      `/campaigns/${sent.id}`,
+      `/campaigns/${draft.id}`,
+      "/templates",
+      `/templates/${template.id}`,
+      "/segments",
+      `/segments/${segment.id}`,
+      "/contacts",
+      `/contacts/${contact.id}`,
+      "/workflows",
+      `/workflows/${workflow.body.id}`,
+      "/emails",
+      `/emails/${email.id}`,
+      "/events",
+      "/domains",
+      `/domains/${domain.id}`,
+      "/webhooks",
+    ];
+    await page.goto(`${server.url}/app/`);
+    await axeCheck(page, axeSource, "sign-in");
+    await signIn(page);
+    await page.getByRole("navigation", { name: "Main" }).waitFor();
+    const found: string[] = [];
+    for (const path of pages) {
+      await page.goto(`${server.url}/app${path}`);
+      await page.locator("h1").first().waitFor();
+      await page.waitForFunction(() => !document.body.textContent?.includes("Loading…"));
+      found.push(...(await axeCheck(page, axeSource, path)));
+    }
+    expect(found).toEqual([]);
+    await context.close();
+  }, 120_000);
+
+  it("lists the project's webhook endpoints with the events they receive", async () => {
+    const created = await api("POST", "/webhooks", { url: "http://127.0.0.1:9/hook", events: ["email.bounced"] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { context, page, problems } = await open();
+    await signIn(page);
+    await nav(page, "Webhooks");
+    await expect.poll(() => page.locator("main").textContent()).toContain("http://127.0.0.1:9/hook");
+    expect(await page.locator("main").textContent()).toContain("email.bounced");
+    expect(await page.locator("main").textContent()).not.toContain(created.body.secret);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+});
+
+async function axeCheck(page: Page, axeSource: string, label: string): Promise<string[]> {
+  await page.addScriptTag({ path: axeSource });
+  const violations = await page.evaluate(async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: axe is a global the injected script defines
+    const result = await (window as any).axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.map((v: { id: string; impact: string; nodes: { target: string[] }[] }) => ({
+      id: v.id,
+      impact: v.impact,
+      targets: v.nodes.map((n) => n.target.join(" ")),
+    }));
+  });
+  type Violation = { id: string; impact: string; targets: string[] };
+  return (violations as Violation[])
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${label}: ${v.id} (${v.impact}) at ${v.targets.join(", ")}`);
+}
