@@ -107,7 +107,7 @@ export const SendRequestSchema = z
       .optional()
       .openapi({ description: `Custom headers: at most ${MAX_CUSTOM_HEADERS}, ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values in all` }),
     subscribed: z.boolean().optional().openapi({
-      description: "Subscribes the recipients to marketing mail. Contacts created by a send are unsubscribed unless true.",
+      description: "Subscription of the contacts this send creates (default false). An existing contact's subscription is never changed by a send.",
     }),
     data: DataObjectSchema.optional().openapi({
       description: "Template variables, merged into the contact's data; a value `{value, persistent: false}` is used for this email only",

@@ -8,6 +8,8 @@ import { newId } from "../lib/ids";
 export type OnExisting =
   /** `subscribed` applies when the row gives it; `data` merges (JSON merge patch: null removes a key). */
   | "merge"
+  /** `data` merges as with "merge"; the subscription is left as it is (a row's `subscribed` applies only to a new contact). */
+  | "mergeData"
   /** Left exactly as it is (returned unchanged). */
   | "keep"
   /** Unsubscribed, data untouched; only a contact that was subscribed is returned. */
@@ -88,7 +90,7 @@ export function upsertContacts(
   };
 }
 
-const MODES: Record<OnExisting, number> = { merge: 0, keep: 1, unsubscribe: 2 };
+const MODES: Record<OnExisting, number> = { merge: 0, keep: 1, unsubscribe: 2, mergeData: 3 };
 
 // ?4 is {newId: [email, subscribed or null, data patch]}; ?5 the OnExisting mode (MODES).
 const UPSERT_SQL = `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
@@ -96,7 +98,7 @@ const UPSERT_SQL = `INSERT INTO contacts (id, project_id, email, subscribed, dat
   FROM json_each(?4) WHERE true
   ON CONFLICT (project_id, email) DO UPDATE SET
     subscribed = CASE ?5 WHEN 0 THEN coalesce(json_extract(?4, '$."' || excluded.id || '"[1]'), contacts.subscribed) WHEN 2 THEN 0 ELSE contacts.subscribed END,
-    data = CASE ?5 WHEN 0 THEN json_patch(contacts.data, json_extract(?4, '$."' || excluded.id || '"[2]')) ELSE contacts.data END,
+    data = CASE WHEN ?5 IN (0, 3) THEN json_patch(contacts.data, json_extract(?4, '$."' || excluded.id || '"[2]')) ELSE contacts.data END,
     updated_at = CASE ?5 WHEN 1 THEN contacts.updated_at ELSE ?3 END
   WHERE ?5 != 2 OR contacts.subscribed = 1
   RETURNING`;

@@ -156,6 +156,28 @@ describe("POST /v1/send: accepting", () => {
     expect((await s.get("/emails")).body.data.total).toBe(0);
   });
 
+  it("a transactional send sets subscription only on contacts it creates: `subscribed` never changes an existing one", async () => {
+    const s = await sendingSetup();
+    const gone = await s.project.api.post("/contacts", { email: "gone@example.com", subscribed: false, data: { plan: "free" } });
+    const fan = await s.project.api.post("/contacts", { email: "fan@example.com", subscribed: true });
+    const on = await s.send({
+      to: ["gone@example.com", "new@example.com"],
+      subject: "Receipt",
+      body: "<p>r</p>",
+      from: s.from,
+      subscribed: true,
+      data: { plan: "pro" },
+    });
+    expect(on.status, JSON.stringify(on.body)).toBe(200);
+    const off = await s.send({ to: "fan@example.com", subject: "Receipt", body: "<p>r</p>", from: s.from, subscribed: false });
+    expect(off.status, JSON.stringify(off.body)).toBe(200);
+    // The one who unsubscribed stays unsubscribed (data still merges); the new contact is opted in.
+    expect((await s.get(`/contacts/${gone.body.id}`)).body).toMatchObject({ subscribed: false, data: { plan: "pro" } });
+    expect((await s.get(`/contacts/${fan.body.id}`)).body).toMatchObject({ subscribed: true });
+    const created = on.body.data.emails.find((e: any) => e.contact.email === "new@example.com");
+    expect((await s.get(`/contacts/${created?.contact.id}`)).body).toMatchObject({ subscribed: true });
+  });
+
   it("refuses a MARKETING template for an unsubscribed contact (400, nothing queued)", async () => {
     const s = await sendingSetup();
     const template = await s.project.api.post("/templates", { name: "News", subject: "News", body: "<p>n</p>", type: "MARKETING", from: s.from });

@@ -302,12 +302,12 @@ async function writeSend(
         }),
       ]
     : [];
-  // `subscribed: true` opts in new contacts; an existing one's subscription changes only when given.
+  // `subscribed` applies to the contacts this send creates; an existing one's subscription never changes.
   const upsert = upsertContacts(
     d1,
     projectId,
     sendable.map((address) => ({ email: address, subscribed: body.subscribed, data: persistent })),
-    { onExisting: "merge", subscribedByDefault: false, now },
+    { onExisting: "mergeData", subscribedByDefault: false, now },
   );
   let queued: Awaited<ReturnType<typeof queueEmails>>;
   try {
