@@ -6,7 +6,8 @@ import { insertEvent } from "../store/events";
 import { outboxProbe, quotaGuard, runGuarded } from "../store/guards";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
-import type { EventListQuerySchema, EventView, TrackEventRequest } from "../schemas/events";
+import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
+import { ApiError } from "../lib/errors";
 import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
 import { splitPersistentData } from "./contacts";
@@ -40,6 +41,14 @@ export interface TrackEventResult {
  * (a quota, the contact data cap) leaves neither behind.
  */
 export async function trackEvent(db: Database, env: Env, projectId: string, input: TrackEventInput, options: TrackOptions = {}): Promise<TrackEventResult> {
+  if (options.publicKey && input.data !== undefined) {
+    const size = JSON.stringify(input.data).length;
+    if (size > MAX_PUBLIC_EVENT_DATA_CHARS) {
+      throw ApiError.validation([
+        { field: "data", message: `With a public key, data may be at most ${MAX_PUBLIC_EVENT_DATA_CHARS} characters as JSON (got ${size})`, code: "too_big" },
+      ]);
+    }
+  }
   const email = input.email.toLowerCase();
   // `{value, persistent: false}` (as on /v1/send): stored on the event, never on the contact.
   const { persistent, all } = splitPersistentData(input.data);
@@ -53,7 +62,7 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     subscribedByDefault: true,
     now: createdAt,
   });
-  const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, createdAt });
+  const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, source: options.publicKey ? "public" : "secret", createdAt });
   const [, ...rest] = await runGuarded(env, () => runStatements(db, [guard!, ...upsert.statements, event, outboxProbe(d1, projectId)]), createdAt);
   const contact = upsert.contacts(rest.slice(0, upsert.statements.length)).get(email)!;
   return { contactId: contact.id, eventId, createdAt, isNewContact: contact.created, workflowTriggersPending: rest.at(-1)!.length > 0 };
@@ -80,6 +89,7 @@ export async function listEvents(db: Database, projectId: string, query: ListEve
         email: contacts.email,
         data: events.data,
         emailId: events.emailId,
+        source: events.source,
         createdAt: events.createdAt,
       })
       .from(events)
@@ -97,6 +107,7 @@ export async function listEvents(db: Database, projectId: string, query: ListEve
     email: row.email ?? null,
     data: row.data ?? {},
     emailId: row.emailId ?? null,
+    source: row.source,
     createdAt: row.createdAt.toISOString(),
   }));
   return { items, nextCursor: page.nextCursor, hasMore: page.hasMore, total };
