@@ -27,7 +27,8 @@ export const EventSchema = z
     data: z.record(z.string(), z.unknown()),
     emailId: z.string().nullable().openapi({ description: "The email this event belongs to, for events recorded by sends" }),
     source: z.enum(EVENT_SOURCES).openapi({
-      description: "Who recorded it: `secret` (a secret key), `public` (a public key, pk_: anyone with the page), `system` (the service: sends, opens, unsubscribes)",
+      description:
+        "Who recorded it: `secret` (a secret key), `public` (a public key, pk_: anyone with the page), `system` (the service: sends, opens, unsubscribes)",
     }),
     createdAt: z.string().datetime(),
   })
