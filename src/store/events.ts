@@ -36,6 +36,7 @@ export function insertEmailEvent(db: Database, env: ConfigInput | undefined, ema
         name: sql`${name}`.as("name"),
         data: sql`${JSON.stringify(data)}`.as("data"),
         emailId: emails.id,
+        source: sql`'system'`.as("source"),
         createdAt: sql`${now.getTime()}`.as("created_at"),
       })
       .from(emails)
@@ -60,6 +61,7 @@ export function insertContactEvent(
         name: sql`${event.name}`.as("name"),
         data: sql`${JSON.stringify(event.data)}`.as("data"),
         emailId: sql`${event.emailId ?? null}`.as("email_id"),
+        source: sql`'system'`.as("source"),
         createdAt: sql`${event.now.getTime()}`.as("created_at"),
       })
       .from(contacts)
