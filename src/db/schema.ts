@@ -551,6 +551,9 @@ export const projectDailyUsage = sqliteTable(
     day: integer("day").notNull(),
     events: integer("events").notNull().default(0),
     emails: integer("emails").notNull().default(0),
+    /** Contacts created and events recorded through a public key (pk_) that day, counted by /v1/track's batch. */
+    publicContacts: integer("public_contacts").notNull().default(0),
+    publicEvents: integer("public_events").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.day] }), index("project_daily_usage_day_idx").on(t.day)],
 );

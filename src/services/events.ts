@@ -3,7 +3,7 @@ import { runStatements, type Database } from "../db/client";
 import { contacts, events } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
 import { insertEvent } from "../store/events";
-import { outboxProbe, quotaGuard, runGuarded } from "../store/guards";
+import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded } from "../store/guards";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
 import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
@@ -55,7 +55,8 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const eventId = newId();
   const createdAt = new Date();
   const d1 = db.$client;
-  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1 }, createdAt);
+  const publicUse = options.publicKey ? { contacts: [email], events: 1 } : undefined;
+  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse }, createdAt);
   // A public key leaves an existing contact as it is, and gives a new one no data.
   const upsert = upsertContacts(d1, projectId, [{ email, subscribed: input.subscribed, data: options.publicKey ? {} : persistent }], {
     onExisting: options.publicKey ? "keep" : "merge",
@@ -63,7 +64,10 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     now: createdAt,
   });
   const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, source: options.publicKey ? "public" : "secret", createdAt });
-  const [, ...rest] = await runGuarded(env, () => runStatements(db, [guard!, ...upsert.statements, event, outboxProbe(d1, projectId)]), createdAt);
+  // A public key's use counts toward its own daily quotas, after the writes it counts.
+  const counted = options.publicKey ? [countPublicKeyUse(d1, projectId, { newContactIds: upsert.ids, events: 1 }, createdAt)] : [];
+  const results = await runGuarded(env, () => runStatements(db, [guard!, ...upsert.statements, event, ...counted, outboxProbe(d1, projectId)]), createdAt);
+  const rest = results.slice(1);
   const contact = upsert.contacts(rest.slice(0, upsert.statements.length)).get(email)!;
   return { contactId: contact.id, eventId, createdAt, isNewContact: contact.created, workflowTriggersPending: rest.at(-1)!.length > 0 };
 }
