@@ -66,6 +66,8 @@ export interface Env {
   /** Per-project quotas (defaults in src/services/quotas.ts, docs/configuration.md "Limits and quotas"). */
   QUOTA_CONTACTS?: string;
   QUOTA_EVENTS_PER_DAY?: string;
+  QUOTA_PUBLIC_CONTACTS_PER_DAY?: string;
+  QUOTA_PUBLIC_EVENTS_PER_DAY?: string;
   QUOTA_EMAILS_PER_DAY?: string;
   QUOTA_DOMAINS?: string;
   QUOTA_STORED_BYTES?: string;

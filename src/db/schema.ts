@@ -63,6 +63,10 @@ export const contacts = sqliteTable(
   ],
 );
 
+/** Who recorded an event (events.source). */
+export const EVENT_SOURCES = ["secret", "public", "system"] as const;
+export type EventSource = (typeof EVENT_SOURCES)[number];
+
 export const events = sqliteTable(
   "events",
   {
@@ -74,6 +78,8 @@ export const events = sqliteTable(
     name: text("name").notNull(),
     data: json<JsonObject>("data").notNull().default({}),
     emailId: text("email_id"),
+    /** Who recorded it: a secret key, a public key (pk_, anyone with the web page), or the service itself (sends, unsubscribes). */
+    source: text("source", { enum: EVENT_SOURCES }).notNull().default("system"),
     createdAt: createdAt(),
   },
   (t) => [
@@ -326,6 +332,8 @@ export const workflows = sqliteTable(
     description: text("description"),
     enabled: integer("enabled", { mode: "boolean" }).notNull().default(false),
     allowReentry: integer("allow_reentry", { mode: "boolean" }).notNull().default(false),
+    /** Whether events a public key (pk_) recorded start or resume it (off: only secret-key and service events). */
+    allowPublicEvents: integer("allow_public_events", { mode: "boolean" }).notNull().default(false),
     version: integer("version").notNull().default(1),
     triggerType: text("trigger_type", { enum: WORKFLOW_TRIGGER_TYPES }).notNull(),
     /** The event name of an EVENT trigger (null for the contact triggers). */
@@ -543,6 +551,9 @@ export const projectDailyUsage = sqliteTable(
     day: integer("day").notNull(),
     events: integer("events").notNull().default(0),
     emails: integer("emails").notNull().default(0),
+    /** Contacts created and events recorded through a public key (pk_) that day, counted by /v1/track's batch. */
+    publicContacts: integer("public_contacts").notNull().default(0),
+    publicEvents: integer("public_events").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.day] }), index("project_daily_usage_day_idx").on(t.day)],
 );

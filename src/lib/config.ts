@@ -64,6 +64,10 @@ const ConfigSchema = z.object({
   QUOTA_CONTACTS: positive(1_000_000, { integer: true }),
   /** Events recorded per project per UTC day (POST /v1/track and the service's own email.* events). */
   QUOTA_EVENTS_PER_DAY: positive(1_000_000, { integer: true }),
+  /** Contacts a public key (pk_) creates per project per UTC day (they also count in QUOTA_CONTACTS). */
+  QUOTA_PUBLIC_CONTACTS_PER_DAY: positive(10_000, { integer: true }),
+  /** Events a public key (pk_) records per project per UTC day (they also count in QUOTA_EVENTS_PER_DAY). */
+  QUOTA_PUBLIC_EVENTS_PER_DAY: positive(10_000, { integer: true }),
   /** Emails accepted per project per UTC day (every recipient of /v1/send counts one). */
   QUOTA_EMAILS_PER_DAY: positive(100_000, { integer: true }),
   /** Sending domains per project. */

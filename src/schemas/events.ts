@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { EVENT_SOURCES } from "../db/schema";
 import { listEnvelope, successEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { DataObjectSchema, EmailAddressSchema, idQuery } from "../lib/validators";
@@ -6,6 +7,8 @@ import { DataObjectSchema, EmailAddressSchema, idQuery } from "../lib/validators
 /** Custom events: POST /v1/track records one, GET /events and /events/names read them. */
 
 export const MAX_EVENT_NAME = 100;
+/** A public key's (pk_) event `data`, as JSON characters; past it 422 naming `data`. */
+export const MAX_PUBLIC_EVENT_DATA_CHARS = 2048;
 
 /** An event name: trimmed, 1-100 characters, no control characters. Shared with GET /events' `name` filter. */
 export const EventNameSchema = z
@@ -23,6 +26,10 @@ export const EventSchema = z
     email: z.string().nullable().openapi({ description: "The contact's email" }),
     data: z.record(z.string(), z.unknown()),
     emailId: z.string().nullable().openapi({ description: "The email this event belongs to, for events recorded by sends" }),
+    source: z.enum(EVENT_SOURCES).openapi({
+      description:
+        "Who recorded it: `secret` (a secret key), `public` (a public key, pk_: anyone with the page), `system` (the service: sends, opens, unsubscribes)",
+    }),
     createdAt: z.string().datetime(),
   })
   .openapi("Event");

@@ -127,6 +127,10 @@ export const CreateWorkflowSchema = z
     allowReentry: z.boolean().optional().openapi({
       description: "false (default): a contact walks the workflow once, ever. true: again, but never two executions at a time.",
     }),
+    allowPublicEvents: z.boolean().optional().openapi({
+      description:
+        "false (default): events recorded with a public key (pk_, /v1/track from a browser) neither start this workflow nor resume its WAIT_FOR_EVENT steps; only secret-key and service events do. true: they do too.",
+    }),
     steps: StepsSchema.default([]),
   })
   .strict()
@@ -140,6 +144,7 @@ export const UpdateWorkflowSchema = z
     trigger: TriggerSchema.optional(),
     eventName: EventNameSchema.optional(),
     allowReentry: z.boolean().optional(),
+    allowPublicEvents: z.boolean().optional(),
     steps: StepsSchema.optional(),
   })
   .strict()
@@ -165,6 +170,7 @@ export const WorkflowSchema = z
     enabled: z.boolean(),
     trigger: TriggerSchema,
     allowReentry: z.boolean(),
+    allowPublicEvents: z.boolean(),
     steps: z.array(StepSchema),
     version: z.number().int(),
     stats: StatsSchema.openapi({ description: "Executions by status" }),

@@ -3,10 +3,11 @@ import { runStatements, type Database } from "../db/client";
 import { contacts, events } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
 import { insertEvent } from "../store/events";
-import { outboxProbe, quotaGuard, runGuarded } from "../store/guards";
+import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded } from "../store/guards";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
-import type { EventListQuerySchema, EventView, TrackEventRequest } from "../schemas/events";
+import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
+import { ApiError } from "../lib/errors";
 import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
 import { splitPersistentData } from "./contacts";
@@ -43,20 +44,29 @@ export interface TrackEventResult {
  * (a quota, the contact data cap) leaves neither behind.
  */
 export async function trackEvent(db: Database, env: Env, projectId: string, input: TrackEventInput, options: TrackOptions = {}): Promise<TrackEventResult> {
+  if (options.publicKey && input.data !== undefined) {
+    const size = JSON.stringify(input.data).length;
+    if (size > MAX_PUBLIC_EVENT_DATA_CHARS) {
+      throw ApiError.validation([
+        { field: "data", message: `With a public key, data may be at most ${MAX_PUBLIC_EVENT_DATA_CHARS} characters as JSON (got ${size})`, code: "too_big" },
+      ]);
+    }
+  }
   const email = input.email.toLowerCase();
   // `{value, persistent: false}` (as on /v1/send): stored on the event, never on the contact.
   const { persistent, all } = splitPersistentData(input.data);
   const eventId = newId();
   const createdAt = new Date();
   const d1 = db.$client;
-  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1 }, createdAt);
+  const publicUse = options.publicKey ? { contacts: [email], events: 1 } : undefined;
+  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse }, createdAt);
   // A public key leaves an existing contact as it is, and gives a new one no data.
   const upsert = upsertContacts(d1, projectId, [{ email, subscribed: input.subscribed, data: options.publicKey ? {} : persistent }], {
     onExisting: options.publicKey ? "keep" : "merge",
     subscribedByDefault: true,
     now: createdAt,
   });
-  const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, createdAt });
+  const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, source: options.publicKey ? "public" : "secret", createdAt });
   // Webhook events: contact.created always; .updated / .(un)subscribed only when a secret key brings data or a subscription.
   const changes = !options.publicKey && (Object.keys(persistent).length > 0 || input.subscribed !== undefined);
   const hooks = contactWriteEvents(d1, {
@@ -67,10 +77,12 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     updates: changes,
     subscribed: options.publicKey ? undefined : input.subscribed,
   });
+  // A public key's use counts toward its own daily quotas, after the writes it counts.
+  const counted = options.publicKey ? [countPublicKeyUse(d1, projectId, { newContactIds: upsert.ids, events: 1 }, createdAt)] : [];
   const n = hooks.before.length;
   const [, ...rest] = await runGuarded(
     env,
-    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, event, outboxProbe(d1, projectId)]),
+    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, event, ...counted, outboxProbe(d1, projectId)]),
     createdAt,
   );
   const contact = upsert.contacts(rest.slice(n, n + upsert.statements.length)).get(email)!;
@@ -105,6 +117,7 @@ export async function listEvents(db: Database, projectId: string, query: ListEve
         email: contacts.email,
         data: events.data,
         emailId: events.emailId,
+        source: events.source,
         createdAt: events.createdAt,
       })
       .from(events)
@@ -122,6 +135,7 @@ export async function listEvents(db: Database, projectId: string, query: ListEve
     email: row.email ?? null,
     data: row.data ?? {},
     emailId: row.emailId ?? null,
+    source: row.source,
     createdAt: row.createdAt.toISOString(),
   }));
   return { items, nextCursor: page.nextCursor, hasMore: page.hasMore, total };

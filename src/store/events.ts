@@ -1,6 +1,6 @@
 import { and, asc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { contacts, emails, events, type JsonObject } from "../db/schema";
+import { contacts, emails, type EventSource, events, type JsonObject } from "../db/schema";
 import type { ConfigInput } from "../lib/config";
 import { newId } from "../lib/ids";
 import { underDailyEventQuota } from "./guards";
@@ -12,12 +12,14 @@ import { underDailyEventQuota } from "./guards";
 export function insertEvent(
   d1: D1Database,
   projectId: string,
-  event: { id?: string; email: string; name: string; data: JsonObject; createdAt: Date },
+  event: { id?: string; email: string; name: string; data: JsonObject; source: EventSource; createdAt: Date },
 ): D1PreparedStatement {
-  return d1.prepare(INSERT_EVENT_SQL).bind(event.id ?? newId(), projectId, event.email, event.name, JSON.stringify(event.data), event.createdAt.getTime());
+  return d1
+    .prepare(INSERT_EVENT_SQL)
+    .bind(event.id ?? newId(), projectId, event.email, event.name, JSON.stringify(event.data), event.createdAt.getTime(), event.source);
 }
-const INSERT_EVENT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
-  VALUES (?1, ?2, (SELECT id FROM contacts WHERE project_id = ?2 AND email = ?3), ?4, ?5, ?6)`;
+const INSERT_EVENT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at, source)
+  VALUES (?1, ?2, (SELECT id FROM contacts WHERE project_id = ?2 AND email = ?3), ?4, ?5, ?6, ?7)`;
 
 /**
  * An event for the contact of an email, as one INSERT ... SELECT from the
@@ -34,6 +36,7 @@ export function insertEmailEvent(db: Database, env: ConfigInput | undefined, ema
         name: sql`${name}`.as("name"),
         data: sql`${JSON.stringify(data)}`.as("data"),
         emailId: emails.id,
+        source: sql`'system'`.as("source"),
         createdAt: sql`${now.getTime()}`.as("created_at"),
       })
       .from(emails)
@@ -58,6 +61,7 @@ export function insertContactEvent(
         name: sql`${event.name}`.as("name"),
         data: sql`${JSON.stringify(event.data)}`.as("data"),
         emailId: sql`${event.emailId ?? null}`.as("email_id"),
+        source: sql`'system'`.as("source"),
         createdAt: sql`${event.now.getTime()}`.as("created_at"),
       })
       .from(contacts)

@@ -18,6 +18,8 @@ export const GUARD_NAMES = [
   "QUOTA_EXCEEDED:QUOTA_EVENTS_PER_DAY",
   "QUOTA_EXCEEDED:QUOTA_EMAILS_PER_DAY",
   "QUOTA_EXCEEDED:QUOTA_STORED_BYTES",
+  "QUOTA_EXCEEDED:QUOTA_PUBLIC_CONTACTS_PER_DAY", // 0018
+  "QUOTA_EXCEEDED:QUOTA_PUBLIC_EVENTS_PER_DAY",
   "QUOTA_EXCEEDED:UNKNOWN",
   "SEND_HAS_SUPPRESSED_RECIPIENTS", // 0014: suppressionGuard
 ] as const;
@@ -27,7 +29,14 @@ export type GuardName = (typeof GUARD_NAMES)[number];
 /** Largest stored contact data (JSON bytes), enforced by a trigger on every write (migration 0002). */
 export const MAX_CONTACT_DATA_BYTES = 65536;
 
-export type QuotaName = "QUOTA_CONTACTS" | "QUOTA_EVENTS_PER_DAY" | "QUOTA_EMAILS_PER_DAY" | "QUOTA_DOMAINS" | "QUOTA_STORED_BYTES";
+export type QuotaName =
+  | "QUOTA_CONTACTS"
+  | "QUOTA_EVENTS_PER_DAY"
+  | "QUOTA_EMAILS_PER_DAY"
+  | "QUOTA_DOMAINS"
+  | "QUOTA_STORED_BYTES"
+  | "QUOTA_PUBLIC_CONTACTS_PER_DAY"
+  | "QUOTA_PUBLIC_EVENTS_PER_DAY";
 
 const WHAT: Record<QuotaName, string> = {
   QUOTA_CONTACTS: "contacts",
@@ -35,7 +44,11 @@ const WHAT: Record<QuotaName, string> = {
   QUOTA_EMAILS_PER_DAY: "emails per day",
   QUOTA_DOMAINS: "sending domains",
   QUOTA_STORED_BYTES: "bytes of stored mail and data",
+  QUOTA_PUBLIC_CONTACTS_PER_DAY: "new contacts per day through a public key",
+  QUOTA_PUBLIC_EVENTS_PER_DAY: "events per day through a public key",
 };
+
+const DAILY: ReadonlySet<QuotaName> = new Set(["QUOTA_EMAILS_PER_DAY", "QUOTA_EVENTS_PER_DAY", "QUOTA_PUBLIC_CONTACTS_PER_DAY", "QUOTA_PUBLIC_EVENTS_PER_DAY"]);
 
 /** Seconds until the next UTC midnight, when the daily quotas start again. */
 export function secondsUntilUtcMidnight(now = new Date()): number {
@@ -52,7 +65,7 @@ export const utcDayNumber = (now: Date) => Math.floor(now.getTime() / 86_400_000
  * midnight for a daily one (emails, events).
  */
 export function quotaExceeded(name: QuotaName, limit: number, now = new Date()): ApiError {
-  const daily = name === "QUOTA_EMAILS_PER_DAY" || name === "QUOTA_EVENTS_PER_DAY";
+  const daily = DAILY.has(name);
   const message = `This project has reached its quota of ${limit} ${WHAT[name]}`;
   if (daily) {
     const retryAfter = secondsUntilUtcMidnight(now);
@@ -89,6 +102,8 @@ export interface QuotaUse {
   eventsToday?: number;
   emailsToday?: number;
   storedBytes?: number;
+  /** A public key's write: its addresses (new ones count) and events, against its own daily quotas. */
+  publicKey?: { contacts: string[]; events: number };
 }
 
 /**
@@ -118,11 +133,23 @@ export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, 
     quotas.push("QUOTA_STORED_BYTES");
     params.push(projectId, use.storedBytes, config.QUOTA_STORED_BYTES);
   }
+  if (use.publicKey) {
+    const fresh = [...new Set(use.publicKey.contacts)];
+    const day = utcDayNumber(now);
+    if (fresh.length > 0) {
+      quotas.push("QUOTA_PUBLIC_CONTACTS_PER_DAY");
+      params.push(fresh.length, projectId, day, fresh.length, config.QUOTA_PUBLIC_CONTACTS_PER_DAY, projectId, JSON.stringify(fresh));
+    }
+    if (use.publicKey.events > 0) {
+      quotas.push("QUOTA_PUBLIC_EVENTS_PER_DAY");
+      params.push(projectId, day, use.publicKey.events, config.QUOTA_PUBLIC_EVENTS_PER_DAY);
+    }
+  }
   if (quotas.length === 0) return null;
   return d1.prepare(quotaGuardSql(quotas)).bind(...params);
 }
 
-type GuardedQuota = "QUOTA_CONTACTS" | "QUOTA_EVENTS_PER_DAY" | "QUOTA_EMAILS_PER_DAY" | "QUOTA_STORED_BYTES";
+type GuardedQuota = Exclude<QuotaName, "QUOTA_DOMAINS">;
 
 /** One (quota, used, limit) SELECT per quota, its parameters in quotaGuard's order. */
 const QUOTA_ROWS: Record<GuardedQuota, string> = {
@@ -132,7 +159,23 @@ const QUOTA_ROWS: Record<GuardedQuota, string> = {
   QUOTA_EVENTS_PER_DAY: "SELECT 'QUOTA_EVENTS_PER_DAY', coalesce((SELECT events FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
   QUOTA_EMAILS_PER_DAY: "SELECT 'QUOTA_EMAILS_PER_DAY', coalesce((SELECT emails FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
   QUOTA_STORED_BYTES: "SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ?, ?",
+  QUOTA_PUBLIC_CONTACTS_PER_DAY: `SELECT 'QUOTA_PUBLIC_CONTACTS_PER_DAY', CASE WHEN existing.n < ? THEN coalesce((SELECT public_contacts FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ? - existing.n ELSE 0 END, ?
+       FROM (SELECT count(*) AS n FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))) AS existing`,
+  QUOTA_PUBLIC_EVENTS_PER_DAY:
+    "SELECT 'QUOTA_PUBLIC_EVENTS_PER_DAY', coalesce((SELECT public_events FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
 };
+
+/**
+ * A public key's write batch, after its contact upsert and events: counts
+ * the contact it created (the row with the upsert's new id exists) and its
+ * events into the day's public counters that quotaGuard checks.
+ */
+export function countPublicKeyUse(d1: D1Database, projectId: string, use: { newContactIds: string[]; events: number }, now = new Date()): D1PreparedStatement {
+  return d1.prepare(COUNT_PUBLIC_USE_SQL).bind(projectId, utcDayNumber(now), JSON.stringify(use.newContactIds), use.events);
+}
+const COUNT_PUBLIC_USE_SQL = `INSERT INTO project_daily_usage (project_id, day, public_contacts, public_events)
+  VALUES (?1, ?2, (SELECT count(*) FROM contacts WHERE id IN (SELECT value FROM json_each(?3))), ?4)
+  ON CONFLICT (project_id, day) DO UPDATE SET public_contacts = public_contacts + excluded.public_contacts, public_events = public_events + excluded.public_events`;
 
 const quotaGuardSql = (quotas: readonly GuardedQuota[]) =>
   `INSERT INTO quota_checks (quota, used, quota_limit) ${quotas.map((q) => QUOTA_ROWS[q]).join(" UNION ALL ")}`;
@@ -218,5 +261,7 @@ export const FIXED_SQL = {
   SUPPRESSIONS_OF_SQL,
   SUPPRESSION_GUARD_SQL,
   OUTBOX_PROBE_SQL,
+  COUNT_PUBLIC_USE_SQL,
   QUOTA_GUARD_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_EMAILS_PER_DAY", "QUOTA_STORED_BYTES"]),
+  QUOTA_GUARD_PUBLIC_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_PUBLIC_CONTACTS_PER_DAY", "QUOTA_PUBLIC_EVENTS_PER_DAY"]),
 };

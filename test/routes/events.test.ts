@@ -30,6 +30,7 @@ describe("GET /events", () => {
             email: "bob@example.com",
             data: { amount: 10 },
             emailId: null,
+            source: "public",
             createdAt: second.timestamp,
           },
           {
@@ -39,6 +40,7 @@ describe("GET /events", () => {
             email: "ada@example.com",
             data: { source: "ad" },
             emailId: null,
+            source: "public",
             createdAt: first.timestamp,
           },
         ],

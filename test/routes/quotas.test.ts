@@ -127,3 +127,25 @@ describe("per-project quotas", () => {
     expect((await q.api.get("/events")).body.data.total).toBe(1);
   });
 });
+
+describe("public-key quotas", () => {
+  it("a pk_ has its own daily quotas of new contacts and events (429 past them); secret-key /v1/track and /v1/send still work", async () => {
+    const limits = { QUOTA_PUBLIC_CONTACTS_PER_DAY: "2", QUOTA_PUBLIC_EVENTS_PER_DAY: "3" } as Partial<Env>;
+    const s = await sendingSetup(limits);
+    const pk = (email: string) => request(s.project.publicKey, "POST", "/v1/track", { email, event: "visit" }, limits);
+    expect((await pk("a@example.com")).status).toBe(200);
+    expect((await pk("b@example.com")).status).toBe(200);
+    const contacts = expectError(await pk("c@example.com"), 429, "QUOTA_EXCEEDED");
+    expect(contacts.message).toContain("2 new contacts per day through a public key");
+    // An existing contact costs no new-contact quota; the events quota still counts.
+    expect((await pk("a@example.com")).status).toBe(200);
+    const events = expectError(await pk("b@example.com"), 429, "QUOTA_EXCEEDED");
+    expect(events.message).toContain("3 events per day through a public key");
+    expect((await s.project.api.get("/events")).body.data.total).toBe(3);
+    // The secret key is not blocked: new contacts, events and mail.
+    const tracked = await request(s.project.secretKey, "POST", "/v1/track", { email: "c@example.com", event: "paid" }, limits);
+    expect(tracked.status, JSON.stringify(tracked.body)).toBe(200);
+    const sent = await s.send({ to: "d@example.com", subject: "Reset", body: "<p>r</p>", from: s.from });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+  });
+});

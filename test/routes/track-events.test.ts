@@ -32,8 +32,28 @@ describe("POST /v1/track", () => {
         email: "ada@example.com",
         data: { plan: "pro" },
         emailId: null,
+        source: "public",
         createdAt: res.body.data.timestamp,
       },
+    ]);
+  });
+
+  it("caps a public key's event data at 2 KB as JSON (422 naming data, nothing stored); events say which kind of key sent them", async () => {
+    const p = await newProject();
+    const big = { note: "x".repeat(2100) };
+    const refused = expectError(await p.publicApi.post("/v1/track", { email: "ada@example.com", event: "viewed", data: big }), 422, "VALIDATION_ERROR");
+    expect(refused.errors!.map((e) => e.field)).toEqual(["data"]);
+    expect((await p.api.get("/events")).body.data.total).toBe(0);
+    expect(await contactByEmail(p, "ada@example.com")).toBeUndefined();
+    // Just under the cap passes; a secret key keeps the larger contact-data limit.
+    const fits = await p.publicApi.post("/v1/track", { email: "ada@example.com", event: "viewed", data: { note: "x".repeat(2000) } });
+    expect(fits.status, JSON.stringify(fits.body)).toBe(200);
+    const server = await p.api.post("/v1/track", { email: "ada@example.com", event: "paid", data: big });
+    expect(server.status, JSON.stringify(server.body)).toBe(200);
+    const items = (await p.api.get("/events")).body.data.items;
+    expect(items.map((e: any) => [e.name, e.source])).toEqual([
+      ["paid", "secret"],
+      ["viewed", "public"],
     ]);
   });
 

@@ -110,3 +110,44 @@ describe("steps on the contact", () => {
     if (other) expect((await a.project.api.get(`/workflows/${workflow.id}/executions/${other.id}`)).status).toBe(404);
   });
 });
+
+describe("public-key events", () => {
+  it("start or resume a workflow only when the workflow allows public events (allowPublicEvents, default false)", async () => {
+    const a = await automationProject();
+    const pk = (email: string, event: string) => a.project.publicApi.post("/v1/track", { email, event });
+    const starts = await a.createWorkflow({ name: "dunning", trigger: { type: "EVENT", eventName: "payment-failed" }, steps: [] });
+    const waits = await a.createWorkflow({
+      name: "waits",
+      trigger: { type: "EVENT", eventName: "begin" },
+      steps: [{ id: "hold", type: "WAIT_FOR_EVENT", config: { eventName: "paid", timeout: { amount: 1, unit: "days" } } }],
+    });
+    expect((await a.project.api.get(`/workflows/${starts.id}`)).body).toMatchObject({ allowPublicEvents: false });
+    const { contact } = await a.track("victim@example.org", "begin");
+    await a.executionWhere(waits.id, (e) => e.contactId === contact && e.status === "WAITING");
+
+    // A visitor's pk_ events: neither starts "dunning" nor resumes the wait.
+    expect((await pk("victim@example.org", "payment-failed")).status).toBe(200);
+    expect((await pk("victim@example.org", "paid")).status).toBe(200);
+    // A secret-key event after them is handled after them: once it ran, the pk_ ones were seen and skipped.
+    const { contact: other } = await a.track("real@example.org", "payment-failed");
+    await a.executionWhere(starts.id, (e) => e.contactId === other && e.status === "COMPLETED");
+    await eventually(async () => {
+      const outbox = await getDb(env.DB).select().from(workflowTriggerOutbox).where(eq(workflowTriggerOutbox.projectId, a.project.id));
+      expect(outbox).toHaveLength(0);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await a.executions(starts.id)).map((e) => e.contactId)).toEqual([other]);
+    expect((await a.executions(waits.id))[0]).toMatchObject({ contactId: contact, status: "WAITING" });
+
+    // Opted in: the same pk_ events start and resume.
+    for (const id of [starts.id, waits.id]) {
+      const res = await a.project.api.patch(`/workflows/${id}`, { allowPublicEvents: true });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.allowPublicEvents).toBe(true);
+    }
+    expect((await pk("victim@example.org", "payment-failed")).status).toBe(200);
+    await a.executionWhere(starts.id, (e) => e.contactId === contact && e.status === "COMPLETED");
+    expect((await pk("victim@example.org", "paid")).status).toBe(200);
+    await a.executionWhere(waits.id, (e) => e.contactId === contact && e.status === "COMPLETED");
+  });
+});

@@ -27,6 +27,7 @@ export function toWorkflowView(workflow: Workflow, stats: WorkflowStats = emptyS
     enabled: workflow.enabled,
     trigger: triggerOf(workflow),
     allowReentry: workflow.allowReentry,
+    allowPublicEvents: workflow.allowPublicEvents,
     steps: workflow.steps as WorkflowStep[],
     version: workflow.version,
     stats,
@@ -194,6 +195,7 @@ export async function createWorkflow(db: Database, env: Env, projectId: string, 
         description: input.description ?? null,
         enabled: input.enabled ?? false,
         allowReentry: input.allowReentry ?? false,
+        allowPublicEvents: input.allowPublicEvents ?? false,
         version: 1,
         ...triggerColumns(trigger),
         steps: input.steps,
@@ -231,6 +233,7 @@ export async function updateWorkflow(db: Database, env: Env, projectId: string, 
   if (input.description !== undefined) set.description = input.description;
   if (input.enabled !== undefined) set.enabled = input.enabled;
   if (input.allowReentry !== undefined) set.allowReentry = input.allowReentry;
+  if (input.allowPublicEvents !== undefined) set.allowPublicEvents = input.allowPublicEvents;
   const newTrigger = trigger ?? triggerOf(current);
   const newSteps = (input.steps ?? current.steps) as WorkflowStep[];
   const definitionChanged = JSON.stringify(newTrigger) !== JSON.stringify(triggerOf(current)) || JSON.stringify(newSteps) !== JSON.stringify(current.steps);

@@ -1,8 +1,8 @@
-import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, or, sql } from "drizzle-orm";
 import { chunks, IN_LIST_IDS } from "../../lib/chunks";
 import type { Database } from "../../db/client";
 import { getDb } from "../../db/client";
-import { projects, workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/schema";
+import { events, projects, workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/schema";
 import type { Env } from "../../env";
 import { newId } from "../../lib/ids";
 import { ACTIVE_STATUSES, type ExecutionParams, type WorkflowQueueMessage } from "./executions";
@@ -82,12 +82,25 @@ function triggerKey(message: TriggerMessage): string {
 /** The project is not disabled: a disabled project starts and resumes nothing. */
 const projectActive = (projectId: string) => sql`NOT EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${projectId} AND ${projects.disabled} = 1)`;
 
+/**
+ * The workflow may act on this trigger: any trigger but an event a public key
+ * (pk_) recorded, which counts only for workflows with allowPublicEvents.
+ */
+function acceptsTrigger(message: TriggerMessage) {
+  if (message.type !== "EVENT" || !message.eventId) return undefined;
+  return or(
+    eq(workflows.allowPublicEvents, true),
+    sql`NOT EXISTS (SELECT 1 FROM ${events} WHERE ${events.id} = ${message.eventId} AND ${events.source} = 'public')`,
+  );
+}
+
 /** Sends the event to the contact's executions waiting for it (an indexed lookup, then sendEvent). */
 async function resumeWaiting(db: Database, env: Env, message: TriggerMessage) {
   if (message.type !== "EVENT" || !message.eventName) return;
   const waiting = await db
     .select({ id: workflowExecutions.id, stepId: workflowExecutions.currentStepId })
     .from(workflowExecutions)
+    .innerJoin(workflows, eq(workflows.id, workflowExecutions.workflowId))
     .where(
       and(
         eq(workflowExecutions.contactId, message.contactId),
@@ -95,6 +108,7 @@ async function resumeWaiting(db: Database, env: Env, message: TriggerMessage) {
         eq(workflowExecutions.status, "WAITING"),
         eq(workflowExecutions.projectId, message.projectId),
         projectActive(message.projectId),
+        acceptsTrigger(message),
       ),
     )
     .limit(MAX_MATCHES);
@@ -125,6 +139,7 @@ async function startExecutions(db: Database, env: Env, message: TriggerMessage):
         eq(workflows.enabled, true),
         isNull(workflows.deletedAt),
         projectActive(message.projectId),
+        acceptsTrigger(message),
       ),
     )
     .limit(MAX_MATCHES);
