@@ -7,6 +7,7 @@ import { call, expectError, newProject } from "./helpers";
 const UNDOCUMENTED = [
   { pattern: /^\/(openapi\.json|docs)$/, why: "the reference itself" },
   { pattern: /^\/dev\//, why: "local-only development helpers (ENVIRONMENT=development)" },
+  { pattern: /^\/app$/, why: "the dashboard web page (static assets; deep links answered with its index.html)" },
 ];
 
 /** Every concrete route the app registers, as "METHOD /path/{param}". */

@@ -137,6 +137,7 @@ async function nav(page: Page, name: string) {
 
 describe("the dashboard in headless Chromium", () => {
   it("serves /app and its deep links with a strict CSP", async () => {
+    const policies = new Set<string>();
     for (const path of ["/app/", "/app/campaigns/does-not-exist"]) {
       const res = await fetch(server.url + path);
       expect(res.status, path).toBe(200);
@@ -145,7 +146,10 @@ describe("the dashboard in headless Chromium", () => {
       expect(csp, path).toContain("script-src 'self'");
       expect(csp, path).toContain("default-src 'none'");
       expect(csp, path).not.toContain("unsafe-eval");
+      policies.add(csp);
     }
+    // The static file's policy (public/_headers) and the Worker's (deep links) are one.
+    expect(policies.size).toBe(1);
     expect((await fetch(`${server.url}/app/assets/missing.js`)).status).toBe(404);
     // /docs is still there.
     expect((await fetch(`${server.url}/docs`)).status).toBe(200);
