@@ -6,6 +6,7 @@
  * test/scripts/dashboard-api-types.test.ts fails while the committed file is stale.
  *
  *   npm run dashboard:api     regenerate after changing a route or schema
+ *   tsx scripts/dashboard-api-types.ts --check   exit 1 when the committed file is stale
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -38,7 +39,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     // first run
   }
   if (current === next) console.log(`${API_TYPES_FILE} is up to date`);
-  else {
+  else if (process.argv.includes("--check")) {
+    console.error(`${API_TYPES_FILE} is stale: run \`npm run dashboard:api\``);
+    process.exit(1);
+  } else {
     writeFileSync(API_TYPES_FILE, next);
     console.log(`wrote ${API_TYPES_FILE}`);
   }

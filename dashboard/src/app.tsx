@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { session, whenUnauthorized } from "./api/client";
-import { Link, match, usePath } from "./router";
+import { Link, match, onNavigate, usePath } from "./router";
 import { CampaignList, CampaignPage } from "./pages/campaigns";
 import { ContactList, ContactPage } from "./pages/contacts";
 import { DomainList, DomainPage } from "./pages/domains";
@@ -59,7 +59,8 @@ export function App() {
       setSignedIn(false);
     });
   }, []);
-  useEffect(() => setMenu(false), [path]);
+  // Any navigation, to the same page too, closes the phone menu.
+  useEffect(() => onNavigate(() => setMenu(false)), []);
   if (!signedIn) return <SignIn onSignedIn={() => setSignedIn(true)} />;
   const section = `/${path.split("/")[1]}`;
   return (

@@ -21,7 +21,8 @@ export function campaignSeries(emails: Email[], buckets = 24): Series {
   const start = Math.min(...rows.map((r) => r.sent));
   const end = Math.max(Date.now(), start + 60_000);
   const step = Math.max(60_000, Math.ceil((end - start) / buckets / 60_000) * 60_000);
-  const series: Series = { x: [], sent: [], openRate: [], clickRate: [] };
+  // A first point before the first send, so the chart shows the rise from zero.
+  const series: Series = { x: [Math.floor((start - step) / 1000)], sent: [0], openRate: [0], clickRate: [0] };
   for (let t = start; t <= end + step; t += step) {
     const edge = t + step;
     const sent = rows.filter((r) => r.sent < edge).length;

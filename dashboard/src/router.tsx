@@ -20,6 +20,12 @@ export function navigate(path: string) {
   window.scrollTo(0, 0);
 }
 
+/** Calls `listener` on every navigation; returns its removal. */
+export function onNavigate(listener: () => void): () => void {
+  listeners.add(listener);
+  return () => void listeners.delete(listener);
+}
+
 /** The current path (relative to /app), re-rendering on navigation. */
 export function usePath(): string {
   const [path, setPath] = useState(currentPath);

@@ -1,27 +1,16 @@
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { API_TYPES_FILE, generateApiTypes, openApiDocument } from "../../scripts/dashboard-api-types";
 
 /**
  * The dashboard's API client is typed by dashboard/src/api/schema.d.ts, generated from
  * the app's own /openapi.json. A route or schema change without `npm run dashboard:api`
  * fails here; one that breaks a call the dashboard makes fails `npm run typecheck`.
+ * (The script runs in its own process: it loads the Worker's code, whose types are not Node's.)
  */
 describe("dashboard API types", () => {
-  it("are generated from the current /openapi.json (run `npm run dashboard:api` after changing the API)", async () => {
-    const committed = readFileSync(API_TYPES_FILE, "utf8");
-    expect(committed === (await generateApiTypes()), "dashboard/src/api/schema.d.ts is stale: run `npm run dashboard:api`").toBe(true);
-  });
-
-  it("cover every path and method the document lists", async () => {
-    const doc = (await openApiDocument()) as { paths: Record<string, Record<string, unknown>> };
-    const committed = readFileSync(API_TYPES_FILE, "utf8");
-    for (const [path, item] of Object.entries(doc.paths)) {
-      expect(committed, path).toContain(`"${path}": {`);
-      for (const method of Object.keys(item).filter((m) => ["get", "post", "patch", "put", "delete"].includes(m))) {
-        const block = committed.slice(committed.indexOf(`"${path}": {`));
-        expect(block, `${method} ${path}`).toMatch(new RegExp(`\\n        ${method}: \\{`));
-      }
-    }
+  it("are generated from the current /openapi.json (run `npm run dashboard:api` after changing the API)", () => {
+    const out = execFileSync("npx", ["tsx", "scripts/dashboard-api-types.ts", "--check"], { cwd: resolve(__dirname, "../.."), encoding: "utf8" });
+    expect(out).toContain("is up to date");
   });
 });

@@ -3,7 +3,7 @@ import { api, type Campaign, type CampaignStats, type Condition, call, campaignO
 import { CampaignChart, campaignSeries } from "../chart";
 import { ConditionBuilder, emptyCondition } from "../conditions";
 import { Link, navigate } from "../router";
-import { ConfirmButton, Field, Loading, MailFrame, Messages, More, Page, Status, useAction, useLoad, usePaged, when } from "../ui";
+import { ConfirmButton, Field, Loading, Messages, More, Page, Status, useAction, useLoad, usePaged, when } from "../ui";
 import { SAMPLE_DATA } from "../preview";
 import { PreviewPane } from "./preview-pane";
 
@@ -333,6 +333,7 @@ function CampaignReport(props: { campaign: Campaign; onChange: () => void }) {
   const stats = useLoad(async () => (await call(api.GET("/campaigns/{id}/stats", { params: { path: { id: campaign.id } } }))).data, [campaign.id, tick]);
   const emails = useLoad(() => campaignEmails(campaign.id), [campaign.id, tick]);
   const action = useAction();
+  const [sample, setSample] = useState(SAMPLE_DATA);
   // While mail goes out, numbers move: refresh every few seconds.
   useEffect(() => {
     if (campaign.status !== "SENDING" && campaign.status !== "SENT") return;
@@ -385,10 +386,7 @@ function CampaignReport(props: { campaign: Campaign; onChange: () => void }) {
       {series.x.length > 0 ? <CampaignChart series={series} /> : <p>Nothing sent yet.</p>}
       {emails.data && !emails.data.complete && <p>The chart shows the first {CHART_EMAIL_LIMIT} recipients; the numbers above count all.</p>}
       <h2>Content</h2>
-      <p>
-        <strong>Subject:</strong> {campaign.subject}
-      </p>
-      <MailFrame title="Campaign body" html={campaign.body} />
+      <PreviewPane subject={campaign.subject} body={campaign.body} sample={sample} onSample={setSample} />
       <p>
         <Link href={`/emails?campaignId=${campaign.id}`}>This campaign's emails</Link>
       </p>
