@@ -98,10 +98,12 @@ const sendRoute = createRoute({
   description:
     "Body (optional): `{scheduledFor?: string | null}`. From DRAFT or SCHEDULED. Without `scheduledFor`: SENDING now; the audience (subscribed, unsuppressed contacts matching it when sending starts; contacts created later are not added) gets one email each, and the campaign becomes SENT when every email is sent or failed. With a future `scheduledFor`: SCHEDULED. An empty audience is 400 INVALID_STATE; a past or malformed `scheduledFor` is 422. The body may be omitted. The emails count toward the emails-per-day quota, all or nothing: an audience larger than what is left of today's quota is 429 QUOTA_EXCEEDED with Retry-After (nothing is sent), one larger than a whole day's quota is 403 QUOTA_EXCEEDED; a scheduled campaign that does not fit when due is postponed to the next 00:00 UTC.",
   security: securityScheme,
-  // The body is optional (the spec allows none), so it is parsed in the handler rather than by the validator.
-  request: { params: IdParamSchema },
+  request: { params: IdParamSchema, body: { required: false, content: { "application/json": { schema: SendSchema } } } },
   responses: { 200: envelope("The campaign, SENDING or SCHEDULED"), ...commonErrors },
 });
+// The body is optional (the spec allows none, with or without a JSON content type), so the handler
+// parses it; the router registers a copy without the body (no validator), the document the full route.
+const sendRouteHandled = { ...sendRoute, request: { params: IdParamSchema }, hide: true };
 
 const cancelRoute = createRoute({
   method: "post",
@@ -171,7 +173,7 @@ export const campaignsRouter = createRouter()
     await deleteCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
     return c.body(null, 204);
   })
-  .openapi(sendRoute, async (c) => {
+  .openapi(sendRouteHandled, async (c) => {
     const scheduledFor = await scheduledForOf(c.req.raw);
     const campaign = await sendCampaign(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, scheduledFor);
     return c.json(success(toCampaignView(campaign)), 200);
@@ -187,3 +189,5 @@ export const campaignsRouter = createRouter()
   .openapi(statsRoute, async (c) => {
     return c.json(success(await campaignStats(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id)), 200);
   });
+
+campaignsRouter.openAPIRegistry.registerPath(sendRoute);

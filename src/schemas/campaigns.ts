@@ -23,7 +23,7 @@ export const CampaignSchema = z
     type: z.enum(AUDIENCE_TYPES).openapi({ description: "Repeats audienceType (the spec's sample calls it type)" }),
     audienceType: z.enum(AUDIENCE_TYPES),
     segmentId: z.string().nullable(),
-    audienceFilter: ConditionSchema.nullable(),
+    audienceFilter: z.union([ConditionSchema, z.null()]).openapi({ description: "The audience condition when audienceType is FILTERED, else null" }),
     status: z.enum(CAMPAIGN_STATUSES).openapi({
       description: "DRAFT -> SENDING -> SENT; DRAFT -> SCHEDULED -> SENDING (at scheduledAt, by the cron) -> SENT; SCHEDULED -> DRAFT by cancel",
     }),
@@ -70,7 +70,9 @@ const fields = {
   body,
   from: EmailAddressSchema.openapi({ description: "On a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED otherwise)" }),
   fromName: headerText(200).min(1).nullable().optional(),
-  replyTo: EmailAddressSchema.nullable().optional(),
+  replyTo: EmailAddressSchema.nullable()
+    .optional()
+    .openapi({ type: ["string", "null"], description: "Reply-to address; null clears it" }),
   audienceType: z.enum(AUDIENCE_TYPES),
   segmentId: z.string().min(1).max(64).nullable().optional().openapi({ description: "Required when audienceType is SEGMENT" }),
   audienceFilter: ConditionSchema.nullable().optional().openapi({ description: "Required when audienceType is FILTERED" }),

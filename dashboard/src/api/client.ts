@@ -4,16 +4,7 @@ import type { components, paths } from "./schema";
 /** Types of the API's schemas, generated from /openapi.json (schema.d.ts). */
 export type Schemas = components["schemas"];
 export type Condition = Schemas["Condition"];
-/**
- * The document describes the nullable `audienceFilter` as allOf [Condition, object|null],
- * which openapi-typescript turns into an intersection no value satisfies; the API sends a
- * Condition or null. `campaignOf` is the one place that reads it so.
- */
-export type Campaign = Omit<Schemas["Campaign"], "audienceFilter"> & { audienceFilter: Condition | null };
-export const campaignOf = (c: Omit<Schemas["Campaign"], "audienceFilter"> & { audienceFilter: unknown }): Campaign => ({
-  ...c,
-  audienceFilter: c.audienceFilter as Condition | null,
-});
+export type Campaign = Schemas["Campaign"];
 export type Contact = Schemas["Contact"];
 export type Domain = Schemas["Domain"];
 export type Email = Schemas["Email"];

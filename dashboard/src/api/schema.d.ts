@@ -2285,7 +2285,7 @@ export interface paths {
         put?: never;
         /**
          * Track an event
-         * @description Records a custom event for a contact, creating the contact (subscribed unless `subscribed` says otherwise) or updating it. `data` is stored on the event and, with a secret key, merged into the contact's data like POST /contacts (a null value removes that key from the contact); a value `{value, persistent: false}` is stored on the event only, as on /v1/send. Accepts a public key (pk_...) as well as a secret key, and answers CORS (preflight included) for any origin, so browser pages can call it. A public key sits in browser JavaScript, so what it may do is limited: it never changes an existing contact (`subscribed` and `data` are ignored for it; the event still keeps its `data`), a contact it creates has no data, and its requests count in a rate-limit bucket of their own, separate from the secret key's. The contact and the event are written atomically.
+         * @description Records a custom event for a contact, creating the contact (subscribed unless `subscribed` says otherwise) or updating it. `data` is stored on the event and, with a secret key, merged into the contact's data like POST /contacts (a null value removes that key from the contact); a value `{value, persistent: false}` is stored on the event only, as on /v1/send. Accepts a public key (pk_...) as well as a secret key, and answers CORS (preflight included) for any origin, so browser pages can call it. A public key sits in browser JavaScript, so what it may do is limited: it never changes an existing contact (`subscribed` and `data` are ignored for it; the event still keeps its `data`), a contact it creates has no data, and its requests count in a rate-limit bucket of their own, separate from the secret key's; its `data` is at most 2,048 characters as JSON (422 naming `data`). Each event records which kind of key sent it (`source` in GET /events). The contact and the event are written atomically.
          */
         post: {
             parameters: {
@@ -2687,7 +2687,7 @@ export interface paths {
          * Send transactional email
          * @description Accepts the email, stores one email record per recipient and queues it; nothing is sent inside the request.
          *
-         *     Each recipient's contact is created or updated (new contacts are unsubscribed unless `subscribed: true`).
+         *     Each recipient's contact is created or its data updated (new contacts are unsubscribed unless `subscribed: true`; `subscribed` never changes an existing contact's subscription).
          *
          *     With `template`, the template's subject, body, from and reply-to are used and request fields override them.
          *
@@ -3262,6 +3262,8 @@ export interface paths {
          *     WAIT_FOR_EVENT resumes when the contact's event with that name is tracked after the wait began; CONDITION evaluates the condition language on the contact as it is at that moment; WEBHOOK posts the rendered body signed with the workflow's secret (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with back-off, and the execution is FAILED after the last retry.
          *
          *     `allowReentry: false` (default): a contact with any execution of this workflow, running or finished, never starts another. `true`: a contact can walk it again, but never has two running at a time.
+         *
+         *     `allowPublicEvents: false` (default): events recorded with a public key (pk_) neither start the workflow nor resume its waits; set it to true to let a browser page drive it.
          */
         post: {
             parameters: {
@@ -3578,6 +3580,8 @@ export interface paths {
          *     WAIT_FOR_EVENT resumes when the contact's event with that name is tracked after the wait began; CONDITION evaluates the condition language on the contact as it is at that moment; WEBHOOK posts the rendered body signed with the workflow's secret (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with back-off, and the execution is FAILED after the last retry.
          *
          *     `allowReentry: false` (default): a contact with any execution of this workflow, running or finished, never starts another. `true`: a contact can walk it again, but never has two running at a time.
+         *
+         *     `allowPublicEvents: false` (default): events recorded with a public key (pk_) neither start the workflow nor resume its waits; set it to true to let a browser page drive it.
          */
         patch: {
             parameters: {
@@ -5127,123 +5131,6 @@ export interface paths {
         };
         trace?: never;
     };
-    "/campaigns/{id}/send": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Send now or schedule
-         * @description Body (optional): `{scheduledFor?: string | null}`. From DRAFT or SCHEDULED. Without `scheduledFor`: SENDING now; the audience (subscribed, unsuppressed contacts matching it when sending starts; contacts created later are not added) gets one email each, and the campaign becomes SENT when every email is sent or failed. With a future `scheduledFor`: SCHEDULED. An empty audience is 400 INVALID_STATE; a past or malformed `scheduledFor` is 422. The body may be omitted. The emails count toward the emails-per-day quota, all or nothing: an audience larger than what is left of today's quota is 429 QUOTA_EXCEEDED with Retry-After (nothing is sent), one larger than a whole day's quota is 403 QUOTA_EXCEEDED; a scheduled campaign that does not fit when due is postponed to the next 00:00 UTC.
-         */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The campaign, SENDING or SCHEDULED */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: true;
-                            data: components["schemas"]["Campaign"];
-                        };
-                    };
-                };
-                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Missing, malformed or unknown API key */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Public key used where a secret key is needed, or the project is disabled */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Unknown id, or an id that belongs to another project */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Request body too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Validation failed: one item in error.errors per bad field */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Rate limited: see Retry-After and RateLimit-* headers */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Unexpected error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/campaigns/{id}/cancel": {
         parameters: {
             query?: never;
@@ -5599,6 +5486,133 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/campaigns/{id}/send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send now or schedule
+         * @description Body (optional): `{scheduledFor?: string | null}`. From DRAFT or SCHEDULED. Without `scheduledFor`: SENDING now; the audience (subscribed, unsuppressed contacts matching it when sending starts; contacts created later are not added) gets one email each, and the campaign becomes SENT when every email is sent or failed. With a future `scheduledFor`: SCHEDULED. An empty audience is 400 INVALID_STATE; a past or malformed `scheduledFor` is 422. The body may be omitted. The emails count toward the emails-per-day quota, all or nothing: an audience larger than what is left of today's quota is 429 QUOTA_EXCEEDED with Retry-After (nothing is sent), one larger than a whole day's quota is 403 QUOTA_EXCEEDED; a scheduled campaign that does not fit when due is postponed to the next 00:00 UTC.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description Future ISO 8601 date-time: SCHEDULED until then; omitted or null: send now
+                         */
+                        scheduledFor?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The campaign, SENDING or SCHEDULED */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: components["schemas"]["Campaign"];
+                        };
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key used where a secret key is needed, or the project is disabled */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -7152,6 +7166,11 @@ export interface components {
             };
             /** @description The email this event belongs to, for events recorded by sends */
             emailId: string | null;
+            /**
+             * @description Who recorded it: `secret` (a secret key), `public` (a public key, pk_: anyone with the page), `system` (the service: sends, opens, unsubscribes)
+             * @enum {string}
+             */
+            source: "secret" | "public" | "system";
             /** Format: date-time */
             createdAt: string;
         };
@@ -7206,6 +7225,7 @@ export interface components {
             enabled: boolean;
             trigger: components["schemas"]["WorkflowTrigger"];
             allowReentry: boolean;
+            allowPublicEvents: boolean;
             steps: components["schemas"]["WorkflowStep"][];
             version: number;
             /** @description Executions by status */
@@ -7458,6 +7478,8 @@ export interface components {
             eventName?: string;
             /** @description false (default): a contact walks the workflow once, ever. true: again, but never two executions at a time. */
             allowReentry?: boolean;
+            /** @description false (default): events recorded with a public key (pk_, /v1/track from a browser) neither start this workflow nor resume its WAIT_FOR_EVENT steps; only secret-key and service events do. true: they do too. */
+            allowPublicEvents?: boolean;
             /** @default [] */
             steps: components["schemas"]["WorkflowStep"][];
         };
@@ -7468,6 +7490,7 @@ export interface components {
             trigger?: components["schemas"]["WorkflowTrigger"];
             eventName?: string;
             allowReentry?: boolean;
+            allowPublicEvents?: boolean;
             steps?: components["schemas"]["WorkflowStep"][];
         };
         WorkflowExecution: {
@@ -7538,7 +7561,8 @@ export interface components {
             /** @enum {string} */
             audienceType: "ALL" | "SEGMENT" | "FILTERED";
             segmentId: string | null;
-            audienceFilter: components["schemas"]["Condition"] & (Record<string, never> | null);
+            /** @description The audience condition when audienceType is FILTERED, else null */
+            audienceFilter: components["schemas"]["Condition"] | null;
             /**
              * @description DRAFT -> SENDING -> SENT; DRAFT -> SCHEDULED -> SENDING (at scheduledAt, by the cron) -> SENT; SCHEDULED -> DRAFT by cancel
              * @enum {string}
@@ -7568,9 +7592,10 @@ export interface components {
             fromName?: string | null;
             /**
              * Format: email
+             * @description Reply-to address; null clears it
              * @example ada@example.com
              */
-            replyTo?: string;
+            replyTo?: string | null;
             /** @enum {string} */
             audienceType: "ALL" | "SEGMENT" | "FILTERED";
             /** @description Required when audienceType is SEGMENT */
@@ -7791,9 +7816,10 @@ export interface components {
             fromName?: string | null;
             /**
              * Format: email
+             * @description Reply-to address; null clears it
              * @example ada@example.com
              */
-            replyTo?: string;
+            replyTo?: string | null;
             /** @enum {string} */
             audienceType?: "ALL" | "SEGMENT" | "FILTERED";
             /** @description Required when audienceType is SEGMENT */

@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { api, type Campaign, type CampaignStats, type Condition, call, campaignOf, type Email } from "../api/client";
+import { api, type Campaign, type CampaignStats, type Condition, call, type Email } from "../api/client";
 import { CampaignChart, campaignSeries } from "../chart";
 import { ConditionBuilder, emptyCondition } from "../conditions";
 import { Link, navigate } from "../router";
@@ -10,7 +10,7 @@ import { PreviewPane } from "./preview-pane";
 export function CampaignList() {
   const list = usePaged(async (cursor) => {
     const page = await call(api.GET("/campaigns", { params: { query: { limit: 50, cursor } } }));
-    return { items: page.campaigns.map(campaignOf), next: page.hasMore ? page.nextCursor : null, total: page.total };
+    return { items: page.campaigns, next: page.hasMore ? page.nextCursor : null, total: page.total };
   }, []);
   return (
     <Page
@@ -56,7 +56,7 @@ export function CampaignList() {
 
 export function CampaignPage(props: { id: string }) {
   const state = useLoad(
-    async () => (props.id === "new" ? null : campaignOf((await call(api.GET("/campaigns/{id}", { params: { path: { id: props.id } } }))).data)),
+    async () => (props.id === "new" ? null : (await call(api.GET("/campaigns/{id}", { params: { path: { id: props.id } } }))).data),
     [props.id],
   );
   if (props.id === "new") return <CampaignEditor />;
@@ -128,8 +128,8 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
   const set = (patch: Partial<Draft>) => setDraft((d) => ({ ...d, ...patch }));
 
   const save = async (): Promise<Campaign> => {
-    if (campaign) return campaignOf((await call(api.PATCH("/campaigns/{id}", { params: { path: { id: campaign.id } }, body: payload(draft) }))).data);
-    const created = campaignOf((await call(api.POST("/campaigns", { body: payload(draft) }))).data);
+    if (campaign) return (await call(api.PATCH("/campaigns/{id}", { params: { path: { id: campaign.id } }, body: payload(draft) }))).data;
+    const created = (await call(api.POST("/campaigns", { body: payload(draft) }))).data;
     navigate(`/campaigns/${created.id}`);
     return created;
   };
@@ -257,7 +257,7 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
                 await call(
                   api.POST("/campaigns/{id}/send", {
                     params: { path: { id: campaign.id } },
-                    body: sendBody({ scheduledFor: new Date(scheduleAt).toISOString() }),
+                    body: { scheduledFor: new Date(scheduleAt).toISOString() },
                   }),
                 );
                 props.onChange?.();
@@ -284,7 +284,7 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
               onConfirm={() =>
                 void action.run(async () => {
                   await save();
-                  await call(api.POST("/campaigns/{id}/send", { params: { path: { id: campaign.id } }, body: sendBody({}) }));
+                  await call(api.POST("/campaigns/{id}/send", { params: { path: { id: campaign.id } }, body: {} }));
                   props.onChange?.();
                 })
               }
@@ -296,8 +296,6 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
   );
 }
 
-/** POST /campaigns/{id}/send documents its optional body `{scheduledFor?}` in prose, not as a schema, so the typed client has no type for it. */
-const sendBody = (body: { scheduledFor?: string }) => body as never;
 
 /** At most this many of a campaign's emails are read for its chart (100 per request). */
 const CHART_EMAIL_LIMIT = 2000;
