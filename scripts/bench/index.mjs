@@ -7,7 +7,8 @@
 //    through the project CLI (--persist-to), contacts inserted with multi-row SQL
 // 2. `wrangler dev` on a free 127.0.0.1 port, API and send rate limits lifted, capture provider
 // 3. the sections, in order; sections marked standalone start servers of their own
-//    (production-shaped with a fake SES, the priority campaign, startup) and need no seeding
+//    (production-shaped with a fake SES, the priority campaign, startup, import, dashboard)
+//    and need no seeding
 // 4. the table on stdout; the run fails if a check failed (e.g. a campaign recipient not sent)
 //
 // Environment: BENCH_ONLY=<comma-separated section keys> runs some; BENCH_SECONDS,
@@ -36,6 +37,7 @@ import { listSection } from "./list.mjs";
 import { productionSection } from "./production.mjs";
 import { startProfiler } from "./profile.mjs";
 import { attachmentsSection, consumerSection } from "./sending.mjs";
+import { dashboardSection, importSection } from "./standalone-scripts.mjs";
 import { startupSection } from "./startup.mjs";
 import { throughputSection } from "./throughput.mjs";
 import { workflowsSection } from "./workflows.mjs";
@@ -50,6 +52,8 @@ const SECTIONS = [
   { ...productionSection, standalone: true },
   { ...prioritySection, standalone: true },
   startupSection,
+  importSection,
+  dashboardSection,
 ];
 const ONLY = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
 const unknown = ONLY.filter((key) => !SECTIONS.some((s) => s.key === key));
