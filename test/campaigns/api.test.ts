@@ -1,8 +1,8 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
-import { call, expectError, newProject } from "../helpers";
-import { campaignSetup } from "./harness";
+import { call, expectError, newProject } from "../support/http";
+import { campaignSetup } from "../support/campaigns";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,14 +1,13 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { getDb } from "../../src/db/client";
 import { deadLetterQueue } from "../../src/messages";
-import worker from "../../src/index";
 import { createImport, MAX_IMPORT_BYTES } from "../../src/services/imports";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call } from "../helpers";
+import { call } from "../support/http";
 import { Webhook } from "standardwebhooks";
-import { eventually, receiver } from "../webhooks/harness";
-import { csvRecords, IMPORT_QUEUE, importSetup } from "./harness";
+import { eventually, receiver } from "../support/webhooks";
+import { csvRecords, IMPORT_QUEUE, importSetup } from "../support/imports";
+import { runConsumer } from "../support/queues";
 
 const CHUNK_ROWS = 500;
 
@@ -183,10 +182,8 @@ describe("POST /contacts/imports", () => {
     const res = await s.upload(`email\n${rows.join("\n")}\n`);
     const [first, second] = s.takeChunks();
     await s.runChunks([first]);
-    const batch = createMessageBatch<unknown>(deadLetterQueue(IMPORT_QUEUE), [{ id: "dead", timestamp: new Date(), attempts: 1, body: second }]);
-    const ctx = createExecutionContext();
-    await worker.queue!(batch, s.testEnv, ctx);
-    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["dead"]);
+    const dead = await runConsumer(deadLetterQueue(IMPORT_QUEUE), s.testEnv, [{ id: "dead", body: second }]);
+    expect(dead.explicitAcks).toEqual(["dead"]);
     const job = await s.job(res.body.id);
     expect(job).toMatchObject({ status: "COMPLETED", total: 700, created: 500, failed: 200 });
     expect(job.errors[0]).toMatchObject({ row: 501, message: expect.stringContaining("could not be processed") });

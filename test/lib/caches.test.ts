@@ -5,7 +5,7 @@ import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
 import { domains } from "../../src/db/schema";
 import { VERIFIED_DOMAIN_CACHE_TTL_MS } from "../../src/services/domains";
-import { call, expectError, newProject } from "../helpers";
+import { call, expectError, newProject } from "../support/http";
 
 /** A VERIFIED sending domain written straight to D1 (as a passed DNS check leaves it). */
 async function verifiedDomainOf(projectId: string) {

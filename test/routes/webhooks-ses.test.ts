@@ -8,8 +8,8 @@ import { recordEngagement } from "../../src/services/emails/status";
 import { CERT_FAILURE_TTL_MS, clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/services/feedback/sns";
 import { findSuppressed } from "../../src/services/suppressions";
 import { CERT_URL, certPem, notification, sign, TOPIC, type Sns } from "../fakes/sns";
-import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../fixtures/emails";
-import { call, expectError, newProject, type CallOptions } from "../helpers";
+import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../support/emails";
+import { call, expectError, newProject, type CallOptions } from "../support/http";
 
 const CN_CERT_URL = "https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-test.pem";
 const SUBSCRIBE_URL = `https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=abc123`;

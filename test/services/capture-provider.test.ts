@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../src/db/client";
 import { CaptureProvider } from "../../src/services/providers/capture";
-import { call } from "../helpers";
+import { call } from "../support/http";
 
 const devEnv = { ...env, ENVIRONMENT: "development" };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fakeEmailService, type Builder } from "../fakes/email-service";
-import { sendingSetup } from "../sending";
+import { sendingSetup } from "../support/sending";
 import { domainRecordConfig, expectedRecords } from "../../src/services/domains/records";
 
 /**

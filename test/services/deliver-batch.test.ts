@@ -6,7 +6,7 @@ import { emails } from "../../src/db/schema";
 import { countingD1, d1Stats } from "../../src/lib/d1-counter";
 import { PROVIDER_CONCURRENCY } from "../../src/services/send/deliver";
 import type { Env } from "../../src/env";
-import { sendingSetup } from "../sending";
+import { sendingSetup } from "../support/sending";
 
 type Setup = Awaited<ReturnType<typeof sendingSetup>>;
 const db = () => getDb(env.DB);

@@ -6,8 +6,8 @@ import { emails } from "../../src/db/schema";
 import { CLAIM_LEASE_MS } from "../../src/services/send/records";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { buildSetProjectDisabled } from "../../src/services/projects";
-import { expectError } from "../helpers";
-import { sendingSetup } from "../sending";
+import { expectError } from "../support/http";
+import { sendingSetup } from "../support/sending";
 
 afterEach(() => vi.restoreAllMocks());
 

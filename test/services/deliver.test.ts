@@ -1,15 +1,13 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { eq } from "drizzle-orm";
-import worker from "../../src/index";
 import { getDb } from "../../src/db/client";
 import { emails, projects } from "../../src/db/schema";
-import type { SendEmailMessage } from "../../src/env";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { decodeWords } from "../fakes/ses";
-import { sendingSetup } from "../sending";
+import { sendingSetup } from "../support/sending";
 import { deadLetterQueue, SEND_QUEUE } from "../../src/messages";
+import { runConsumer } from "../support/queues";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -146,13 +144,11 @@ describe("send queue consumer", () => {
     await s.deliver([failMsg.body], 8);
     await s.deliver([sentMsg.body], 1);
 
-    const batch = createMessageBatch<SendEmailMessage>(deadLetterQueue(SEND_QUEUE), [
-      { id: "d1", timestamp: new Date(), attempts: 1, body: failMsg.body },
-      { id: "d2", timestamp: new Date(), attempts: 1, body: sentMsg.body },
+    const dead = await runConsumer(deadLetterQueue(SEND_QUEUE), s.env, [
+      { id: "d1", body: failMsg.body },
+      { id: "d2", body: sentMsg.body },
     ]);
-    const ctx = createExecutionContext();
-    await worker.queue!(batch as MessageBatch<unknown>, s.env, ctx);
-    expect((await getQueueResult(batch, ctx)).explicitAcks.sort()).toEqual(["d1", "d2"]);
+    expect(dead.explicitAcks.sort()).toEqual(["d1", "d2"]);
     expect(await status(s, failing)).toMatchObject({ status: "FAILED", error: expect.stringMatching(/^Gave up after 1 attempts: SES 503/) });
     expect((await status(s, sent)).status).toBe("SENT");
   });
@@ -207,7 +203,7 @@ describe("send queue consumer", () => {
 describe("end to end through the real queue", () => {
   it("a send reaches SENT through the local queue with the capture provider, and shows in /dev/outbox", async () => {
     const s = await sendingSetup();
-    const { call } = await import("../helpers");
+    const { call } = await import("../support/http");
     const res = await call("POST", "/v1/send", {
       key: s.project.secretKey,
       body: { to: "ada@example.com", from: s.from, subject: "Queued for real", body: "<p>real queue</p>" },

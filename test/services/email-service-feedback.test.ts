@@ -1,13 +1,12 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import worker from "../../src/index";
 import { getDb } from "../../src/db/client";
 import { events, suppressions } from "../../src/db/schema";
 import { EMAIL_EVENTS_QUEUE } from "../../src/services/feedback/email-service";
 import { fakeEmailService } from "../fakes/email-service";
-import { sendingSetup } from "../sending";
+import { sendingSetup } from "../support/sending";
+import { runConsumer } from "../support/queues";
 
 /**
  * Email Sending events (Queues event subscription) through the Worker's real
@@ -37,15 +36,12 @@ function event(kind: string, messageId: string, payload: object = {}, timestamp 
   };
 }
 
-async function consume(bodies: unknown[]) {
-  const batch = createMessageBatch(
+const consume = (bodies: unknown[]) =>
+  runConsumer(
     EMAIL_EVENTS_QUEUE,
-    bodies.map((body, i) => ({ id: `e${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body })),
+    { ...env },
+    bodies.map((body) => ({ body })),
   );
-  const ctx = createExecutionContext();
-  await worker.queue!(batch as MessageBatch<unknown>, { ...env }, ctx);
-  return getQueueResult(batch, ctx);
-}
 
 const suppressionRows = (projectId: string) => getDb(env.DB).select().from(suppressions).where(eq(suppressions.projectId, projectId));
 const eventCount = async (emailId: string) => (await getDb(env.DB).select({ n: sql<number>`count(*)` }).from(events).where(eq(events.emailId, emailId)))[0].n;

@@ -6,7 +6,7 @@
  * a failing queue producer, the back-off cap, the sending-rate bucket, and
  * limits at their exact edges.
  */
-import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, inArray, sql } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -15,14 +15,14 @@ import { getDb } from "../../src/db/client";
 import { capturedMessages, emails, idempotencyKeys } from "../../src/db/schema";
 import type { ProjectLimiter } from "../../src/durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../src/env";
-import worker from "../../src/index";
 import { MAX_ATTACHMENT_BYTES } from "../../src/schemas/attachments";
 import { backoffSeconds } from "../../src/lib/queue-consumer";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON } from "../../src/services/send/records";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
-import { call, expectError } from "../helpers";
-import { sendingSetup } from "../sending";
+import { call, expectError } from "../support/http";
+import { sendingSetup } from "../support/sending";
 import { deadLetterQueue, SEND_QUEUE } from "../../src/messages";
+import { runConsumer } from "../support/queues";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -59,13 +59,12 @@ describe("dead letters", () => {
     const claimed = ids.slice(85, 95);
     await db().update(emails).set({ status: "SENDING", sendingAt: new Date(), attempts: 3 }).where(inArray(emails.id, claimed));
 
-    const batch = createMessageBatch<SendEmailMessage>(
+    const result = await runConsumer(
       deadLetterQueue(SEND_QUEUE),
-      messages.map((body, i) => ({ id: `dead-${i}`, timestamp: new Date(), attempts: 9, body })),
+      s.env,
+      messages.map((body, i) => ({ id: `dead-${i}`, body })),
+      { attempts: 9 },
     );
-    const ctx = createExecutionContext();
-    await worker.queue!(batch as MessageBatch<unknown>, s.env, ctx);
-    const result = await getQueueResult(batch, ctx);
     expect(result.explicitAcks).toHaveLength(100);
     expect(result.retryMessages).toHaveLength(0);
 
@@ -197,13 +196,7 @@ describe("the capture provider and /dev/* are refused outside development", () =
       });
       const error = expectError(refused, 500, "INTERNAL_ERROR");
       expect(error.message).toContain("EMAIL_PROVIDER=capture");
-      const batch = createMessageBatch<SendEmailMessage>(
-        "edge-mail-send",
-        s.queue.take().map((m, i) => ({ id: `m${i}`, timestamp: new Date(), attempts: 1, body: m.body })),
-      );
-      const ctx = createExecutionContext();
-      await worker.queue!(batch as MessageBatch<unknown>, misconfigured, ctx).catch(() => {});
-      const result = await getQueueResult(batch, ctx);
+      const result = await runConsumer(SEND_QUEUE, misconfigured, s.queue.take(), { mayThrow: true });
       errors.mockRestore();
       expect(result.explicitAcks).toHaveLength(0);
       expect((await emailOf(s, id)).status).toBe("QUEUED");

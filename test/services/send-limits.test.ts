@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_ATTACHMENT_BYTES, MAX_RAW_MESSAGE_BYTES } from "../../src/schemas/attachments";
 import { RENDER_STEP_BUDGET } from "../../src/services/send/render";
-import { expectError } from "../helpers";
-import { sendingSetup } from "../sending";
+import { expectError } from "../support/http";
+import { sendingSetup } from "../support/sending";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, expectError } from "../helpers";
-import { heldQueue, receiver, webhookProject } from "./harness";
+import { call, expectError } from "../support/http";
+import { heldQueue, receiver, webhookProject } from "../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
-import { eventually, heldQueue, receiver, webhookProject } from "./harness";
+import { eventually, heldQueue, receiver, webhookProject } from "../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { clickUrl, openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
-import { insertSentEmail } from "../fixtures/emails";
-import { BASE, call } from "../helpers";
-import { eventually, receiver, webhookProject } from "./harness";
+import { insertSentEmail } from "../support/emails";
+import { BASE, call } from "../support/http";
+import { eventually, receiver, webhookProject } from "../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

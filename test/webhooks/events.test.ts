@@ -2,10 +2,10 @@ import { introspectWorkflow } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { campaignSetup } from "../campaigns/harness";
-import { verifiedDomain } from "../sending";
-import { automationProject } from "../workflows/harness";
-import { eventually, receiver, webhookProject } from "./harness";
+import { campaignSetup } from "../support/campaigns";
+import { verifiedDomain } from "../support/sending";
+import { automationProject } from "../support/workflows";
+import { eventually, receiver, webhookProject } from "../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { newId } from "../../src/lib/ids";
 import { runScheduledJobs } from "../../src/scheduled";
 import { recordedEventIds, recordWebhookEvent } from "../../src/store/webhooks";
-import { heldQueue, receiver, webhookProject } from "./harness";
+import { heldQueue, receiver, webhookProject } from "../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,14 +1,13 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import worker from "../../src/index";
 import { getDb } from "../../src/db/client";
 import { contacts, suppressions } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { newId } from "../../src/lib/ids";
-import { call } from "../helpers";
+import { call } from "./http";
 import { recordingQueue } from "../fakes/queue";
-import { sendingSetup } from "../sending";
+import { runConsumer } from "./queues";
+import { sendingSetup } from "./sending";
 import { BULK_QUEUE, SEND_QUEUE } from "../../src/messages";
 
 export { BULK_QUEUE, SEND_QUEUE };
@@ -31,15 +30,8 @@ export async function campaignSetup(overrides: Partial<Env> = {}) {
 
   /** Runs one consumer invocation on these messages; returns the bodies it asked to retry. */
   async function runBatch(queue: string, messages: Queued[], attempts = 1): Promise<Queued[]> {
-    const batch = createMessageBatch<unknown>(
-      queue,
-      messages.map((m, i) => ({ id: `m${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body: m.body })),
-    );
-    const ctx = createExecutionContext();
-    await worker.queue!(batch, s.env, ctx);
-    const result = await getQueueResult(batch, ctx);
-    const byId = new Map(batch.messages.map((m) => [m.id, m.body]));
-    return result.retryMessages.map((r: { msgId: string }) => ({ body: byId.get(r.msgId) }));
+    const { retriedBodies } = await runConsumer(queue, s.env, messages, { attempts });
+    return retriedBodies.map((body) => ({ body }));
   }
 
   /** Delivers everything queued (both queues, `batchSize` per invocation) until nothing is left; bounded. */

@@ -1,15 +1,16 @@
-import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import worker from "../src/index";
-import type { Env, SendEmailMessage } from "../src/env";
-import { call, newProject, type TestProject } from "./helpers";
-import { fakeDns } from "./fakes/dns";
-import { recordingQueue } from "./fakes/queue";
-import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./fakes/ses";
+import worker from "../../src/index";
+import type { Env, SendEmailMessage } from "../../src/env";
+import { call, newProject, type TestProject } from "./http";
+import { fakeDns } from "../fakes/dns";
+import { recordingQueue } from "../fakes/queue";
+import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "../fakes/ses";
+import { runConsumer } from "./queues";
 import type { z } from "@hono/zod-openapi";
-import type { SendResponseSchema } from "../src/schemas/send";
-import { SEND_QUEUE } from "../src/messages";
+import type { SendResponseSchema } from "../../src/schemas/send";
+import { SEND_QUEUE } from "../../src/messages";
 
 type SendResponse = z.infer<typeof SendResponseSchema>;
 
@@ -65,24 +66,12 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
 
   /** Runs the consumer on the given messages (default: everything queued so far) with their delivery attempt number. */
   async function deliver(messages = queue.take().map((m) => m.body), attempts = 1) {
-    const batch = createMessageBatch<SendEmailMessage>(
+    return runConsumer(
       SEND_QUEUE,
-      messages.map((body, i) => ({ id: `m${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body })),
+      testEnv,
+      messages.map((body) => ({ body })),
+      { attempts },
     );
-    // getQueueResult reports which messages were retried but not their delay, so record it.
-    const retryDelays: (number | undefined)[] = [];
-    for (const message of batch.messages) {
-      const retry = message.retry.bind(message);
-      Object.defineProperty(message, "retry", {
-        value: (options?: QueueRetryOptions) => {
-          retryDelays.push(options?.delaySeconds);
-          retry(options);
-        },
-      });
-    }
-    const ctx = createExecutionContext();
-    await worker.queue!(batch as MessageBatch<unknown>, testEnv, ctx);
-    return { ...(await getQueueResult(batch, ctx)), retryDelays };
   }
 
   /** Runs the Worker's real scheduled handler (every cron job) as the Cron Trigger would at `at`. */

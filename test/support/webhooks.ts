@@ -1,10 +1,10 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { Env, WebhookQueueMessage } from "../../src/env";
-import worker from "../../src/index";
 import { fakeDns } from "../fakes/dns";
-import { call, newProject } from "../helpers";
+import { call, newProject } from "./http";
+import { runConsumer } from "./queues";
+import { WEBHOOK_QUEUE_NAME } from "../../src/messages";
 
 /** Polls until `check` passes (or throws its last failure after `timeoutMs`). */
 export async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
@@ -69,13 +69,12 @@ export function heldQueue() {
      * this env (follow-up messages are held here again); returns the batch's acks and retries.
      */
     async deliver(batchMessages: { body: WebhookQueueMessage }[], options: { env?: Env; attempts?: number } = {}) {
-      const batch = createMessageBatch<WebhookQueueMessage>(
-        "edge-mail-webhooks",
-        batchMessages.map((m) => ({ id: `m${++n}`, timestamp: new Date(), attempts: options.attempts ?? 1, body: m.body })),
+      return runConsumer(
+        WEBHOOK_QUEUE_NAME,
+        options.env ?? heldEnv,
+        batchMessages.map((m) => ({ id: `m${++n}`, body: m.body })),
+        options,
       );
-      const ctx = createExecutionContext();
-      await worker.queue!(batch as MessageBatch<unknown>, options.env ?? heldEnv, ctx);
-      return getQueueResult(batch, ctx);
     },
     /** Delivers whatever is held until nothing is (bounded). */
     async drain(rounds = 20) {

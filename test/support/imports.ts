@@ -1,12 +1,11 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { parse } from "csv-parse/sync";
 import { expect } from "vitest";
 import type { Env } from "../../src/env";
 import { IMPORT_QUEUE, type ImportChunkMessage } from "../../src/messages";
-import worker from "../../src/index";
 import { recordingQueue } from "../fakes/queue";
-import { call, newProject } from "../helpers";
+import { call, newProject } from "./http";
+import { runConsumer } from "./queues";
 
 export { IMPORT_QUEUE };
 
@@ -45,15 +44,13 @@ export async function importSetup(overrides: Partial<Env> = {}) {
 
   /** One consumer invocation on these chunk messages; returns the ones it retried. */
   async function runChunks(messages: ImportChunkMessage[], attempts = 1): Promise<ImportChunkMessage[]> {
-    const batch = createMessageBatch<unknown>(
+    const { retriedBodies } = await runConsumer(
       IMPORT_QUEUE,
-      messages.map((body, i) => ({ id: `m${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts, body })),
+      testEnv,
+      messages.map((body) => ({ body })),
+      { attempts },
     );
-    const ctx = createExecutionContext();
-    await worker.queue!(batch, testEnv, ctx);
-    const result = await getQueueResult(batch, ctx);
-    const byId = new Map(batch.messages.map((m) => [m.id, m.body as ImportChunkMessage]));
-    return result.retryMessages.map((r: { msgId: string }) => byId.get(r.msgId)!);
+    return retriedBodies;
   }
 
   /** Queued chunk messages, taken from the queue. */

@@ -1,10 +1,10 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { getDb } from "../src/db/client";
-import type { Env } from "../src/env";
-import worker from "../src/index";
-import { createProject } from "../src/services/projects";
+import { getDb } from "../../src/db/client";
+import type { Env } from "../../src/env";
+import worker from "../../src/index";
+import { createProject } from "../../src/services/projects";
 
 export const BASE = "http://edge-mail.test";
 

@@ -4,8 +4,8 @@ import { getDb } from "../../src/db/client";
 import { capturedMessages } from "../../src/db/schema";
 import { eq } from "drizzle-orm";
 import { fakeDns } from "../fakes/dns";
-import { newProject, type TestProject } from "../helpers";
-import { verifiedDomain } from "../sending";
+import { newProject, type TestProject } from "./http";
+import { verifiedDomain } from "./sending";
 
 /** Polls until `check` passes (or throws its last failure after `timeoutMs`). */
 export async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
