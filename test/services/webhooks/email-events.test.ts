@@ -1,7 +1,7 @@
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { sendingSetup } from "../support/sending";
-import { eventually } from "../support/webhooks";
+import { sendingSetup } from "../../support/sending";
+import { eventually } from "../../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Env } from "../../src/env";
-import { eventually, heldQueue, receiver, webhookProject } from "../support/webhooks";
+import type { Env } from "../../../src/env";
+import { eventually, heldQueue, receiver, webhookProject } from "../../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -202,7 +202,7 @@ describe("at least once, never twice", () => {
     const [pending] = await p.deliveries(hook.id);
     expect(pending).toMatchObject({ status: "PENDING", attempts: 1 });
     // Minutes later the cron finds it overdue and queues the next attempt.
-    const { runScheduledJobs } = await import("../../src/scheduled");
+    const { runScheduledJobs } = await import("../../../src/scheduled");
     const later = Date.now() + 10 * 60_000;
     await runScheduledJobs(q.env, { scheduledTime: later });
     // (Other tests' overdue deliveries in this file's D1 are swept too: only this one's calls count.)

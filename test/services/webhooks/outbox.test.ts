@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { newId } from "../../src/lib/ids";
-import { runScheduledJobs } from "../../src/scheduled";
-import { recordedEventIds, recordWebhookEvent } from "../../src/store/webhooks";
-import { heldQueue, receiver, webhookProject } from "../support/webhooks";
+import { newId } from "../../../src/lib/ids";
+import { runScheduledJobs } from "../../../src/scheduled";
+import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks";
+import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

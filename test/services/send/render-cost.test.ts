@@ -1,11 +1,11 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { emails } from "../../src/db/schema";
-import { countTemplateTags, MAX_MARKDOWN_CHARS, MAX_TEMPLATE_TAGS, translateDefaults } from "../../src/services/send/render";
-import { expectError } from "../support/http";
-import { sendingSetup } from "../support/sending";
+import { getDb } from "../../../src/db/client";
+import { emails } from "../../../src/db/schema";
+import { countTemplateTags, MAX_MARKDOWN_CHARS, MAX_TEMPLATE_TAGS, translateDefaults } from "../../../src/services/send/render";
+import { expectError } from "../../support/http";
+import { sendingSetup } from "../../support/sending";
 
 /** The HTML stored for an email (what the consumer will send). */
 async function storedHtml(emailId: string) {

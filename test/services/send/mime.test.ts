@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import defineProperty from "@babel/runtime-corejs3/helpers/esm/defineProperty";
 import trim from "@babel/runtime-corejs3/core-js/instance/trim";
-import { buildMime } from "../../src/services/send/mime";
-import defineShim from "../../scripts/bundle/define-property.mjs";
-import trimShim from "../../scripts/bundle/instance-trim.mjs";
+import { buildMime } from "../../../src/services/send/mime";
+import defineShim from "../../../scripts/bundle/define-property.mjs";
+import trimShim from "../../../scripts/bundle/instance-trim.mjs";
 
 /**
  * mimetext's browser build runs with the two @babel/runtime-corejs3 stand-ins of

@@ -1,13 +1,13 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { eq } from "drizzle-orm";
-import { getDb } from "../../src/db/client";
-import { emails, projects } from "../../src/db/schema";
-import { sweepStuckEmails } from "../../src/services/send/sweep";
-import { decodeWords } from "../fakes/ses";
-import { sendingSetup } from "../support/sending";
-import { deadLetterQueue, SEND_QUEUE } from "../../src/messages";
-import { runConsumer } from "../support/queues";
+import { getDb } from "../../../src/db/client";
+import { emails, projects } from "../../../src/db/schema";
+import { sweepStuckEmails } from "../../../src/services/send/sweep";
+import { decodeWords } from "../../fakes/ses";
+import { sendingSetup } from "../../support/sending";
+import { deadLetterQueue, SEND_QUEUE } from "../../../src/messages";
+import { runConsumer } from "../../support/queues";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -203,7 +203,7 @@ describe("send queue consumer", () => {
 describe("end to end through the real queue", () => {
   it("a send reaches SENT through the local queue with the capture provider, and shows in /dev/outbox", async () => {
     const s = await sendingSetup();
-    const { call } = await import("../support/http");
+    const { call } = await import("../../support/http");
     const res = await call("POST", "/v1/send", {
       key: s.project.secretKey,
       body: { to: "ada@example.com", from: s.from, subject: "Queued for real", body: "<p>real queue</p>" },

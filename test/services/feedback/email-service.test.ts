@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { events, suppressions } from "../../src/db/schema";
-import { EMAIL_EVENTS_QUEUE } from "../../src/services/feedback/email-service";
-import { fakeEmailService } from "../fakes/email-service";
-import { sendingSetup } from "../support/sending";
-import { runConsumer } from "../support/queues";
+import { getDb } from "../../../src/db/client";
+import { events, suppressions } from "../../../src/db/schema";
+import { EMAIL_EVENTS_QUEUE } from "../../../src/services/feedback/email-service";
+import { fakeEmailService } from "../../fakes/email-service";
+import { sendingSetup } from "../../support/sending";
+import { runConsumer } from "../../support/queues";
 
 /**
  * Email Sending events (Queues event subscription) through the Worker's real

@@ -2,10 +2,10 @@ import { introspectWorkflow } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { campaignSetup } from "../support/campaigns";
-import { verifiedDomain } from "../support/sending";
-import { automationProject } from "../support/workflows";
-import { eventually, receiver, webhookProject } from "../support/webhooks";
+import { campaignSetup } from "../../support/campaigns";
+import { verifiedDomain } from "../../support/sending";
+import { automationProject } from "../../support/workflows";
+import { eventually, receiver, webhookProject } from "../../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 

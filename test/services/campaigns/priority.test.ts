@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { callsPerAddress, BULK_QUEUE, campaignSetup, SEND_QUEUE } from "../support/campaigns";
+import { callsPerAddress, BULK_QUEUE, campaignSetup, SEND_QUEUE } from "../../support/campaigns";
 
 type Pending = { body: any; readyAt: number };
 

@@ -1,10 +1,10 @@
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { clearSnsKeyCache } from "../../src/services/feedback/sns";
-import { notification, sign, snsHandler } from "../fakes/sns";
-import { insertSentEmail } from "../support/emails";
-import { call } from "../support/http";
-import { eventually, receiver, webhookProject } from "../support/webhooks";
+import { clearSnsKeyCache } from "../../../src/services/feedback/sns";
+import { notification, sign, snsHandler } from "../../fakes/sns";
+import { insertSentEmail } from "../../support/emails";
+import { call } from "../../support/http";
+import { eventually, receiver, webhookProject } from "../../support/webhooks";
 
 beforeEach(() => clearSnsKeyCache());
 afterEach(() => vi.restoreAllMocks());

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { PAGE_SIZE } from "../../src/services/campaigns/audience";
-import { decodeWords } from "../fakes/ses";
-import { BULK_QUEUE, callsPerAddress, campaignSetup } from "../support/campaigns";
+import { PAGE_SIZE } from "../../../src/services/campaigns/audience";
+import { decodeWords } from "../../fakes/ses";
+import { BULK_QUEUE, callsPerAddress, campaignSetup } from "../../support/campaigns";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeEmailService, type Builder } from "../fakes/email-service";
-import { sendingSetup } from "../support/sending";
-import { domainRecordConfig, expectedRecords } from "../../src/services/domains/records";
+import { fakeEmailService, type Builder } from "../../fakes/email-service";
+import { sendingSetup } from "../../support/sending";
+import { domainRecordConfig, expectedRecords } from "../../../src/services/domains/records";
 
 /**
  * EMAIL_PROVIDER=cloudflare: the real queue consumer and D1 against a fake

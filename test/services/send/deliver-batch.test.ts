@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { emails } from "../../src/db/schema";
-import { countingD1, d1Stats } from "../../src/lib/d1-counter";
-import { PROVIDER_CONCURRENCY } from "../../src/services/send/deliver";
-import type { Env } from "../../src/env";
-import { sendingSetup } from "../support/sending";
+import { getDb } from "../../../src/db/client";
+import { emails } from "../../../src/db/schema";
+import { countingD1, d1Stats } from "../../../src/lib/d1-counter";
+import { PROVIDER_CONCURRENCY } from "../../../src/services/send/deliver";
+import type { Env } from "../../../src/env";
+import { sendingSetup } from "../../support/sending";
 
 type Setup = Awaited<ReturnType<typeof sendingSetup>>;
 const db = () => getDb(env.DB);

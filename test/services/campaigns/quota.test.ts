@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { expectError, type JsonResponse } from "../support/http";
-import { campaignSetup } from "../support/campaigns";
+import { expectError, type JsonResponse } from "../../support/http";
+import { campaignSetup } from "../../support/campaigns";
 
 afterEach(() => {
   vi.useRealTimers();

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { clickUrl, openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
-import { insertSentEmail } from "../support/emails";
-import { BASE, call } from "../support/http";
-import { eventually, receiver, webhookProject } from "../support/webhooks";
+import { clickUrl, openPixelUrl, unsubscribeUrl } from "../../../src/services/tracking/links";
+import { insertSentEmail } from "../../support/emails";
+import { BASE, call } from "../../support/http";
+import { eventually, receiver, webhookProject } from "../../support/webhooks";
 
 afterEach(() => vi.restoreAllMocks());
 
