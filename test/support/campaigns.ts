@@ -83,7 +83,7 @@ export async function campaignSetup(overrides: Partial<Env> = {}) {
       ...body,
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body.data as { id: string; status: string };
+    return (res.body as { data: { id: string; status: string } }).data;
   }
 
   return { ...s, bulk, db, request, runBatch, pump, addContacts, suppress, createCampaign };

@@ -80,14 +80,29 @@ export async function newProject(name = "test project") {
 
 export type TestProject = Awaited<ReturnType<typeof newProject>>;
 
+/** The contract's error envelope (src/lib/errors.ts). */
+export interface ErrorBody {
+  success: false;
+  error: {
+    code: string;
+    message: string;
+    statusCode: number;
+    requestId: string;
+    errors?: { field: string; message: string; code: string }[];
+    suggestion?: string;
+  };
+  timestamp: string;
+}
+
 /** Asserts the contract's error envelope and returns its `error`. */
-export function expectError(res: JsonResponse, status: number, code?: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.error.statusCode).toBe(status);
-  expect(typeof res.body.error.message).toBe("string");
-  expect(res.body.error.requestId).toBe(res.headers.get("X-Request-Id"));
-  expect(Number.isNaN(Date.parse(res.body.timestamp))).toBe(false);
-  if (code) expect(res.body.error.code).toBe(code);
-  return res.body.error as { code: string; message: string; errors?: { field: string; message: string; code: string }[] };
+export function expectError(res: JsonResponse<unknown>, status: number, code?: string) {
+  const body = res.body as ErrorBody;
+  expect(res.status, JSON.stringify(body)).toBe(status);
+  expect(body.success).toBe(false);
+  expect(body.error.statusCode).toBe(status);
+  expect(typeof body.error.message).toBe("string");
+  expect(body.error.requestId).toBe(res.headers.get("X-Request-Id"));
+  expect(Number.isNaN(Date.parse(body.timestamp))).toBe(false);
+  if (code) expect(body.error.code).toBe(code);
+  return body.error;
 }

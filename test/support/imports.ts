@@ -72,7 +72,7 @@ export async function importSetup(overrides: Partial<Env> = {}) {
   async function job(id: string): Promise<Job> {
     const res = await request("GET", `/contacts/imports/${id}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body;
+    return res.body as Job;
   }
 
   /** Uploads the CSV (202 expected), processes every chunk and returns the finished job. */
@@ -80,7 +80,7 @@ export async function importSetup(overrides: Partial<Env> = {}) {
     const res = await upload(csv, query);
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     await pump();
-    return job(res.body.id);
+    return job((res.body as { id: string }).id);
   }
 
   /** Every contact of the project (through GET /contacts), by email. */
@@ -90,8 +90,9 @@ export async function importSetup(overrides: Partial<Env> = {}) {
     for (let i = 0; i < 1000; i++) {
       const res = await request("GET", `/contacts?limit=100${cursor ? `&cursor=${cursor}` : ""}`);
       expect(res.status).toBe(200);
-      for (const c of res.body.contacts) all.set(c.email, c);
-      cursor = res.body.cursor;
+      const page = res.body as { contacts: { email: string }[]; cursor: string | null };
+      for (const c of page.contacts) all.set(c.email, c);
+      cursor = page.cursor;
       if (!cursor) break;
     }
     return all;

@@ -22,10 +22,10 @@ let domainCounter = 0;
  */
 export async function verifiedDomain(project: TestProject, dns: ReturnType<typeof fakeDns>): Promise<string> {
   const domain = `send${++domainCounter}-${crypto.randomUUID().slice(0, 8)}.test`;
-  const created = await project.api.post("/domains", { domain });
+  const created = await project.api.post<{ id: string; records: Parameters<ReturnType<typeof fakeDns>["publish"]>[0] }>("/domains", { domain });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   dns.publish(created.body.records);
-  const verified = await project.api.post(`/domains/${created.body.id}/verify`);
+  const verified = await project.api.post<{ status: string }>(`/domains/${created.body.id}/verify`);
   expect(verified.body.status, JSON.stringify(verified.body)).toBe("VERIFIED");
   return domain;
 }

@@ -96,7 +96,7 @@ export async function webhookProject(name = "webhooks") {
   async function deliveries(webhookId: string, query = "") {
     const res = await api("GET", `/webhooks/${webhookId}/deliveries${query}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data.items as any[];
+    return (res.body as { data: { items: any[] } }).data.items;
   }
   return { ...project, call: api, createWebhook, deliveries };
 }

@@ -41,7 +41,7 @@ export async function automationProject(other?: (request: Request) => Promise<Re
       ...overrides,
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body.id as string;
+    return (res.body as { id: string }).id;
   }
 
   async function createWorkflow(body: Record<string, unknown>) {
@@ -53,13 +53,13 @@ export async function automationProject(other?: (request: Request) => Promise<Re
   async function track(email: string, event: string, data?: Record<string, unknown>) {
     const res = await project.api.post("/v1/track", { email, event, data });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data as { contact: string; event: string };
+    return (res.body as { data: { contact: string; event: string } }).data;
   }
 
   async function executions(workflowId: string, query = "") {
     const res = await project.api.get(`/workflows/${workflowId}/executions${query}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data.items as any[];
+    return (res.body as { data: { items: any[] } }).data.items;
   }
 
   /** Waits until the workflow has exactly one execution matching `predicate`, and returns it. */
