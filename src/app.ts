@@ -4,7 +4,8 @@ import { ApiError, handleError, handleNotFound } from "./lib/errors";
 import { guardError } from "./store/guards";
 import { createRouter } from "./lib/router";
 import { authenticate } from "./middleware/auth";
-import { ApiRateLeases, rateLimit, type Clock } from "./middleware/rate-limit";
+import { ApiRateLeases, rateLimit } from "./middleware/rate-limit";
+import { Caches, type Clock } from "./lib/caches";
 import { requestId } from "./middleware/request-id";
 import { contactImportsRouter } from "./routes/contact-imports";
 import { sendShape } from "./middleware/send-shape";
@@ -42,19 +43,23 @@ export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/segments/*", "/campaigns/*", "/v1/verify", "/workflows/*"];
 
 export interface AppOptions {
-  /** The clock of the rate limiter and the key cache (default Date.now); tests inject one they move. */
+  /** The clock of the rate limiter and every cache (default Date.now); tests inject one they move. */
   now?: Clock;
 }
 
 export function createApp(options: AppOptions = {}) {
   const app = createRouter();
-  // One set of rate-limit leases for every route of this app (one app per isolate).
+  // One set of caches and rate-limit leases for every route of this app (one app per isolate).
+  const caches = new Caches(options.now);
   const leases = new ApiRateLeases();
-  const limitRate = rateLimit(options.now, { leases });
-  // One key cache for every route of this app (one app per isolate).
-  const lookup = cachedKeyLookup(options.now);
+  const limitRate = rateLimit(caches.now, { leases });
+  const lookup = caches.get(cachedKeyLookup);
 
   app.use("*", requestId);
+  app.use("*", async (c, next) => {
+    c.set("caches", caches);
+    await next();
+  });
   // Writes may have recorded workflow triggers (D1 triggers fill an outbox on
   // every event, contact creation and subscription, whatever path made them):
   // hand this project's to the workflow queue once the response is ready. The
@@ -121,7 +126,7 @@ export function createApp(options: AppOptions = {}) {
     });
   });
   // /v1/send reads (template, domain, suppressions, contacts) while the limiter answers; it writes only once allowed.
-  app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true, leases }), sendShape);
+  app.use("/v1/send", authenticate({ lookup }), rateLimit(caches.now, { deferred: true, leases }), sendShape);
 
   app.route("/", healthRouter);
   // Before /contacts/{id}, which would take /contacts/imports and /contacts/export.

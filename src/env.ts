@@ -1,4 +1,5 @@
 import type { ProjectLimiter } from "./durable/project-limiter";
+import type { Caches } from "./lib/caches";
 import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
@@ -110,6 +111,8 @@ export interface AppBindings {
   Variables: {
     requestId: string;
     auth: AuthContext;
+    /** The app's in-isolate caches, on the app's clock (set for every request by createApp). */
+    caches: Caches;
     /**
      * Set by a handler whose write batch looked at the workflow outbox: false
      * when it holds nothing of this project, so the hand-over after the

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createApp, MAX_BODY_BYTES } from "../src/app";
-import { call, expectError, newProject } from "./helpers";
+import { call, expectError, newProject } from "./support/http";
 
 /** Routes deliberately left out of the API reference, with the reason. */
 const UNDOCUMENTED = [

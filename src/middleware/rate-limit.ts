@@ -2,11 +2,9 @@ import { createMiddleware } from "hono/factory";
 import type { ApiLease, RateLimitResult } from "../durable/project-limiter";
 import { projectLimiter } from "../durable/names";
 import type { AppBindings } from "../env";
+import { type Clock, systemClock } from "../lib/caches";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
-
-/** Milliseconds since the epoch; the app's clock, injectable so tests never wait for a real minute. */
-export type Clock = () => number;
 
 const WINDOW_MS = 60_000;
 /** Largest lease: a fiftieth of the limit (20 of the default 1000), at most 1000. */
@@ -157,7 +155,7 @@ export class ApiRateLeases {
 export const DEFERRED_BODY_BYTES = 64 * 1024;
 const largeBody = (contentLength: string | undefined) => !(Number(contentLength ?? Number.NaN) <= DEFERRED_BODY_BYTES);
 
-export const rateLimit = (now: Clock = Date.now, options: { deferred?: boolean; leases?: ApiRateLeases } = {}) => {
+export const rateLimit = (now: Clock = systemClock, options: { deferred?: boolean; leases?: ApiRateLeases } = {}) => {
   const leases = options.leases ?? new ApiRateLeases();
   return createMiddleware<AppBindings>(async (c, next) => {
     const { projectId, keyKind } = c.get("auth");

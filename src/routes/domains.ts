@@ -3,7 +3,7 @@ import { getDb } from "../db/client";
 import { createRouter } from "../lib/router";
 import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
-import { createDomain, deleteDomain, getDomain, listDomains, toDomainView, verifyDomainNow } from "../services/domains";
+import { createDomain, deleteDomain, getDomain, listDomains, toDomainView, verifiedDomainCache, verifyDomainNow } from "../services/domains";
 import { CreateDomainRequestSchema, DomainListQuerySchema, DomainListResponseSchema, DomainSchema } from "../schemas/domains";
 
 const tags = ["Domains"];
@@ -93,6 +93,6 @@ export const domainsRouter = createRouter()
     return c.json(toDomainView(domain), 200);
   })
   .openapi(deleteRoute, async (c) => {
-    await deleteDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id);
+    await deleteDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, c.get("caches").get(verifiedDomainCache));
     return c.body(null, 204);
   });

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
+import { verifiedDomainCache } from "../services/domains";
 import { acceptSend } from "../services/send/accept";
 import { SendRequestSchema, SendResponseSchema, IdempotencyKeySchema } from "../schemas/send";
 
@@ -38,6 +39,7 @@ export const sendRouter = createRouter().openapi(sendRoute, async (c) => {
   const body = c.req.valid("json");
   const idempotencyKey = c.req.valid("header")["idempotency-key"];
   const result = await acceptSend(getDb(c.env.DB), c.env, c.get("auth").projectId, body, {
+    verifiedDomains: c.get("caches").get(verifiedDomainCache),
     idempotencyKey,
     requestUrl: c.req.url,
     beforeWrite: c.get("rateLimitAllowed"),

@@ -7,7 +7,15 @@ import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/op
 import { createRouter } from "../lib/router";
 import { applySesFeedback } from "../services/feedback/ses";
 import { queueWebhookEvents } from "../services/webhooks/deliver";
-import { isSnsUrl, parseSnsMessage, snsHostForTopic, SnsVerificationError, verifySnsMessage, type SnsMessage } from "../services/feedback/sns";
+import {
+  failedCertificates,
+  isSnsUrl,
+  parseSnsMessage,
+  snsHostForTopic,
+  SnsVerificationError,
+  verifySnsMessage,
+  type SnsMessage,
+} from "../services/feedback/sns";
 
 const sesRoute = createRoute({
   method: "post",
@@ -84,7 +92,10 @@ sesFeedbackRouter.post("/webhooks/ses", async (c) => {
       throw new ApiError("FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
     }
     // Only a certificate URL not cached makes this Worker fetch: that is limited per client.
-    await verifySnsMessage(message, { beforeFetch: () => assertClientWithinLimit(c.env, "sns-certificate", c.req.raw.headers) });
+    await verifySnsMessage(message, {
+      failed: c.get("caches").get(failedCertificates),
+      beforeFetch: () => assertClientWithinLimit(c.env, "sns-certificate", c.req.raw.headers),
+    });
   } catch (err) {
     if (err instanceof SnsVerificationError) throw toApiError(err);
     throw err;

@@ -5,7 +5,7 @@ import { linkVerificationSecrets } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
-import { recordLinkEngagement } from "../services/tracking/engagement-once";
+import { countedEngagements, recordLinkEngagement } from "../services/tracking/engagement-once";
 import { isTrackableUrl, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
 
 const tags = ["Tracking"];
@@ -67,7 +67,9 @@ export const trackingLinksRouter = createRouter()
     const secrets = linkVerificationSecrets(c.env);
     if (await verifyOpenSignature(secrets, emailId, s)) {
       try {
-        await recordLinkEngagement(getDb(c.env.DB), c.env, c.req.raw.headers, emailId, "OPENED", {}, (rows) => queueRecordedEvents(c.env, rows));
+        await recordLinkEngagement(getDb(c.env.DB), c.env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, "OPENED", {}, (rows) =>
+          queueRecordedEvents(c.env, rows),
+        );
       } catch (err) {
         // The image is served either way; a lost open is better than a broken picture.
         console.error("recording an open failed", emailId, err);
@@ -86,7 +88,9 @@ export const trackingLinksRouter = createRouter()
     }
     if (!isTrackableUrl(u)) throw new ApiError("BAD_REQUEST", "This tracking link does not point to an http(s) URL");
     try {
-      await recordLinkEngagement(getDb(c.env.DB), c.env, c.req.raw.headers, emailId, "CLICKED", { url: u }, (rows) => queueRecordedEvents(c.env, rows));
+      await recordLinkEngagement(getDb(c.env.DB), c.env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, "CLICKED", { url: u }, (rows) =>
+        queueRecordedEvents(c.env, rows),
+      );
     } catch (err) {
       // The reader gets to the link either way; a lost click is better than a dead link.
       console.error("recording a click failed", emailId, err);

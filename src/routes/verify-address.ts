@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { VerifyAddressRequestSchema, VerifyAddressResponseSchema } from "../schemas/verify-address";
-import { dnsConfig } from "../services/dns";
+import { dnsAnswerCache, dnsConfig } from "../services/dns";
 import { verifyEmailAddress } from "../services/email-verification";
 
 const verifyRoute = createRoute({
@@ -24,6 +24,6 @@ const verifyRoute = createRoute({
 });
 
 export const verifyAddressRouter = createRouter().openapi(verifyRoute, async (c) => {
-  const result = await verifyEmailAddress(dnsConfig(c.env), c.env.ASSETS, c.req.valid("json").email);
+  const result = await verifyEmailAddress(dnsConfig(c.env), c.get("caches").get(dnsAnswerCache), c.env.ASSETS, c.req.valid("json").email);
   return c.json(success(result), 200);
 });

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from "../lib/caches";
 import { TtlCache } from "../lib/ttl-cache";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
@@ -79,7 +80,7 @@ export type KeyLookup = (db: Database, key: string, beforeQuery?: () => Promise<
  * requests never wait on another request's lookup (a Workers pitfall: that
  * request may be cancelled). `now` is the app's clock (tests move it past the TTL).
  */
-export function cachedKeyLookup(now: () => number = Date.now): KeyLookup {
+export function cachedKeyLookup(now: Clock = systemClock): KeyLookup {
   const options = { max: KEY_CACHE_MAX_ENTRIES, ttlMs: KEY_CACHE_TTL_MS, now };
   const known = new TtlCache<string, KeyOwner>(options);
   const unknown = new TtlCache<string, true>(options);

@@ -7,6 +7,7 @@
  */
 
 import { readConfig, type ConfigInput } from "../lib/config";
+import type { Clock } from "../lib/caches";
 import { TtlCache } from "../lib/ttl-cache";
 
 export type DnsType = "A" | "AAAA" | "MX" | "TXT" | "CNAME";
@@ -143,7 +144,7 @@ export function mxValue(data: string): { priority: number; host: string } {
 
 // ---------------------------------------------------------------------------
 // Short-lived cache for /v1/verify: a burst of checks of one domain costs one
-// lookup per record type. Two levels: this isolate's memory (always works) and
+// lookup per record type. Two levels: the app's in-isolate cache (always works) and
 // the Cache API of the colo (shared between isolates; a no-op where the Cache
 // API is unavailable). Only definitive answers are cached.
 
@@ -152,16 +153,15 @@ const MIN_CACHE_SECONDS = 30;
 const MAX_CACHE_SECONDS = 300;
 const NEGATIVE_CACHE_SECONDS = 60;
 const MEMORY_ENTRIES = 1000;
-const memory = new TtlCache<string, DnsResult>({ max: MEMORY_ENTRIES, ttlMs: MIN_CACHE_SECONDS * 1000 });
+
+/** The app's in-isolate DNS answers (`caches.get(dnsAnswerCache)`); each entry lives as long as its DNS TTL allows. */
+export const dnsAnswerCache = (now: Clock) => new TtlCache<string, DnsResult>({ max: MEMORY_ENTRIES, ttlMs: MIN_CACHE_SECONDS * 1000, now });
+export type DnsAnswerCache = ReturnType<typeof dnsAnswerCache>;
 
 function cacheSeconds(result: DnsResult): number {
   if (result.answers.length === 0) return NEGATIVE_CACHE_SECONDS;
   const ttl = Math.min(...result.answers.map((a) => (Number.isFinite(a.TTL) ? a.TTL : MAX_CACHE_SECONDS)));
   return Math.max(MIN_CACHE_SECONDS, Math.min(MAX_CACHE_SECONDS, ttl));
-}
-
-function remember(key: string, result: DnsResult, seconds: number) {
-  memory.set(key, result, seconds * 1000);
 }
 
 function defaultCache(): Cache | undefined {
@@ -173,7 +173,7 @@ function defaultCache(): Cache | undefined {
 }
 
 /** Like resolveDns, but answers from a short-lived cache when it can. */
-export async function resolveDnsCached(config: DnsConfig, name: string, type: DnsType): Promise<DnsResult> {
+export async function resolveDnsCached(config: DnsConfig, memory: DnsAnswerCache, name: string, type: DnsType): Promise<DnsResult> {
   const key = `${CACHE_ORIGIN}/${type}/${encodeURIComponent(name)}`;
   const hit = memory.get(key);
   if (hit) return hit;
@@ -185,7 +185,7 @@ export async function resolveDnsCached(config: DnsConfig, name: string, type: Dn
       if (cached) {
         const result = (await cached.json()) as DnsResult;
         const age = Number(cached.headers.get("x-cache-seconds")) || MIN_CACHE_SECONDS;
-        remember(key, result, age);
+        memory.set(key, result, age * 1000);
         return result;
       }
     } catch {
@@ -196,7 +196,7 @@ export async function resolveDnsCached(config: DnsConfig, name: string, type: Dn
   const result = await resolveDns(config, name, type);
   if (isDefinitive(result)) {
     const seconds = cacheSeconds(result);
-    remember(key, result, seconds);
+    memory.set(key, result, seconds * 1000);
     if (cache) {
       try {
         await cache.put(

@@ -4,7 +4,7 @@
  * and whether the domain exists and can receive mail (DNS over HTTPS, with a
  * short per-domain cache).
  */
-import { mxValue, resolveDnsCached, type DnsConfig, type DnsResult } from "./dns";
+import { mxValue, resolveDnsCached, type DnsAnswerCache, type DnsConfig, type DnsResult } from "./dns";
 import type { VerificationResult } from "../schemas/verify-address";
 import { normaliseDomainName } from "./domains/names";
 
@@ -127,8 +127,8 @@ export function checkSyntax(email: string): Syntax {
 
 const dnsTrouble = (result: DnsResult) => `${REASONS.dnsFailed} (${result.message ?? result.outcome}); try again later`;
 
-async function mailHost(config: DnsConfig, domain: string) {
-  const mx = await resolveDnsCached(config, domain, "MX");
+async function mailHost(config: DnsConfig, answers: DnsAnswerCache, domain: string) {
+  const mx = await resolveDnsCached(config, answers, domain, "MX");
   if (mx.outcome === "nxdomain") return { domainExists: false, hasMxRecords: false, canReceive: false, reason: REASONS.nxdomain };
   if (mx.outcome !== "ok") return { domainExists: false, hasMxRecords: false, canReceive: false, reason: dnsTrouble(mx) };
   const hosts = mx.answers.map((a) => mxValue(a.data));
@@ -138,15 +138,15 @@ async function mailHost(config: DnsConfig, domain: string) {
     return { domainExists: true, hasMxRecords: true, canReceive: true };
   }
   for (const type of ["A", "AAAA"] as const) {
-    const address = await resolveDnsCached(config, domain, type);
+    const address = await resolveDnsCached(config, answers, domain, type);
     if (address.outcome !== "ok") return { domainExists: true, hasMxRecords: false, canReceive: false, reason: dnsTrouble(address) };
     if (address.answers.length > 0) return { domainExists: true, hasMxRecords: false, canReceive: true, reason: REASONS.implicitMx };
   }
   return { domainExists: true, hasMxRecords: false, canReceive: false, reason: REASONS.noMailHost };
 }
 
-/** `assets` is the Worker's static assets binding (env.ASSETS), which serves the disposable-domain list. */
-export async function verifyEmailAddress(config: DnsConfig, assets: Fetcher, input: string): Promise<VerificationResult> {
+/** `assets` is the Worker's static assets binding (env.ASSETS), which serves the disposable-domain list; `answers` the app's DNS cache. */
+export async function verifyEmailAddress(config: DnsConfig, answers: DnsAnswerCache, assets: Fetcher, input: string): Promise<VerificationResult> {
   const email = input.trim();
   const syntax = checkSyntax(email);
   if (!syntax.ok) {
@@ -174,7 +174,7 @@ export async function verifyEmailAddress(config: DnsConfig, assets: Fetcher, inp
   // The library also "corrects" unknown TLDs of working domains (x.test -> x.de), so a
   // suggestion counts only towards a popular mailbox provider, or when the typed domain
   // cannot receive mail anyway.
-  const host = await mailHost(config, domain);
+  const host = await mailHost(config, answers, domain);
   let suggestedEmail: string | undefined;
   if (!isAlias) {
     const { POPULAR_DOMAINS, run: suggestEmail } = await spellChecker();

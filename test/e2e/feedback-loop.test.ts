@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { clearSnsKeyCache } from "../../src/services/feedback/sns";
 import { notification, sesBounce, sign, snsHandler } from "../fakes/sns";
-import { call } from "../helpers";
-import { sendingSetup } from "../sending";
+import { call } from "../support/http";
+import { sendingSetup } from "../support/sending";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -13,7 +13,7 @@ import { DOH_URL, fakeDns } from "./dns";
 import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./ses";
 import { authorization, verifySigV4 } from "./sigv4";
 import { takeViolations } from "./violations";
-import { sendingSetup } from "../sending";
+import { sendingSetup } from "../support/sending";
 
 afterEach(() => vi.restoreAllMocks());
 

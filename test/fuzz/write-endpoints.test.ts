@@ -3,8 +3,8 @@ import fc from "fast-check";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES, MAX_SEND_BODY_BYTES } from "../../src/app";
 import { fakeDns } from "../fakes/dns";
-import { call, expectError, newProject, type JsonResponse, type TestProject } from "../helpers";
-import { verifiedDomain } from "../sending";
+import { call, expectError, newProject, type JsonResponse, type TestProject } from "../support/http";
+import { verifiedDomain } from "../support/sending";
 
 type Field =
   | { kind: "email"; required?: boolean; nullable?: boolean }

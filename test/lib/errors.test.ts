@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, ERROR_CODES, ERROR_STATUS } from "../../src/lib/errors";
-import { call } from "../helpers";
+import { call } from "../support/http";
 
 describe("error codes", () => {
   it("an ApiError answers the status of its code", () => {

@@ -6,7 +6,7 @@ import { getDb } from "../../src/db/client";
 import { apiKeys } from "../../src/db/schema";
 import { generateApiKey, KEY_CACHE_TTL_MS } from "../../src/services/api-keys";
 import { buildKeyRotation, buildSetProjectDisabled } from "../../src/services/projects";
-import { BASE, call, expectError, newProject, type JsonResponse } from "../helpers";
+import { BASE, call, expectError, newProject, type JsonResponse } from "../support/http";
 
 /**
  * The Worker's app with its clock (rate limiter and key cache) in the test's

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, newProject } from "../helpers";
+import { call, newProject } from "../support/http";
 
 const LIMIT = 3;
 

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import type { ProjectLimiter } from "../../src/durable/project-limiter";
-import { call, expectError, newProject, type JsonResponse } from "../helpers";
+import { call, expectError, newProject, type JsonResponse } from "../support/http";
 
 const LIMIT = 1000; // vitest.config.ts sets RATE_LIMIT_PER_MINUTE to 1000
 const CHEAP = "/contacts?limit=1";

@@ -7,8 +7,8 @@ import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
 import { clearSnsKeyCache } from "../../src/services/feedback/sns";
 import { clickUrl, openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
 import { CERT_URL, notification, sign } from "../fakes/sns";
-import { getContact, getEmail, insertSentEmail } from "../fixtures/emails";
-import { BASE, expectError, newProject, type JsonResponse } from "../helpers";
+import { getContact, getEmail, insertSentEmail } from "../support/emails";
+import { BASE, expectError, newProject, type JsonResponse } from "../support/http";
 
 /** wrangler.toml [[ratelimits]] CLIENT_LIMITER: requests per minute per client and kind of path. */
 const CLIENT_LIMIT = 600;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MAX_CONTACT_DATA_BYTES } from "../../src/store/guards";
-import { expectError, newProject } from "../helpers";
-import { sendingSetup } from "../sending";
+import { expectError, newProject } from "../support/http";
+import { sendingSetup } from "../support/sending";
 
 /** About 30 KB of data under distinct keys, so three of them merged pass the 64 KB cap. */
 const chunk = (tag: string) => Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`${tag}${i}`, "x".repeat(1000)]));

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { upsertContacts } from "../../src/store/contacts";
-import { expectError, newProject, type TestProject } from "../helpers";
+import { expectError, newProject, type TestProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { ContactListResponseSchema, ContactSchema, UpsertedContactSchema } from "../../src/schemas/contacts";
 

@@ -6,7 +6,7 @@ import { getDb } from "../../src/db/client";
 import { domains } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
-import { call, expectError, newProject, type JsonResponse, type TestProject } from "../helpers";
+import { call, expectError, newProject, type JsonResponse, type TestProject } from "../support/http";
 import { fakeDns } from "../fakes/dns";
 
 /**

@@ -6,7 +6,7 @@ import worker from "../../src/index";
 import { decryptPrivateKey } from "../../src/services/domains/dkim";
 import { base64ToBytes } from "../../src/lib/base64";
 import { fakeDns } from "../fakes/dns";
-import { expectError, newProject, type TestProject } from "../helpers";
+import { expectError, newProject, type TestProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { DomainListResponseSchema, DomainSchema } from "../../src/schemas/domains";
 

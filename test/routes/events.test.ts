@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, expectError, newProject, type TestProject } from "../helpers";
+import { call, expectError, newProject, type TestProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { EventListResponseSchema, EventNamesResponseSchema } from "../../src/schemas/events";
 

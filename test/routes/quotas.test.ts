@@ -4,9 +4,9 @@ import type { Env } from "../../src/env";
 import { getDb } from "../../src/db/client";
 import { applyFeedback } from "../../src/services/feedback/apply";
 import { openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
-import { getEmail, insertSentEmail } from "../fixtures/emails";
-import { BASE, call, expectError, newProject, type JsonResponse } from "../helpers";
-import { sendingSetup } from "../sending";
+import { getEmail, insertSentEmail } from "../support/emails";
+import { BASE, call, expectError, newProject, type JsonResponse } from "../support/http";
+import { sendingSetup } from "../support/sending";
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -8,7 +8,7 @@ import { contacts as dbContacts, domains, emails, suppressions, type Domain } fr
 import { VERIFIED_DOMAIN_CACHE_TTL_MS, verifiedDomainCache } from "../../src/services/domains";
 import type { Env } from "../../src/env";
 import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
-import { BASE, newProject, type JsonResponse } from "../helpers";
+import { BASE, newProject, type JsonResponse } from "../support/http";
 
 /**
  * What a request costs in D1, pinned: every request goes through the Worker's

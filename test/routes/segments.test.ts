@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expectError, newProject } from "../helpers";
+import { expectError, newProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { SegmentListResponseSchema, SegmentMemberListResponseSchema, SegmentSchema } from "../../src/schemas/segments";
 

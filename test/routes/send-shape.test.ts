@@ -5,8 +5,8 @@ import { createApp } from "../../src/app";
 import type { Env } from "../../src/env";
 import { DEFERRED_BODY_BYTES } from "../../src/middleware/rate-limit";
 import { MAX_CUSTOM_HEADER_BYTES, MAX_CUSTOM_HEADERS, MAX_SEND_JSON_CHARS_OUTSIDE_ATTACHMENTS } from "../../src/schemas/send";
-import { BASE, call, expectError, newProject } from "../helpers";
-import { sendingSetup } from "../sending";
+import { BASE, call, expectError, newProject } from "../support/http";
+import { sendingSetup } from "../support/sending";
 
 const MINUTE = 60_000;
 /** A minute far from today's wall clock and from rate-limit.test.ts's, different for each test. */

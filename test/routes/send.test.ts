@@ -4,8 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import { emails, idempotencyKeys, suppressions } from "../../src/db/schema";
 import { decodeWords } from "../fakes/ses";
-import { expectError } from "../helpers";
-import { sendingSetup } from "../sending";
+import { expectError } from "../support/http";
+import { sendingSetup } from "../support/sending";
 import type { Env } from "../../src/env";
 
 afterEach(() => vi.restoreAllMocks());

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, expectError, newProject } from "../helpers";
+import { call, expectError, newProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { TemplateListResponseSchema, TemplateSchema } from "../../src/schemas/templates";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, expectError, newProject } from "../helpers";
+import { call, expectError, newProject } from "../support/http";
 
 async function contactByEmail(p: Awaited<ReturnType<typeof newProject>>, email: string) {
   const res = await p.api.get(`/contacts?search=${encodeURIComponent(email)}`);

@@ -5,8 +5,8 @@ import { eq } from "drizzle-orm";
 import { events } from "../../src/db/schema";
 import { ENGAGEMENT_DEDUP_WINDOW_MS, recordEngagement } from "../../src/services/emails/status";
 import { addTracking, decodeHtmlAttribute } from "../../src/services/tracking/links";
-import { eventsOfEmail, getEmail, insertSentEmail, setTracking } from "../fixtures/emails";
-import { BASE, call, expectError, newProject } from "../helpers";
+import { eventsOfEmail, getEmail, insertSentEmail, setTracking } from "../support/emails";
+import { BASE, call, expectError, newProject } from "../support/http";
 
 const SECRET = env.LINK_SIGNING_SECRET!;
 

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { unsubscribeUrl } from "../../src/services/tracking/links";
-import { eventsOfEmail, getContact, insertSentEmail } from "../fixtures/emails";
-import { BASE, call, expectError, newProject } from "../helpers";
+import { eventsOfEmail, getContact, insertSentEmail } from "../support/emails";
+import { BASE, call, expectError, newProject } from "../support/http";
 
 const SECRET = env.LINK_SIGNING_SECRET!;
 const pathOf = async (emailId: string) => (await unsubscribeUrl(env.PUBLIC_URL!, SECRET, emailId)).slice(BASE.length);

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { REASONS } from "../../src/services/email-verification";
 import { fakeDns } from "../fakes/dns";
-import { expectError, newProject, type TestProject } from "../helpers";
+import { expectError, newProject, type TestProject } from "../support/http";
 
 let dns: ReturnType<typeof fakeDns>;
 let p: TestProject;
@@ -189,7 +189,7 @@ describe("POST /v1/verify", () => {
 
 describe("OpenAPI", () => {
   it("documents /domains and /v1/verify", async () => {
-    const { call } = await import("../helpers");
+    const { call } = await import("../support/http");
     const doc = await call("GET", "/openapi.json");
     expect(doc.status).toBe(200);
     for (const path of ["/domains", "/domains/{id}", "/domains/{id}/verify", "/v1/verify"]) expect(doc.body.paths[path]).toBeDefined();

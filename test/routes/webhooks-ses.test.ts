@@ -8,8 +8,8 @@ import { recordEngagement } from "../../src/services/emails/status";
 import { CERT_FAILURE_TTL_MS, clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/services/feedback/sns";
 import { findSuppressed } from "../../src/services/suppressions";
 import { CERT_URL, certPem, notification, sign, TOPIC, type Sns } from "../fakes/sns";
-import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../fixtures/emails";
-import { call, expectError, newProject } from "../helpers";
+import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../support/emails";
+import { call, expectError, newProject, type CallOptions } from "../support/http";
 
 const CN_CERT_URL = "https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-test.pem";
 const SUBSCRIBE_URL = `https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=abc123`;
@@ -54,11 +54,12 @@ const complaintOf = (e: { providerMessageId: string; to: string }, format: "noti
   },
 });
 
-/** POSTs as SNS does: JSON in a text/plain body. */
-const post = (body: unknown) =>
+/** POSTs as SNS does: JSON in a text/plain body (to the Worker, or to `handler`: an app with a clock of its own). */
+const post = (body: unknown, handler?: CallOptions["handler"]) =>
   call("POST", "/webhooks/ses", {
     rawBody: typeof body === "string" ? body : JSON.stringify(body),
     headers: { "Content-Type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
+    handler,
   });
 
 // ---- the fake SNS host ----
@@ -307,16 +308,19 @@ describe("POST /webhooks/ses: forged and malformed messages", () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     const message = await sign(notification(deliveryOf(email)));
+    const clock = { now: Date.now() };
+    const app = createApp({ now: () => clock.now });
     certStatus = 500;
-    expectError(await post(message), 503, "SERVICE_UNAVAILABLE");
+    expectError(await post(message, app.fetch), 503, "SERVICE_UNAVAILABLE");
     expect((await getEmail(email.id)).status).toBe("SENT");
     certStatus = 200;
-    // Right away: the same answer without fetching again.
-    expectError(await post(message), 503, "SERVICE_UNAVAILABLE");
+    // Right away, and up to the TTL on the app's clock: the same answer without fetching again.
+    expectError(await post(message, app.fetch), 503, "SERVICE_UNAVAILABLE");
+    clock.now += CERT_FAILURE_TTL_MS;
+    expectError(await post(message, app.fetch), 503, "SERVICE_UNAVAILABLE");
     expect(fetched).toEqual([CERT_URL]);
-    const now = Date.now();
-    vi.spyOn(Date, "now").mockReturnValue(now + CERT_FAILURE_TTL_MS + 1);
-    expect((await post(message)).status).toBe(200);
+    clock.now += 1;
+    expect((await post(message, app.fetch)).status).toBe(200);
     expect((await getEmail(email.id)).status).toBe("DELIVERED");
   });
 
@@ -324,14 +328,15 @@ describe("POST /webhooks/ses: forged and malformed messages", () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     const message = await sign(notification(deliveryOf(email)));
+    const clock = { now: Date.now() };
+    const app = createApp({ now: () => clock.now });
     certBody = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
-    expectError(await post(message), 403, "FORBIDDEN");
+    expectError(await post(message, app.fetch), 403, "FORBIDDEN");
     expect((await getEmail(email.id)).status).toBe("SENT");
     certBody = certPem;
-    expectError(await post(message), 403, "FORBIDDEN");
-    const now = Date.now();
-    vi.spyOn(Date, "now").mockReturnValue(now + CERT_FAILURE_TTL_MS + 1);
-    expect((await post(message)).status).toBe(200);
+    expectError(await post(message, app.fetch), 403, "FORBIDDEN");
+    clock.now += CERT_FAILURE_TTL_MS + 1;
+    expect((await post(message, app.fetch)).status).toBe(200);
     expect((await getEmail(email.id)).status).toBe("DELIVERED");
   });
 });

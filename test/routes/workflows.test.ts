@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expectError, newProject, type TestProject } from "../helpers";
+import { expectError, newProject, type TestProject } from "../support/http";
 
 async function template(p: TestProject, overrides: Record<string, unknown> = {}) {
   const res = await p.api.post("/templates", {

@@ -6,7 +6,7 @@ import { contacts, emails, events } from "../../src/db/schema";
 import { fieldErrorsFromZod } from "../../src/lib/errors";
 import { newId } from "../../src/lib/ids";
 import { compileCondition, ConditionSchema, contactMatches, evaluateCondition, loadContactActivity, type Condition } from "../../src/services/conditions";
-import { newProject } from "../helpers";
+import { newProject } from "../support/http";
 
 const db = getDb(env.DB);
 const NOW = Date.UTC(2026, 5, 1, 12, 0, 0);

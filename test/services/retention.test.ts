@@ -5,9 +5,9 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import { blobChunks, emailAttachments, emails, events, projectDailyUsage, projects } from "../../src/db/schema";
 import { dropOldEmailHtml, pruneDailyUsage, pruneOldEvents, runRetention } from "../../src/services/retention";
-import { insertSentEmail } from "../fixtures/emails";
-import { newProject } from "../helpers";
-import { sendingSetup } from "../sending";
+import { insertSentEmail } from "../support/emails";
+import { newProject } from "../support/http";
+import { sendingSetup } from "../support/sending";
 
 afterEach(() => {
   vi.restoreAllMocks();

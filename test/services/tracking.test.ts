@@ -13,7 +13,7 @@ import {
   unsubscribeUrl,
   verifyClickSignature,
 } from "../../src/services/tracking/links";
-import { newProject } from "../helpers";
+import { newProject } from "../support/http";
 
 const BASE = "http://edge-mail.test";
 const SECRET = "unit-test-link-signing-secret-0123456789";

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
-import { call, expectError, newProject, type JsonResponse } from "../helpers";
+import { call, expectError, newProject, type JsonResponse } from "../support/http";
 
 afterEach(() => {
   vi.restoreAllMocks();

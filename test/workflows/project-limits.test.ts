@@ -9,8 +9,8 @@ import { MAX_WORKFLOWS_PER_PROJECT } from "../../src/services/workflows/definiti
 import { executionMayContinue } from "../../src/services/workflows/executions";
 import { callWebhookStep } from "../../src/services/workflows/steps";
 import { dispatchWorkflowTriggers } from "../../src/services/workflows/triggers";
-import { expectError, newProject } from "../helpers";
-import { automationProject, eventually } from "./harness";
+import { expectError, newProject } from "../support/http";
+import { automationProject, eventually } from "../support/workflows";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());

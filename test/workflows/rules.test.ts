@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import { workflowExecutions } from "../../src/db/schema";
-import { automationProject, eventually } from "./harness";
+import { automationProject, eventually } from "../support/workflows";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());

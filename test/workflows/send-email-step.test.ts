@@ -5,7 +5,7 @@ import { newId } from "../../src/lib/ids";
 import { CLAIM_LEASE_MS } from "../../src/services/send/records";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { sendWorkflowEmail, workflowSendId } from "../../src/services/workflows/send-email";
-import { BULK_QUEUE, callsPerAddress, campaignSetup, SEND_QUEUE } from "../campaigns/harness";
+import { BULK_QUEUE, callsPerAddress, campaignSetup, SEND_QUEUE } from "../support/campaigns";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,17 +1,16 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import { contacts } from "../../src/db/schema";
 import type { Env } from "../../src/env";
-import worker from "../../src/index";
 import { newId } from "../../src/lib/ids";
 import type { WorkflowQueueMessage } from "../../src/services/workflows/executions";
 import { WORKFLOW_QUEUE_MAX_RETRIES } from "../../src/services/workflows/triggers";
-import { newProject } from "../helpers";
-import { automationProject } from "./harness";
+import { newProject } from "../support/http";
+import { automationProject } from "../support/workflows";
 import wranglerToml from "../../wrangler.toml?raw";
 import { WORKFLOW_QUEUE_NAME } from "../../src/messages";
+import { runConsumer } from "../support/queues";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -74,12 +73,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
       },
     } as unknown as Env;
     const trigger = signupTrigger(project.id, contactId);
-    async function deliver(attempts: number) {
-      const batch = createMessageBatch<unknown>(WORKFLOW_QUEUE_NAME, [{ id: `m-${attempts}`, timestamp: new Date(), attempts, body: trigger }]);
-      const ctx = createExecutionContext();
-      await worker.queue!(batch, engineDown, ctx);
-      return getQueueResult(batch, ctx);
-    }
+    const deliver = (attempts: number) => runConsumer(WORKFLOW_QUEUE_NAME, engineDown, [{ id: `m-${attempts}`, attempts, body: trigger }]);
     const executions = async () => (await project.api.get(`/workflows/${workflow.body.id}/executions`)).body.data.items as any[];
 
     // Every delivery but the last: retried, the execution waits RUNNING for its instance.
@@ -119,12 +113,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
       },
     } as unknown as Env;
     const trigger = signupTrigger(project.id, contactId);
-    const first = createMessageBatch<unknown>(WORKFLOW_QUEUE_NAME, [
-      { id: "m-1", timestamp: new Date(), attempts: WORKFLOW_QUEUE_MAX_RETRIES + 1, body: trigger },
-    ]);
-    const ctx = createExecutionContext();
-    await worker.queue!(first, flaky, ctx);
-    await getQueueResult(first, ctx);
+    await runConsumer(WORKFLOW_QUEUE_NAME, flaky, [{ id: "m-1", attempts: WORKFLOW_QUEUE_MAX_RETRIES + 1, body: trigger }]);
     const [execution] = (await project.api.get(`/workflows/${workflow.body.id}/executions`)).body.data.items;
     expect(execution.status).toBe("RUNNING");
   });

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import { workflowTriggerOutbox } from "../../src/db/schema";
 import worker from "../../src/index";
-import { automationProject, eventually } from "./harness";
+import { automationProject, eventually } from "../support/workflows";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { WEBHOOK_RETRIES } from "../../src/workflows/automation";
-import { automationProject } from "./harness";
+import { automationProject } from "../support/workflows";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());

@@ -1,12 +1,12 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, introspectWorkflow } from "cloudflare:test";
+import { introspectWorkflow } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 vi.setConfig({ testTimeout: 60_000 });
-import worker from "../../src/index";
 import type { WorkflowQueueMessage } from "../../src/services/workflows/executions";
-import { automationProject, eventually } from "./harness";
+import { automationProject, eventually } from "../support/workflows";
 import { WORKFLOW_QUEUE_NAME } from "../../src/messages";
+import { runConsumer } from "../support/queues";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -150,12 +150,8 @@ describe("welcome series on Cloudflare Workflows", () => {
       eventId: tracked.event,
     };
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const batch = createMessageBatch<WorkflowQueueMessage>(WORKFLOW_QUEUE_NAME, [
-        { id: `redelivery-${attempt}`, timestamp: new Date(), attempts: attempt, body: message },
-      ]);
-      const ctx = createExecutionContext();
-      await worker.queue!(batch as MessageBatch<unknown>, env, ctx);
-      expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual([`redelivery-${attempt}`]);
+      const result = await runConsumer(WORKFLOW_QUEUE_NAME, env, [{ id: `redelivery-${attempt}`, attempts: attempt, body: message }]);
+      expect(result.explicitAcks).toEqual([`redelivery-${attempt}`]);
     }
     expect(await s.executions(s.workflow.id)).toHaveLength(1);
     expect(introspector.get()).toHaveLength(1);

@@ -3,6 +3,7 @@
  * delete, and the guard sending uses (`requireVerifiedDomain`).
  */
 import { and, count, eq, isNull, lt, type SQL } from "drizzle-orm";
+import type { Clock } from "../../lib/caches";
 import { TtlCache } from "../../lib/ttl-cache";
 import type { Database } from "../../db/client";
 import { domains, type Domain } from "../../db/schema";
@@ -126,7 +127,7 @@ export async function listDomains(db: Database, projectId: string, query: Domain
  * the name is free again for whoever owns it. If SES cannot remove the
  * identity, nothing is deleted (503; retry).
  */
-export async function deleteDomain(db: Database, env: Env, projectId: string, id: string): Promise<void> {
+export async function deleteDomain(db: Database, env: Env, projectId: string, id: string, verifiedDomains: VerifiedDomains): Promise<void> {
   const domain = await getDomain(db, projectId, id);
   const usedBy = await findDomainUsage(db, projectId, domain.name);
   if (usedBy) {
@@ -242,7 +243,7 @@ export async function requireVerifiedDomain(db: Database, projectId: string, fro
 export const VERIFIED_DOMAIN_CACHE_TTL_MS = 5_000;
 
 /** (project, domain name) -> the domain's name, for domains seen VERIFIED; bounded LRU with a short TTL. */
-export function verifiedDomainCache(now: () => number = Date.now) {
+export function verifiedDomainCache(now: Clock) {
   const cache = new TtlCache<string, string>({ max: 1_000, ttlMs: VERIFIED_DOMAIN_CACHE_TTL_MS, now });
   const keyOf = (projectId: string, fromAddress: string) => {
     const name = domainOfAddress(fromAddress);
@@ -263,5 +264,5 @@ export function verifiedDomainCache(now: () => number = Date.now) {
   };
 }
 
-/** The isolate's cache of verified sending domains (used by /v1/send; a deletion here forgets at once). */
-export const verifiedDomains = verifiedDomainCache();
+/** The app's cache of verified sending domains (`caches.get(verifiedDomainCache)`): /v1/send reads it, a deletion forgets at once. */
+export type VerifiedDomains = ReturnType<typeof verifiedDomainCache>;

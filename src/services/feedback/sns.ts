@@ -8,6 +8,7 @@
  */
 
 import { base64ToBytes } from "../../lib/base64";
+import type { Clock } from "../../lib/caches";
 import { TtlCache } from "../../lib/ttl-cache";
 
 export type SnsMessageType = "Notification" | "SubscriptionConfirmation" | "UnsubscribeConfirmation";
@@ -195,7 +196,7 @@ export function pemToDer(pem: string): Uint8Array {
   return base64ToBytes(match[1]);
 }
 
-// ---- Keys: fetched once per certificate URL, kept in memory ----
+// ---- Keys: fetched once per certificate URL, kept in memory (a URL names one certificate) ----
 
 const MAX_CACHED_CERTS = 64;
 const spkiCache = new TtlCache<string, Promise<Uint8Array>>({ max: MAX_CACHED_CERTS, ttlMs: Number.POSITIVE_INFINITY });
@@ -206,16 +207,23 @@ const keyCache = new TtlCache<string, Promise<CryptoKey>>({ max: MAX_CACHED_CERT
  * fetch, and SNS's own retries (20 s apart by default) find a recovered host.
  */
 export const CERT_FAILURE_TTL_MS = 10_000;
-const failedCerts = new TtlCache<string, SnsVerificationError>({ max: 1_000, ttlMs: CERT_FAILURE_TTL_MS });
+/** The app's certificate URLs that failed lately (`caches.get(failedCertificates)`). */
+export const failedCertificates = (now: Clock) => new TtlCache<string, SnsVerificationError>({ max: 1_000, ttlMs: CERT_FAILURE_TTL_MS, now });
 
-async function fetchSpki(url: URL, fetcher: typeof fetch, beforeFetch?: () => Promise<void>): Promise<Uint8Array> {
-  const failed = failedCerts.get(url.href);
-  if (failed) throw failed;
+interface CertificateFetch {
+  fetcher: typeof fetch;
+  failed: ReturnType<typeof failedCertificates>;
+  beforeFetch?: () => Promise<void>;
+}
+
+async function fetchSpki(url: URL, { fetcher, failed, beforeFetch }: CertificateFetch): Promise<Uint8Array> {
+  const failure = failed.get(url.href);
+  if (failure) throw failure;
   await beforeFetch?.();
   try {
     return await fetchAndReadSpki(url, fetcher);
   } catch (err) {
-    if (err instanceof SnsVerificationError) failedCerts.set(url.href, err);
+    if (err instanceof SnsVerificationError) failed.set(url.href, err);
     throw err;
   }
 }
@@ -243,7 +251,7 @@ function remember<T>(cache: TtlCache<string, Promise<T>>, key: string, make: () 
   if (!value) {
     value = make();
     cache.set(key, value);
-    // A failure (network, bad certificate) is not kept here: failedCerts refuses the URL for a few seconds only.
+    // A failure (network, bad certificate) is not kept here: failedCertificates refuses the URL for a few seconds only.
     value.catch(() => {
       if (cache.get(key) === value) cache.delete(key);
     });
@@ -251,10 +259,10 @@ function remember<T>(cache: TtlCache<string, Promise<T>>, key: string, make: () 
   return value;
 }
 
-function publicKey(url: URL, version: "1" | "2", fetcher: typeof fetch, beforeFetch?: () => Promise<void>): Promise<CryptoKey> {
+function publicKey(url: URL, version: "1" | "2", certificate: CertificateFetch): Promise<CryptoKey> {
   const hash = version === "1" ? "SHA-1" : "SHA-256";
   return remember(keyCache, `${hash} ${url.href}`, async () => {
-    const spki = await remember(spkiCache, url.href, () => fetchSpki(url, fetcher, beforeFetch));
+    const spki = await remember(spkiCache, url.href, () => fetchSpki(url, certificate));
     try {
       return await crypto.subtle.importKey("spki", spki, { name: "RSASSA-PKCS1-v1_5", hash }, false, ["verify"]);
     } catch (err) {
@@ -267,7 +275,6 @@ function publicKey(url: URL, version: "1" | "2", fetcher: typeof fetch, beforeFe
 export function clearSnsKeyCache(): void {
   spkiCache.clear();
   keyCache.clear();
-  failedCerts.clear();
 }
 
 function decodeBase64(value: string): Uint8Array | null {
@@ -285,11 +292,12 @@ function decodeBase64(value: string): Uint8Array | null {
  */
 /**
  * `beforeFetch` runs before the signing certificate is fetched (a URL not
- * cached) and may throw to refuse the message (the per-client limit).
+ * cached) and may throw to refuse the message (the per-client limit);
+ * `failed` is the app's cache of certificate URLs that failed lately.
  */
 export async function verifySnsMessage(
   m: SnsMessage,
-  options: { fetcher?: typeof fetch; now?: number; beforeFetch?: () => Promise<void> } = {},
+  options: { failed: ReturnType<typeof failedCertificates>; fetcher?: typeof fetch; now?: number; beforeFetch?: () => Promise<void> },
 ): Promise<void> {
   if (m.SignatureVersion !== "1" && m.SignatureVersion !== "2") {
     throw new SnsVerificationError("forged", `Unsupported SignatureVersion ${JSON.stringify(m.SignatureVersion)}`);
@@ -306,7 +314,7 @@ export async function verifySnsMessage(
   const signature = decodeBase64(m.Signature);
   if (!signature || signature.length === 0) throw new SnsVerificationError("forged", "Signature is not base64");
 
-  const key = await publicKey(certUrl, m.SignatureVersion, options.fetcher ?? fetch, options.beforeFetch);
+  const key = await publicKey(certUrl, m.SignatureVersion, { fetcher: options.fetcher ?? fetch, failed: options.failed, beforeFetch: options.beforeFetch });
   const ok = await crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, signature, new TextEncoder().encode(stringToSign(m)));
   if (!ok) throw new SnsVerificationError("forged", "The SNS signature does not match");
 }

@@ -6,7 +6,7 @@ import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
-import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, verifiedDomains } from "../domains";
+import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, type VerifiedDomains } from "../domains";
 import type { SuppressionReason } from "../suppressions";
 import { upsertContacts } from "../../store/contacts";
 import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppressionsOf } from "../../store/guards";
@@ -72,6 +72,8 @@ export async function purgeExpiredIdempotencyKeys(db: Database, now = new Date()
 }
 
 export interface AcceptOptions {
+  /** The app's cache of domains seen VERIFIED (read first, filled by a successful check). */
+  verifiedDomains: VerifiedDomains;
   idempotencyKey?: string;
   requestUrl?: string;
   /** Resolves once the request may write (the rate limiter's answer, awaited after the reads); rejects to refuse it. */
@@ -96,7 +98,7 @@ function distinctRecipients(body: SendRequest) {
  * contacts. Only a template's own from address, when its domain is not cached,
  * costs a second read.
  */
-async function readSendInputs(db: Database, projectId: string, body: SendRequest, addresses: string[], idempotencyKey?: string) {
+async function readSendInputs(db: Database, projectId: string, body: SendRequest, addresses: string[], { idempotencyKey, verifiedDomains }: AcceptOptions) {
   const fromGiven = body.from ? mailbox(body.from).email : undefined;
   const domainQuery = fromGiven && !verifiedDomains.get(projectId, fromGiven) ? findSendingDomain(db, projectId, fromGiven) : null;
   const d1 = db.$client;
@@ -167,7 +169,7 @@ function resolveMessage(body: SendRequest, template: Template | undefined) {
 }
 
 /** Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so). */
-async function senderDomainOf(db: Database, projectId: string, fromAddress: string, inputs: SendInputs): Promise<string> {
+async function senderDomainOf(db: Database, projectId: string, fromAddress: string, inputs: SendInputs, verifiedDomains: VerifiedDomains): Promise<string> {
   const cached = verifiedDomains.get(projectId, fromAddress);
   if (cached) return cached;
   const domain = inputs.domainRead ? assertVerifiedDomain(fromAddress, inputs.domain) : await requireVerifiedDomain(db, projectId, fromAddress);
@@ -216,7 +218,7 @@ const NOTHING_READ: SendInputs = {
  * read is a key of `data` or a built-in: rendersFromDataKeys). The only read
  * left, the recipients' suppressions, is then checked inside the write batch.
  */
-async function needsNoReads(projectId: string, body: SendRequest, idempotencyKey?: string): Promise<boolean> {
+async function needsNoReads(projectId: string, body: SendRequest, { idempotencyKey, verifiedDomains }: AcceptOptions): Promise<boolean> {
   if (idempotencyKey || body.template || !body.from || !body.subject || !body.body) return false;
   if (!verifiedDomains.get(projectId, mailbox(body.from).email)) return false;
   const dataKeys = new Set(Object.keys(body.data ?? {}));
@@ -238,12 +240,12 @@ async function needsNoReads(projectId: string, body: SendRequest, idempotencyKey
  * suppressed, and if one is, it writes nothing and the send takes the reading
  * path, which lists them (docs/architecture.md "What a request costs").
  */
-export async function acceptSend(db: Database, env: Env, projectId: string, body: SendRequest, options: AcceptOptions = {}): Promise<SendResult> {
+export async function acceptSend(db: Database, env: Env, projectId: string, body: SendRequest, options: AcceptOptions): Promise<SendResult> {
   const hash = options.idempotencyKey ? await requestHash(body) : "";
   const recipients = distinctRecipients(body);
   const addresses = [...recipients.keys()];
 
-  if (await needsNoReads(projectId, body, options.idempotencyKey)) {
+  if (await needsNoReads(projectId, body, options)) {
     try {
       return await writeSend(db, env, projectId, body, NOTHING_READ, { options, hash, recipients, addresses, checkSuppressions: true });
     } catch (err) {
@@ -254,7 +256,7 @@ export async function acceptSend(db: Database, env: Env, projectId: string, body
       if (raisedGuard(err) !== "SEND_HAS_SUPPRESSED_RECIPIENTS" && !(err instanceof ApiError && err.code === "VALIDATION_ERROR")) throw err;
     }
   }
-  const inputs = await readSendInputs(db, projectId, body, addresses, options.idempotencyKey);
+  const inputs = await readSendInputs(db, projectId, body, addresses, options);
   if (options.idempotencyKey && inputs.record) {
     const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash, inputs.record);
     if (replay) return replay;
@@ -281,7 +283,7 @@ async function writeSend(
   const { options, hash, recipients, addresses } = w;
   if (body.template && !inputs.template) throw ApiError.notFound("Template");
   const message = resolveMessage(body, inputs.template);
-  const senderDomain = await senderDomainOf(db, projectId, message.from.email, inputs);
+  const senderDomain = await senderDomainOf(db, projectId, message.from.email, inputs, options.verifiedDomains);
   const { sendable, suppressed } = sendableRecipients(body, addresses, inputs, message.marketing);
   const { persistent, all: forThisEmail } = splitPersistentData(body.data as JsonObject | undefined);
   const d1 = db.$client;

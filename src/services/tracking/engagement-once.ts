@@ -1,26 +1,29 @@
 import type { Database } from "../../db/client";
 import type { Env } from "../../env";
 import { clientWithinLimit } from "../../lib/client-limit";
+import type { Clock } from "../../lib/caches";
 import { TtlCache } from "../../lib/ttl-cache";
 import { ENGAGEMENT_DEDUP_WINDOW_MS, type Engagement, recordEngagement } from "../emails/status";
 
 /**
- * Opens and clicks this isolate counted, by kind and email, for the de-dup
- * window: a repeat inside it would be refused by recordEngagement's own check,
- * so it is answered without a D1 write. Bounded; an entry lives one
- * millisecond less than the window, so nothing the database would count is skipped.
+ * Opens and clicks the app counted (`caches.get(countedEngagements)`), by kind
+ * and email, for the de-dup window: a repeat inside it would be refused by
+ * recordEngagement's own check, so it is answered without a D1 write. Bounded;
+ * an entry lives one millisecond less than the window, so nothing the database
+ * would count is skipped.
  */
-const counted = new TtlCache<string, true>({ max: 10_000, ttlMs: ENGAGEMENT_DEDUP_WINDOW_MS - 1 });
+export const countedEngagements = (now: Clock) => new TtlCache<string, true>({ max: 10_000, ttlMs: ENGAGEMENT_DEDUP_WINDOW_MS - 1, now });
 
 /**
  * Records an open or click from a tracking link (signature already checked),
- * unless this isolate counted the same one inside the de-dup window, or the
+ * unless the app counted the same one inside the de-dup window, or the
  * client is over its per-IP tracking limit (then the link still works and
  * nothing is recorded). True when it was counted.
  */
 export async function recordLinkEngagement(
   db: Database,
   env: Env,
+  counted: ReturnType<typeof countedEngagements>,
   headers: Headers,
   emailId: string,
   kind: Engagement,

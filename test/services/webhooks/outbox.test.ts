@@ -1,0 +1,139 @@
+import { env } from "cloudflare:workers";
+import { Webhook } from "standardwebhooks";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { newId } from "../../../src/lib/ids";
+import { runScheduledJobs } from "../../../src/scheduled";
+import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks";
+import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
+
+afterEach(() => vi.restoreAllMocks());
+
+const URL_ = "https://hooks.example.net/in";
+const MINUTE = 60_000;
+
+/** Records an event the way a write batch does (the statement from store/webhooks), and returns its id if one was written. */
+async function record(projectId: string, type: string, data: unknown = { n: 1 }) {
+  const result = await env.DB.batch<Record<string, unknown>>([recordWebhookEvent(env.DB, { id: newId(), projectId, type, data, at: new Date() })]);
+  return recordedEventIds(result.map((r) => r.results))[0];
+}
+
+describe("recording an event", () => {
+  it("writes nothing unless an enabled endpoint of the project subscribes to the type", async () => {
+    receiver();
+    const p = await webhookProject();
+    const other = await webhookProject("other");
+    expect(await record(p.id, "email.sent")).toBeUndefined();
+    const hook = await p.createWebhook({ url: URL_, events: ["email.sent", "email.bounced"] });
+    await other.createWebhook({ url: URL_ });
+    expect(await record(p.id, "contact.created")).toBeUndefined();
+    expect(await record(p.id, "email.sent")).toEqual(expect.any(String));
+    await p.call("PATCH", `/webhooks/${hook.id}`, { enabled: false });
+    expect(await record(p.id, "email.sent")).toBeUndefined();
+    await p.call("PATCH", `/webhooks/${hook.id}`, { enabled: true, events: [] });
+    expect(await record(p.id, "contact.created")).toEqual(expect.any(String));
+  });
+
+  it("fans out only to the endpoints that subscribe to the type, one delivery each", async () => {
+    const { calls } = receiver();
+    const p = await webhookProject();
+    const all = await p.createWebhook({ url: `${URL_}/all` });
+    const bounces = await p.createWebhook({ url: `${URL_}/bounces`, events: ["email.bounced"] });
+    const sent = await p.createWebhook({ url: `${URL_}/sent`, events: ["email.sent"] });
+    const off = await p.createWebhook({ url: `${URL_}/off`, enabled: false });
+    const q = heldQueue();
+    const eventId = await record(p.id, "email.sent", { emailId: "e1" });
+    await q.deliver([{ body: { kind: "event", eventId, projectId: p.id } }]);
+    // A redelivered fan-out makes no second delivery.
+    await q.deliver([{ body: { kind: "event", eventId, projectId: p.id } }]);
+    await q.drain();
+    expect(calls.map((c) => c.url).sort()).toEqual([`${URL_}/all`, `${URL_}/sent`]);
+    expect(await p.deliveries(all.id)).toMatchObject([{ eventId, type: "email.sent", status: "SUCCEEDED" }]);
+    expect(await p.deliveries(sent.id)).toMatchObject([{ eventId, type: "email.sent", status: "SUCCEEDED" }]);
+    expect(await p.deliveries(bounces.id)).toEqual([]);
+    expect(await p.deliveries(off.id)).toEqual([]);
+    const body = new Webhook(sent.secret).verify(calls.find((c) => c.url.endsWith("/sent"))!.body, calls.find((c) => c.url.endsWith("/sent"))!.headers);
+    expect(body).toEqual({ type: "email.sent", timestamp: expect.any(String), data: { emailId: "e1" } });
+  });
+});
+
+describe("the cron", () => {
+  it("hands over events whose request never did (after a grace period), and they are delivered", async () => {
+    const { calls } = receiver();
+    const p = await webhookProject();
+    await p.createWebhook({ url: URL_ });
+    const eventId = await record(p.id, "contact.created", { id: "c1" });
+    const q = heldQueue();
+    // Within the grace period the request's own hand-over is trusted.
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() });
+    expect(q.messages.filter((m) => m.body.kind === "event" && m.body.eventId === eventId)).toEqual([]);
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + MINUTE });
+    expect(q.messages.filter((m) => m.body.kind === "event" && m.body.eventId === eventId)).toHaveLength(1);
+    await q.drain();
+    expect(calls.filter((c) => JSON.parse(c.body).data.id === "c1")).toHaveLength(1);
+    // Fanned out: later ticks leave it alone.
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + 10 * MINUTE });
+    expect(q.messages.filter((m) => m.body.kind === "event" && m.body.eventId === eventId)).toEqual([]);
+  });
+
+  it("queues again an event whose message was lost, and re-queues overdue deliveries", async () => {
+    const { calls } = receiver();
+    const p = await webhookProject();
+    const hook = await p.createWebhook({ url: URL_ });
+    const eventId = await record(p.id, "contact.updated", { id: "c2" });
+    const q = heldQueue();
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + MINUTE });
+    q.take(); // lost
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + 2 * MINUTE });
+    expect(q.messages).toEqual([]);
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + 7 * MINUTE });
+    const again = q.take();
+    expect(again.map((m) => m.body)).toContainEqual({ kind: "event", eventId, projectId: p.id });
+    await q.deliver(again);
+    q.take(); // the first attempt's message is lost too
+    expect(await p.deliveries(hook.id)).toMatchObject([{ status: "PENDING", attempts: 0 }]);
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + 10 * MINUTE });
+    await q.drain();
+    expect(await p.deliveries(hook.id)).toMatchObject([{ status: "SUCCEEDED", attempts: 1 }]);
+    expect(calls.filter((c) => JSON.parse(c.body).data.id === "c2")).toHaveLength(1);
+  });
+
+  it("retention prunes deliveries older than WEBHOOK_RETENTION_DAYS (default 30)", async () => {
+    receiver();
+    const p = await webhookProject();
+    const hook = await p.createWebhook({ url: URL_ });
+    const q = heldQueue();
+    await p.call("POST", `/webhooks/${hook.id}/test`, undefined, q.env);
+    await q.drain();
+    expect(await p.deliveries(hook.id)).toHaveLength(1);
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + 29 * 86_400_000 });
+    expect(await p.deliveries(hook.id)).toHaveLength(1);
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + 32 * 86_400_000 });
+    expect(await p.deliveries(hook.id)).toEqual([]);
+    const events = await env.DB.prepare("SELECT count(*) AS n FROM webhook_events WHERE project_id = ?1").bind(p.id).first<{ n: number }>();
+    expect(events?.n).toBe(0);
+  });
+});
+
+describe("the per-minute cap", () => {
+  it("attempts past WEBHOOK_DELIVERIES_PER_MINUTE wait for the next minute without counting as an attempt", async () => {
+    const { calls } = receiver();
+    const p = await webhookProject();
+    const hook = await p.createWebhook({ url: URL_ });
+    const q = heldQueue();
+    const capped = { ...q.env, WEBHOOK_DELIVERIES_PER_MINUTE: "2" };
+    for (let i = 0; i < 3; i++) await p.call("POST", `/webhooks/${hook.id}/test`, undefined, q.env);
+    await q.deliver(q.take(), { env: capped });
+    expect(calls).toHaveLength(2);
+    const waiting = q.take();
+    expect(waiting).toHaveLength(1);
+    expect(waiting[0].delaySeconds).toBeGreaterThan(0);
+    expect(waiting[0].delaySeconds).toBeLessThanOrEqual(60);
+    const pending = await p.deliveries(hook.id, "?status=PENDING");
+    expect(pending).toMatchObject([{ attempts: 0, lastError: null }]);
+    // A minute later (its counter pruned, as the next minute has none) the message comes back and is sent.
+    await env.DB.prepare("DELETE FROM webhook_minute_usage WHERE project_id = ?1").bind(p.id).run();
+    await q.deliver(waiting, { env: capped });
+    expect(calls).toHaveLength(3);
+    expect(await p.deliveries(hook.id, "?status=SUCCEEDED")).toHaveLength(3);
+  });
+});

@@ -1,0 +1,111 @@
+import { env } from "cloudflare:workers";
+import { parse } from "csv-parse/sync";
+import { expect } from "vitest";
+import type { Env } from "../../src/env";
+import { IMPORT_QUEUE, type ImportChunkMessage } from "../../src/messages";
+import { recordingQueue } from "../fakes/queue";
+import { call, newProject } from "./http";
+import { runConsumer } from "./queues";
+
+export { IMPORT_QUEUE };
+
+export interface Job {
+  id: string;
+  status: string;
+  total: number;
+  processed: number;
+  created: number;
+  updated: number;
+  failed: number;
+  errors: { row: number; message: string }[];
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+/**
+ * A project whose Worker queues import chunks in a recording queue; `pump`
+ * runs the real import consumer (worker.queue) on them until none is left.
+ */
+export async function importSetup(overrides: Partial<Env> = {}) {
+  const queue = recordingQueue();
+  const testEnv = { ...env, IMPORT_QUEUE: queue as unknown as Queue<ImportChunkMessage>, ...overrides } as Env;
+  const project = await newProject("importer");
+  const key = project.secretKey;
+
+  const request = (method: string, path: string, options: { body?: unknown; rawBody?: BodyInit; headers?: Record<string, string>; key?: string } = {}) =>
+    call(method, path, { key: options.key ?? key, body: options.body, rawBody: options.rawBody, headers: options.headers, env: testEnv });
+
+  const upload = (csv: BodyInit, query = "", options: { key?: string; type?: string; headers?: Record<string, string> } = {}) =>
+    request("POST", `/contacts/imports${query}`, {
+      rawBody: csv,
+      headers: { "Content-Type": options.type ?? "text/csv", ...options.headers },
+      key: options.key,
+    });
+
+  /** One consumer invocation on these chunk messages; returns the ones it retried. */
+  async function runChunks(messages: ImportChunkMessage[], attempts = 1): Promise<ImportChunkMessage[]> {
+    const { retriedBodies } = await runConsumer(
+      IMPORT_QUEUE,
+      testEnv,
+      messages.map((body) => ({ body })),
+      { attempts },
+    );
+    return retriedBodies;
+  }
+
+  /** Queued chunk messages, taken from the queue. */
+  const takeChunks = () => queue.take().map((m) => m.body as unknown as ImportChunkMessage);
+
+  /** Runs everything queued, redelivering what was retried, until the queue is empty (bounded). */
+  async function pump(batchSize = 10) {
+    for (let round = 0; round < 50; round++) {
+      const list = takeChunks();
+      if (list.length === 0) return;
+      for (let i = 0; i < list.length; i += batchSize) {
+        const again = await runChunks(list.slice(i, i + batchSize), round + 1);
+        for (const body of again) queue.messages.push({ body: body as never });
+      }
+    }
+    throw new Error("the import queue did not drain");
+  }
+
+  async function job(id: string): Promise<Job> {
+    const res = await request("GET", `/contacts/imports/${id}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body as Job;
+  }
+
+  /** Uploads the CSV (202 expected), processes every chunk and returns the finished job. */
+  async function importCsv(csv: BodyInit, query = ""): Promise<Job> {
+    const res = await upload(csv, query);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    await pump();
+    return job((res.body as { id: string }).id);
+  }
+
+  /** Every contact of the project (through GET /contacts), by email. */
+  async function contacts(): Promise<Map<string, { id: string; email: string; subscribed: boolean; data: Record<string, unknown> }>> {
+    const all = new Map();
+    let cursor: string | null = null;
+    for (let i = 0; i < 1000; i++) {
+      const res = await request("GET", `/contacts?limit=100${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(res.status).toBe(200);
+      const page = res.body as { contacts: { email: string }[]; cursor: string | null };
+      for (const c of page.contacts) all.set(c.email, c);
+      cursor = page.cursor;
+      if (!cursor) break;
+    }
+    return all;
+  }
+
+  async function exportCsv(query = "") {
+    const res = await request("GET", `/contacts/export${query}`);
+    expect(res.status, String(res.body)).toBe(200);
+    return String(res.body);
+  }
+
+  return { project, queue, testEnv, request, upload, runChunks, takeChunks, pump, job, importCsv, contacts, exportCsv };
+}
+
+/** The CSV's records, parsed by the library (header row first). */
+export const csvRecords = (csv: string): string[][] => parse(csv, { bom: true });

@@ -1,0 +1,87 @@
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import { getDb } from "../../src/db/client";
+import { capturedMessages } from "../../src/db/schema";
+import { eq } from "drizzle-orm";
+import { fakeDns } from "../fakes/dns";
+import { newProject, type TestProject } from "./http";
+import { verifiedDomain } from "./sending";
+
+/** Polls until `check` passes (or throws its last failure after `timeoutMs`). */
+export async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+/**
+ * A project with a VERIFIED sending domain (verified through the API against
+ * the fake DNS) and helpers for workflows. Outbound HTTP other than DNS goes to
+ * `other` (webhook receivers).
+ */
+export async function automationProject(other?: (request: Request) => Promise<Response> | Response) {
+  const dns = fakeDns(other);
+  const project = await newProject("automations");
+  const domain = await verifiedDomain(project, dns);
+  const from = `hello@${domain}`;
+
+  async function template(name: string, overrides: Record<string, unknown> = {}) {
+    const res = await project.api.post("/templates", {
+      name,
+      subject: `${name} for {{firstName ?? friend}}`,
+      body: `<p>${name}: hello {{firstName}}</p>`,
+      type: "TRANSACTIONAL",
+      from,
+      ...overrides,
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return (res.body as { id: string }).id;
+  }
+
+  async function createWorkflow(body: Record<string, unknown>) {
+    const res = await project.api.post("/workflows", { enabled: true, ...body });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body as { id: string; webhookSecret: string; version: number };
+  }
+
+  async function track(email: string, event: string, data?: Record<string, unknown>) {
+    const res = await project.api.post("/v1/track", { email, event, data });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return (res.body as { data: { contact: string; event: string } }).data;
+  }
+
+  async function executions(workflowId: string, query = "") {
+    const res = await project.api.get(`/workflows/${workflowId}/executions${query}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return (res.body as { data: { items: any[] } }).data.items;
+  }
+
+  /** Waits until the workflow has exactly one execution matching `predicate`, and returns it. */
+  async function executionWhere(workflowId: string, predicate: (e: any) => boolean, timeoutMs?: number) {
+    return eventually(async () => {
+      const items = await executions(workflowId);
+      const match = items.filter(predicate);
+      expect(match, JSON.stringify(items)).toHaveLength(1);
+      return match[0];
+    }, timeoutMs);
+  }
+
+  /** Subjects of the mail the (capture) provider got for this project, oldest first. */
+  async function delivered() {
+    const rows = await getDb(env.DB)
+      .select({ subject: capturedMessages.subject, to: capturedMessages.toAddress })
+      .from(capturedMessages)
+      .where(eq(capturedMessages.projectId, project.id));
+    return rows.map((r) => `${r.to}: ${r.subject}`).sort();
+  }
+
+  return { project, dns, domain, from, template, createWorkflow, track, executions, executionWhere, delivered };
+}
+
+export type AutomationProject = Awaited<ReturnType<typeof automationProject>> & { project: TestProject };
