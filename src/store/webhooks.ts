@@ -294,29 +294,40 @@ export function markEventsFannedOut(d1: D1Database, eventIds: string[]): D1Prepa
 
 const INSERT_DELIVERIES_SQL = `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, type, status, attempts, next_attempt_at, created_at, updated_at)
   SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
-         json_extract(value, '$[4]'), 'PENDING', 0, ?2, ?2, ?2
+         json_extract(value, '$[4]'), 'PENDING', ?3, coalesce(?4, ?2), ?2, ?2
   FROM json_each(?1) WHERE true
-  ON CONFLICT (webhook_id, event_id) DO NOTHING`;
+  ON CONFLICT (webhook_id, event_id) DO NOTHING
+  RETURNING *`;
 
-/** One PENDING delivery per (event, endpoint); a pair that has one already is left alone. */
+/**
+ * One PENDING delivery per (event, endpoint); a pair that has one already is
+ * left alone. With `claimUntil`, each is created with its first attempt
+ * claimed (attempts 1, as store.claimDeliveries would), for the caller to make
+ * now; without, unattempted (attempts 0), for a queued first attempt. Returns
+ * the deliveries it created (none for pairs that had one).
+ */
 export function insertDeliveries(
   d1: D1Database,
   rows: { id: string; projectId: string; webhookId: string; eventId: string; type: string }[],
   at: Date,
+  claimUntil: Date | null,
 ): D1PreparedStatement {
   const values = rows.map((r) => [r.id, r.projectId, r.webhookId, r.eventId, r.type]);
-  return d1.prepare(INSERT_DELIVERIES_SQL).bind(JSON.stringify(values), at.getTime());
+  return d1.prepare(INSERT_DELIVERIES_SQL).bind(JSON.stringify(values), at.getTime(), claimUntil ? 1 : 0, claimUntil?.getTime() ?? null);
 }
 
-/** Never-attempted deliveries of these events (to queue their first attempt); a read in the fan-out's batch. */
-export function unattemptedDeliveries(d1: D1Database, webhookIds: string[], eventIds: string[]): D1PreparedStatement {
-  return d1
-    .prepare(
-      `SELECT id, project_id FROM webhook_deliveries
-       WHERE webhook_id IN (SELECT value FROM json_each(?1)) AND event_id IN (SELECT value FROM json_each(?2))
-         AND status = 'PENDING' AND attempts = 0`,
-    )
-    .bind(JSON.stringify(webhookIds), JSON.stringify(eventIds));
+/** What attempting deliveries needs besides the deliveries, as reads for their batch: payloads, endpoints, this minute's counters. */
+export function attemptInputs(
+  d1: D1Database,
+  input: { eventIds: string[]; webhookIds: string[]; projectIds: string[]; minute: number },
+): D1PreparedStatement[] {
+  return [
+    d1.prepare("SELECT id, payload FROM webhook_events WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(input.eventIds)),
+    d1.prepare("SELECT * FROM webhook_endpoints WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(input.webhookIds)),
+    d1
+      .prepare("SELECT project_id, attempts FROM webhook_minute_usage WHERE minute = ?2 AND project_id IN (SELECT value FROM json_each(?1))")
+      .bind(JSON.stringify(input.projectIds), input.minute),
+  ];
 }
 
 const CLAIM_SQL = `UPDATE webhook_deliveries SET attempts = json_extract(?1, '$."' || id || '"'), next_attempt_at = ?2, updated_at = ?3
