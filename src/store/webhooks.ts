@@ -170,6 +170,27 @@ export function contactEvents(
   };
 }
 
+const CONTACTS_CREATED_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT json_extract(j.value, '$[0]'), ?2, 'contact.created', json_object('type', 'contact.created', 'timestamp', ?3, 'data', ${CONTACT_JSON}), ?4
+  FROM json_each(?1) AS j JOIN contacts AS c ON c.id = json_extract(j.value, '$[1]') AND c.project_id = ?2
+  WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ?2 AND w.enabled = 1
+      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = 'contact.created')))
+  RETURNING id`;
+
+/**
+ * `contact.created` for contacts a write may create, each by the id the write
+ * gives it only if it creates it (upsertContacts' ids): one statement after
+ * the write, with the contact as written.
+ */
+export function recordContactsCreated(
+  d1: D1Database,
+  input: { projectId: string; at: Date; items: readonly { id: string; contactId: string }[] },
+): D1PreparedStatement {
+  return d1
+    .prepare(CONTACTS_CREATED_SQL)
+    .bind(JSON.stringify(input.items.map((i) => [i.id, i.contactId])), input.projectId, input.at.toISOString(), input.at.getTime());
+}
+
 const CONTACT_SNAPSHOT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
   SELECT ?1, c.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', ${CONTACT_JSON}), ?5
   FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7) AND ${SUBSCRIBED}

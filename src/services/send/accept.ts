@@ -317,7 +317,13 @@ async function writeSend(
   const hooks = contactWriteEvents(d1, {
     projectId,
     at: now,
-    contacts: sendable.map((address) => ({ email: address, creates: true, updates: changes, subscribed: body.subscribed === false ? false : undefined })),
+    contacts: sendable.map((address, i) => ({
+      email: address,
+      creates: true,
+      newId: upsert.ids[i],
+      updates: changes,
+      subscribed: body.subscribed === false ? false : undefined,
+    })),
   });
   let queued: Awaited<ReturnType<typeof queueEmails>>;
   try {
@@ -370,6 +376,7 @@ async function writeSend(
   const contacts = upsert.contacts(written.slice(n, n + upsert.statements.length));
   response.emails = queued.emails.map((e) => ({ contact: { id: contacts.get(e.to.toLowerCase())!.id, email: e.to }, email: e.id }));
   options.onWorkflowTriggers?.(queued.results.last[0].length > 0);
-  options.onWebhookEvents?.(hooks.ids(written.slice(0, n)));
+  const afterStart = n + upsert.statements.length;
+  options.onWebhookEvents?.(hooks.ids(written.slice(0, n), written.slice(afterStart, afterStart + hooks.after.length)));
   return response;
 }

@@ -1,5 +1,5 @@
 import { newId } from "../../lib/ids";
-import { contactEvents, recordedEventIds, type ContactEventItem } from "../../store/webhooks";
+import { contactEvents, recordContactsCreated, recordedEventIds, type ContactEventItem } from "../../store/webhooks";
 
 /** What one contact write does to a contact, for its contact.* webhook events. */
 export interface ContactChange {
@@ -7,6 +7,8 @@ export interface ContactChange {
   contactId?: string;
   /** The write creates the contact when there is none. */
   creates?: boolean;
+  /** The id the write gives the contact if it creates it (upsertContacts' ids): contact.created is then one statement after the write. */
+  newId?: string;
   /** The write changes an existing contact (contact.updated). */
   updates?: boolean;
   /** The subscription the write sets on an existing contact (contact.subscribed / unsubscribed when it changes). */
@@ -14,28 +16,31 @@ export interface ContactChange {
 }
 
 /**
- * The contact.* webhook events of one write of one or many contacts, as two
- * statements to put around it in its batch (`before` ahead of the write,
- * `after` behind it; none when the write can cause no event), and a reader for
- * the ids they recorded. Each event is recorded only when what it says
+ * The contact.* webhook events of one write of one or many contacts, as at
+ * most three statements to put around it in its batch (`before` ahead of the
+ * write, `after` behind it), and a reader for the ids they recorded. Each event is recorded only when what it says
  * happened (see store.contactEvents) and an endpoint subscribes.
  */
 export function contactWriteEvents(d1: D1Database, input: ContactChange & { projectId: string; at: Date; contacts?: readonly ContactChange[] }) {
   const changes = input.contacts ?? [input];
   const items: ContactEventItem[] = [];
+  const created: { id: string; contactId: string }[] = [];
   for (const c of changes) {
     const add = (type: string, condition: ContactEventItem["condition"]) =>
       items.push({ id: newId(), type, condition, email: c.email, contactId: c.contactId });
-    if (c.creates) add("contact.created", "absent");
+    if (c.creates && c.newId) created.push({ id: newId(), contactId: c.newId });
+    else if (c.creates) add("contact.created", "absent");
     if (c.updates) add("contact.updated", "present");
     if (c.subscribed === true) add("contact.subscribed", "unsubscribed");
     if (c.subscribed === false) add("contact.unsubscribed", "subscribed");
   }
   const pair = items.length > 0 ? contactEvents(d1, { projectId: input.projectId, at: input.at, items }) : null;
+  const createdStatement = created.length > 0 ? [recordContactsCreated(d1, { projectId: input.projectId, at: input.at, items: created })] : [];
   return {
     before: pair ? [pair.before] : [],
-    after: pair ? [pair.after] : [],
-    /** The recorded events' ids, from the batch's results of the `before` statements. */
-    ids: (beforeResults: readonly (readonly Record<string, unknown>[])[]) => recordedEventIds(beforeResults),
+    after: [...(pair ? [pair.after] : []), ...createdStatement],
+    /** The recorded events' ids, from the batch's results of the `before` statements and of the `after` ones. */
+    ids: (beforeResults: readonly (readonly Record<string, unknown>[])[], afterResults: readonly (readonly Record<string, unknown>[])[] = []) =>
+      recordedEventIds([...beforeResults, ...afterResults]),
   };
 }
