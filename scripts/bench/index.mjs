@@ -15,7 +15,8 @@
 // BENCH_THROUGHPUT_ROUNDS, BENCH_CONCURRENCY, BENCH_CONTACTS, BENCH_EMAILS, BENCH_SES_EMAILS,
 // BENCH_SES_LATENCY_MS, BENCH_COLD_SAMPLES, BENCH_LEASE_REQUESTS, BENCH_WORKFLOW_EVENTS,
 // BENCH_CAMPAIGN_CONTACTS, BENCH_CAMPAIGN_TIMEOUT, BENCH_PRIORITY_CONTACTS, BENCH_STARTUP_RUNS,
-// BENCH_INSPECTOR, BENCH_PROFILE, BENCH_SERVER_LOG (defaults in lib.mjs).
+// BENCH_INSPECTOR, BENCH_PROFILE, BENCH_SERVER_LOG (defaults in lib.mjs); BENCH_WEBHOOK_EVENTS,
+// BENCH_WEBHOOK_SECONDS, BENCH_WEBHOOK_CONCURRENCY (scripts/bench/webhooks.mjs).
 import { randomUUID } from "node:crypto";
 import { campaignSection, prioritySection } from "./campaign.mjs";
 import {
@@ -40,6 +41,7 @@ import { attachmentsSection, consumerSection } from "./sending.mjs";
 import { dashboardSection, importSection } from "./standalone-scripts.mjs";
 import { startupSection } from "./startup.mjs";
 import { throughputSection } from "./throughput.mjs";
+import { webhooksSection } from "./webhooks.mjs";
 import { workflowsSection } from "./workflows.mjs";
 
 const SECTIONS = [
@@ -51,6 +53,7 @@ const SECTIONS = [
   attachmentsSection,
   { ...productionSection, standalone: true },
   { ...prioritySection, standalone: true },
+  { ...webhooksSection, standalone: true },
   startupSection,
   importSection,
   dashboardSection,

@@ -44,6 +44,7 @@ export const sendRouter = createRouter().openapi(sendRoute, async (c) => {
     requestUrl: c.req.url,
     beforeWrite: c.get("rateLimitAllowed"),
     onWorkflowTriggers: (pending) => c.set("workflowTriggersPending", pending),
+    onWebhookEvents: (ids) => c.set("webhookEvents", ids),
   });
   return c.json(success(result), 200);
 });

@@ -61,7 +61,15 @@ export async function upsertContact(
   const upsert = upsertContacts(d1, projectId, [input], { onExisting: "merge", subscribedByDefault: true, now, returnRows: true });
   const guard = quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()] }, now);
   // Webhook events around the upsert: contact.created, .updated, .(un)subscribed as they happen.
-  const hooks = contactWriteEvents(d1, { projectId, at: now, email: input.email, creates: true, updates: true, subscribed: input.subscribed });
+  const hooks = contactWriteEvents(d1, {
+    projectId,
+    at: now,
+    email: input.email,
+    creates: true,
+    newId: upsert.ids[0],
+    updates: true,
+    subscribed: input.subscribed,
+  });
   const n = hooks.before.length;
   const [, ...rest] = await runGuarded(
     env,
@@ -73,7 +81,7 @@ export async function upsertContact(
     contact: contactFromRow(upserted.row),
     isNew: upserted.created,
     workflowTriggersPending: rest.at(-1)!.length > 0,
-    webhookEvents: hooks.ids(rest.slice(0, n)),
+    webhookEvents: hooks.ids(rest.slice(0, n), rest.slice(n + upsert.statements.length, n + upsert.statements.length + hooks.after.length)),
   };
 }
 

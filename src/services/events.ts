@@ -74,6 +74,7 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     at: createdAt,
     email,
     creates: true,
+    newId: upsert.ids[0],
     updates: changes,
     subscribed: options.publicKey ? undefined : input.subscribed,
   });
@@ -92,7 +93,7 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     createdAt,
     isNewContact: contact.created,
     workflowTriggersPending: rest.at(-1)!.length > 0,
-    webhookEvents: hooks.ids(rest.slice(0, n)),
+    webhookEvents: hooks.ids(rest.slice(0, n), rest.slice(n + upsert.statements.length, n + upsert.statements.length + hooks.after.length)),
   };
 }
 

@@ -278,26 +278,32 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
  * only one invocation moves an email from QUEUED to SENDING. Mail that must
  * not go out is settled as FAILED with `reasons.disabled` (its project is
  * disabled or gone) or, with `checkAudience`, `reasons.lapsed` (bulk mail whose
- * contact unsubscribed, was deleted or got suppressed). Returns what was claimed.
+ * contact unsubscribed, was deleted or got suppressed). `alongside` runs after
+ * the claim in the same batch (one transaction, e.g. the webhook events of the
+ * mail it settles); returns what was claimed and the results of `alongside`.
  */
 export async function claimEmails(
   d1: D1Database,
   refs: readonly { emailId: string; projectId: string }[],
-  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string }; now?: number },
-): Promise<ClaimedEmail[]> {
+  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string }; now?: number; alongside?: D1PreparedStatement[] },
+): Promise<{ claimed: ClaimedEmail[]; alongside: Record<string, unknown>[][] }> {
   const now = options.now ?? Date.now();
-  const results = await Promise.all(
-    chunks(refs, IDS_PER_JSON_STATEMENT).map((chunk) =>
-      d1
-        .prepare(CLAIM_SQL)
-        .bind(now, JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])), options.reasons.disabled, options.reasons.lapsed, options.checkAudience ? 1 : 0)
-        .raw<ClaimRow>(),
-    ),
+  const claims = chunks(refs, IDS_PER_JSON_STATEMENT).map((chunk) =>
+    d1
+      .prepare(CLAIM_SQL)
+      .bind(now, JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])), options.reasons.disabled, options.reasons.lapsed, options.checkAudience ? 1 : 0),
   );
-  return results
-    .flat()
-    .filter((row) => row[0] === "SENDING")
-    .map(claimedEmailOf);
+  const alongside = options.alongside ?? [];
+  const results = await d1.batch<Record<string, unknown>>([...claims, ...alongside]);
+  return {
+    // A batch answers with objects; their values are in the RETURNING order (ClaimRow).
+    claimed: results
+      .slice(0, claims.length)
+      .flatMap((r) => r.results.map((row) => Object.values(row) as ClaimRow))
+      .filter((row) => row[0] === "SENDING")
+      .map(claimedEmailOf),
+    alongside: results.slice(claims.length).map((r) => r.results),
+  };
 }
 
 /** What happened to one claimed email. */

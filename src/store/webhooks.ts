@@ -118,46 +118,77 @@ export type ContactEventCondition =
   /** The contact exists and is subscribed (the write unsubscribes it). */
   | "subscribed";
 
-const CONTACT_CONDITIONS: Record<ContactEventCondition, string> = {
-  absent: "NOT EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND c.email = ?7)",
-  present: "EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7))",
-  unsubscribed: "EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7) AND c.subscribed = 0)",
-  subscribed: "EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7) AND c.subscribed = 1)",
-};
+/** The contact an item names (?2 project; the item's id at $[3], lower-case address at $[4]). */
+const ITEM_CONTACT = `c.project_id = ?2 AND (c.id = json_extract(j.value, '$[3]') OR c.email = json_extract(j.value, '$[4]'))`;
 
-const contactBeforeSql = (condition: ContactEventCondition) => `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
-  SELECT ?1, ?2, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json('{}')), ?5
-  WHERE ${CONTACT_CONDITIONS[condition]} AND ${SUBSCRIBED}
+const CONTACT_BEFORE_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT json_extract(j.value, '$[0]'), ?2, json_extract(j.value, '$[1]'),
+    json_object('type', json_extract(j.value, '$[1]'), 'timestamp', ?3, 'data', json('{}')), ?4
+  FROM json_each(?1) AS j
+  WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ?2 AND w.enabled = 1
+      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = json_extract(j.value, '$[1]'))))
+    AND CASE json_extract(j.value, '$[2]')
+      WHEN 'absent' THEN NOT EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND c.email = json_extract(j.value, '$[4]'))
+      WHEN 'present' THEN EXISTS (SELECT 1 FROM contacts c WHERE ${ITEM_CONTACT})
+      WHEN 'unsubscribed' THEN EXISTS (SELECT 1 FROM contacts c WHERE ${ITEM_CONTACT} AND c.subscribed = 0)
+      WHEN 'subscribed' THEN EXISTS (SELECT 1 FROM contacts c WHERE ${ITEM_CONTACT} AND c.subscribed = 1)
+      ELSE 0 END
   RETURNING id`;
-const CONTACT_BEFORE_SQL = Object.fromEntries((Object.keys(CONTACT_CONDITIONS) as ContactEventCondition[]).map((k) => [k, contactBeforeSql(k)])) as Record<
-  ContactEventCondition,
-  string
->;
 
-const CONTACT_AFTER_SQL = `UPDATE webhook_events SET payload = json_set(payload, '$.data', (
-    SELECT ${CONTACT_JSON} FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?3 OR c.email = ?4)))
-  WHERE id = ?1 AND EXISTS (SELECT 1 FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?3 OR c.email = ?4))`;
+const CONTACT_AFTER_SQL = `UPDATE webhook_events SET payload = json_set(payload, '$.data', (SELECT ${CONTACT_JSON} FROM contacts c WHERE ${ITEM_CONTACT}))
+  FROM json_each(?1) AS j
+  WHERE webhook_events.id = json_extract(j.value, '$[0]') AND EXISTS (SELECT 1 FROM contacts c WHERE ${ITEM_CONTACT})`;
+
+/** One contact.* event of a contact write (see contactEvents). */
+export interface ContactEventItem {
+  /** The event's id (UUIDv7). */
+  id: string;
+  type: string;
+  condition: ContactEventCondition;
+  /** The contact, by id or by address. */
+  contactId?: string;
+  email?: string;
+}
 
 /**
- * A `contact.*` event, as two statements around the contact's write in one
- * batch: `before` records the event when `condition` holds for the contact as
- * it was (so created, subscribed and unsubscribed mean what happened, not what
- * is), `after` fills its data with the contact object (as GET /contacts/{id}
- * shows it) as the write left it. The contact is found by id or by address.
- * For `contact.deleted` use recordContactSnapshot before the DELETE instead.
+ * `contact.*` events of one write (any number of contacts and types), as two
+ * statements around the write in its batch: `before` records each event whose
+ * `condition` holds for its contact as it was (so created, subscribed and
+ * unsubscribed mean what happened, not what is) and an enabled endpoint
+ * subscribes to; `after` fills their data with the contact object (as GET
+ * /contacts/{id} shows it) as the write left it. For `contact.deleted` use
+ * recordContactSnapshot before the DELETE instead.
  */
-export function contactEvent(
+export function contactEvents(
   d1: D1Database,
-  input: { id: string; projectId: string; type: string; at: Date; condition: ContactEventCondition; contactId?: string; email?: string },
+  input: { projectId: string; at: Date; items: readonly ContactEventItem[] },
 ): { before: D1PreparedStatement; after: D1PreparedStatement } {
-  const contactId = input.contactId ?? null;
-  const email = input.email?.toLowerCase() ?? null;
+  const items = JSON.stringify(input.items.map((i) => [i.id, i.type, i.condition, i.contactId ?? null, i.email?.toLowerCase() ?? null]));
   return {
-    before: d1
-      .prepare(CONTACT_BEFORE_SQL[input.condition])
-      .bind(input.id, input.projectId, input.type, input.at.toISOString(), input.at.getTime(), contactId, email),
-    after: d1.prepare(CONTACT_AFTER_SQL).bind(input.id, input.projectId, contactId, email),
+    before: d1.prepare(CONTACT_BEFORE_SQL).bind(items, input.projectId, input.at.toISOString(), input.at.getTime()),
+    after: d1.prepare(CONTACT_AFTER_SQL).bind(items, input.projectId),
   };
+}
+
+const CONTACTS_CREATED_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT json_extract(j.value, '$[0]'), ?2, 'contact.created', json_object('type', 'contact.created', 'timestamp', ?3, 'data', ${CONTACT_JSON}), ?4
+  FROM json_each(?1) AS j JOIN contacts AS c ON c.id = json_extract(j.value, '$[1]') AND c.project_id = ?2
+  WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ?2 AND w.enabled = 1
+      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = 'contact.created')))
+  RETURNING id`;
+
+/**
+ * `contact.created` for contacts a write may create, each by the id the write
+ * gives it only if it creates it (upsertContacts' ids): one statement after
+ * the write, with the contact as written.
+ */
+export function recordContactsCreated(
+  d1: D1Database,
+  input: { projectId: string; at: Date; items: readonly { id: string; contactId: string }[] },
+): D1PreparedStatement {
+  return d1
+    .prepare(CONTACTS_CREATED_SQL)
+    .bind(JSON.stringify(input.items.map((i) => [i.id, i.contactId])), input.projectId, input.at.toISOString(), input.at.getTime());
 }
 
 const CONTACT_SNAPSHOT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
@@ -284,29 +315,40 @@ export function markEventsFannedOut(d1: D1Database, eventIds: string[]): D1Prepa
 
 const INSERT_DELIVERIES_SQL = `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, type, status, attempts, next_attempt_at, created_at, updated_at)
   SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
-         json_extract(value, '$[4]'), 'PENDING', 0, ?2, ?2, ?2
+         json_extract(value, '$[4]'), 'PENDING', ?3, coalesce(?4, ?2), ?2, ?2
   FROM json_each(?1) WHERE true
-  ON CONFLICT (webhook_id, event_id) DO NOTHING`;
+  ON CONFLICT (webhook_id, event_id) DO NOTHING
+  RETURNING *`;
 
-/** One PENDING delivery per (event, endpoint); a pair that has one already is left alone. */
+/**
+ * One PENDING delivery per (event, endpoint); a pair that has one already is
+ * left alone. With `claimUntil`, each is created with its first attempt
+ * claimed (attempts 1, as store.claimDeliveries would), for the caller to make
+ * now; without, unattempted (attempts 0), for a queued first attempt. Returns
+ * the deliveries it created (none for pairs that had one).
+ */
 export function insertDeliveries(
   d1: D1Database,
   rows: { id: string; projectId: string; webhookId: string; eventId: string; type: string }[],
   at: Date,
+  claimUntil: Date | null,
 ): D1PreparedStatement {
   const values = rows.map((r) => [r.id, r.projectId, r.webhookId, r.eventId, r.type]);
-  return d1.prepare(INSERT_DELIVERIES_SQL).bind(JSON.stringify(values), at.getTime());
+  return d1.prepare(INSERT_DELIVERIES_SQL).bind(JSON.stringify(values), at.getTime(), claimUntil ? 1 : 0, claimUntil?.getTime() ?? null);
 }
 
-/** Never-attempted deliveries of these events (to queue their first attempt); a read in the fan-out's batch. */
-export function unattemptedDeliveries(d1: D1Database, webhookIds: string[], eventIds: string[]): D1PreparedStatement {
-  return d1
-    .prepare(
-      `SELECT id, project_id FROM webhook_deliveries
-       WHERE webhook_id IN (SELECT value FROM json_each(?1)) AND event_id IN (SELECT value FROM json_each(?2))
-         AND status = 'PENDING' AND attempts = 0`,
-    )
-    .bind(JSON.stringify(webhookIds), JSON.stringify(eventIds));
+/** What attempting deliveries needs besides the deliveries, as reads for their batch: payloads, endpoints, this minute's counters. */
+export function attemptInputs(
+  d1: D1Database,
+  input: { eventIds: string[]; webhookIds: string[]; projectIds: string[]; minute: number },
+): D1PreparedStatement[] {
+  return [
+    d1.prepare("SELECT id, payload FROM webhook_events WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(input.eventIds)),
+    d1.prepare("SELECT * FROM webhook_endpoints WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(input.webhookIds)),
+    d1
+      .prepare("SELECT project_id, attempts FROM webhook_minute_usage WHERE minute = ?2 AND project_id IN (SELECT value FROM json_each(?1))")
+      .bind(JSON.stringify(input.projectIds), input.minute),
+  ];
 }
 
 const CLAIM_SQL = `UPDATE webhook_deliveries SET attempts = json_extract(?1, '$."' || id || '"'), next_attempt_at = ?2, updated_at = ?3

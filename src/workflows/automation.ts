@@ -156,7 +156,9 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         return step.do(s.id, DB_STEP, () =>
           guard(async () => {
             const startedAt = iso();
-            const outcome = await updateContactStep(db, params.projectId, params.contactId, s.config);
+            const outcome = await updateContactStep(db, params.projectId, params.contactId, s.config, (projectId, ids) =>
+              queueWebhookEvents(this.env, projectId, ids),
+            );
             return finish(entry("COMPLETED", outcome, startedAt), s.next ?? null);
           }),
         );

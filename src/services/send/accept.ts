@@ -9,6 +9,7 @@ import { contactFromRow, contactsByEmail, splitPersistentData } from "../contact
 import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, type VerifiedDomains } from "../domains";
 import type { SuppressionReason } from "../suppressions";
 import { upsertContacts } from "../../store/contacts";
+import { contactWriteEvents } from "../webhooks/record";
 import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppressionsOf } from "../../store/guards";
 import { queueEmails } from "./outbox";
 import type { SendRequest, SendResult } from "../../schemas/send";
@@ -80,6 +81,8 @@ export interface AcceptOptions {
   beforeWrite?: () => Promise<void>;
   /** Told after the write whether the project's workflow outbox holds triggers to hand over. */
   onWorkflowTriggers?: (pending: boolean) => void;
+  /** Told after the write which webhook events (contact.*) it recorded, to hand to the webhook queue. */
+  onWebhookEvents?: (eventIds: string[]) => void;
 }
 
 /** One email per distinct address; the first spelling of a name wins. */
@@ -311,6 +314,19 @@ async function writeSend(
     sendable.map((address) => ({ email: address, subscribed: body.subscribed === false ? false : undefined, data: persistent })),
     { onExisting: "merge", subscribedByDefault: body.subscribed === true, now },
   );
+  // contact.created for new recipients; .updated / .unsubscribed when the send brings data or `subscribed: false`.
+  const changes = Object.keys(persistent).length > 0 || body.subscribed === false;
+  const hooks = contactWriteEvents(d1, {
+    projectId,
+    at: now,
+    contacts: sendable.map((address, i) => ({
+      email: address,
+      creates: true,
+      newId: upsert.ids[i],
+      updates: changes,
+      subscribed: body.subscribed === false ? false : undefined,
+    })),
+  });
   let queued: Awaited<ReturnType<typeof queueEmails>>;
   try {
     // Steps 5 to 7: render on one budget for the whole request, size, then one atomic batch.
@@ -345,7 +361,7 @@ async function writeSend(
         beforeWrite: options.beforeWrite,
         // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
         first: w.checkSuppressions ? [suppressionGuard(d1, projectId, addresses)] : [],
-        beforeEmails: [...idempotency, ...upsert.statements],
+        beforeEmails: [...idempotency, ...hooks.before, ...upsert.statements, ...hooks.after],
         // Last: whether a contact this send created started a workflow (see outboxProbe).
         last: [outboxProbe(d1, projectId)],
       },
@@ -357,8 +373,12 @@ async function writeSend(
     }
     throw err;
   }
-  const contacts = upsert.contacts(queued.results.beforeEmails.slice(idempotency.length));
+  const written = queued.results.beforeEmails.slice(idempotency.length);
+  const n = hooks.before.length;
+  const contacts = upsert.contacts(written.slice(n, n + upsert.statements.length));
   response.emails = queued.emails.map((e) => ({ contact: { id: contacts.get(e.to.toLowerCase())!.id, email: e.to }, email: e.id }));
   options.onWorkflowTriggers?.(queued.results.last[0].length > 0);
+  const afterStart = n + upsert.statements.length;
+  options.onWebhookEvents?.(hooks.ids(written.slice(0, n), written.slice(afterStart, afterStart + hooks.after.length)));
   return response;
 }

@@ -60,24 +60,28 @@ interface Slot {
  */
 async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
   const now = Date.now();
-  const claimed = await claimEmails(
+  const { claimed, alongside } = await claimEmails(
     env.DB,
     slots.map((slot) => slot.body),
-    { checkAudience: options.checkAudience, reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON }, now },
+    {
+      checkAudience: options.checkAudience,
+      reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON },
+      now,
+      alongside: [settledEvents(env.DB, slots, now)],
+    },
   );
-  if (claimed.length < slots.length) await recordSettledEvents(env, slots, now);
+  await queueRecordedEvents(env, alongside[0]);
   return claimed;
 }
 
 /**
- * Webhook events for mail the claim settled: email.suppressed (the recipient
+ * Webhook events for mail the claim settles: email.suppressed (the recipient
  * unsubscribed or got suppressed after the email was written) and email.failed
  * (project disabled), each only for an email this claim failed (failed_at is
- * the claim's time). Only looked for when the claim took fewer emails than it
- * was given; a statement of its own right after the claim, so an invocation
- * dying in between loses these events (the emails' FAILED status stays).
+ * the claim's time). In the claim's batch, so the state change and its event
+ * are written together or not at all.
  */
-async function recordSettledEvents(env: Env, slots: Slot[], now: number) {
+function settledEvents(d1: D1Database, slots: Slot[], now: number): D1PreparedStatement {
   const items: EmailEventItem[] = slots.flatMap(({ body }): EmailEventItem[] => [
     {
       id: newId(),
@@ -96,8 +100,7 @@ async function recordSettledEvents(env: Env, slots: Slot[], now: number) {
       extra: { reason: PROJECT_DISABLED_REASON },
     },
   ]);
-  const { results } = await recordEmailWebhookEvents(env.DB, items, new Date(now)).all<Record<string, unknown>>();
-  await queueRecordedEvents(env, results);
+  return recordEmailWebhookEvents(d1, items, new Date(now));
 }
 
 /** The webhook events of a batch's outcomes (email.sent, email.failed), each only when that write moved the email. */

@@ -3,6 +3,7 @@ import { webhookDeliveries, webhookEndpoints, type WebhookDelivery, type Webhook
 import type { Env, WebhookQueueMessage } from "../../env";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { newId } from "../../lib/ids";
+import { mapLimited } from "../../lib/limited";
 import { ACK, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import { signWebhook } from "../../lib/standard-webhooks";
 import * as store from "../../store/webhooks";
@@ -30,6 +31,14 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 /** How long a claimed attempt may run before another message may take it over (far above the timeout). */
 const CLAIM_MS = 60_000;
+/**
+ * Endpoint calls in flight per invocation: a Worker keeps at most 6 outgoing
+ * connections open at once, and a call waiting for one would spend its 10 s
+ * timeout waiting.
+ */
+const CALL_CONCURRENCY = 6;
+/** First attempts a fan-out makes itself (the rest are queued): the queue's max_batch_size, inside the subrequest limit. */
+const INLINE_ATTEMPTS = 100;
 /** Characters of a receiver's answer kept in lastError. */
 const ERROR_BODY_CHARS = 200;
 
@@ -76,7 +85,12 @@ export function queueRecordedEvents(env: Env, rows: readonly Record<string, unkn
 
 const subscribes = (endpoint: { events: string[] | null }, type: string) => !endpoint.events?.length || endpoint.events.includes(type);
 
-/** Fan-out: deliveries for these events, then their first attempts queued. */
+/**
+ * Fan-out: one delivery per event and subscribed endpoint, and their first
+ * attempts made here at once (claimed as they are created, so a redelivered
+ * message makes and sends none twice); past INLINE_ATTEMPTS, first attempts
+ * are queued instead.
+ */
 async function fanOut(env: Env, eventIds: string[]): Promise<void> {
   const ids = JSON.stringify(eventIds);
   const [events, endpoints] = await env.DB.batch<{ id: string; project_id: string; type: string; events?: string }>([
@@ -93,17 +107,31 @@ async function fanOut(env: Env, eventIds: string[]): Promise<void> {
       .map((t) => ({ id: newId(), projectId: event.project_id, webhookId: t.id, eventId: event.id, type: event.type })),
   );
   const now = new Date();
-  const statements = [store.markEventsFannedOut(env.DB, eventIds)];
+  const minute = Math.floor(now.getTime() / 60_000);
+  const inline = rows.slice(0, INLINE_ATTEMPTS);
+  const queued = rows.slice(INLINE_ATTEMPTS);
   // ~100 bytes per row as JSON: well inside D1's statement size at 500 a statement.
-  for (let i = 0; i < rows.length; i += 500) statements.push(store.insertDeliveries(env.DB, rows.slice(i, i + 500), now));
-  const webhookIds = [...new Set(rows.map((r) => r.webhookId))];
-  statements.push(store.unattemptedDeliveries(env.DB, webhookIds, eventIds));
-  const results = await env.DB.batch<{ id: string; project_id: string }>(statements);
-  const unattempted = results[results.length - 1].results;
+  const inserts = (list: typeof rows, claimUntil: Date | null) => {
+    const out: D1PreparedStatement[] = [];
+    for (let i = 0; i < list.length; i += 500) out.push(store.insertDeliveries(env.DB, list.slice(i, i + 500), now, claimUntil));
+    return out;
+  };
+  const claimed = inserts(inline, new Date(now.getTime() + CLAIM_MS));
+  const unclaimed = inserts(queued, null);
+  const reads = store.attemptInputs(env.DB, {
+    eventIds: [...new Set(inline.map((r) => r.eventId))],
+    webhookIds: [...new Set(inline.map((r) => r.webhookId))],
+    projectIds: [...new Set(inline.map((r) => r.projectId))],
+    minute,
+  });
+  const results = await env.DB.batch<Record<string, unknown>>([store.markEventsFannedOut(env.DB, eventIds), ...claimed, ...unclaimed, ...reads]);
+  const created = (from: number, n: number) => results.slice(from, from + n).flatMap((r) => r.results);
+  const [payloads, endpointRows, usage] = results.slice(results.length - reads.length);
   await queueDeliveries(
     env,
-    unattempted.map((d) => ({ deliveryId: d.id, projectId: d.project_id, attempt: 1 })),
+    created(1 + claimed.length, unclaimed.length).map((d) => ({ deliveryId: d.id as string, projectId: d.project_id as string, attempt: 1 })),
   );
+  await runAttempts(env, created(1, claimed.length), { payloads: payloads.results, endpoints: endpointRows.results, usage: usage.results }, now, minute);
 }
 
 interface Attempt {
@@ -162,9 +190,8 @@ async function signingSecrets(env: Env, endpoint: WebhookEndpoint, now: Date): P
   return secrets;
 }
 
-/** Attempts: claim, call (in parallel), record the outcomes, queue the next attempts. */
+/** Attempts of queued deliveries: claim (with what the calls need, one batch), then runAttempts. */
 async function attempt(env: Env, items: { deliveryId: string; attempt: number }[]): Promise<void> {
-  const config = readConfig(env);
   const now = new Date();
   const minute = Math.floor(now.getTime() / 60_000);
   const wanted: Record<string, number> = {};
@@ -183,12 +210,27 @@ async function attempt(env: Env, items: { deliveryId: string; attempt: number }[
          AND project_id IN (SELECT project_id FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?1)))`,
     ).bind(ids, minute),
   ]);
-  if (claimed.results.length === 0) return;
-  const payloadOf = new Map(payloads.results.map((r) => [r.id as string, r.payload as string]));
-  const endpointOf = new Map(endpointRows.results.map((r) => [r.id as string, fromRow(webhookEndpoints, r) as WebhookEndpoint]));
-  const used = new Map(usage.results.map((r) => [r.project_id as string, r.attempts as number]));
+  await runAttempts(env, claimed.results, { payloads: payloads.results, endpoints: endpointRows.results, usage: usage.results }, now, minute);
+}
 
-  const attempts: Attempt[] = claimed.results.map((r) => {
+/**
+ * Claimed attempts (delivery rows): call the endpoints (CALL_CONCURRENCY at a
+ * time), record every outcome in one batch, queue the next attempts.
+ */
+async function runAttempts(
+  env: Env,
+  claimedRows: Record<string, unknown>[],
+  inputs: { payloads: Record<string, unknown>[]; endpoints: Record<string, unknown>[]; usage: Record<string, unknown>[] },
+  now: Date,
+  minute: number,
+): Promise<void> {
+  if (claimedRows.length === 0) return;
+  const config = readConfig(env);
+  const payloadOf = new Map(inputs.payloads.map((r) => [r.id as string, r.payload as string]));
+  const endpointOf = new Map(inputs.endpoints.map((r) => [r.id as string, fromRow(webhookEndpoints, r) as WebhookEndpoint]));
+  const used = new Map(inputs.usage.map((r) => [r.project_id as string, r.attempts as number]));
+
+  const attempts: Attempt[] = claimedRows.map((r) => {
     const delivery = fromRow(webhookDeliveries, r) as WebhookDelivery;
     return { delivery, endpoint: endpointOf.get(delivery.webhookId), payload: payloadOf.get(delivery.eventId) };
   });
@@ -235,15 +277,13 @@ async function attempt(env: Env, items: { deliveryId: string; attempt: number }[
   // Each host resolved once per batch, each endpoint's secrets decrypted once.
   const targetChecks = new Map<string, Promise<TargetProblem | null>>();
   const secretsOf = new Map<string, Promise<string[]>>();
-  const results = await Promise.all(
-    toCall.map(async (a) => {
-      const endpoint = a.endpoint!;
-      if (!targetChecks.has(endpoint.url)) targetChecks.set(endpoint.url, outboundTargetProblem(endpoint.url, env));
-      if (!secretsOf.has(endpoint.id)) secretsOf.set(endpoint.id, signingSecrets(env, endpoint, now));
-      const [problem, secrets] = await Promise.all([targetChecks.get(endpoint.url)!, secretsOf.get(endpoint.id)!]);
-      return callEndpoint(endpoint, secrets, a.delivery.id, a.payload!, problem);
-    }),
-  );
+  const results = await mapLimited(toCall, CALL_CONCURRENCY, async (a) => {
+    const endpoint = a.endpoint!;
+    if (!targetChecks.has(endpoint.url)) targetChecks.set(endpoint.url, outboundTargetProblem(endpoint.url, env));
+    if (!secretsOf.has(endpoint.id)) secretsOf.set(endpoint.id, signingSecrets(env, endpoint, now));
+    const [problem, secrets] = await Promise.all([targetChecks.get(endpoint.url)!, secretsOf.get(endpoint.id)!]);
+    return callEndpoint(endpoint, secrets, a.delivery.id, a.payload!, problem);
+  });
 
   const done = new Date();
   const succeededEndpoints = new Set<string>();

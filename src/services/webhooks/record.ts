@@ -1,38 +1,46 @@
 import { newId } from "../../lib/ids";
-import { contactEvent, recordedEventIds } from "../../store/webhooks";
+import { contactEvents, recordContactsCreated, recordedEventIds, type ContactEventItem } from "../../store/webhooks";
+
+/** What one contact write does to a contact, for its contact.* webhook events. */
+export interface ContactChange {
+  email?: string;
+  contactId?: string;
+  /** The write creates the contact when there is none. */
+  creates?: boolean;
+  /** The id the write gives the contact if it creates it (upsertContacts' ids): contact.created is then one statement after the write. */
+  newId?: string;
+  /** The write changes an existing contact (contact.updated). */
+  updates?: boolean;
+  /** The subscription the write sets on an existing contact (contact.subscribed / unsubscribed when it changes). */
+  subscribed?: boolean;
+}
 
 /**
- * The contact.* webhook events of one contact write, as statements to put
- * around it in its batch (`before` ahead of the write, `after` behind it), and
- * a reader for the ids they recorded. Each event is recorded only when what it
- * says happened (see store.contactEvent) and an endpoint subscribes.
+ * The contact.* webhook events of one write of one or many contacts, as at
+ * most three statements to put around it in its batch (`before` ahead of the
+ * write, `after` behind it), and a reader for the ids they recorded. Each event is recorded only when what it says
+ * happened (see store.contactEvents) and an endpoint subscribes.
  */
-export function contactWriteEvents(
-  d1: D1Database,
-  input: {
-    projectId: string;
-    at: Date;
-    email?: string;
-    contactId?: string;
-    /** The write creates the contact when there is none. */
-    creates?: boolean;
-    /** The write changes an existing contact (contact.updated). */
-    updates?: boolean;
-    /** The subscription the write sets on an existing contact (contact.subscribed / unsubscribed when it changes). */
-    subscribed?: boolean;
-  },
-) {
-  const target = { projectId: input.projectId, at: input.at, email: input.email, contactId: input.contactId };
-  const pairs = [
-    input.creates && contactEvent(d1, { ...target, id: newId(), type: "contact.created", condition: "absent" }),
-    input.updates && contactEvent(d1, { ...target, id: newId(), type: "contact.updated", condition: "present" }),
-    input.subscribed === true && contactEvent(d1, { ...target, id: newId(), type: "contact.subscribed", condition: "unsubscribed" }),
-    input.subscribed === false && contactEvent(d1, { ...target, id: newId(), type: "contact.unsubscribed", condition: "subscribed" }),
-  ].filter((pair) => pair !== false && pair !== undefined);
+export function contactWriteEvents(d1: D1Database, input: ContactChange & { projectId: string; at: Date; contacts?: readonly ContactChange[] }) {
+  const changes = input.contacts ?? [input];
+  const items: ContactEventItem[] = [];
+  const created: { id: string; contactId: string }[] = [];
+  for (const c of changes) {
+    const add = (type: string, condition: ContactEventItem["condition"]) =>
+      items.push({ id: newId(), type, condition, email: c.email, contactId: c.contactId });
+    if (c.creates && c.newId) created.push({ id: newId(), contactId: c.newId });
+    else if (c.creates) add("contact.created", "absent");
+    if (c.updates) add("contact.updated", "present");
+    if (c.subscribed === true) add("contact.subscribed", "unsubscribed");
+    if (c.subscribed === false) add("contact.unsubscribed", "subscribed");
+  }
+  const pair = items.length > 0 ? contactEvents(d1, { projectId: input.projectId, at: input.at, items }) : null;
+  const createdStatement = created.length > 0 ? [recordContactsCreated(d1, { projectId: input.projectId, at: input.at, items: created })] : [];
   return {
-    before: pairs.map((p) => p.before),
-    after: pairs.map((p) => p.after),
-    /** The recorded events' ids, from the batch's results of the `before` statements. */
-    ids: (beforeResults: readonly (readonly Record<string, unknown>[])[]) => recordedEventIds(beforeResults),
+    before: pair ? [pair.before] : [],
+    after: [...(pair ? [pair.after] : []), ...createdStatement],
+    /** The recorded events' ids, from the batch's results of the `before` statements and of the `after` ones. */
+    ids: (beforeResults: readonly (readonly Record<string, unknown>[])[], afterResults: readonly (readonly Record<string, unknown>[])[] = []) =>
+      recordedEventIds([...beforeResults, ...afterResults]),
   };
 }

@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import type { Database } from "../../db/client";
+import { runStatements, type Database } from "../../db/client";
 import { contacts, workflows, type Contact, type JsonObject } from "../../db/schema";
 import type { Env } from "../../env";
 import { updateContactById } from "../../store/contacts";
@@ -13,6 +13,7 @@ import { webhookSecretContext } from "./definitions";
 import { PermanentStepError } from "./send-email";
 import { signWebhook } from "../../lib/standard-webhooks";
 import { outboundTargetProblem } from "../outbound-url";
+import { contactWriteEvents } from "../webhooks/record";
 
 async function loadContact(db: Database, projectId: string, contactId: string): Promise<Contact> {
   const contact = await db.query.contacts.findFirst({ where: and(eq(contacts.id, contactId), eq(contacts.projectId, projectId)) });
@@ -26,20 +27,29 @@ export async function evaluateConditionStep(db: Database, projectId: string, con
   return evaluateCondition(condition, contact, activity, Date.now());
 }
 
-/** UPDATE_CONTACT: merges data (null removes a key) and sets the subscription, as PATCH /contacts/{id} does. */
+/**
+ * UPDATE_CONTACT: merges data (null removes a key) and sets the subscription, as PATCH /contacts/{id} does,
+ * with its contact.updated / .(un)subscribed webhook events in the same batch; `handOver` queues them.
+ */
 export async function updateContactStep(
   db: Database,
   projectId: string,
   contactId: string,
   config: { data?: JsonObject; subscribed?: boolean },
+  handOver?: (projectId: string, eventIds: string[]) => Promise<unknown>,
 ): Promise<string> {
+  const hooks = contactWriteEvents(db.$client, { projectId, at: new Date(), contactId, updates: true, subscribed: config.subscribed });
+  const n = hooks.before.length;
+  let eventIds: string[];
   try {
-    const rows = await updateContactById(db, projectId, contactId, config);
-    if (rows.length === 0) throw new PermanentStepError("The contact was deleted");
+    const results = await runStatements(db, [...hooks.before, updateContactById(db, projectId, contactId, config), ...hooks.after]);
+    if (results[n].length === 0) throw new PermanentStepError("The contact was deleted");
+    eventIds = hooks.ids(results.slice(0, n));
   } catch (err) {
     if (raisedGuard(err) === "CONTACT_DATA_TOO_LARGE") throw new PermanentStepError("The contact's data would exceed 64 KB");
     throw err;
   }
+  if (handOver && eventIds.length > 0) await handOver(projectId, eventIds);
   const parts = [
     config.data !== undefined ? `data ${Object.keys(config.data).join(", ")}` : null,
     config.subscribed !== undefined ? `subscribed=${config.subscribed}` : null,

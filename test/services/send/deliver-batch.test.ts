@@ -31,7 +31,7 @@ async function statementsFor(s: Setup, messages = s.queue.take().map((m) => m.bo
 }
 
 describe("the send consumer works per batch, not per email", () => {
-  it("a batch costs the same D1 statements for 1 email as for 100: one claim, one write of every outcome (with its webhook events)", async () => {
+  it("a batch costs the same D1 statements for 1 email as for 100: one claim (with the settled mail's webhook events), one write of every outcome (with its webhook events)", async () => {
     const one = await sendingSetup({ DB: countingD1(env.DB) });
     await sendTo(one, ["solo@example.com"]);
     const single = await statementsFor(one);
@@ -46,8 +46,8 @@ describe("the send consumer works per batch, not per email", () => {
     const rows = await db().select({ status: emails.status }).from(emails).where(inArray(emails.id, ids));
     expect(rows.every((r) => r.status === "SENT")).toBe(true);
 
-    // The claim; the outcomes' UPDATE and the webhook events' INSERT ... SELECT, one batch (one round trip).
-    expect(single.statements).toBe(3);
+    // The claim and the events of mail it settles, one batch; the outcomes' UPDATE and the webhook events' INSERT ... SELECT, one batch.
+    expect(single.statements).toBe(4);
     expect(hundred.statements).toBe(single.statements);
   });
 
@@ -61,8 +61,8 @@ describe("the send consumer works per batch, not per email", () => {
       { status: 500, errorType: "InternalFailure", message: "boom" },
     );
     const { statements, result } = await statementsFor(s, messages);
-    // The claim; the outcomes and their webhook events, one batch.
-    expect(statements).toBe(3);
+    // The claim and its settled mail's events, one batch; the outcomes and their webhook events, one batch.
+    expect(statements).toBe(4);
     expect(result.explicitAcks).toHaveLength(2);
     expect(result.retryMessages).toHaveLength(1);
     expect(s.ses.calls).toHaveLength(1);

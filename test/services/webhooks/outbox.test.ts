@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Env } from "../../../src/env";
 import { newId } from "../../../src/lib/ids";
 import { runScheduledJobs } from "../../../src/scheduled";
 import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks";
@@ -56,6 +57,43 @@ describe("recording an event", () => {
   });
 });
 
+describe("first attempts", () => {
+  it("a fan-out makes up to 100 first attempts itself, at most 6 calls at a time, and queues the rest", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const { calls } = receiver();
+    const p = await webhookProject();
+    const hook = await p.createWebhook({ url: URL_, events: ["contact.created"] });
+    const fetchSpy = vi.mocked(globalThis.fetch);
+    const answer = fetchSpy.getMockImplementation()!;
+    fetchSpy.mockImplementation(async (input, init) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      try {
+        await new Promise((r) => setTimeout(r, 5));
+        return await answer(input, init);
+      } finally {
+        inFlight--;
+      }
+    });
+    const q = heldQueue();
+    const ids: string[] = [];
+    for (let i = 0; i < 101; i++) ids.push(await record(p.id, "contact.created", { n: i }));
+    await q.deliver(ids.map((eventId) => ({ body: { kind: "event" as const, eventId, projectId: p.id } })));
+    expect(calls.filter((c) => c.url === URL_)).toHaveLength(100);
+    expect(most).toBeLessThanOrEqual(6);
+    expect(most).toBeGreaterThan(1);
+    const rest = q.take();
+    expect(rest.map((m) => m.body)).toEqual([{ kind: "delivery", deliveryId: expect.any(String), projectId: p.id, attempt: 1 }]);
+    await q.deliver(rest);
+    expect(calls.filter((c) => c.url === URL_)).toHaveLength(101);
+    expect(new Set(calls.map((c) => (JSON.parse(c.body) as { data: { n: number } }).data.n)).size).toBe(101);
+    const succeeded = await p.deliveries(hook.id, "?status=SUCCEEDED&limit=100");
+    expect(succeeded).toHaveLength(100);
+    expect(succeeded.every((d: { attempts: number }) => d.attempts === 1)).toBe(true);
+  });
+});
+
 describe("the cron", () => {
   it("hands over events whose request never did (after a grace period), and they are delivered", async () => {
     const { calls } = receiver();
@@ -75,7 +113,7 @@ describe("the cron", () => {
     expect(q.messages.filter((m) => m.body.kind === "event" && m.body.eventId === eventId)).toEqual([]);
   });
 
-  it("queues again an event whose message was lost, and re-queues overdue deliveries", async () => {
+  it("queues again an event whose message was lost; a fan-out that dies after creating its deliveries leaves them to the sweep", async () => {
     const { calls } = receiver();
     const p = await webhookProject();
     const hook = await p.createWebhook({ url: URL_ });
@@ -88,13 +126,34 @@ describe("the cron", () => {
     await runScheduledJobs(q.env, { scheduledTime: Date.now() + 7 * MINUTE });
     const again = q.take();
     expect(again.map((m) => m.body)).toContainEqual({ kind: "event", eventId, projectId: p.id });
+    // The fan-out's write (the delivery, its first attempt claimed) commits, then the invocation dies before any call.
+    let batches = 0;
+    const dying = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch")
+          return async (statements: D1PreparedStatement[]) => {
+            const results = await target.batch(statements);
+            if (++batches === 2) throw new Error("the invocation died (test)");
+            return results;
+          };
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const died = await q.deliver(again, { env: { ...q.env, DB: dying } as Env });
+    expect(died.retryMessages.length).toBeGreaterThan(0);
+    const mine = () => calls.filter((c) => JSON.parse(c.body).data.id === "c2");
+    expect(mine()).toHaveLength(0);
+    expect(await p.deliveries(hook.id)).toMatchObject([{ status: "PENDING", attempts: 1 }]);
+    // The redelivered message finds the delivery made: it neither makes another nor sends it.
     await q.deliver(again);
-    q.take(); // the first attempt's message is lost too
-    expect(await p.deliveries(hook.id)).toMatchObject([{ status: "PENDING", attempts: 0 }]);
+    expect(mine()).toHaveLength(0);
+    expect(await p.deliveries(hook.id)).toHaveLength(1);
+    // Minutes later the cron finds it overdue and queues its next attempt.
     await runScheduledJobs(q.env, { scheduledTime: Date.now() + 10 * MINUTE });
     await q.drain();
-    expect(await p.deliveries(hook.id)).toMatchObject([{ status: "SUCCEEDED", attempts: 1 }]);
-    expect(calls.filter((c) => JSON.parse(c.body).data.id === "c2")).toHaveLength(1);
+    expect(await p.deliveries(hook.id)).toMatchObject([{ status: "SUCCEEDED", attempts: 2 }]);
+    expect(mine()).toHaveLength(1);
   });
 
   it("retention prunes deliveries older than WEBHOOK_RETENTION_DAYS (default 30)", async () => {
