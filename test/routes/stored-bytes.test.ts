@@ -146,7 +146,8 @@ describe("stored bytes (issue 24, H1): one figure per project, kept by D1 trigge
     expect((await api("DELETE", `/templates/${t1.body.id}`)).status).toBe(204);
     expect((await template(3)).status).toBe(201);
 
-    const campaign = (n: number) => api<Envelope<Created>>("POST", "/campaigns", { name: `c${n}`, subject: "S", body: "<p>B</p>", from: s.from, audienceType: "ALL" });
+    const campaign = (n: number) =>
+      api<Envelope<Created>>("POST", "/campaigns", { name: `c${n}`, subject: "S", body: "<p>B</p>", from: s.from, audienceType: "ALL" });
     expect([(await campaign(1)).status, (await campaign(2)).status]).toEqual([201, 201]);
     expect(expectError(await campaign(3), 403, "QUOTA_EXCEEDED").message).toContain("2 campaigns");
     expect((await api<{ total: number }>("GET", "/campaigns")).body.total).toBe(2);
@@ -236,7 +237,9 @@ describe("pruning by the cron (issue 24, H1): bounded batches that take the byte
     // Executions first (so version 1 and 3 are no longer referenced by anything that runs).
     expect(await pruneOldExecutions(env, new Date(), 1)).toBe(1);
     expect(await pruneOldExecutions(env, new Date(), 10)).toBe(1);
-    const executionsLeft = (await db().select({ id: workflowExecutions.id }).from(workflowExecutions).where(eq(workflowExecutions.workflowId, id))).map((r) => r.id);
+    const executionsLeft = (await db().select({ id: workflowExecutions.id }).from(workflowExecutions).where(eq(workflowExecutions.workflowId, id))).map(
+      (r) => r.id,
+    );
     expect(executionsLeft.sort()).toEqual([running.id, finishedRecent.id].sort());
 
     const before = await storedBytes(p.id);
