@@ -64,6 +64,8 @@ export interface Env {
   EMAIL_HTML_RETENTION_DAYS?: string;
   /** Days events are kept (default 365). */
   EVENT_RETENTION_DAYS?: string;
+  EMAIL_RETENTION_DAYS?: string;
+  WORKFLOW_EXECUTION_RETENTION_DAYS?: string;
   /** Per-project quotas (defaults in src/services/quotas.ts, docs/configuration.md "Limits and quotas"). */
   QUOTA_CONTACTS?: string;
   QUOTA_EVENTS_PER_DAY?: string;
@@ -72,6 +74,10 @@ export interface Env {
   QUOTA_EMAILS_PER_DAY?: string;
   QUOTA_DOMAINS?: string;
   QUOTA_STORED_BYTES?: string;
+  QUOTA_TEMPLATES?: string;
+  QUOTA_CAMPAIGNS?: string;
+  QUOTA_SEGMENTS?: string;
+  QUOTA_WORKFLOW_VERSIONS?: string;
   /** Workers Rate Limiting binding: key-less work per client IP (src/lib/client-limit.ts). Optional: absent, nothing is limited. */
   CLIENT_LIMITER?: RateLimit;
   /** WEBHOOK step calls per minute per project (default 600). */

@@ -15,9 +15,9 @@ export const projects = sqliteTable("projects", {
   disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
   trackingEnabled: integer("tracking_enabled", { mode: "boolean" }).notNull().default(true),
   /**
-   * Bytes of mail the project has stored (email HTML and attachments), for the
-   * QUOTA_STORED_BYTES quota: added when a send is accepted, taken off when
-   * retention drops the HTML or the attachments.
+   * Bytes the project stores, for the QUOTA_STORED_BYTES quota: kept by D1
+   * triggers (migration 0019) on email html and headers, attachments, event and
+   * contact data, templates, campaigns and workflow versions.
    */
   storedBytes: integer("stored_bytes").notNull().default(0),
   createdAt: createdAt(),

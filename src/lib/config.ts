@@ -59,6 +59,10 @@ const ConfigSchema = z.object({
   MAIL_FROM_SUBDOMAIN: optionalText.transform((v) => v?.toLowerCase()),
   EMAIL_HTML_RETENTION_DAYS: positive(30),
   EVENT_RETENTION_DAYS: positive(365),
+  /** Days an email's record (status, subject, counters) is kept once final; its HTML goes after EMAIL_HTML_RETENTION_DAYS. */
+  EMAIL_RETENTION_DAYS: positive(365),
+  /** Days a finished workflow execution (completed, exited, failed, cancelled) is kept. */
+  WORKFLOW_EXECUTION_RETENTION_DAYS: positive(90),
   // Per-project quotas (src/services/quotas.ts, docs/configuration.md "Limits and quotas").
   /** Contacts stored per project. */
   QUOTA_CONTACTS: positive(1_000_000, { integer: true }),
@@ -72,8 +76,19 @@ const ConfigSchema = z.object({
   QUOTA_EMAILS_PER_DAY: positive(100_000, { integer: true }),
   /** Sending domains per project. */
   QUOTA_DOMAINS: positive(50, { integer: true }),
-  /** Bytes stored per project: email HTML, attachments and contact data, as counted by the retention job. */
+  /**
+   * Bytes stored per project, kept by D1 triggers (migration 0019): email HTML and headers,
+   * attachments, event and contact data, templates, campaigns and workflow versions.
+   */
   QUOTA_STORED_BYTES: positive(5 * 1024 * 1024 * 1024, { integer: true }),
+  /** Templates per project. */
+  QUOTA_TEMPLATES: positive(1_000, { integer: true }),
+  /** Campaigns per project (any status). */
+  QUOTA_CAMPAIGNS: positive(10_000, { integer: true }),
+  /** Segments per project. */
+  QUOTA_SEGMENTS: positive(500, { integer: true }),
+  /** Stored versions of one workflow (unused old ones are pruned by the cron). */
+  QUOTA_WORKFLOW_VERSIONS: positive(100, { integer: true }),
   /** Days webhook deliveries (and their events) are kept. */
   WEBHOOK_RETENTION_DAYS: positive(30),
   /** Webhook endpoints per project. */

@@ -158,7 +158,7 @@ async function scheduledForOf(request: Request): Promise<Date | null> {
 export const campaignsRouter = createRouter()
   .openapi(listRoute, async (c) => c.json(await listCampaigns(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query")), 200))
   .openapi(createCampaignRoute, async (c) => {
-    const campaign = await createCampaign(getDb(c.env.DB), c.get("auth").projectId, withAlias(c.req.valid("json")) as CampaignInput);
+    const campaign = await createCampaign(getDb(c.env.DB), c.env, c.get("auth").projectId, withAlias(c.req.valid("json")) as CampaignInput);
     return c.json(success(toCampaignView(campaign)), 201);
   })
   .openapi(getRoute, async (c) => {
@@ -166,7 +166,7 @@ export const campaignsRouter = createRouter()
   })
   .openapi(updateRoute, async (c) => {
     const changes = withAlias(c.req.valid("json")) as Partial<CampaignInput>;
-    const campaign = await updateCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, changes);
+    const campaign = await updateCampaign(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, changes);
     return c.json(success(toCampaignView(campaign)), 200);
   })
   .openapi(deleteRoute, async (c) => {

@@ -103,7 +103,7 @@ export const contactsRouter = createRouter()
   })
   .openapi(updateRoute, async (c) => {
     const { projectId } = c.get("auth");
-    const { contact, webhookEvents } = await updateContact(getDb(c.env.DB), projectId, c.req.valid("param").id, c.req.valid("json"));
+    const { contact, webhookEvents } = await updateContact(getDb(c.env.DB), c.env, projectId, c.req.valid("param").id, c.req.valid("json"));
     c.set("webhookEvents", webhookEvents);
     return c.json(toContactView(contact), 200);
   })

@@ -81,7 +81,7 @@ export const segmentsRouter = createRouter()
   })
   .openapi(createSegmentRoute, async (c) => {
     const db = getDb(c.env.DB);
-    const segment = await createSegment(db, c.get("auth").projectId, c.req.valid("json"));
+    const segment = await createSegment(db, c.env, c.get("auth").projectId, c.req.valid("json"));
     return c.json(await viewOf(db, segment), 201);
   })
   .openapi(getRoute, async (c) => {

@@ -68,7 +68,7 @@ export const templatesRouter = createRouter()
     return c.json(success({ items: page.items.map(toTemplateView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }), 200);
   })
   .openapi(createTemplateRoute, async (c) => {
-    const template = await createTemplate(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("json"));
+    const template = await createTemplate(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("json"));
     return c.json(toTemplateView(template), 201);
   })
   .openapi(getRoute, async (c) => {
@@ -77,7 +77,7 @@ export const templatesRouter = createRouter()
   })
   .openapi(updateRoute, async (c) => {
     const { projectId } = c.get("auth");
-    const template = await updateTemplate(getDb(c.env.DB), projectId, c.req.valid("param").id, c.req.valid("json"));
+    const template = await updateTemplate(getDb(c.env.DB), c.env, projectId, c.req.valid("param").id, c.req.valid("json"));
     return c.json(toTemplateView(template), 200);
   })
   .openapi(deleteRoute, async (c) => {

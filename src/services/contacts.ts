@@ -6,7 +6,7 @@ import { likeContains } from "../lib/sql";
 import { listNewestFirst } from "../lib/pagination";
 import type { Env } from "../env";
 import { deleteContactStatements, updateContactById, upsertContacts } from "../store/contacts";
-import { outboxProbe, quotaGuard, runGuarded } from "../store/guards";
+import { outboxProbe, quotaGuard, runGuarded, storedBytesGuard } from "../store/guards";
 import { recordContactSnapshot, recordedEventIds } from "../store/webhooks";
 import { newId } from "../lib/ids";
 import { contactWriteEvents } from "./webhooks/record";
@@ -73,7 +73,7 @@ export async function upsertContact(
   const n = hooks.before.length;
   const [, ...rest] = await runGuarded(
     env,
-    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, outboxProbe(d1, projectId)]),
+    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, storedBytesGuard(d1, env, projectId), outboxProbe(d1, projectId)]),
     now,
   );
   const [upserted] = upsert.contacts(rest.slice(n, n + upsert.statements.length)).values();
@@ -118,13 +118,16 @@ export async function getContact(db: Database, projectId: string, id: string): P
 
 export async function updateContact(
   db: Database,
+  env: Env,
   projectId: string,
   id: string,
   input: UpdateContactRequest,
 ): Promise<{ contact: Contact; webhookEvents: string[] }> {
   const hooks = contactWriteEvents(db.$client, { projectId, at: new Date(), contactId: id, updates: true, subscribed: input.subscribed });
   const n = hooks.before.length;
-  const results = await runStatements(db, [...hooks.before, updateContactById(db, projectId, id, input), ...hooks.after]);
+  const results = await runGuarded(env, () =>
+    runStatements(db, [...hooks.before, updateContactById(db, projectId, id, input), ...hooks.after, storedBytesGuard(db.$client, env, projectId)]),
+  );
   const [row] = results[n];
   if (!row) throw ApiError.notFound("Contact");
   return { contact: contactFromRow(row), webhookEvents: hooks.ids(results.slice(0, n)) };

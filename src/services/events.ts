@@ -3,7 +3,7 @@ import { runStatements, type Database } from "../db/client";
 import { contacts, events } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
 import { insertEvent } from "../store/events";
-import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded } from "../store/guards";
+import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded, storedBytesGuard } from "../store/guards";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
 import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
@@ -83,7 +83,17 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const n = hooks.before.length;
   const [, ...rest] = await runGuarded(
     env,
-    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, event, ...counted, outboxProbe(d1, projectId)]),
+    () =>
+      runStatements(db, [
+        guard!,
+        ...hooks.before,
+        ...upsert.statements,
+        ...hooks.after,
+        event,
+        ...counted,
+        storedBytesGuard(d1, env, projectId),
+        outboxProbe(d1, projectId),
+      ]),
     createdAt,
   );
   const contact = upsert.contacts(rest.slice(n, n + upsert.statements.length)).get(email)!;

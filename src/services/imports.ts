@@ -29,7 +29,7 @@ import {
   type ChunkOutcome,
 } from "../store/imports";
 import type { ImportJobView } from "../schemas/imports";
-import { guardError, isUniqueViolation, MAX_CONTACT_DATA_BYTES, quotaExceeded, quotaGuard } from "../store/guards";
+import { guardError, isUniqueViolation, MAX_CONTACT_DATA_BYTES, quotaExceeded, quotaGuard, storedBytesGuard } from "../store/guards";
 import { getSegment, segmentMembersWhere, storedCondition } from "./segments";
 
 /** Largest CSV accepted by POST /contacts/imports (bytes). */
@@ -320,6 +320,7 @@ export async function processChunk(db: Database, env: Env, message: ImportChunkM
       ...(guard ? [guard] : []),
       countChunk(d1, outcome),
       ...upsertContacts(d1, projectId, write, { onExisting: "merge", subscribedByDefault: false, now: new Date(outcome.now) }).statements,
+      ...(write.length > 0 ? [storedBytesGuard(d1, env, projectId)] : []),
       ...finishChunk(d1, outcome),
     ]);
     // The last chunk's contacts.imported webhook event (completeIfDone's first statement); the cron re-queues it if this fails.

@@ -6,9 +6,10 @@ import { chunks, IN_LIST_IDS } from "../lib/chunks";
 import { readConfig } from "../lib/config";
 import { idAtTime } from "../lib/ids";
 import { pruneWebhookDeliveries } from "./webhooks/outbox";
-import { dropEmailHtml, emailsWithOldHtml, releaseStoredBytes } from "../store/emails";
+import { deleteOldEmails, dropOldHtml } from "../store/emails";
 import { pruneEvents } from "../store/events";
 import { utcDayNumber } from "../store/guards";
+import { pruneFinishedExecutions, pruneWorkflowVersions } from "../store/workflows";
 import { countProjects, fixContactsCounter, fixDailyCounters, usagePage, type UsageCounters } from "../store/usage";
 
 /**
@@ -18,7 +19,10 @@ import { countProjects, fixContactsCounter, fixDailyCounters, usagePage, type Us
  *   send is final (no longer QUEUED or SENDING): nothing will read them again;
  * - email HTML is dropped EMAIL_HTML_RETENTION_DAYS (default 30) after the
  *   email was created; the record, its status, subject and counters stay;
+ * - email records (final ones) are deleted EMAIL_RETENTION_DAYS (default 365) after;
  * - events are deleted EVENT_RETENTION_DAYS (default 365) after they happened;
+ * - workflow versions no execution will read again, an hour after they were
+ *   superseded; finished executions WORKFLOW_EXECUTION_RETENTION_DAYS (90) after;
  * - mail kept by the local `capture` provider goes with the HTML.
  * Ids are UUIDv7, so "older than" is an id range on the primary key.
  */
@@ -26,10 +30,15 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** Sends whose attachments one tick deletes (an attachment is up to ~10 MB in 1 MB chunks). */
 const ATTACHMENT_SENDS_PER_TICK = 20;
 const HTML_ROWS_PER_TICK = 500;
+const EMAIL_ROWS_PER_TICK = 1000;
+const VERSION_ROWS_PER_TICK = 200;
+const EXECUTION_ROWS_PER_TICK = 1000;
+/** A superseded workflow version is kept this long, so an execution being started on it has read it. */
+const VERSION_GRACE_MS = 60 * 60 * 1000;
 const EVENT_ROWS_PER_TICK = 2000;
 const CAPTURED_ROWS_PER_TICK = 200;
 const USAGE_ROWS_PER_TICK = 5000;
-/** Attachments of sends whose every email is final: rows, blob chunks, and their bytes off the project's count. */
+/** Attachments of sends whose every email is final: rows and blob chunks (a trigger takes their bytes off the project's count). */
 export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT_SENDS_PER_TICK) {
   const pending = db
     .select({ sendId: emails.sendId })
@@ -42,39 +51,44 @@ export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT
     .select({
       sendId: emailAttachments.sendId,
       blobId: emailAttachments.blobId,
-      size: emailAttachments.size,
-      projectId: sql<string | null>`(SELECT ${emails.projectId} FROM ${emails} WHERE ${emails.sendId} = ${emailAttachments.sendId} LIMIT 1)`,
     })
     .from(emailAttachments)
     .where(inArray(emailAttachments.sendId, sendIds));
-  const bytes = new Map<string, number>();
-  for (const a of attachments) if (a.projectId) bytes.set(a.projectId, (bytes.get(a.projectId) ?? 0) + a.size);
   await runBatch(db, [
     ...chunks(
       attachments.map((a) => a.blobId),
       IN_LIST_IDS,
     ).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
     ...chunks(sendIds, IN_LIST_IDS).map((ids) => db.delete(emailAttachments).where(inArray(emailAttachments.sendId, ids))),
-    ...releaseStoredBytes(db, bytes),
   ]);
   return sendIds.length;
 }
 
-/** Empties the HTML of emails older than the retention, oldest first; the records stay. */
+/** Empties the HTML of final emails older than the retention, oldest first; the records stay. */
 export async function dropOldEmailHtml(db: Database, env: Env, now = new Date(), limit = HTML_ROWS_PER_TICK) {
   const cutoff = idAtTime(now.getTime() - readConfig(env).EMAIL_HTML_RETENTION_DAYS * DAY_MS);
-  const rows = await emailsWithOldHtml(db, cutoff, limit);
-  if (rows.length === 0) return 0;
-  const bytes = new Map<string, number>();
-  for (const r of rows) bytes.set(r.projectId, (bytes.get(r.projectId) ?? 0) + Number(r.bytes));
-  await runBatch(db, [
-    ...dropEmailHtml(
-      db,
-      rows.map((r) => r.id),
-    ),
-    ...releaseStoredBytes(db, bytes),
-  ]);
-  return rows.length;
+  const { results } = await dropOldHtml(db.$client, cutoff, limit).all();
+  return results.length;
+}
+
+/** Deletes final email records older than EMAIL_RETENTION_DAYS, oldest first. */
+export async function pruneOldEmails(db: Database, env: Env, now = new Date(), limit = EMAIL_ROWS_PER_TICK) {
+  const cutoff = idAtTime(now.getTime() - readConfig(env).EMAIL_RETENTION_DAYS * DAY_MS);
+  const { results } = await deleteOldEmails(db.$client, cutoff, limit).all();
+  return results.length;
+}
+
+/** Deletes workflow versions no execution will read again (see pruneWorkflowVersions). */
+export async function pruneOldWorkflowVersions(env: Env, now = new Date(), limit = VERSION_ROWS_PER_TICK) {
+  const { results } = await pruneWorkflowVersions(env.DB, now.getTime() - VERSION_GRACE_MS, limit).all();
+  return results.length;
+}
+
+/** Deletes finished workflow executions older than WORKFLOW_EXECUTION_RETENTION_DAYS, oldest first. */
+export async function pruneOldExecutions(env: Env, now = new Date(), limit = EXECUTION_ROWS_PER_TICK) {
+  const before = now.getTime() - readConfig(env).WORKFLOW_EXECUTION_RETENTION_DAYS * DAY_MS;
+  const { results } = await pruneFinishedExecutions(env.DB, idAtTime(before), before, limit).all();
+  return results.length;
 }
 
 /** Deletes events older than the retention, oldest first. */
@@ -120,7 +134,10 @@ export async function runRetention(env: Env, now = new Date()) {
   return {
     attachments: await deleteFinishedAttachments(db),
     html: await dropOldEmailHtml(db, env, now),
+    emails: await pruneOldEmails(db, env, now),
     events: await pruneOldEvents(db, env, now),
+    workflowVersions: await pruneOldWorkflowVersions(env, now),
+    workflowExecutions: await pruneOldExecutions(env, now),
     captured: await pruneCapturedMail(db, env, now),
     usage: await pruneDailyUsage(db, now),
     webhooks: await pruneWebhookDeliveries(env, now),

@@ -1,12 +1,14 @@
 import { and, count, desc, eq, inArray, lt } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { fromRow, runStatements, type Database } from "../db/client";
 import { campaigns, contacts, segments, type Segment } from "../db/schema";
+import type { ConfigInput } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { decodeCursor, toPage } from "../lib/pagination";
 import { compileCondition, ConditionSchema, type Condition } from "./conditions";
 import type { CreateSegmentRequest, SegmentView, UpdateSegmentRequest } from "../schemas/segments";
 import { toContactView } from "./contacts";
+import { countGuard, runGuarded } from "../store/guards";
 
 /** A stored condition was validated on write; parsing again only fills defaults of older rows. */
 export const storedCondition = (raw: unknown): Condition => ConditionSchema.parse(raw);
@@ -47,13 +49,15 @@ export async function viewOf(db: Database, segment: Segment): Promise<SegmentVie
   return toSegmentView(segment, memberCount);
 }
 
-export async function createSegment(db: Database, projectId: string, input: CreateSegmentRequest): Promise<Segment> {
+/** Within QUOTA_SEGMENTS (checked in the insert's batch). */
+export async function createSegment(db: Database, env: ConfigInput, projectId: string, input: CreateSegmentRequest): Promise<Segment> {
   const now = new Date();
-  const [segment] = await db
+  const insert = db
     .insert(segments)
     .values({ id: newId(), projectId, name: input.name, description: input.description ?? null, condition: input.condition, createdAt: now, updatedAt: now })
     .returning();
-  return segment;
+  const [, rows] = await runGuarded(env, () => runStatements(db, [countGuard(db.$client, env, "QUOTA_SEGMENTS", projectId), insert]));
+  return fromRow(segments, rows[0]);
 }
 
 export async function getSegment(db: Database, projectId: string, id: string): Promise<Segment> {

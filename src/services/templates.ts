@@ -1,11 +1,13 @@
 import { and, eq } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { fromRow, type Database } from "../db/client";
 import { templates, type Template } from "../db/schema";
+import type { ConfigInput } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { assertTemplateSyntax } from "./send/render";
 import { listNewestFirst } from "../lib/pagination";
 import type { CreateTemplateRequest, TemplateView, UpdateTemplateRequest } from "../schemas/templates";
+import { writeWithinQuotas } from "./quotas";
 
 export type TemplateType = Template["type"];
 
@@ -30,10 +32,11 @@ async function assertRenderable(input: { subject?: string; body?: string }) {
   if (input.body !== undefined) await assertTemplateSyntax(input.body, "body");
 }
 
-export async function createTemplate(db: Database, projectId: string, input: CreateTemplateRequest): Promise<Template> {
+/** Within QUOTA_TEMPLATES and QUOTA_STORED_BYTES (checked in the insert's batch). */
+export async function createTemplate(db: Database, env: ConfigInput, projectId: string, input: CreateTemplateRequest): Promise<Template> {
   await assertRenderable(input);
   const now = new Date();
-  const [template] = await db
+  const insert = db
     .insert(templates)
     .values({
       id: newId(),
@@ -49,7 +52,8 @@ export async function createTemplate(db: Database, projectId: string, input: Cre
       updatedAt: now,
     })
     .returning();
-  return template;
+  const [rows] = await writeWithinQuotas(db, env, projectId, [insert], { quota: "QUOTA_TEMPLATES" });
+  return fromRow(templates, rows[0]);
 }
 
 export async function getTemplate(db: Database, projectId: string, id: string): Promise<Template> {
@@ -61,7 +65,7 @@ export async function getTemplate(db: Database, projectId: string, id: string): 
 }
 
 /** Applies only the fields given; an empty update returns the template unchanged. */
-export async function updateTemplate(db: Database, projectId: string, id: string, input: UpdateTemplateRequest): Promise<Template> {
+export async function updateTemplate(db: Database, env: ConfigInput, projectId: string, id: string, input: UpdateTemplateRequest): Promise<Template> {
   await assertRenderable(input);
   const set: Partial<typeof templates.$inferInsert> = {};
   if (input.name !== undefined) set.name = input.name;
@@ -73,13 +77,14 @@ export async function updateTemplate(db: Database, projectId: string, id: string
   if (input.replyTo !== undefined) set.replyTo = input.replyTo;
   if (Object.keys(set).length === 0) return getTemplate(db, projectId, id);
   set.updatedAt = new Date();
-  const [template] = await db
+  const update = db
     .update(templates)
     .set(set)
     .where(and(eq(templates.id, id), eq(templates.projectId, projectId)))
     .returning();
-  if (!template) throw ApiError.notFound("Template");
-  return template;
+  const [rows] = await writeWithinQuotas(db, env, projectId, [update]);
+  if (!rows[0]) throw ApiError.notFound("Template");
+  return fromRow(templates, rows[0]);
 }
 
 export async function deleteTemplate(db: Database, projectId: string, id: string): Promise<void> {

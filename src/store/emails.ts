@@ -1,7 +1,7 @@
-import { and, asc, eq, inArray, lt, notInArray, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
-import { emails, projects, type Email, type EmailStatus } from "../db/schema";
+import { emails, type Email, type EmailStatus } from "../db/schema";
 import { chunks, IDS_PER_JSON_STATEMENT, IN_LIST_IDS, MAX_JSON_PARAM_CHARS } from "../lib/chunks";
 
 /**
@@ -158,30 +158,6 @@ const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template
     AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1))
   ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
   RETURNING id`;
-
-/** Adds `bytes` to the project's stored-bytes count (in the batch of the write that stores them). */
-export function addStoredBytes(d1: D1Database, projectId: string, bytes: number): D1PreparedStatement {
-  return d1.prepare(ADD_STORED_BYTES_SQL).bind(projectId, bytes);
-}
-const ADD_STORED_BYTES_SQL = "UPDATE projects SET stored_bytes = stored_bytes + ?2 WHERE id = ?1";
-
-/** Adds `bytes` to the stored-bytes count only if the email `emailId` exists (its conditional insert took place). */
-export function addStoredBytesIfInserted(d1: D1Database, projectId: string, bytes: number, emailId: string): D1PreparedStatement {
-  return d1.prepare(ADD_STORED_BYTES_IF_INSERTED_SQL).bind(bytes, projectId, emailId);
-}
-const ADD_STORED_BYTES_IF_INSERTED_SQL = "UPDATE projects SET stored_bytes = stored_bytes + ?1 WHERE id = ?2 AND EXISTS (SELECT 1 FROM emails WHERE id = ?3)";
-
-/** Takes bytes off each project's stored-bytes count (never below zero). */
-export function releaseStoredBytes(db: Database, byProject: Map<string, number>) {
-  return [...byProject]
-    .filter(([, bytes]) => bytes > 0)
-    .map(([projectId, bytes]) =>
-      db
-        .update(projects)
-        .set({ storedBytes: sql`MAX(0, ${projects.storedBytes} - ${bytes})` })
-        .where(eq(projects.id, projectId)),
-    );
-}
 
 // ---- the send consumer: claim, outcomes, deferral ------------------------------
 
@@ -366,27 +342,36 @@ export function updateEmail(db: Database, emailId: string, set: SQLiteUpdateSetS
     .returning({ id: emails.id });
 }
 
-/** Up to `limit` final emails created before `cutoffId` that still keep their HTML, oldest first, with its size. */
-export function emailsWithOldHtml(db: Database, cutoffId: string, limit: number) {
-  // `html != ''` exactly as the partial index emails_html_kept_idx is defined.
-  return db
-    .select({ id: emails.id, projectId: emails.projectId, bytes: sql<number>`length(CAST(${emails.html} AS BLOB))` })
-    .from(emails)
-    .where(and(sql`${emails.html} != ''`, lt(emails.id, cutoffId), notInArray(emails.status, ["QUEUED", "SENDING"])))
-    .orderBy(asc(emails.id))
-    .limit(limit);
+/**
+ * Empties the HTML of up to `limit` emails with ids below `cutoffId` (older
+ * than the retention) that are final, oldest first; the records stay. The
+ * emails_bytes_update trigger takes the bytes off the project's count.
+ */
+export function dropOldHtml(d1: D1Database, cutoffId: string, limit: number): D1PreparedStatement {
+  return d1.prepare(DROP_OLD_HTML_SQL).bind(cutoffId, limit);
 }
+// `html != ''` exactly as the partial index emails_html_kept_idx is defined.
+const DROP_OLD_HTML_SQL = `UPDATE emails SET html = '' WHERE id IN (
+    SELECT id FROM emails WHERE html != '' AND id < ?1 AND status NOT IN ('QUEUED', 'SENDING') ORDER BY id LIMIT ?2) RETURNING id`;
 
-/** Empties the HTML of these emails (the records stay). */
-export function dropEmailHtml(db: Database, ids: readonly string[]) {
-  return chunks(ids, IN_LIST_IDS).map((chunk) => db.update(emails).set({ html: "" }).where(inArray(emails.id, chunk)));
+/**
+ * Deletes up to `limit` final emails with ids below `cutoffId`, oldest first,
+ * whose send keeps no attachment (those go first, see retention); the
+ * emails_bytes_delete trigger takes their bytes off.
+ */
+export function deleteOldEmails(d1: D1Database, cutoffId: string, limit: number): D1PreparedStatement {
+  return d1.prepare(DELETE_OLD_EMAILS_SQL).bind(cutoffId, limit);
 }
+const DELETE_OLD_EMAILS_SQL = `DELETE FROM emails WHERE id IN (
+    SELECT id FROM emails e WHERE id < ?1 AND status NOT IN ('QUEUED', 'SENDING')
+      AND NOT EXISTS (SELECT 1 FROM email_attachments a WHERE a.send_id = e.send_id)
+    ORDER BY id LIMIT ?2) RETURNING id`;
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
 export const FIXED_SQL = {
   INSERT_QUEUED_SQL,
-  ADD_STORED_BYTES_SQL,
-  ADD_STORED_BYTES_IF_INSERTED_SQL,
+  DROP_OLD_HTML_SQL,
+  DELETE_OLD_EMAILS_SQL,
   CLAIM_SQL,
   RECORD_OUTCOMES_SQL,
   DEFER_CLAIMS_SQL,

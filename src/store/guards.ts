@@ -20,6 +20,10 @@ export const GUARD_NAMES = [
   "QUOTA_EXCEEDED:QUOTA_STORED_BYTES",
   "QUOTA_EXCEEDED:QUOTA_PUBLIC_CONTACTS_PER_DAY", // 0018
   "QUOTA_EXCEEDED:QUOTA_PUBLIC_EVENTS_PER_DAY",
+  "QUOTA_EXCEEDED:QUOTA_TEMPLATES", // 0019: count caps
+  "QUOTA_EXCEEDED:QUOTA_CAMPAIGNS",
+  "QUOTA_EXCEEDED:QUOTA_SEGMENTS",
+  "QUOTA_EXCEEDED:QUOTA_WORKFLOW_VERSIONS",
   "QUOTA_EXCEEDED:UNKNOWN",
   "SEND_HAS_SUPPRESSED_RECIPIENTS", // 0014: suppressionGuard
 ] as const;
@@ -36,7 +40,11 @@ export type QuotaName =
   | "QUOTA_DOMAINS"
   | "QUOTA_STORED_BYTES"
   | "QUOTA_PUBLIC_CONTACTS_PER_DAY"
-  | "QUOTA_PUBLIC_EVENTS_PER_DAY";
+  | "QUOTA_PUBLIC_EVENTS_PER_DAY"
+  | CountedQuota;
+
+/** The count caps (a row too many is refused like a stock quota), and the table each counts. */
+export type CountedQuota = "QUOTA_TEMPLATES" | "QUOTA_CAMPAIGNS" | "QUOTA_SEGMENTS" | "QUOTA_WORKFLOW_VERSIONS";
 
 const WHAT: Record<QuotaName, string> = {
   QUOTA_CONTACTS: "contacts",
@@ -46,6 +54,10 @@ const WHAT: Record<QuotaName, string> = {
   QUOTA_STORED_BYTES: "bytes of stored mail and data",
   QUOTA_PUBLIC_CONTACTS_PER_DAY: "new contacts per day through a public key",
   QUOTA_PUBLIC_EVENTS_PER_DAY: "events per day through a public key",
+  QUOTA_TEMPLATES: "templates",
+  QUOTA_CAMPAIGNS: "campaigns",
+  QUOTA_SEGMENTS: "segments",
+  QUOTA_WORKFLOW_VERSIONS: "stored versions of one workflow",
 };
 
 const DAILY: ReadonlySet<QuotaName> = new Set(["QUOTA_EMAILS_PER_DAY", "QUOTA_EVENTS_PER_DAY", "QUOTA_PUBLIC_CONTACTS_PER_DAY", "QUOTA_PUBLIC_EVENTS_PER_DAY"]);
@@ -101,7 +113,6 @@ export interface QuotaUse {
   contacts?: string[];
   eventsToday?: number;
   emailsToday?: number;
-  storedBytes?: number;
   /** A public key's write: its addresses (new ones count) and events, against its own daily quotas. */
   publicKey?: { contacts: string[]; events: number };
 }
@@ -129,10 +140,6 @@ export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, 
     quotas.push(name);
     params.push(projectId, utcDayNumber(now), adding, config[name]);
   }
-  if ((use.storedBytes ?? 0) > 0) {
-    quotas.push("QUOTA_STORED_BYTES");
-    params.push(projectId, use.storedBytes, config.QUOTA_STORED_BYTES);
-  }
   if (use.publicKey) {
     const fresh = [...new Set(use.publicKey.contacts)];
     const day = utcDayNumber(now);
@@ -149,7 +156,7 @@ export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, 
   return d1.prepare(quotaGuardSql(quotas)).bind(...params);
 }
 
-type GuardedQuota = Exclude<QuotaName, "QUOTA_DOMAINS">;
+type GuardedQuota = Exclude<QuotaName, "QUOTA_DOMAINS" | "QUOTA_STORED_BYTES" | CountedQuota>;
 
 /** One (quota, used, limit) SELECT per quota, its parameters in quotaGuard's order. */
 const QUOTA_ROWS: Record<GuardedQuota, string> = {
@@ -158,11 +165,38 @@ const QUOTA_ROWS: Record<GuardedQuota, string> = {
        FROM (SELECT count(*) AS n FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))) AS existing`,
   QUOTA_EVENTS_PER_DAY: "SELECT 'QUOTA_EVENTS_PER_DAY', coalesce((SELECT events FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
   QUOTA_EMAILS_PER_DAY: "SELECT 'QUOTA_EMAILS_PER_DAY', coalesce((SELECT emails FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
-  QUOTA_STORED_BYTES: "SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ?, ?",
   QUOTA_PUBLIC_CONTACTS_PER_DAY: `SELECT 'QUOTA_PUBLIC_CONTACTS_PER_DAY', CASE WHEN existing.n < ? THEN coalesce((SELECT public_contacts FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ? - existing.n ELSE 0 END, ?
        FROM (SELECT count(*) AS n FROM contacts WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))) AS existing`,
   QUOTA_PUBLIC_EVENTS_PER_DAY:
     "SELECT 'QUOTA_PUBLIC_EVENTS_PER_DAY', coalesce((SELECT public_events FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
+};
+
+/**
+ * QUOTA_STORED_BYTES, as the LAST statement of a batch that stores bytes:
+ * projects.stored_bytes is kept by D1 triggers (migration 0019) on every
+ * insert, update and delete of what is counted, so after the batch's writes it
+ * already holds what they add; past the quota the whole batch is rolled back.
+ */
+export function storedBytesGuard(d1: D1Database, env: ConfigInput, projectId: string): D1PreparedStatement {
+  return d1.prepare(STORED_BYTES_GUARD_SQL).bind(projectId, readConfig(env).QUOTA_STORED_BYTES);
+}
+const STORED_BYTES_GUARD_SQL = "INSERT INTO quota_checks (quota, used, quota_limit) SELECT 'QUOTA_STORED_BYTES', stored_bytes, ?2 FROM projects WHERE id = ?1";
+
+/**
+ * A count cap, as a statement before the insert it guards (same batch): the
+ * rows there are (the project's templates, campaigns, segments; one
+ * workflow's versions for QUOTA_WORKFLOW_VERSIONS, `owner` its id) plus the one added.
+ */
+export function countGuard(d1: D1Database, env: ConfigInput, quota: CountedQuota, owner: string): D1PreparedStatement {
+  return d1.prepare(COUNT_GUARD_SQL[quota]).bind(owner, readConfig(env)[quota]);
+}
+const countGuardSql = (quota: CountedQuota, table: string, column: string) =>
+  `INSERT INTO quota_checks (quota, used, quota_limit) SELECT '${quota}', count(*) + 1, ?2 FROM ${table} WHERE ${column} = ?1`;
+const COUNT_GUARD_SQL: Record<CountedQuota, string> = {
+  QUOTA_TEMPLATES: countGuardSql("QUOTA_TEMPLATES", "templates", "project_id"),
+  QUOTA_CAMPAIGNS: countGuardSql("QUOTA_CAMPAIGNS", "campaigns", "project_id"),
+  QUOTA_SEGMENTS: countGuardSql("QUOTA_SEGMENTS", "segments", "project_id"),
+  QUOTA_WORKFLOW_VERSIONS: countGuardSql("QUOTA_WORKFLOW_VERSIONS", "workflow_versions", "workflow_id"),
 };
 
 /**
@@ -262,6 +296,8 @@ export const FIXED_SQL = {
   SUPPRESSION_GUARD_SQL,
   OUTBOX_PROBE_SQL,
   COUNT_PUBLIC_USE_SQL,
-  QUOTA_GUARD_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_EMAILS_PER_DAY", "QUOTA_STORED_BYTES"]),
+  STORED_BYTES_GUARD_SQL,
+  ...Object.fromEntries(Object.entries(COUNT_GUARD_SQL).map(([quota, text]) => [`COUNT_GUARD_SQL_${quota}`, text])),
+  QUOTA_GUARD_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_EMAILS_PER_DAY"]),
   QUOTA_GUARD_PUBLIC_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_PUBLIC_CONTACTS_PER_DAY", "QUOTA_PUBLIC_EVENTS_PER_DAY"]),
 };

@@ -2,6 +2,7 @@ import { and, asc, eq, gt, inArray, lt, lte, sql, type SQL } from "drizzle-orm";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { getDb, runStatements, type Database } from "../../db/client";
 import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
+import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { Env } from "../../env";
 import type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
@@ -101,10 +102,11 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
     message.after ?? "",
     last ?? "",
   );
-  // No quota guard: the whole audience was checked when the campaign started (campaignQuotaFit),
-  // and a page must not fail halfway through a campaign. Unique campaign+contact: a redelivered
-  // page writes nothing twice.
-  const { results } = await queueEmails(
+  // No count quotas: the whole audience was checked when the campaign started (campaignQuotaFit).
+  // Stored bytes are checked: past QUOTA_STORED_BYTES the page writes nothing and the walk waits
+  // (the cron re-queues a stalled walk) until retention or deletes free space. Unique
+  // campaign+contact: a redelivered page writes nothing twice.
+  const written = await queueEmails(
     db,
     env,
     {
@@ -122,7 +124,15 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
     },
     page.map((contact) => ({ to: contact.email, contactId: contact.id, data: contact.data ?? {} })),
     { quotas: false, enqueue: "none", last: [advance, queued] },
-  );
+  ).catch((err: unknown) => {
+    if (err instanceof ApiError && err.code === "QUOTA_EXCEEDED") {
+      console.warn(`campaign ${campaign.id} paused: ${err.message}`);
+      return null;
+    }
+    throw err;
+  });
+  if (!written) return;
+  const { results } = written;
   const advanced = results.last[0].length > 0;
   const toSend = (results.last[1] as { id: string }[]).map((r) => r.id);
 

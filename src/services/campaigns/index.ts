@@ -1,7 +1,8 @@
 import { and, count, desc, eq, gt, inArray, lt, sql, type SQL } from "drizzle-orm";
-import type { Database } from "../../db/client";
+import { fromRow, type Database } from "../../db/client";
 import { campaigns, emails, events, segments, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
+import type { ConfigInput } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
@@ -10,7 +11,7 @@ import { contactFromRow, contactsByEmail } from "../contacts";
 import { requireVerifiedDomain } from "../domains";
 import { queueEmails } from "../send/outbox";
 import { assertTemplateSyntax } from "../send/render";
-import { campaignQuotaError, campaignQuotaFit } from "../quotas";
+import { campaignQuotaError, campaignQuotaFit, writeWithinQuotas } from "../quotas";
 import { findSuppressed } from "../suppressions";
 import type { CampaignInput, CampaignView } from "../../schemas/campaigns";
 import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
@@ -64,10 +65,11 @@ const audienceColumns = (input: CampaignInput) => ({
   audienceFilter: input.audienceType === "FILTERED" ? input.audienceFilter! : null,
 });
 
-export async function createCampaign(db: Database, projectId: string, input: CampaignInput): Promise<Campaign> {
+/** Within QUOTA_CAMPAIGNS and QUOTA_STORED_BYTES (checked in the insert's batch). */
+export async function createCampaign(db: Database, env: ConfigInput, projectId: string, input: CampaignInput): Promise<Campaign> {
   await validateCampaign(db, projectId, input, input);
   const now = new Date();
-  const [campaign] = await db
+  const insert = db
     .insert(campaigns)
     .values({
       id: newId(),
@@ -85,7 +87,8 @@ export async function createCampaign(db: Database, projectId: string, input: Cam
       updatedAt: now,
     })
     .returning();
-  return campaign;
+  const [rows] = await writeWithinQuotas(db, env, projectId, [insert], { quota: "QUOTA_CAMPAIGNS" });
+  return fromRow(campaigns, rows[0]);
 }
 
 export async function getCampaign(db: Database, projectId: string, id: string): Promise<Campaign> {
@@ -96,7 +99,7 @@ export async function getCampaign(db: Database, projectId: string, id: string): 
 
 export const EDITABLE: CampaignStatus[] = ["DRAFT", "SCHEDULED"];
 
-export async function updateCampaign(db: Database, projectId: string, id: string, changes: Partial<CampaignInput>): Promise<Campaign> {
+export async function updateCampaign(db: Database, env: ConfigInput, projectId: string, id: string, changes: Partial<CampaignInput>): Promise<Campaign> {
   const current = await getCampaign(db, projectId, id);
   if (!EDITABLE.includes(current.status)) {
     throw ApiError.invalidState(`A ${current.status} campaign cannot be changed`, "Only DRAFT and SCHEDULED campaigns can be updated.");
@@ -116,7 +119,7 @@ export async function updateCampaign(db: Database, projectId: string, id: string
   // A switch of audience type re-checks the segment it now needs.
   const segmentChanged = changes.segmentId !== undefined || (changes.audienceType === "SEGMENT" && current.audienceType !== "SEGMENT");
   await validateCampaign(db, projectId, merged, { ...changes, segmentId: segmentChanged ? merged.segmentId : undefined });
-  const [campaign] = await db
+  const update = db
     .update(campaigns)
     .set({
       name: merged.name,
@@ -132,8 +135,9 @@ export async function updateCampaign(db: Database, projectId: string, id: string
     // The state is checked again in the write: a send that started meanwhile wins.
     .where(and(eq(campaigns.id, id), eq(campaigns.projectId, projectId), inArray(campaigns.status, EDITABLE)))
     .returning();
-  if (!campaign) throw ApiError.invalidState("The campaign started sending while it was being updated");
-  return campaign;
+  const [rows] = await writeWithinQuotas(db, env, projectId, [update]);
+  if (!rows[0]) throw ApiError.invalidState("The campaign started sending while it was being updated");
+  return fromRow(campaigns, rows[0]);
 }
 
 export async function deleteCampaign(db: Database, projectId: string, id: string): Promise<void> {

@@ -7,8 +7,8 @@ import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { SendEmailMessage } from "../../messages";
 import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
-import { addStoredBytes, addStoredBytesIfInserted, insertQueued } from "../../store/emails";
-import { quotaGuard, runGuarded, type QuotaUse } from "../../store/guards";
+import { insertQueued } from "../../store/emails";
+import { quotaGuard, runGuarded, storedBytesGuard, type QuotaUse } from "../../store/guards";
 import { unsubscribeUrl } from "../tracking/links";
 import { type AttachmentInput, buildAttachmentInserts } from "./attachments";
 import { type RenderBudget, renderBody, renderSubject } from "./render";
@@ -16,7 +16,8 @@ import { type RenderBudget, renderBody, renderSubject } from "./render";
 /**
  * The one path that creates email, for /v1/send, campaign pages, campaign
  * test sends and workflow steps: stamp ids, render, size, guard, insert,
- * enqueue. Every quota is checked in the write's own batch (quotaGuard).
+ * enqueue. Every quota is checked in the write's own batch (quotaGuard first,
+ * storedBytesGuard after the writes the stored-bytes triggers counted).
  */
 
 type Statement = Parameters<typeof runStatements>[1][number];
@@ -62,10 +63,10 @@ export interface QueueOptions {
   requestUrl?: string;
   /** One render budget for every recipient (a request's); default: one per render. */
   budget?: RenderBudget;
-  /** false: no quota guard and no stored-bytes count (a campaign page: its whole audience was checked when it started). */
+  /** false: no count quotas (a campaign page: its whole audience was checked when it started); stored bytes are always checked. */
   quotas?: boolean;
   /** More quota use the batch adds (the contacts /v1/send upserts). */
-  use?: Omit<QuotaUse, "emailsToday" | "storedBytes">;
+  use?: Omit<QuotaUse, "emailsToday">;
   /** Awaited after rendering, before the write (the rate limiter's answer). */
   beforeWrite?: () => Promise<void>;
   /** The caller's statements in the same batch: before the quota guard, between it and the emails, and last. */
@@ -106,25 +107,22 @@ async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recip
   );
 }
 
-/** With attachments, the largest email must fit what one provider call carries. Returns the bytes the emails store. */
-function storedSize(draft: EmailDraft, rendered: { html: string }[]): number {
-  if (rendered.length === 0) return 0;
+/** With attachments, the largest email must fit what one provider call carries. */
+function assertMessageSize(draft: EmailDraft, rendered: { html: string }[]) {
+  if (rendered.length === 0 || !draft.attachments?.length) return;
   const encoder = new TextEncoder();
   const htmlBytes = rendered.map((p) => encoder.encode(p.html).length);
-  const attachmentBytes = (draft.attachments ?? []).map((a) => base64DecodedSize(a.content) ?? 0);
-  if (attachmentBytes.length > 0) {
-    const estimate = estimateRawMessageSize(attachmentBytes, Math.max(...htmlBytes));
-    if (estimate > MAX_RAW_MESSAGE_BYTES) {
-      throw ApiError.validation([
-        {
-          field: "attachments",
-          message: `With this body the message would be about ${estimate} bytes once encoded; one email carries at most ${MAX_RAW_MESSAGE_BYTES} bytes through the provider`,
-          code: "too_big",
-        },
-      ]);
-    }
+  const attachmentBytes = draft.attachments.map((a) => base64DecodedSize(a.content) ?? 0);
+  const estimate = estimateRawMessageSize(attachmentBytes, Math.max(...htmlBytes));
+  if (estimate > MAX_RAW_MESSAGE_BYTES) {
+    throw ApiError.validation([
+      {
+        field: "attachments",
+        message: `With this body the message would be about ${estimate} bytes once encoded; one email carries at most ${MAX_RAW_MESSAGE_BYTES} bytes through the provider`,
+        code: "too_big",
+      },
+    ]);
   }
-  return htmlBytes.reduce((a, b) => a + b, 0) + attachmentBytes.reduce((a, b) => a + b, 0);
 }
 
 /**
@@ -143,13 +141,13 @@ export async function queueEmails(
 ): Promise<QueuedEmails> {
   const rendered = await renderAll(env, draft, recipients, options);
   const checkQuotas = options.quotas !== false;
-  const storedBytes = checkQuotas ? storedSize(draft, rendered) : 0;
+  assertMessageSize(draft, rendered);
   await options.beforeWrite?.();
 
   const d1 = db.$client;
   const now = new Date();
   const sendId = draft.sendId ?? newId();
-  const guard = checkQuotas ? quotaGuard(d1, env, draft.projectId, { ...options.use, emailsToday: rendered.length, storedBytes }, now) : null;
+  const guard = checkQuotas ? quotaGuard(d1, env, draft.projectId, { ...options.use, emailsToday: rendered.length }, now) : null;
   const inserts = insertQueued(
     d1,
     {
@@ -179,12 +177,6 @@ export async function queueEmails(
       messageId: `${e.id}@${draft.senderDomain}`,
     })),
   );
-  const bytes =
-    storedBytes <= 0
-      ? []
-      : draft.whileExecution
-        ? [addStoredBytesIfInserted(d1, draft.projectId, storedBytes, rendered[0].id)]
-        : [addStoredBytes(d1, draft.projectId, storedBytes)];
   const first = options.first ?? [];
   const beforeEmails = options.beforeEmails ?? [];
   const last = options.last ?? [];
@@ -193,7 +185,7 @@ export async function queueEmails(
     ...head,
     ...inserts,
     ...(rendered.length > 0 && draft.attachments?.length ? buildAttachmentInserts(db, sendId, draft.attachments) : []),
-    ...bytes,
+    ...(rendered.length > 0 ? [storedBytesGuard(d1, env, draft.projectId)] : []),
     ...last,
   ];
   const results = await runGuarded(env, () => runStatements(db, statements), now);

@@ -1,6 +1,6 @@
 import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { chunks, IN_LIST_IDS } from "../../lib/chunks";
-import { runBatch, type Database } from "../../db/client";
+import { fromRow, type Database } from "../../db/client";
 import { templates, workflowExecutions, workflows, workflowVersions, type Workflow, type WorkflowExecutionStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError, type FieldError } from "../../lib/errors";
@@ -12,6 +12,7 @@ import { cancelExecutionsOf } from "./executions";
 import type { CreateWorkflowInput, UpdateWorkflowInput, WorkflowStats, WorkflowStep, WorkflowTrigger, WorkflowView } from "../../schemas/workflows";
 import { newWebhookSecret } from "../../lib/standard-webhooks";
 import { outboundUrlProblem } from "../outbound-url";
+import { writeWithinQuotas } from "../quotas";
 
 const emptyStats = (): WorkflowStats => ({ running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
 
@@ -185,7 +186,8 @@ export async function createWorkflow(db: Database, env: Env, projectId: string, 
   const webhookSecret = newWebhookSecret();
   const encrypted = await encryptPrivateKey(requireEncryptionKey(env), webhookSecretContext(id), webhookSecret);
   const now = new Date();
-  const [inserted] = await runBatch(db, [
+  // The version's steps count toward QUOTA_STORED_BYTES, checked in the same batch.
+  const [inserted] = await writeWithinQuotas(db, env, projectId, [
     db
       .insert(workflows)
       .values({
@@ -206,7 +208,7 @@ export async function createWorkflow(db: Database, env: Env, projectId: string, 
       .returning(),
     db.insert(workflowVersions).values({ workflowId: id, version: 1, ...triggerColumns(trigger), steps: input.steps, createdAt: now }),
   ]);
-  return { workflow: (inserted as Workflow[])[0], webhookSecret };
+  return { workflow: fromRow(workflows, inserted[0]), webhookSecret };
 }
 
 /** The additional data binding an encrypted webhook secret to its workflow. */
@@ -248,13 +250,16 @@ export async function updateWorkflow(db: Database, env: Env, projectId: string, 
     .set(set)
     .where(and(eq(workflows.id, id), eq(workflows.projectId, projectId), eq(workflows.version, current.version), isNull(workflows.deletedAt)))
     .returning();
-  const [rows] = definitionChanged
-    ? await runBatch(db, [
-        update,
-        db.insert(workflowVersions).values({ workflowId: id, version, ...triggerColumns(newTrigger), steps: newSteps, createdAt: now }),
-      ])
-    : [await update];
-  const workflow = (rows as Workflow[])[0];
+  // A new version: within QUOTA_WORKFLOW_VERSIONS (this workflow's stored versions) and QUOTA_STORED_BYTES.
+  const workflow = definitionChanged
+    ? await writeWithinQuotas(
+        db,
+        env,
+        projectId,
+        [update, db.insert(workflowVersions).values({ workflowId: id, version, ...triggerColumns(newTrigger), steps: newSteps, createdAt: now })],
+        { quota: "QUOTA_WORKFLOW_VERSIONS", owner: id },
+      ).then(([rows]) => (rows[0] ? fromRow(workflows, rows[0]) : undefined))
+    : (await update)[0];
   if (!workflow) throw new ApiError("CONFLICT", "The workflow changed while this update was applied", { suggestion: "Read it again and retry." });
   return workflow;
 }

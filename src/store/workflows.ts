@@ -1,0 +1,34 @@
+/**
+ * Retention of the workflow tables, as bounded statements for the cron:
+ * versions no execution can read again, and finished executions.
+ */
+
+/**
+ * Deletes up to `limit` workflow versions that nothing will read again: not
+ * the current one (unless the workflow is deleted), superseded (or deleted)
+ * before `beforeMs` so an execution being started on it has read it by then,
+ * and run by no RUNNING or WAITING execution. The workflow_versions_bytes_delete
+ * trigger takes their bytes off the project's count.
+ */
+export function pruneWorkflowVersions(d1: D1Database, beforeMs: number, limit: number): D1PreparedStatement {
+  return d1.prepare(PRUNE_VERSIONS_SQL).bind(beforeMs, limit);
+}
+const PRUNE_VERSIONS_SQL = `DELETE FROM workflow_versions WHERE rowid IN (
+    SELECT v.rowid FROM workflow_versions v JOIN workflows w ON w.id = v.workflow_id
+    WHERE (v.version < w.version OR w.deleted_at IS NOT NULL)
+      AND coalesce((SELECT min(n.created_at) FROM workflow_versions n WHERE n.workflow_id = v.workflow_id AND n.version > v.version), w.deleted_at) < ?1
+      AND NOT EXISTS (SELECT 1 FROM workflow_executions x
+        WHERE x.workflow_id = v.workflow_id AND x.status IN ('RUNNING', 'WAITING') AND x.workflow_version = v.version)
+    LIMIT ?2)
+  RETURNING workflow_id`;
+
+/** Deletes up to `limit` finished executions started before `cutoffId` (UUIDv7) and finished before `beforeMs`, oldest first. */
+export function pruneFinishedExecutions(d1: D1Database, cutoffId: string, beforeMs: number, limit: number): D1PreparedStatement {
+  return d1.prepare(PRUNE_EXECUTIONS_SQL).bind(cutoffId, beforeMs, limit);
+}
+const PRUNE_EXECUTIONS_SQL = `DELETE FROM workflow_executions WHERE id IN (
+    SELECT id FROM workflow_executions WHERE id < ?1 AND status NOT IN ('RUNNING', 'WAITING') AND finished_at < ?2 ORDER BY id LIMIT ?3)
+  RETURNING id`;
+
+/** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
+export const FIXED_SQL = { PRUNE_VERSIONS_SQL, PRUNE_EXECUTIONS_SQL };

@@ -1,0 +1,256 @@
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { v7 as uuidv7 } from "uuid";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { getDb } from "../../src/db/client";
+import { emails, projects, workflowExecutions, workflowVersions } from "../../src/db/schema";
+import type { Env } from "../../src/env";
+import { pruneOldEmails, pruneOldExecutions, pruneOldWorkflowVersions } from "../../src/services/retention";
+import { campaignSetup } from "../campaigns/harness";
+import { call, expectError, type JsonResponse, newProject, type TestProject } from "../helpers";
+import { sendingSetup } from "../sending";
+
+vi.setConfig({ testTimeout: 60_000 });
+afterEach(() => vi.restoreAllMocks());
+
+const db = () => getDb(env.DB);
+const DAY = 24 * 3600_000;
+const utf8 = (text: string) => new TextEncoder().encode(text).length;
+const storedBytes = async (projectId: string) => (await db().select({ b: projects.storedBytes }).from(projects).where(eq(projects.id, projectId)))[0].b;
+
+interface Created {
+  id: string;
+}
+interface Envelope<T> {
+  data: T;
+}
+interface Total {
+  data: { total: number };
+}
+
+/** The project's API through the Worker with some settings changed. */
+function client(p: TestProject, settings: Partial<Env> = {}) {
+  const testEnv = { ...env, ...settings } as Env;
+  const as =
+    (key: string) =>
+    <T>(method: string, path: string, body?: unknown): Promise<JsonResponse<T>> =>
+      call<T>(method, path, { key, body, headers: { "Content-Type": "application/json" }, env: testEnv });
+  return { secret: as(p.secretKey), public: as(p.publicKey) };
+}
+
+const hold = (eventName: string) => [{ id: "hold", type: "WAIT_FOR_EVENT", config: { eventName, timeout: { amount: 1, unit: "days" } } }];
+
+describe("stored bytes (issue 24, H1): one figure per project, kept by D1 triggers", () => {
+  it("each kind adds its bytes when written and takes them off when deleted: templates, contact and event data, workflow versions", async () => {
+    const p = await newProject();
+    const api = client(p).secret;
+    const at0 = await storedBytes(p.id);
+
+    const subject = "Grüße {{name}}";
+    const body = `<p>${"é".repeat(1000)}</p>`;
+    const template = await api<Created>("POST", "/templates", { name: "t", subject, body, type: "TRANSACTIONAL" });
+    expect(template.status).toBe(201);
+    expect(await storedBytes(p.id)).toBe(at0 + utf8(subject) + utf8(body));
+    const shorter = "<p>short</p>";
+    expect((await api("PATCH", `/templates/${template.body.id}`, { body: shorter })).status).toBe(200);
+    expect(await storedBytes(p.id)).toBe(at0 + utf8(subject) + utf8(shorter));
+    expect((await api("DELETE", `/templates/${template.body.id}`)).status).toBe(204);
+    expect(await storedBytes(p.id)).toBe(at0);
+
+    // Contact data and the event's data, through /v1/track; deleting the contact takes both off.
+    const tracked = await api<{ contact: string }>("POST", "/v1/track", { email: "a@example.com", event: "visit", data: { note: "n".repeat(2000) } });
+    expect(tracked.status).toBe(200);
+    const withBoth = await storedBytes(p.id);
+    expect(withBoth - at0).toBeGreaterThanOrEqual(2 * 2000);
+    const [contact] = (await api<{ contacts: { id: string }[] }>("GET", "/contacts")).body.contacts;
+    expect((await api("DELETE", `/contacts/${contact.id}`)).status).toBe(204);
+    expect(await storedBytes(p.id)).toBe(at0);
+
+    // Each workflow version's steps count.
+    const workflow = await api<Created>("POST", "/workflows", { name: "w", eventName: "signup", steps: hold("x".repeat(90)) });
+    expect(workflow.status).toBe(201);
+    const v1 = await storedBytes(p.id);
+    expect(v1 - at0).toBeGreaterThan(90);
+    expect((await api("PATCH", `/workflows/${workflow.body.id}`, { steps: hold("y".repeat(95)) })).status).toBe(200);
+    expect((await storedBytes(p.id)) - v1).toBeGreaterThan(95);
+  });
+
+  it("email HTML and custom headers count for every recipient; a campaign's body and its mail count too", async () => {
+    const s = await campaignSetup();
+    const at0 = await storedBytes(s.project.id);
+    const body = "<p>Hello</p>";
+    const plain = await s.send({ to: "a@example.com", from: s.from, subject: "Hi", body });
+    expect(plain.status).toBe(200);
+    const one = (await storedBytes(s.project.id)) - at0;
+    expect(one).toBeGreaterThanOrEqual(utf8(body));
+    const headers = { "X-Note": "h".repeat(900) };
+    expect((await s.send({ to: ["b@example.com", "c@example.com"], from: s.from, subject: "Hi", body, headers })).status).toBe(200);
+    expect((await storedBytes(s.project.id)) - at0 - one).toBeGreaterThanOrEqual(2 * (one + 900));
+
+    await s.addContacts([{ email: "c1@example.com" }, { email: "c2@example.com" }, { email: "c3@example.com" }]);
+    const beforeCampaign = await storedBytes(s.project.id);
+    const campaignBody = `<p>${"c".repeat(3000)}</p>`;
+    const campaign = await s.createCampaign({ body: campaignBody });
+    expect((await storedBytes(s.project.id)) - beforeCampaign).toBeGreaterThanOrEqual(utf8(campaignBody));
+    const beforeMail = await storedBytes(s.project.id);
+    expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
+    await s.pump();
+    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect((await storedBytes(s.project.id)) - beforeMail).toBeGreaterThanOrEqual(3 * 3000);
+  });
+
+  it("past QUOTA_STORED_BYTES every kind of write is a 403 QUOTA_EXCEEDED and writes nothing; deleting frees the space", async () => {
+    const p = await newProject();
+    const limits = { QUOTA_STORED_BYTES: "6000" };
+    const { secret: api, public: pub } = client(p, limits);
+    const first = await api<Created>("POST", "/templates", { name: "a", subject: "A", body: "a".repeat(5000), type: "TRANSACTIONAL" });
+    expect(first.status).toBe(201);
+    const big = "b".repeat(1500);
+    const refused = expectError(await api("POST", "/templates", { name: "b", subject: "B", body: big, type: "TRANSACTIONAL" }), 403, "QUOTA_EXCEEDED");
+    expect(refused.message).toContain("6000 bytes");
+    expect((await api<Total>("GET", "/templates")).body.data.total).toBe(1);
+    expectError(await api("PATCH", `/templates/${first.body.id}`, { body: "a".repeat(7000) }), 403, "QUOTA_EXCEEDED");
+    expect((await api<{ body: string }>("GET", `/templates/${first.body.id}`)).body.body).toBe("a".repeat(5000));
+    // Event and contact data: neither the contact nor the event is written.
+    expectError(await api("POST", "/v1/track", { email: "t@example.com", event: "visit", data: { note: big } }), 403, "QUOTA_EXCEEDED");
+    expectError(await pub("POST", "/v1/track", { email: "t@example.com", event: "visit", data: { note: "p".repeat(1000) } }), 403, "QUOTA_EXCEEDED");
+    expectError(await api("POST", "/contacts", { email: "c@example.com", data: { note: big } }), 403, "QUOTA_EXCEEDED");
+    expect((await api<{ total: number }>("GET", "/contacts")).body.total).toBe(0);
+    expect((await api<Total>("GET", "/events")).body.data.total).toBe(0);
+    // A workflow's definition.
+    expectError(await api("POST", "/workflows", { name: "w", eventName: "e", steps: bigStep }), 403, "QUOTA_EXCEEDED");
+    expect((await api<Total>("GET", "/workflows")).body.data.total).toBe(0);
+    // Deleting the template frees its bytes.
+    expect((await api("DELETE", `/templates/${first.body.id}`)).status).toBe(204);
+    expect((await api("POST", "/templates", { name: "b", subject: "B", body: big, type: "TRANSACTIONAL" })).status).toBe(201);
+    expect((await api("POST", "/v1/track", { email: "t@example.com", event: "visit", data: { note: big } })).status).toBe(200);
+  });
+
+  it("a campaign page past QUOTA_STORED_BYTES writes nothing and the campaign waits, SENDING, instead of failing half-way", async () => {
+    const s = await campaignSetup({ QUOTA_STORED_BYTES: "8000" });
+    await s.addContacts([{ email: "c1@example.com" }, { email: "c2@example.com" }, { email: "c3@example.com" }]);
+    const campaign = await s.createCampaign({ body: `<p>${"c".repeat(3000)}</p>` });
+    expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
+    await s.pump();
+    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENDING");
+    expect((await s.request("GET", "/emails?limit=1")).body.data.total).toBe(0);
+  });
+
+  it("count caps: templates, campaigns, segments and one workflow's versions past their quota are 403 QUOTA_EXCEEDED", async () => {
+    const s = await sendingSetup({ QUOTA_TEMPLATES: "2", QUOTA_CAMPAIGNS: "2", QUOTA_SEGMENTS: "2", QUOTA_WORKFLOW_VERSIONS: "2" });
+    const api = s.request;
+    const template = (n: number) => api<Created>("POST", "/templates", { name: `t${n}`, subject: "S", body: "B", type: "TRANSACTIONAL" });
+    const [t1] = [await template(1), await template(2)];
+    expect(t1.status).toBe(201);
+    expect(expectError(await template(3), 403, "QUOTA_EXCEEDED").message).toContain("2 templates");
+    expect((await api("DELETE", `/templates/${t1.body.id}`)).status).toBe(204);
+    expect((await template(3)).status).toBe(201);
+
+    const campaign = (n: number) =>
+      api<Envelope<Created>>("POST", "/campaigns", { name: `c${n}`, subject: "S", body: "<p>B</p>", from: s.from, audienceType: "ALL" });
+    expect([(await campaign(1)).status, (await campaign(2)).status]).toEqual([201, 201]);
+    expect(expectError(await campaign(3), 403, "QUOTA_EXCEEDED").message).toContain("2 campaigns");
+    expect((await api<{ total: number }>("GET", "/campaigns")).body.total).toBe(2);
+
+    const condition = { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] };
+    const segment = (n: number) => api("POST", "/segments", { name: `s${n}`, condition });
+    expect([(await segment(1)).status, (await segment(2)).status]).toEqual([201, 201]);
+    expect(expectError(await segment(3), 403, "QUOTA_EXCEEDED").message).toContain("2 segments");
+
+    const workflow = await api<Created>("POST", "/workflows", { name: "w", eventName: "e", steps: hold("v1") });
+    expect((await api("PATCH", `/workflows/${workflow.body.id}`, { steps: hold("v2") })).status).toBe(200);
+    expectError(await api("PATCH", `/workflows/${workflow.body.id}`, { steps: hold("v3") }), 403, "QUOTA_EXCEEDED");
+    expect((await api<{ version: number }>("GET", `/workflows/${workflow.body.id}`)).body.version).toBe(2);
+    // A change that makes no version (the name) still passes.
+    expect((await api("PATCH", `/workflows/${workflow.body.id}`, { name: "renamed" })).status).toBe(200);
+  });
+});
+
+/** A definition of about 1,500 bytes. */
+const bigStep = [{ id: "u", type: "UPDATE_CONTACT", config: { data: { note: "w".repeat(1500) } } }];
+
+describe("pruning by the cron (issue 24, H1): bounded batches that take the bytes off", () => {
+  async function oldEmail(projectId: string, daysAgo: number, status: "SENT" | "QUEUED" = "SENT") {
+    const created = Date.now() - daysAgo * DAY;
+    const id = uuidv7({ msecs: created });
+    await db()
+      .insert(emails)
+      .values({
+        id,
+        projectId,
+        sendId: uuidv7({ msecs: created }),
+        fromAddress: "news@sender.example",
+        toAddress: "old@example.com",
+        subject: "Old",
+        html: "<p>old</p>",
+        headers: { "X-Old": "1" },
+        status,
+        messageId: `${id}@sender.example`,
+        createdAt: new Date(created),
+        updatedAt: new Date(created),
+      });
+    return id;
+  }
+
+  it("final email records older than EMAIL_RETENTION_DAYS are deleted, a bounded batch per tick, their bytes taken off", async () => {
+    const p = await newProject();
+    const old = [await oldEmail(p.id, 400), await oldEmail(p.id, 399), await oldEmail(p.id, 398)];
+    const stuck = await oldEmail(p.id, 400, "QUEUED");
+    const recent = await oldEmail(p.id, 10);
+    const before = await storedBytes(p.id);
+    const each = utf8("<p>old</p>") + utf8(JSON.stringify({ "X-Old": "1" }));
+    expect(await pruneOldEmails(db(), env, new Date(), 2)).toBe(2);
+    expect(await storedBytes(p.id)).toBe(before - 2 * each);
+    expect(await pruneOldEmails(db(), env, new Date(), 2)).toBe(1);
+    expect(await pruneOldEmails(db(), env, new Date(), 2)).toBe(0);
+    const left = (await db().select({ id: emails.id }).from(emails).where(eq(emails.projectId, p.id))).map((r) => r.id).sort();
+    expect(left).toEqual([stuck, recent].sort());
+    expect(old.some((id) => left.includes(id))).toBe(false);
+    expect((await p.api.get(`/emails/${old[0]}`)).status).toBe(404);
+  });
+
+  it("unused old workflow versions and finished executions are pruned; the current version and one a running execution uses stay", async () => {
+    const p = await newProject();
+    const created = await p.api.post<Created>("/workflows", { name: "w", eventName: "e", steps: hold("v1") });
+    const id = created.body.id;
+    for (const v of ["v2", "v3", "v4"]) expect((await p.api.patch(`/workflows/${id}`, { steps: hold(v) })).status).toBe(200);
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+    await db().update(workflowVersions).set({ createdAt: twoHoursAgo }).where(eq(workflowVersions.workflowId, id));
+    const execution = (status: "RUNNING" | "COMPLETED", version: number, daysAgo: number) => ({
+      id: uuidv7({ msecs: Date.now() - daysAgo * DAY }),
+      projectId: p.id,
+      workflowId: id,
+      workflowVersion: version,
+      contactId: "c",
+      triggerKey: `k${version}-${status}-${daysAgo}`,
+      status,
+      startedAt: new Date(Date.now() - daysAgo * DAY),
+      finishedAt: status === "RUNNING" ? null : new Date(Date.now() - daysAgo * DAY),
+    });
+    const running = execution("RUNNING", 2, 200);
+    const finishedOld = [execution("COMPLETED", 1, 200), execution("COMPLETED", 3, 150)];
+    const finishedRecent = execution("COMPLETED", 4, 10);
+    await db()
+      .insert(workflowExecutions)
+      .values([running, ...finishedOld, finishedRecent]);
+
+    // Executions first (so version 1 and 3 are no longer referenced by anything that runs).
+    expect(await pruneOldExecutions(env, new Date(), 1)).toBe(1);
+    expect(await pruneOldExecutions(env, new Date(), 10)).toBe(1);
+    const executionsLeft = (await db().select({ id: workflowExecutions.id }).from(workflowExecutions).where(eq(workflowExecutions.workflowId, id))).map(
+      (r) => r.id,
+    );
+    expect(executionsLeft.sort()).toEqual([running.id, finishedRecent.id].sort());
+
+    const before = await storedBytes(p.id);
+    expect(await pruneOldWorkflowVersions(env, new Date(), 1)).toBe(1);
+    expect(await pruneOldWorkflowVersions(env, new Date(), 10)).toBe(1);
+    expect(await pruneOldWorkflowVersions(env, new Date(), 10)).toBe(0);
+    const versions = (await db().select({ v: workflowVersions.version }).from(workflowVersions).where(eq(workflowVersions.workflowId, id))).map((r) => r.v);
+    expect(versions.sort()).toEqual([2, 4]);
+    expect(await storedBytes(p.id)).toBeLessThan(before);
+    // A version superseded a moment ago is kept (an execution may be starting on it).
+    expect((await p.api.patch(`/workflows/${id}`, { steps: hold("v5") })).status).toBe(200);
+    expect(await pruneOldWorkflowVersions(env, new Date(), 10)).toBe(0);
+  });
+});
