@@ -6,9 +6,9 @@ import { getDb } from "../../src/db/client";
 import { emails, projects, workflowExecutions, workflowVersions } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { pruneOldEmails, pruneOldExecutions, pruneOldWorkflowVersions } from "../../src/services/retention";
-import { campaignSetup } from "../campaigns/harness";
-import { call, expectError, type JsonResponse, newProject, type TestProject } from "../helpers";
-import { sendingSetup } from "../sending";
+import { campaignSetup } from "../support/campaigns";
+import { call, expectError, type JsonResponse, newProject, type TestProject } from "../support/http";
+import { sendingSetup } from "../support/sending";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
