@@ -74,6 +74,8 @@ const ConfigSchema = z.object({
   QUOTA_DOMAINS: positive(50, { integer: true }),
   /** Bytes stored per project: email HTML, attachments and contact data, as counted by the retention job. */
   QUOTA_STORED_BYTES: positive(5 * 1024 * 1024 * 1024, { integer: true }),
+  /** Workflow executions RUNNING or WAITING per project; past it a trigger starts nothing (skipped and logged). */
+  MAX_ACTIVE_EXECUTIONS_PER_PROJECT: positive(10_000, { integer: true }),
   /** Days webhook deliveries (and their events) are kept. */
   WEBHOOK_RETENTION_DAYS: positive(30),
   /** Webhook endpoints per project. */
