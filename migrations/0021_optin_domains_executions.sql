@@ -1,6 +1,7 @@
 CREATE TABLE `domain_releases` (
 	`name` text NOT NULL,
 	`project_id` text NOT NULL,
+	`claimed_at` integer NOT NULL,
 	`released_at` integer NOT NULL,
 	PRIMARY KEY(`name`, `project_id`),
 	FOREIGN KEY (`project_id`) REFERENCES `projects`(`id`) ON UPDATE no action ON DELETE cascade

@@ -163,9 +163,9 @@ export const domains = sqliteTable(
 
 /**
  * Names a project held without ever verifying them and gave up (deleted, or
- * released by the cron after UNVERIFIED_RELEASE_MS): that project cannot add
- * the name again until DOMAIN_RECLAIM_COOLDOWN_MS after `releasedAt`, so
- * nobody can hold a name they cannot prove, back to back (squatting).
+ * released by the cron): for DOMAIN_RECLAIM_COOLDOWN_MS after `releasedAt`
+ * that project's unverified hold of the name counts from `claimedAt` (its
+ * first claim), so nobody holds a name they cannot prove, back to back.
  */
 export const domainReleases = sqliteTable(
   "domain_releases",
@@ -174,6 +174,7 @@ export const domainReleases = sqliteTable(
     projectId: text("project_id")
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
+    claimedAt: timestamp("claimed_at").notNull(),
     releasedAt: timestamp("released_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.name, t.projectId] }), index("domain_releases_released_idx").on(t.releasedAt)],
