@@ -202,11 +202,7 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
     .select({ id: domains.id, name: domains.name, projectId: domains.projectId, createdAt: domains.createdAt, verifiedAt: domains.verifiedAt })
     .from(domains)
     .where(
-      and(
-        ne(domains.status, "VERIFIED"),
-        isNull(domains.verifiedAt),
-        lt(claimedAt, now.getTime() - Math.max(UNVERIFIED_RELEASE_MS, VERIFICATION_WINDOW_MS)),
-      ),
+      and(ne(domains.status, "VERIFIED"), isNull(domains.verifiedAt), lt(claimedAt, now.getTime() - Math.max(UNVERIFIED_RELEASE_MS, VERIFICATION_WINDOW_MS))),
     )
     .orderBy(domains.createdAt)
     .limit(RELEASE_BATCH);
