@@ -5,6 +5,7 @@ import type { AppBindings } from "../env";
 import { assertClientWithinLimit } from "../lib/client-limit";
 import { linkVerificationSecrets } from "../lib/config";
 import { escapeHtml } from "../lib/html";
+import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { confirmSubscription, findConfirmation } from "../services/tracking/confirm";
 import { parseConfirmToken } from "../services/tracking/links";
@@ -48,7 +49,7 @@ const confirmRoute = createRoute({
     400: html("Invalid or forged link"),
     404: html("The email or its contact no longer exists"),
     410: html("The link is more than 7 days old"),
-    429: html("Too many requests from this client"),
+    429: errorResponse("Too many confirm requests from this client (per IP, a minute)"),
   },
 });
 

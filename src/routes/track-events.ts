@@ -29,10 +29,10 @@ const trackRoute = createRoute({
 });
 
 export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) => {
-  const { projectId, keyKind } = c.get("auth");
+  const { projectId, keyKind, doubleOptIn } = c.get("auth");
   const input = c.req.valid("json");
   const db = getDb(c.env.DB);
-  const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public", requestUrl: c.req.url });
+  const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public", doubleOptIn, requestUrl: c.req.url });
   c.set("workflowTriggersPending", result.workflowTriggersPending);
   c.set("webhookEvents", result.webhookEvents);
   return c.json(success({ contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() }), 200);

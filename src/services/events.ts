@@ -26,6 +26,8 @@ export interface TrackOptions {
    * new one is created without data. The event keeps its data either way.
    */
   publicKey?: boolean;
+  /** The project has double opt-in on (from the key lookup): only then is its confirmation template read. */
+  doubleOptIn?: boolean;
   /** The request's URL (links in a confirmation email, in local development). */
   requestUrl?: string;
 }
@@ -66,7 +68,7 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const publicUse = options.publicKey ? { contacts: [email], events: 1 } : undefined;
   const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse }, createdAt);
   // Double opt-in: a contact a public key creates starts unsubscribed and is sent the confirmation.
-  const optIn = options.publicKey && input.subscribed !== false ? await doubleOptInFor(db, projectId, email) : null;
+  const optIn = options.publicKey && options.doubleOptIn && input.subscribed !== false ? await doubleOptInFor(db, projectId, email) : null;
   // A public key leaves an existing contact as it is, and gives a new one no data.
   const subscribed = optIn ? false : input.subscribed;
   const upsert = upsertContacts(d1, projectId, [{ email, subscribed, data: options.publicKey ? {} : persistent }], {

@@ -7164,13 +7164,13 @@ export interface paths {
                         "text/html": string;
                     };
                 };
-                /** @description Too many requests from this client */
+                /** @description Too many confirm requests from this client (per IP, a minute) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "text/html": string;
+                        "application/json": components["schemas"]["Error"];
                     };
                 };
             };
