@@ -68,7 +68,7 @@ export interface QueuedHead {
   hasAttachments?: boolean;
   /** Insert only while this workflow execution is active and the send has no email yet (a workflow step). */
   whileExecution?: string | null;
-  /** Insert only if this contact exists by then (a double opt-in confirmation: the contact the same batch created). */
+  /** Insert only if this contact exists by then and the address is not suppressed (a double opt-in confirmation: the contact the same batch created). */
   onlyIfContact?: string | null;
   now: Date;
 }
@@ -159,7 +159,8 @@ const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template
   FROM json_each(?14)
   WHERE (?16 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?16 AND status IN ('RUNNING', 'WAITING'))
     AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1)))
-    AND (?17 IS NULL OR EXISTS (SELECT 1 FROM contacts WHERE id = ?17 AND project_id = ?1))
+    AND (?17 IS NULL OR (EXISTS (SELECT 1 FROM contacts WHERE id = ?17 AND project_id = ?1)
+      AND NOT EXISTS (SELECT 1 FROM suppressions WHERE project_id = ?1 AND email = json_extract(value, '$.to'))))
   ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
   RETURNING id`;
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { and, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
-import { emails } from "../../src/db/schema";
+import { emails, suppressions } from "../../src/db/schema";
 import { confirmUrl, unsubscribeToken } from "../../src/services/tracking/links";
 import { call, expectError } from "../helpers";
 import { type AutomationProject, automationProject, eventually } from "../workflows/harness";
@@ -196,10 +196,15 @@ describe("double opt-in (issue 24, H2/M5)", () => {
     expect((await a.project.api.delete(`/templates/${a.templateId}`)).status).toBe(204);
   });
 
-  it("concurrent pk_ tracks of one new address create one contact and send one confirmation", async () => {
+  it("concurrent pk_ tracks of one new address send one confirmation; a suppressed address gets none", async () => {
     const a = await optInProject();
     await Promise.all(["x1@example.org", "x2@example.org", "x1@example.org"].map((email) => pkTrack(a, email)));
     const list = (await a.project.api.get<EmailList>("/emails")).body.data.items.map((e) => e.to).sort();
     expect(list).toEqual(["x1@example.org", "x2@example.org"]);
+    // A suppressed address (it bounced or complained before) is created unsubscribed and sent nothing.
+    await getDb(env.DB).insert(suppressions).values({ projectId: a.project.id, email: "bounced@example.org", reason: "BOUNCE" });
+    const bounced = await pkTrack(a, "bounced@example.org");
+    expect((await contact(a, bounced)).subscribed).toBe(false);
+    expect((await a.project.api.get<EmailList>("/emails")).body.data.total).toBe(2);
   });
 });
