@@ -80,7 +80,9 @@ try {
   console.log(
     `dashboard time to interactive (sign-in form takes input, cold context, local wrangler dev): median ${median} ms of ${times.length} (min ${times[0]}, max ${times.at(-1)}; goal < 1000 ms)`,
   );
-  console.log(JSON.stringify({ scripts: scripts.size, rawBytes: raw, gzipBytes: gzip, medianMs: median, minMs: times[0], maxMs: times.at(-1), runs: times.length }));
+  console.log(
+    JSON.stringify({ scripts: scripts.size, rawBytes: raw, gzipBytes: gzip, medianMs: median, minMs: times[0], maxMs: times.at(-1), runs: times.length }),
+  );
 } finally {
   stop();
 }

@@ -14,6 +14,8 @@ import { devOutboxRouter } from "./routes/dev-outbox";
 import { emailsRouter } from "./routes/emails";
 import { campaignsRouter } from "./routes/campaigns";
 import { segmentsRouter } from "./routes/segments";
+import { projectRouter } from "./routes/project";
+import { confirmRouter } from "./routes/confirm";
 import { sendRouter } from "./routes/send";
 import { docsPage } from "./routes/docs";
 import { dashboardPage } from "./routes/dashboard";
@@ -40,7 +42,18 @@ export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
 // Each prefix once: Hono's "/x/*" also matches "/x", and a path listed twice
 // would run auth and the rate limiter twice for one request.
-const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/segments/*", "/campaigns/*", "/v1/verify", "/workflows/*"];
+const SECRET_KEY_PATHS = [
+  "/contacts/*",
+  "/templates/*",
+  "/events/*",
+  "/domains/*",
+  "/emails/*",
+  "/segments/*",
+  "/campaigns/*",
+  "/v1/verify",
+  "/workflows/*",
+  "/project/*",
+];
 
 export interface AppOptions {
   /** The clock of the rate limiter and every cache (default Date.now); tests inject one they move. */
@@ -143,10 +156,12 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", segmentsRouter);
   app.route("/", campaignsRouter);
   app.route("/", webhooksRouter);
+  app.route("/", projectRouter);
   app.route("/", devOutboxRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
   app.route("/", trackingLinksRouter);
   app.route("/", unsubscribeRouter);
+  app.route("/", confirmRouter);
   app.route("/", sesFeedbackRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {

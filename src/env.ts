@@ -110,6 +110,8 @@ export type { SendEmailMessage, WebhookQueueMessage } from "./messages";
 export interface AuthContext {
   projectId: string;
   keyKind: "secret" | "public";
+  /** The project's double opt-in, as the key lookup saw it (cached like the key: KEY_CACHE_TTL_MS). */
+  doubleOptIn?: boolean;
 }
 
 export interface AppBindings {

@@ -14,6 +14,10 @@ export const projects = sqliteTable("projects", {
   name: text("name").notNull(),
   disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
   trackingEnabled: integer("tracking_enabled", { mode: "boolean" }).notNull().default(true),
+  /** Double opt-in: a contact a public key (pk_) creates starts unsubscribed and gets a confirmation email. */
+  doubleOptIn: integer("double_opt_in", { mode: "boolean" }).notNull().default(false),
+  /** The confirmation email's template (its `{{confirmUrl}}` is the signed confirm link). */
+  doubleOptInTemplateId: text("double_opt_in_template_id"),
   /**
    * Bytes the project stores, for the QUOTA_STORED_BYTES quota: kept by D1
    * triggers (migration 0019) on email html and headers, attachments, event and
@@ -155,6 +159,25 @@ export const domains = sqliteTable(
     index("domains_project_id_idx").on(t.projectId, t.id),
     index("domains_status_next_check_idx").on(t.status, t.nextCheckAt),
   ],
+);
+
+/**
+ * Names a project held without ever verifying them and gave up (deleted, or
+ * released by the cron): for DOMAIN_RECLAIM_COOLDOWN_MS after `releasedAt`
+ * that project's unverified hold of the name counts from `claimedAt` (its
+ * first claim), so nobody holds a name they cannot prove, back to back.
+ */
+export const domainReleases = sqliteTable(
+  "domain_releases",
+  {
+    name: text("name").notNull(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    claimedAt: timestamp("claimed_at").notNull(),
+    releasedAt: timestamp("released_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.name, t.projectId] }), index("domain_releases_released_idx").on(t.releasedAt)],
 );
 
 export type Project = typeof projects.$inferSelect;
@@ -417,6 +440,8 @@ export const workflowExecutions = sqliteTable(
     index("workflow_executions_workflow_contact_id_idx").on(t.workflowId, t.contactId, t.id),
     // /v1/track resuming the contact's waiting executions.
     index("workflow_executions_contact_waiting_idx").on(t.contactId, t.waitingEvent, t.status),
+    // The active-execution cap counts a project's RUNNING and WAITING executions.
+    index("workflow_executions_project_status_idx").on(t.projectId, t.status),
   ],
 );
 

@@ -36,7 +36,7 @@ export const authenticate = (options: { allowPublic?: boolean; lookup?: KeyLooku
         suggestion: "Use a secret key (sk_) from your server for this endpoint.",
       });
     }
-    c.set("auth", { projectId: owner.projectId, keyKind: owner.kind });
+    c.set("auth", { projectId: owner.projectId, keyKind: owner.kind, doubleOptIn: owner.doubleOptIn });
     await next();
   });
 };

@@ -57,6 +57,7 @@ const deleteRoute = createRoute({
   path: "/templates/{id}",
   tags,
   summary: "Delete a template",
+  description: "400 INVALID_STATE while it is the project's double opt-in confirmation (PATCH /project) and double opt-in is on.",
   security: securityScheme,
   request: { params: IdParamSchema },
   responses: { 204: { description: "Deleted" }, ...commonErrors },

@@ -15,6 +15,7 @@ const trackRoute = createRoute({
     "`data` is stored on the event and, with a secret key, merged into the contact's data like POST /contacts (a null value removes that key from the contact); a value `{value, persistent: false}` is stored on the event only, as on /v1/send.",
     "Accepts a public key (pk_...) as well as a secret key, and answers CORS (preflight included) for any origin, so browser pages can call it.",
     "A public key sits in browser JavaScript, so what it may do is limited: it never changes an existing contact (`subscribed` and `data` are ignored for it; the event still keeps its `data`), a contact it creates has no data, and its requests count in a rate-limit bucket of their own, separate from the secret key's; its `data` is at most 2,048 characters as JSON (422 naming `data`). Each event records which kind of key sent it (`source` in GET /events).",
+    "With the project's double opt-in on (PATCH /project), a contact a public key creates starts unsubscribed and is sent the confirmation template in the same atomic write; it joins marketing audiences only once the recipient confirms through the link (`subscribed: false` from the public key sends no confirmation). Off by default.",
     "The contact and the event are written atomically.",
   ].join(" "),
   security: securityScheme,
@@ -28,10 +29,10 @@ const trackRoute = createRoute({
 });
 
 export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) => {
-  const { projectId, keyKind } = c.get("auth");
+  const { projectId, keyKind, doubleOptIn } = c.get("auth");
   const input = c.req.valid("json");
   const db = getDb(c.env.DB);
-  const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public" });
+  const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public", doubleOptIn, requestUrl: c.req.url });
   c.set("workflowTriggersPending", result.workflowTriggersPending);
   c.set("webhookEvents", result.webhookEvents);
   return c.json(success({ contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() }), 200);

@@ -31,6 +31,8 @@ export interface KeyOwner {
   projectId: string;
   kind: KeyKind;
   projectDisabled: boolean;
+  /** The project's double opt-in setting (a pk_ /v1/track reads its template only when on). */
+  doubleOptIn: boolean;
 }
 
 /**
@@ -46,6 +48,7 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
       kind: apiKeys.kind,
       keyHash: apiKeys.keyHash,
       disabled: projects.disabled,
+      doubleOptIn: projects.doubleOptIn,
     })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
@@ -54,7 +57,7 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
   const row = rows[0];
   if (!row || !timingSafeEqual(row.keyHash, hash)) return null;
   if (!key.startsWith(PREFIX[row.kind])) return null;
-  return { projectId: row.projectId, kind: row.kind, projectDisabled: row.disabled };
+  return { projectId: row.projectId, kind: row.kind, projectDisabled: row.disabled, doubleOptIn: row.doubleOptIn };
 }
 
 /**

@@ -1,6 +1,6 @@
-import { and, asc, count, desc, eq, lt, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, lt, sql, type SQL } from "drizzle-orm";
 import { runStatements, type Database } from "../db/client";
-import { contacts, events } from "../db/schema";
+import { contacts, events, projects, templates } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
 import { insertEvent } from "../store/events";
 import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded, storedBytesGuard } from "../store/guards";
@@ -12,6 +12,9 @@ import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
 import { splitPersistentData } from "./contacts";
 import { contactWriteEvents } from "./webhooks/record";
+import { domainOfAddress } from "./domains/names";
+import { confirmationTemplateProblem } from "./project-settings";
+import { queueEmails } from "./send/outbox";
 
 /** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
 export type TrackEventInput = TrackEventRequest;
@@ -23,6 +26,10 @@ export interface TrackOptions {
    * new one is created without data. The event keeps its data either way.
    */
   publicKey?: boolean;
+  /** The project has double opt-in on (from the key lookup): only then is its confirmation template read. */
+  doubleOptIn?: boolean;
+  /** The request's URL (links in a confirmation email, in local development). */
+  requestUrl?: string;
 }
 
 export interface TrackEventResult {
@@ -60,8 +67,11 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const d1 = db.$client;
   const publicUse = options.publicKey ? { contacts: [email], events: 1 } : undefined;
   const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse }, createdAt);
+  // Double opt-in: a contact a public key creates starts unsubscribed and is sent the confirmation.
+  const optIn = options.publicKey && options.doubleOptIn && input.subscribed !== false ? await doubleOptInFor(db, projectId, email) : null;
   // A public key leaves an existing contact as it is, and gives a new one no data.
-  const upsert = upsertContacts(d1, projectId, [{ email, subscribed: input.subscribed, data: options.publicKey ? {} : persistent }], {
+  const subscribed = optIn ? false : input.subscribed;
+  const upsert = upsertContacts(d1, projectId, [{ email, subscribed, data: options.publicKey ? {} : persistent }], {
     onExisting: options.publicKey ? "keep" : "merge",
     subscribedByDefault: true,
     now: createdAt,
@@ -81,21 +91,41 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   // A public key's use counts toward its own daily quotas, after the writes it counts.
   const counted = options.publicKey ? [countPublicKeyUse(d1, projectId, { newContactIds: upsert.ids, events: 1 }, createdAt)] : [];
   const n = hooks.before.length;
-  const [, ...rest] = await runGuarded(
-    env,
-    () =>
-      runStatements(db, [
-        guard!,
-        ...hooks.before,
-        ...upsert.statements,
-        ...hooks.after,
-        event,
-        ...counted,
-        storedBytesGuard(d1, env, projectId),
-        outboxProbe(d1, projectId),
-      ]),
-    createdAt,
-  );
+  const statements = [
+    guard!,
+    ...hooks.before,
+    ...upsert.statements,
+    ...hooks.after,
+    event,
+    ...counted,
+    storedBytesGuard(d1, env, projectId),
+    outboxProbe(d1, projectId),
+  ];
+  const [, ...rest] = optIn?.template
+    ? // The confirmation email in the same batch, inserted only if the contact was created by it.
+      (
+        await queueEmails(
+          db,
+          env,
+          {
+            projectId,
+            templateId: optIn.template.id,
+            from: optIn.template.from,
+            fromName: optIn.template.fromName,
+            replyTo: optIn.template.replyTo,
+            senderDomain: optIn.template.senderDomain,
+            subject: optIn.template.subject,
+            html: optIn.template.body,
+            marketing: false,
+            tracked: false,
+            onlyIfContact: upsert.ids[0],
+            confirmation: true,
+          },
+          [{ to: email, contactId: upsert.ids[0], data: {} }],
+          { first: statements, requestUrl: options.requestUrl },
+        )
+      ).results.first
+    : await runGuarded(env, () => runStatements(db, statements), createdAt);
   const contact = upsert.contacts(rest.slice(n, n + upsert.statements.length)).get(email)!;
   return {
     contactId: contact.id,
@@ -105,6 +135,34 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     workflowTriggersPending: rest.at(-1)!.length > 0,
     webhookEvents: hooks.ids(rest.slice(0, n), rest.slice(n + upsert.statements.length, n + upsert.statements.length + hooks.after.length)),
   };
+}
+
+/**
+ * The project's double opt-in for a new address a public key tracks: null
+ * when it is off or the contact exists (a pk_ never changes one); otherwise
+ * the confirmation template, or `template: null` when it is no longer usable
+ * (deleted since, or its domain no longer verified: the contact is still
+ * created unsubscribed, no email is sent, and the problem is logged).
+ */
+async function doubleOptInFor(db: Database, projectId: string, email: string) {
+  const [row] = await db
+    .select({
+      on: projects.doubleOptIn,
+      existing: sql<string | null>`(SELECT ${contacts.id} FROM ${contacts} WHERE ${contacts.projectId} = ${projectId} AND ${contacts.email} = ${email})`,
+      template: templates,
+    })
+    .from(projects)
+    .leftJoin(templates, and(eq(templates.id, projects.doubleOptInTemplateId), eq(templates.projectId, projects.id)))
+    .where(eq(projects.id, projectId))
+    .limit(1);
+  if (!row?.on || row.existing) return null;
+  const problem = await confirmationTemplateProblem(db, projectId, row.template ?? undefined);
+  if (problem || !row.template?.from) {
+    console.error(`double opt-in of project ${projectId}: no confirmation sent: ${problem}`);
+    return { template: null };
+  }
+  const senderDomain = domainOfAddress(row.template.from)!;
+  return { template: { ...row.template, from: row.template.from, senderDomain } };
 }
 
 export type ListEventsQuery = z.infer<typeof EventListQuerySchema>;

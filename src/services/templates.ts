@@ -1,6 +1,6 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, not, sql } from "drizzle-orm";
 import { fromRow, type Database } from "../db/client";
-import { templates, type Template } from "../db/schema";
+import { projects, templates, type Template } from "../db/schema";
 import type { ConfigInput } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -87,12 +87,19 @@ export async function updateTemplate(db: Database, env: ConfigInput, projectId: 
   return fromRow(templates, rows[0]);
 }
 
+/** Deletes the template, unless it is the project's double opt-in confirmation while that is on (400 INVALID_STATE). */
 export async function deleteTemplate(db: Database, projectId: string, id: string): Promise<void> {
+  const inUse = sql`EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${projectId} AND ${projects.doubleOptIn} = 1 AND ${projects.doubleOptInTemplateId} = ${id})`;
   const deleted = await db
     .delete(templates)
-    .where(and(eq(templates.id, id), eq(templates.projectId, projectId)))
+    .where(and(eq(templates.id, id), eq(templates.projectId, projectId), not(inUse)))
     .returning({ id: templates.id });
-  if (deleted.length === 0) throw ApiError.notFound("Template");
+  if (deleted.length > 0) return;
+  await getTemplate(db, projectId, id);
+  throw ApiError.invalidState(
+    "This template is the project's double opt-in confirmation and cannot be deleted while double opt-in is on",
+    "PATCH /project with another doubleOptInTemplateId, or doubleOptIn: false, first.",
+  );
 }
 
 export interface ListTemplatesQuery {

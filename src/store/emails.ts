@@ -68,6 +68,8 @@ export interface QueuedHead {
   hasAttachments?: boolean;
   /** Insert only while this workflow execution is active and the send has no email yet (a workflow step). */
   whileExecution?: string | null;
+  /** Insert only if this contact exists by then and the address is not suppressed (a double opt-in confirmation: the contact the same batch created). */
+  onlyIfContact?: string | null;
   now: Date;
 }
 
@@ -113,6 +115,7 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
         json,
         html,
         head.whileExecution ?? null,
+        head.onlyIfContact ?? null,
       );
   const statements: D1PreparedStatement[] = [];
   let parts: string[] = [];
@@ -154,8 +157,10 @@ const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template
     ?5, ?6, json_extract(value, '$.to'), json_extract(value, '$.n'), ?7, json_extract(value, '$.s'), coalesce(?15, json_extract(value, '$.h')),
     ?8, ?9, ?10, ?11, ?12, 'QUEUED', json_extract(value, '$.m'), ?13, ?13, ?13
   FROM json_each(?14)
-  WHERE ?16 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?16 AND status IN ('RUNNING', 'WAITING'))
-    AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1))
+  WHERE (?16 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?16 AND status IN ('RUNNING', 'WAITING'))
+    AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1)))
+    AND (?17 IS NULL OR (EXISTS (SELECT 1 FROM contacts WHERE id = ?17 AND project_id = ?1)
+      AND NOT EXISTS (SELECT 1 FROM suppressions WHERE project_id = ?1 AND email = json_extract(value, '$.to'))))
   ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
   RETURNING id`;
 

@@ -2075,7 +2075,10 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a template */
+        /**
+         * Delete a template
+         * @description 400 INVALID_STATE while it is the project's double opt-in confirmation (PATCH /project) and double opt-in is on.
+         */
         delete: {
             parameters: {
                 query?: never;
@@ -2285,7 +2288,7 @@ export interface paths {
         put?: never;
         /**
          * Track an event
-         * @description Records a custom event for a contact, creating the contact (subscribed unless `subscribed` says otherwise) or updating it. `data` is stored on the event and, with a secret key, merged into the contact's data like POST /contacts (a null value removes that key from the contact); a value `{value, persistent: false}` is stored on the event only, as on /v1/send. Accepts a public key (pk_...) as well as a secret key, and answers CORS (preflight included) for any origin, so browser pages can call it. A public key sits in browser JavaScript, so what it may do is limited: it never changes an existing contact (`subscribed` and `data` are ignored for it; the event still keeps its `data`), a contact it creates has no data, and its requests count in a rate-limit bucket of their own, separate from the secret key's; its `data` is at most 2,048 characters as JSON (422 naming `data`). Each event records which kind of key sent it (`source` in GET /events). The contact and the event are written atomically.
+         * @description Records a custom event for a contact, creating the contact (subscribed unless `subscribed` says otherwise) or updating it. `data` is stored on the event and, with a secret key, merged into the contact's data like POST /contacts (a null value removes that key from the contact); a value `{value, persistent: false}` is stored on the event only, as on /v1/send. Accepts a public key (pk_...) as well as a secret key, and answers CORS (preflight included) for any origin, so browser pages can call it. A public key sits in browser JavaScript, so what it may do is limited: it never changes an existing contact (`subscribed` and `data` are ignored for it; the event still keeps its `data`), a contact it creates has no data, and its requests count in a rate-limit bucket of their own, separate from the secret key's; its `data` is at most 2,048 characters as JSON (422 naming `data`). Each event records which kind of key sent it (`source` in GET /events). With the project's double opt-in on (PATCH /project), a contact a public key creates starts unsubscribed and is sent the confirmation template in the same atomic write; it joins marketing audiences only once the recipient confirms through the link (`subscribed: false` from the public key sends no confirmation). Off by default. The contact and the event are written atomically.
          */
         post: {
             parameters: {
@@ -6624,6 +6627,224 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/project": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the project's settings
+         * @description The settings of the key's project. Secret key only.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The project's settings */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: components["schemas"]["ProjectSettings"];
+                        };
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key used where a secret key is needed, or the project is disabled */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the project's settings
+         * @description Only the fields given change. Secret key only. Double opt-in: `{"doubleOptIn": true, "doubleOptInTemplateId": "<template id>"}`. The template must use `{{confirmUrl}}` and have a `from` on a VERIFIED domain of the project; otherwise 422 naming `doubleOptInTemplateId`, and nothing changes. While it is on, that template cannot be deleted. With double opt-in on, a contact a public key (pk_) creates through POST /v1/track is created unsubscribed and sent the template (transactional, not tracked; variables `confirmUrl`, `email`). The link's page has a Confirm button; confirming subscribes the contact, which starts CONTACT_SUBSCRIBED workflows and records `contact.subscribed`. The link is valid for 7 days. Until then the contact is in no marketing audience. An existing contact is never changed by a public key, so it gets no confirmation email; secret-key writes are not affected.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["UpdateProjectSettings"];
+                };
+            };
+            responses: {
+                /** @description The updated settings */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: components["schemas"]["ProjectSettings"];
+                        };
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key used where a secret key is needed, or the project is disabled */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
     "/t/o/{emailId}": {
         parameters: {
             query?: never;
@@ -6824,6 +7045,137 @@ export interface paths {
                 };
                 /** @description The email of this link no longer exists */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/confirm/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Double opt-in confirmation page
+         * @description The link in a double opt-in confirmation email (`{{confirmUrl}}`, see PATCH /project). Needs no key: the signed token names the email, and through it the project and the contact. Shows a page with a Confirm button and changes nothing, so link scanners and previews that open URLs confirm no one. The button POSTs to this same URL. A link works for 7 days after its email was created.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Signed token from the confirmation email's `{{confirmUrl}}` */
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Page with the Confirm button (or saying the subscription is already confirmed) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description Invalid or forged link */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description The email or its contact no longer exists */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description The link is more than 7 days old */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Confirm a subscription (double opt-in)
+         * @description Subscribes the contact the confirmation email was sent to, in that email's project: CONTACT_SUBSCRIBED workflows start, `contact.subscribed` is recorded (event and webhook) once. Needs no key and no body. Idempotent. A forged token, or one made for another purpose (an unsubscribe token), is refused and changes nothing.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description Signed token from the confirmation email's `{{confirmUrl}}` */
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Confirmed (also when it already was) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description Invalid or forged link */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description The email or its contact no longer exists */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description The link is more than 7 days old */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+                /** @description Too many confirm requests from this client (per IP, a minute) */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8115,6 +8467,23 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        ProjectSettings: {
+            id: string;
+            name: string;
+            /** @description Open and click tracking of the project's mail (on by default) */
+            trackingEnabled: boolean;
+            /** @description Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed (and CONTACT_SUBSCRIBED workflows start) only when the recipient confirms through the signed link. Contacts created with a secret key are not affected. */
+            doubleOptIn: boolean;
+            /** @description The confirmation email's template. Its subject or body must use `{{confirmUrl}}` (the signed confirm link) and it must have a `from` on a VERIFIED domain of the project. */
+            doubleOptInTemplateId: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        UpdateProjectSettings: {
+            trackingEnabled?: boolean;
+            doubleOptIn?: boolean;
+            doubleOptInTemplateId?: string | null;
         };
     };
     responses: never;

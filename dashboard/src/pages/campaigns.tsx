@@ -296,7 +296,6 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
   );
 }
 
-
 /** At most this many of a campaign's emails are read for its chart (100 per request). */
 const CHART_EMAIL_LIMIT = 2000;
 

@@ -2,11 +2,11 @@
  * Sending domains: create (with a DKIM key pair), list, get, check now,
  * delete, and the guard sending uses (`requireVerifiedDomain`).
  */
-import { and, count, eq, isNull, lt, type SQL } from "drizzle-orm";
+import { and, count, eq, isNull, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Clock } from "../../lib/caches";
 import { TtlCache } from "../../lib/ttl-cache";
-import type { Database } from "../../db/client";
-import { domains, type Domain } from "../../db/schema";
+import { runStatements, type Database } from "../../db/client";
+import { domainReleases, domains, type Domain } from "../../db/schema";
 import type { Env } from "../../env";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
@@ -17,6 +17,7 @@ import { dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim"
 import { domainOfAddress, normaliseDomainName } from "./names";
 import { domainRecordConfig, expectedRecords } from "./records";
 import { quotaExceeded } from "../../store/guards";
+import { domainFromRow, insertDomainWithinCap, pruneDomainReleases, recentDomainRelease, recordDomainRelease } from "../../store/domains";
 import { deleteDomainFromSes, registerDomainWithSes, SesRegistrationError } from "./ses";
 import { findDomainUsage } from "./usage";
 import { checkDomain, VERIFICATION_WINDOW_MS } from "./dns-check";
@@ -52,36 +53,49 @@ function conflict(name: string, sameProject: boolean) {
 export async function createDomain(db: Database, env: Env, projectId: string, input: string, now = new Date()) {
   const name = parseDomainName(input);
   const secret = requireEncryptionKey(env);
-  const [existing, [{ owned }]] = await Promise.all([
+  const d1 = db.$client;
+  const cooldownStart = new Date(now.getTime() - DOMAIN_RECLAIM_COOLDOWN_MS);
+  const [existing, release] = await Promise.all([
     db.query.domains.findFirst({ where: eq(domains.name, name), columns: { projectId: true } }),
-    db.select({ owned: count() }).from(domains).where(eq(domains.projectId, projectId)),
+    recentDomainRelease(d1, projectId, name, cooldownStart).first<{ claimed_at: number; released_at: number }>(),
   ]);
   if (existing) throw conflict(name, existing.projectId === projectId);
+  // The hold is used up once UNVERIFIED_RELEASE_MS have passed since the first claim (the cron released it then).
+  if (release && Math.max(now.getTime(), release.released_at) - release.claimed_at >= UNVERIFIED_RELEASE_MS) {
+    const again = new Date(release.released_at + DOMAIN_RECLAIM_COOLDOWN_MS).toISOString();
+    throw new ApiError("CONFLICT", `This project held ${name} for 7 days without verifying it; it cannot add it again before ${again}`, {
+      suggestion: "Meanwhile whoever controls the domain's DNS can add and verify it. A domain must be verified within 7 days of first being added.",
+    });
+  }
   const cap = readConfig(env).QUOTA_DOMAINS;
-  if (owned >= cap) throw quotaExceeded("QUOTA_DOMAINS", cap);
 
   const keys = await generateDkimKeyPair();
   const selector = dkimSelectorFor(now);
-  const [inserted] = await db
-    .insert(domains)
-    .values({
+  // The cap and the name's uniqueness are conditions of the INSERT itself: exact under concurrency.
+  const [row] = await insertDomainWithinCap(
+    d1,
+    {
       id: newId(),
       projectId,
       name,
-      status: "PENDING",
       dkimSelector: selector,
       dkimPublicKey: keys.publicKey,
       dkimPrivateKeyEncrypted: await encryptPrivateKey(secret, name, keys.privateKeyPkcs8),
       records: expectedRecords(domainRecordConfig(env), name, selector, keys.publicKey),
-      checkAttempts: 0,
       nextCheckAt: new Date(now.getTime() + 60_000),
-      createdAt: now,
-      updatedAt: now,
-    })
-    .onConflictDoNothing({ target: domains.name })
-    .returning();
-  // Lost a race with a concurrent create of the same name.
-  if (!inserted) throw conflict(name, false);
+      now,
+    },
+    cap,
+  )
+    .all<Record<string, unknown>>()
+    .then((r) => r.results);
+  if (!row) {
+    // Either a concurrent add took the name, or the project is at its cap.
+    const taken = await db.query.domains.findFirst({ where: eq(domains.name, name), columns: { projectId: true } });
+    if (taken) throw conflict(name, taken.projectId === projectId);
+    throw quotaExceeded("QUOTA_DOMAINS", cap);
+  }
+  const inserted = domainFromRow(row);
 
   if (readConfig(env).EMAIL_PROVIDER === "ses") {
     try {
@@ -146,7 +160,7 @@ export async function deleteDomain(db: Database, env: Env, projectId: string, id
       });
     }
   }
-  await db.delete(domains).where(and(eq(domains.id, id), eq(domains.projectId, projectId)));
+  await runStatements(db, [...releaseStatements(db, domain, new Date()), db.delete(domains).where(and(eq(domains.id, id), eq(domains.projectId, projectId)))]);
   verifiedDomains.forget(projectId, domain.name);
 }
 
@@ -160,22 +174,36 @@ const RELEASE_BATCH = 10;
 export const UNVERIFIED_RELEASE_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
- * Scheduled: a domain never verified (status FAILED, no verifiedAt) is
- * released UNVERIFIED_RELEASE_MS after it was added: its SES identity and its
- * record are deleted, so no project can hold a name it cannot prove it owns.
- * A domain that was verified once and then lost its records stays (it is its
- * owner's). Bounded: RELEASE_BATCH domains per tick, oldest first.
+ * A project that gave up a name it never verified cannot add it again for
+ * this long once it has held it UNVERIFIED_RELEASE_MS in all (squatting).
+ */
+export const DOMAIN_RECLAIM_COOLDOWN_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** With the delete of a never-verified domain: the record of its release (the cooldown). */
+function releaseStatements(db: Database, domain: Pick<Domain, "name" | "projectId" | "createdAt" | "verifiedAt">, now: Date) {
+  if (domain.verifiedAt) return [];
+  const cooldownStart = new Date(now.getTime() - DOMAIN_RECLAIM_COOLDOWN_MS);
+  return [recordDomainRelease(db.$client, { name: domain.name, projectId: domain.projectId, claimedAt: domain.createdAt, releasedAt: now }, cooldownStart)];
+}
+
+/**
+ * Scheduled: a domain never verified is released UNVERIFIED_RELEASE_MS after
+ * the project first claimed it (its first add, or an earlier add it deleted
+ * within the cooldown): its SES identity and its record are deleted, so no
+ * project can hold a name it cannot prove it owns, and the project cannot add
+ * it again for DOMAIN_RECLAIM_COOLDOWN_MS. A domain that was verified once and
+ * then lost its records stays (it is its owner's). Bounded: RELEASE_BATCH
+ * domains per tick, oldest first.
  */
 export async function releaseUnverifiedDomains(db: Database, env: Env, now = new Date()) {
+  const cooldownStart = new Date(now.getTime() - DOMAIN_RECLAIM_COOLDOWN_MS);
+  const claimedAt = sql<number>`coalesce((SELECT ${domainReleases.claimedAt} FROM ${domainReleases} WHERE ${domainReleases.name} = ${domains.name}
+    AND ${domainReleases.projectId} = ${domains.projectId} AND ${domainReleases.releasedAt} > ${cooldownStart.getTime()}), ${domains.createdAt})`;
   const expired = await db
-    .select({ id: domains.id, name: domains.name })
+    .select({ id: domains.id, name: domains.name, projectId: domains.projectId, createdAt: domains.createdAt, verifiedAt: domains.verifiedAt })
     .from(domains)
     .where(
-      and(
-        eq(domains.status, "FAILED"),
-        isNull(domains.verifiedAt),
-        lt(domains.createdAt, new Date(now.getTime() - Math.max(UNVERIFIED_RELEASE_MS, VERIFICATION_WINDOW_MS))),
-      ),
+      and(ne(domains.status, "VERIFIED"), isNull(domains.verifiedAt), lt(claimedAt, now.getTime() - Math.max(UNVERIFIED_RELEASE_MS, VERIFICATION_WINDOW_MS))),
     )
     .orderBy(domains.createdAt)
     .limit(RELEASE_BATCH);
@@ -183,13 +211,14 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
   for (const domain of expired) {
     try {
       if (readConfig(env).EMAIL_PROVIDER === "ses") await deleteDomainFromSes(env, domain.name);
-      await db.delete(domains).where(and(eq(domains.id, domain.id), isNull(domains.verifiedAt)));
+      await runStatements(db, [...releaseStatements(db, domain, now), db.delete(domains).where(and(eq(domains.id, domain.id), isNull(domains.verifiedAt)))]);
       released++;
     } catch (err) {
       // Tried again on the next tick.
       console.error("releasing an unverified domain failed", domain.name, err);
     }
   }
+  await pruneDomainReleases(db.$client, cooldownStart).run();
   return { released, failed: expired.length - released };
 }
 

@@ -9,7 +9,7 @@ import type { SendEmailMessage } from "../../messages";
 import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { insertQueued } from "../../store/emails";
 import { quotaGuard, runGuarded, storedBytesGuard, type QuotaUse } from "../../store/guards";
-import { unsubscribeUrl } from "../tracking/links";
+import { confirmUrl, unsubscribeUrl } from "../tracking/links";
 import { type AttachmentInput, buildAttachmentInserts } from "./attachments";
 import { type RenderBudget, renderBody, renderSubject } from "./render";
 
@@ -48,6 +48,10 @@ export interface EmailDraft {
   attachments?: AttachmentInput[];
   /** A workflow step's email: written only while this execution is active and the send has none yet. */
   whileExecution?: string | null;
+  /** Written only if this contact exists by then (the contact a double opt-in batch creates). */
+  onlyIfContact?: string | null;
+  /** A double opt-in confirmation: its templates get `confirmUrl`, the signed confirm link. */
+  confirmation?: boolean;
 }
 
 /** One recipient: the address, the contact (by id or by address) and the data its templates see. */
@@ -95,7 +99,12 @@ async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recip
   return Promise.all(
     recipients.map(async (recipient) => {
       const id = newId();
-      const vars = { data: recipient.data, email: recipient.to, unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, id) : "" };
+      const vars = {
+        data: recipient.data,
+        email: recipient.to,
+        unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, id) : "",
+        ...(draft.confirmation ? { confirmUrl: await confirmUrl(baseUrl, secret, id) } : {}),
+      };
       const subject = await renderSubject(draft.subject, vars, options.budget);
       return {
         id,
@@ -164,6 +173,7 @@ export async function queueEmails(
       tracked: draft.tracked,
       hasAttachments: (draft.attachments?.length ?? 0) > 0,
       whileExecution: draft.whileExecution,
+      onlyIfContact: draft.onlyIfContact,
       now,
     },
     rendered.map((e) => ({

@@ -9,7 +9,8 @@ import { TtlCache } from "../../lib/ttl-cache";
  * Template variables (CONTRACT.md): `{{name}}` and `{{data.name}}` fill from the
  * request's data, falling back to the contact's data; `{{name ?? default}}`
  * gives a default; a missing variable renders empty. Built-ins:
- * `{{email}}` and `{{unsubscribeUrl}}`. Liquid does the work; values are
+ * `{{email}}` and `{{unsubscribeUrl}}` (and `{{confirmUrl}}` in a double opt-in
+ * confirmation). Liquid does the work; values are
  * HTML-escaped in bodies and inserted as text in subjects.
  */
 const engineOptions = {
@@ -112,10 +113,13 @@ export interface RenderVariables {
   data: JsonObject;
   email: string;
   unsubscribeUrl: string;
+  /** A double opt-in confirmation's signed confirm link. */
+  confirmUrl?: string;
 }
 
 function scope(vars: RenderVariables) {
-  return { ...vars.data, data: vars.data, email: vars.email, unsubscribeUrl: vars.unsubscribeUrl };
+  const base = { ...vars.data, data: vars.data, email: vars.email, unsubscribeUrl: vars.unsubscribeUrl };
+  return vars.confirmUrl === undefined ? base : { ...base, confirmUrl: vars.confirmUrl };
 }
 
 /** Longest rendered subject (RFC 5322's line limit). */

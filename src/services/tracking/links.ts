@@ -10,6 +10,7 @@ import { sign, verify } from "./signing";
 const PURPOSE_OPEN = "open";
 const PURPOSE_CLICK = "click";
 const PURPOSE_UNSUBSCRIBE = "unsubscribe";
+const PURPOSE_CONFIRM = "confirm";
 
 export const openSignature = (secret: string, emailId: string) => sign(secret, PURPOSE_OPEN, emailId);
 /** Secrets a link may be verified with: the current one first, then the previous one during a rotation. */
@@ -48,6 +49,19 @@ export async function parseUnsubscribeToken(secret: VerificationSecrets, token: 
   if (dot <= 0 || dot > 128) return null;
   const emailId = token.slice(0, dot);
   return (await verify(secret, token.slice(dot + 1), PURPOSE_UNSUBSCRIBE, emailId)) ? emailId : null;
+}
+
+/** The double opt-in link of a confirmation email: `${baseUrl}/confirm/<emailId>.<signature>` (GET: a page, POST: confirms). */
+export async function confirmUrl(baseUrl: string, secret: string, emailId: string): Promise<string> {
+  return `${trimSlash(baseUrl)}/confirm/${emailId}.${await sign(secret, PURPOSE_CONFIRM, emailId)}`;
+}
+
+/** The confirmation email's id a confirm token stands for, or null when it is malformed or forged (an unsubscribe token is neither). */
+export async function parseConfirmToken(secret: VerificationSecrets, token: string): Promise<string | null> {
+  const dot = token.lastIndexOf(".");
+  if (dot <= 0 || dot > 128) return null;
+  const emailId = token.slice(0, dot);
+  return (await verify(secret, token.slice(dot + 1), PURPOSE_CONFIRM, emailId)) ? emailId : null;
 }
 
 /** A URL the click redirector may send a browser to: absolute http(s), nothing else. */

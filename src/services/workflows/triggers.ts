@@ -5,6 +5,7 @@ import { getDb } from "../../db/client";
 import { events, projects, workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/schema";
 import type { Env } from "../../env";
 import { newId } from "../../lib/ids";
+import { readConfig } from "../../lib/config";
 import { ACTIVE_STATUSES, type ExecutionParams, type WorkflowQueueMessage } from "./executions";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 
@@ -147,19 +148,33 @@ async function startExecutions(db: Database, env: Env, message: TriggerMessage):
   const key = triggerKey(message);
   const now = Date.now();
   const planned = matching.map((workflow) => ({ workflow, id: newId() }));
+  // The cap on active executions is a condition of each INSERT: exact however many consumers run at once.
+  const activeCap = readConfig(env).MAX_ACTIVE_EXECUTIONS_PER_PROJECT;
   // Raw D1 statements: an INSERT ... SELECT ... RETURNING with these guards, all in one atomic batch.
   const inserts = planned.map(({ workflow, id }) =>
     env.DB.prepare(
       `INSERT INTO workflow_executions (id, project_id, workflow_id, workflow_version, contact_id, trigger_key, status, history, started_at, updated_at)
        SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'RUNNING', '[]', ?7, ?7
        WHERE EXISTS (SELECT 1 FROM contacts WHERE id = ?5 AND project_id = ?2)
+         AND (SELECT count(*) FROM workflow_executions WHERE project_id = ?2 AND status IN ('RUNNING', 'WAITING')) < ?8
          AND NOT EXISTS (SELECT 1 FROM workflow_executions WHERE workflow_id = ?3 AND contact_id = ?5
                          ${workflow.allowReentry ? "AND status IN ('RUNNING', 'WAITING')" : ""})
        ON CONFLICT (workflow_id, trigger_key) DO NOTHING
        RETURNING id`,
-    ).bind(id, message.projectId, workflow.id, workflow.version, message.contactId, key, now),
+    ).bind(id, message.projectId, workflow.id, workflow.version, message.contactId, key, now, activeCap),
   );
-  const results = (await env.DB.batch<{ id: string }>(inserts)).map((r) => r.results);
+  // Last in the batch: the active count after the inserts, to tell a start the cap refused.
+  const active = env.DB.prepare("SELECT count(*) AS id FROM workflow_executions WHERE project_id = ?1 AND status IN ('RUNNING', 'WAITING')").bind(
+    message.projectId,
+  );
+  const all = (await env.DB.batch<{ id: string | number }>([...inserts, active])).map((r) => r.results);
+  const results = all.slice(0, inserts.length);
+  const activeNow = Number(all.at(-1)?.[0]?.id ?? 0);
+  if (activeNow >= activeCap && results.some((r) => r.length === 0)) {
+    console.warn(
+      `workflow trigger ${key} of project ${message.projectId}: not started for some workflows, the project has ${activeNow} active executions (MAX_ACTIVE_EXECUTIONS_PER_PROJECT ${activeCap})`,
+    );
+  }
   const toCreate: { id: string; params: ExecutionParams }[] = [];
   const paramsFor = (id: string, workflow: (typeof matching)[number], version = workflow.version): ExecutionParams => ({
     executionId: id,

@@ -1,0 +1,106 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { getDb } from "../db/client";
+import type { AppBindings } from "../env";
+import { assertClientWithinLimit } from "../lib/client-limit";
+import { linkVerificationSecrets } from "../lib/config";
+import { escapeHtml } from "../lib/html";
+import { errorResponse } from "../lib/openapi";
+import { createRouter } from "../lib/router";
+import { confirmSubscription, findConfirmation } from "../services/tracking/confirm";
+import { parseConfirmToken } from "../services/tracking/links";
+import { queueWebhookEvents } from "../services/webhooks/deliver";
+import { dispatchWorkflowTriggers } from "../services/workflows/triggers";
+
+const tags = ["Double opt-in"];
+
+const TokenParam = z.object({
+  token: z.string().openapi({ param: { name: "token", in: "path" }, description: "Signed token from the confirmation email's `{{confirmUrl}}`" }),
+});
+
+const html = (description: string) => ({ description, content: { "text/html": { schema: z.string() } } });
+
+const pageRoute = createRoute({
+  method: "get",
+  path: "/confirm/{token}",
+  tags,
+  summary: "Double opt-in confirmation page",
+  description:
+    "The link in a double opt-in confirmation email (`{{confirmUrl}}`, see PATCH /project). Needs no key: the signed token names the email, and through it the project and the contact. Shows a page with a Confirm button and changes nothing, so link scanners and previews that open URLs confirm no one. The button POSTs to this same URL. A link works for 7 days after its email was created.",
+  request: { params: TokenParam },
+  responses: {
+    200: html("Page with the Confirm button (or saying the subscription is already confirmed)"),
+    400: html("Invalid or forged link"),
+    404: html("The email or its contact no longer exists"),
+    410: html("The link is more than 7 days old"),
+  },
+});
+
+const confirmRoute = createRoute({
+  method: "post",
+  path: "/confirm/{token}",
+  tags,
+  summary: "Confirm a subscription (double opt-in)",
+  description:
+    "Subscribes the contact the confirmation email was sent to, in that email's project: CONTACT_SUBSCRIBED workflows start, `contact.subscribed` is recorded (event and webhook) once. Needs no key and no body. Idempotent. A forged token, or one made for another purpose (an unsubscribe token), is refused and changes nothing.",
+  request: { params: TokenParam },
+  responses: {
+    200: html("Confirmed (also when it already was)"),
+    400: html("Invalid or forged link"),
+    404: html("The email or its contact no longer exists"),
+    410: html("The link is more than 7 days old"),
+    429: errorResponse("Too many confirm requests from this client (per IP, a minute)"),
+  },
+});
+
+function page(title: string, text: string, extra = ""): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex"><title>${title}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222;line-height:1.5}button{font:inherit;padding:.5rem 1.25rem;cursor:pointer}</style>
+</head><body><h1>${title}</h1><p>${text}</p>${extra}</body></html>`;
+}
+
+const htmlPage = (c: Context<AppBindings>, status: 200 | 400 | 404 | 410, title: string, text: string, extra?: string) =>
+  c.body(page(title, text, extra), status, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
+
+const invalid = (c: Context<AppBindings>) =>
+  htmlPage(c, 400, "Invalid confirmation link", "This link is not valid. Please use the link exactly as it appears in the email.");
+const gone = (c: Context<AppBindings>, outcome: "unknown" | "expired") =>
+  outcome === "expired"
+    ? htmlPage(c, 410, "Link expired", "This confirmation link is more than 7 days old. Sign up again to get a new one.")
+    : htmlPage(c, 404, "Nothing to confirm", "The message or the subscription this link belongs to no longer exists.");
+
+const confirmForm = (token: string) =>
+  `<form method="post" action="/confirm/${escapeHtml(encodeURIComponent(token))}"><button type="submit">Confirm</button></form>`;
+
+export const confirmRouter = createRouter();
+
+confirmRouter
+  .openapi(pageRoute, async (c) => {
+    const { token } = c.req.valid("param");
+    const emailId = await parseConfirmToken(linkVerificationSecrets(c.env), token);
+    if (!emailId) return invalid(c);
+    const found = await findConfirmation(getDb(c.env.DB), emailId);
+    if (found.outcome !== "valid") return gone(c, found.outcome);
+    if (found.subscribed) return htmlPage(c, 200, "Subscription confirmed", "Your subscription is already confirmed. You can close this page.");
+    return htmlPage(c, 200, "Confirm your subscription", "Press the button to confirm that you want to receive these emails.", confirmForm(token));
+  })
+  .openapi(confirmRoute, async (c) => {
+    await assertClientWithinLimit(c.env, "confirm", c.req.raw.headers);
+    const { token } = c.req.valid("param");
+    const emailId = await parseConfirmToken(linkVerificationSecrets(c.env), token);
+    if (!emailId) return invalid(c);
+    const db = getDb(c.env.DB);
+    const { outcome, projectId } = await confirmSubscription(db, c.env, emailId, (project, ids) => queueWebhookEvents(c.env, project, ids));
+    if (outcome === "unknown" || outcome === "expired") return gone(c, outcome);
+    if (outcome === "confirmed" && projectId) {
+      // CONTACT_SUBSCRIBED workflows: the D1 trigger filled the outbox; hand it over now (the cron would, later).
+      try {
+        c.executionCtx.waitUntil(dispatchWorkflowTriggers(db, c.env, projectId).catch((err) => console.error("workflow trigger dispatch failed", err)));
+      } catch {
+        // no execution context (a script): the cron drains
+      }
+    }
+    return htmlPage(c, 200, "Subscription confirmed", "Thank you: your subscription is confirmed. You can close this page.");
+  });

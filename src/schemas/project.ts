@@ -1,0 +1,35 @@
+import { z } from "@hono/zod-openapi";
+
+/** The variable a double opt-in template must use: the signed confirm link. */
+export const CONFIRM_URL_VARIABLE = "confirmUrl";
+
+export const ProjectSettingsSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    trackingEnabled: z.boolean().openapi({ description: "Open and click tracking of the project's mail (on by default)" }),
+    doubleOptIn: z.boolean().openapi({
+      description:
+        "Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed (and CONTACT_SUBSCRIBED workflows start) only when the recipient confirms through the signed link. Contacts created with a secret key are not affected.",
+    }),
+    doubleOptInTemplateId: z
+      .string()
+      .nullable()
+      .openapi({
+        description: `The confirmation email's template. Its subject or body must use \`{{${CONFIRM_URL_VARIABLE}}}\` (the signed confirm link) and it must have a \`from\` on a VERIFIED domain of the project.`,
+      }),
+    updatedAt: z.string().datetime(),
+  })
+  .openapi("ProjectSettings");
+
+export const UpdateProjectSettingsSchema = z
+  .object({
+    trackingEnabled: z.boolean().optional(),
+    doubleOptIn: z.boolean().optional(),
+    doubleOptInTemplateId: z.string().min(1).max(64).nullable().optional(),
+  })
+  .strict()
+  .openapi("UpdateProjectSettings");
+
+export type ProjectSettingsView = z.infer<typeof ProjectSettingsSchema>;
+export type UpdateProjectSettingsRequest = z.infer<typeof UpdateProjectSettingsSchema>;

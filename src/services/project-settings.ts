@@ -1,0 +1,70 @@
+import { and, eq } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { projects, templates, type Template } from "../db/schema";
+import { ApiError } from "../lib/errors";
+import { CONFIRM_URL_VARIABLE, type ProjectSettingsView, type UpdateProjectSettingsRequest } from "../schemas/project";
+import { findSendingDomain } from "./domains";
+
+/** GET/PATCH /project: the settings a project's owner changes through the API. */
+
+const columns = {
+  id: projects.id,
+  name: projects.name,
+  trackingEnabled: projects.trackingEnabled,
+  doubleOptIn: projects.doubleOptIn,
+  doubleOptInTemplateId: projects.doubleOptInTemplateId,
+  updatedAt: projects.updatedAt,
+};
+
+type SettingsRow = { id: string; name: string; trackingEnabled: boolean; doubleOptIn: boolean; doubleOptInTemplateId: string | null; updatedAt: Date };
+
+const view = (row: SettingsRow): ProjectSettingsView => ({ ...row, updatedAt: row.updatedAt.toISOString() });
+
+export async function getProjectSettings(db: Database, projectId: string): Promise<ProjectSettingsView> {
+  const [row] = await db.select(columns).from(projects).where(eq(projects.id, projectId)).limit(1);
+  if (!row) throw ApiError.notFound("Project");
+  return view(row);
+}
+
+const invalid = (message: string, code = "invalid_template") => ApiError.validation([{ field: "doubleOptInTemplateId", message, code }]);
+
+/**
+ * Why this template cannot be the double opt-in confirmation, or null: it
+ * must use {{confirmUrl}} and have a `from` on a VERIFIED domain of the project.
+ */
+export async function confirmationTemplateProblem(db: Database, projectId: string, template: Template | undefined): Promise<string | null> {
+  if (!template) return "No template with this id in this project";
+  if (!`${template.subject}\n${template.body}`.includes(CONFIRM_URL_VARIABLE)) {
+    return `The template must use {{${CONFIRM_URL_VARIABLE}}} (the signed confirm link) in its subject or body`;
+  }
+  if (!template.from) return "The template must have a from address (on a verified domain of this project)";
+  const query = findSendingDomain(db, projectId, template.from);
+  const [domain] = query ? await query : [];
+  if (domain?.status !== "VERIFIED") return `The template's from address ${template.from} is not on a verified domain of this project`;
+  return null;
+}
+
+/**
+ * Applies only the fields given. Turning double opt-in on (or changing its
+ * template while on) needs a usable confirmation template: 422 naming
+ * `doubleOptInTemplateId` otherwise, and nothing changes.
+ */
+export async function updateProjectSettings(db: Database, projectId: string, input: UpdateProjectSettingsRequest): Promise<ProjectSettingsView> {
+  const current = await getProjectSettings(db, projectId);
+  const doubleOptIn = input.doubleOptIn ?? current.doubleOptIn;
+  const templateId = input.doubleOptInTemplateId === undefined ? current.doubleOptInTemplateId : input.doubleOptInTemplateId;
+  if (doubleOptIn) {
+    if (!templateId) throw invalid("Double opt-in needs a confirmation template: set doubleOptInTemplateId", "required");
+    const template = await db.query.templates.findFirst({ where: and(eq(templates.id, templateId), eq(templates.projectId, projectId)) });
+    const problem = await confirmationTemplateProblem(db, projectId, template);
+    if (problem) throw invalid(problem);
+  }
+  const set: Partial<typeof projects.$inferInsert> = {};
+  if (input.trackingEnabled !== undefined) set.trackingEnabled = input.trackingEnabled;
+  if (input.doubleOptIn !== undefined) set.doubleOptIn = input.doubleOptIn;
+  if (input.doubleOptInTemplateId !== undefined) set.doubleOptInTemplateId = input.doubleOptInTemplateId;
+  if (Object.keys(set).length === 0) return current;
+  set.updatedAt = new Date();
+  const [row] = await db.update(projects).set(set).where(eq(projects.id, projectId)).returning(columns);
+  return view(row);
+}

@@ -1,0 +1,63 @@
+import { and, eq } from "drizzle-orm";
+import { runStatements, type Database } from "../../db/client";
+import { contacts, emails } from "../../db/schema";
+import type { ConfigInput } from "../../lib/config";
+import { updateContactById } from "../../store/contacts";
+import { insertContactEvent } from "../../store/events";
+import { contactWriteEvents } from "../webhooks/record";
+
+/** How long a double opt-in confirm link works after its email was created. */
+export const CONFIRM_LINK_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** "unchanged": the contact was subscribed already. */
+export type ConfirmOutcome = "confirmed" | "unchanged" | "unknown" | "expired";
+
+/** The confirmation email and its contact, or why the link leads nowhere. */
+export async function findConfirmation(db: Database, emailId: string, now = new Date()) {
+  const [row] = await db
+    .select({ projectId: emails.projectId, createdAt: emails.createdAt, contactId: contacts.id, email: contacts.email, subscribed: contacts.subscribed })
+    .from(emails)
+    .innerJoin(contacts, and(eq(contacts.id, emails.contactId), eq(contacts.projectId, emails.projectId)))
+    .where(eq(emails.id, emailId))
+    .limit(1);
+  if (!row) return { outcome: "unknown" as const };
+  if (now.getTime() - row.createdAt.getTime() > CONFIRM_LINK_TTL_MS) return { outcome: "expired" as const };
+  return { outcome: "valid" as const, ...row };
+}
+
+/**
+ * Subscribes the contact a double opt-in confirmation email was sent to (in
+ * that email's project: the token names the email, the email its project and
+ * contact). One atomic batch: the `contact.subscribed` event (source system,
+ * data `{method: "double-opt-in"}`), the webhook event and the subscription;
+ * the D1 trigger of migration 0006 queues CONTACT_SUBSCRIBED workflows.
+ * Idempotent: a subscribed contact is left as it is.
+ */
+export async function confirmSubscription(
+  db: Database,
+  env: ConfigInput | undefined,
+  emailId: string,
+  handOver?: (projectId: string, eventIds: string[]) => Promise<unknown>,
+  now = new Date(),
+): Promise<{ outcome: ConfirmOutcome; projectId?: string }> {
+  const found = await findConfirmation(db, emailId, now);
+  if (found.outcome !== "valid") return { outcome: found.outcome };
+  if (found.subscribed) return { outcome: "unchanged", projectId: found.projectId };
+  const hooks = contactWriteEvents(db.$client, { projectId: found.projectId, at: now, email: found.email, subscribed: true });
+  const n = hooks.before.length;
+  const results = await runStatements(db, [
+    insertContactEvent(
+      db,
+      env,
+      found.projectId,
+      { name: "contact.subscribed", data: { method: "double-opt-in" }, emailId, now },
+      and(eq(contacts.id, found.contactId), eq(contacts.subscribed, false)),
+    ),
+    ...hooks.before,
+    updateContactById(db, found.projectId, found.contactId, { subscribed: true }, now),
+    ...hooks.after,
+  ]);
+  const webhookEvents = hooks.ids(results.slice(1, 1 + n));
+  if (handOver && webhookEvents.length > 0) await handOver(found.projectId, webhookEvents);
+  return { outcome: "confirmed", projectId: found.projectId };
+}
