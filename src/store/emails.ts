@@ -197,8 +197,6 @@ export type ClaimedEmail = Pick<
   | "toName"
   | "replyTo"
   | "subject"
-  | "html"
-  | "headers"
   | "messageId"
   | "marketing"
   | "hasAttachments"
@@ -208,8 +206,9 @@ export type ClaimedEmail = Pick<
 /**
  * The claim: `m` decides once per email whether it is settled instead of sent
  * (?3 / ?4 the reasons; ?5 turns the audience check on for bulk mail), the
- * UPDATE applies it only to emails still QUEUED, and RETURNING hands back what
- * composing needs as arrays (`raw()`, in ClaimRow order). `+status`: the
+ * UPDATE applies it only to emails still QUEUED, and RETURNING hands back the
+ * small columns composing needs as arrays (`raw()`, in ClaimRow order); the
+ * HTML and headers are read later, a few emails at a time (readEmailBodies). `+status`: the
  * emails are found by id from the JSON rows, not by walking the status index.
  */
 const CLAIM_SQL = `UPDATE emails SET
@@ -231,7 +230,7 @@ const CLAIM_SQL = `UPDATE emails SET
         WHERE +e.status = 'QUEUED') AS m
   WHERE emails.id = m.id AND +emails.status = 'QUEUED'
   RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
-    emails.to_name, emails.reply_to, emails.subject, emails.html, emails.headers, emails.message_id, emails.marketing,
+    emails.to_name, emails.reply_to, emails.subject, emails.message_id, emails.marketing,
     emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id)`;
 
 type ClaimRow = [
@@ -245,8 +244,6 @@ type ClaimRow = [
   toName: string | null,
   replyTo: string | null,
   subject: string,
-  html: string,
-  headers: string,
   messageId: string,
   marketing: number,
   hasAttachments: number,
@@ -264,14 +261,29 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
   toName: row[7],
   replyTo: row[8],
   subject: row[9],
-  html: row[10],
-  headers: JSON.parse(row[11]) as Record<string, string>,
-  messageId: row[12],
-  marketing: row[13] === 1,
-  hasAttachments: row[14] === 1,
-  tracked: row[15] === 1,
-  trackingEnabled: row[16] === 1,
+  messageId: row[10],
+  marketing: row[11] === 1,
+  hasAttachments: row[12] === 1,
+  tracked: row[13] === 1,
+  trackingEnabled: row[14] === 1,
 });
+
+/** A claimed email's HTML and custom headers (the claim returns neither). */
+export interface EmailBody {
+  html: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * The bodies of a few claimed emails, read in one statement just before they
+ * are composed, so a batch holds only the bodies its send lanes are about to
+ * use. An email whose row is gone is missing from the map.
+ */
+export async function readEmailBodies(d1: D1Database, emailIds: readonly string[]): Promise<Map<string, EmailBody>> {
+  const { results } = await d1.prepare(EMAIL_BODIES_SQL).bind(JSON.stringify(emailIds)).all<{ id: string; html: string; headers: string }>();
+  return new Map(results.map((row) => [row.id, { html: row.html, headers: JSON.parse(row.headers) as Record<string, string> }]));
+}
+const EMAIL_BODIES_SQL = "SELECT id, html, headers FROM emails WHERE id IN (SELECT value FROM json_each(?1))";
 
 /**
  * Claims these emails (each with its project) in one statement per chunk:
@@ -382,6 +394,7 @@ export const FIXED_SQL = {
   ADD_STORED_BYTES_SQL,
   ADD_STORED_BYTES_IF_INSERTED_SQL,
   CLAIM_SQL,
+  EMAIL_BODIES_SQL,
   RECORD_OUTCOMES_SQL,
   DEFER_CLAIMS_SQL,
 };

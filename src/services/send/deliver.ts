@@ -8,7 +8,7 @@ import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, readConfig, requireSecret } from "../../lib/config";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
-import { claimEmails, deferClaims, recordOutcomes, type ClaimedEmail, type Outcome } from "../../store/emails";
+import { claimEmails, deferClaims, readEmailBodies, recordOutcomes, type ClaimedEmail, type EmailBody, type Outcome } from "../../store/emails";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
 import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
@@ -19,7 +19,8 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEma
 
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
- * - one claim statement (1 D1 round trip),
+ * - one claim statement (1 D1 round trip), which returns no HTML or headers,
+ * - one read of the bodies per BODIES_PER_READ emails, made as the send lanes reach them,
  * - one Durable Object call per project in the batch (sending-rate tokens),
  * - N provider calls, at most PROVIDER_CONCURRENCY at a time (or the provider's
  *   own maxConcurrency; one at a time for mail with attachments),
@@ -36,6 +37,13 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEma
  * stay far inside the paid plan's subrequest limit per invocation.
  */
 export const PROVIDER_CONCURRENCY = 6;
+/**
+ * Emails whose HTML and headers one statement reads. Bodies are read a group at
+ * a time as the lanes reach it (and the next group ahead of them), so an
+ * invocation holds at most three groups' bodies, never the whole batch's
+ * (up to 100 emails of up to 1 MB of HTML each).
+ */
+export const BODIES_PER_READ = PROVIDER_CONCURRENCY;
 /** When the sending-rate bucket cannot be reached, claimed mail waits this long and tries again. */
 const LIMITER_UNAVAILABLE_RETRY_MS = 5_000;
 
@@ -110,7 +118,12 @@ function outcomeEvents(d1: D1Database, outcomes: Outcome[], at: Date): D1Prepare
   return items.length > 0 ? [recordEmailWebhookEvents(d1, items, at)] : [];
 }
 
-async function composeMessage(db: Database, env: Env, email: ClaimedEmail, trackingEnabled: boolean): Promise<{ raw: string; parts: MessageParts }> {
+async function composeMessage(
+  db: Database,
+  env: Env,
+  email: ClaimedEmail & EmailBody,
+  trackingEnabled: boolean,
+): Promise<{ raw: string; parts: MessageParts }> {
   const baseUrl = publicUrl(env);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says.
@@ -136,10 +149,41 @@ async function composeMessage(db: Database, env: Env, email: ClaimedEmail, track
   };
 }
 
+/** Hands out each email's body once: the first lane to reach a group reads it in one statement and starts reading the next group. */
+function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], groupSize: number) {
+  const position = new Map(emails.map((email, i) => [email.id, i]));
+  const groups = new Map<number, Promise<Map<string, EmailBody>>>();
+  const group = (g: number) => {
+    let read = groups.get(g);
+    if (!read) {
+      read = readEmailBodies(
+        d1,
+        emails.slice(g * groupSize, (g + 1) * groupSize).map((email) => email.id),
+      );
+      // Read ahead of the lanes: nobody may await it yet, so a failure is handled where it is awaited.
+      read.catch(() => {});
+      groups.set(g, read);
+    }
+    return read;
+  };
+  return async (email: ClaimedEmail): Promise<EmailBody | undefined> => {
+    const g = Math.floor((position.get(email.id) ?? 0) / groupSize);
+    if ((g + 1) * groupSize < emails.length) void group(g + 1);
+    const bodies = await group(g);
+    const body = bodies.get(email.id);
+    bodies.delete(email.id);
+    return body;
+  };
+}
+
+type BodyOf = (email: ClaimedEmail) => Promise<EmailBody | undefined>;
+
 /** Sends one claimed email; returns its outcome (nothing is written here). */
-async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail): Promise<Outcome> {
+async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail, bodyOf: BodyOf): Promise<Outcome> {
   try {
-    const composed = await composeMessage(db, env, email, email.trackingEnabled);
+    const body = await bodyOf(email);
+    if (!body) return { emailId: email.id, status: "FAILED", error: "The email record is gone" };
+    const composed = await composeMessage(db, env, { ...email, ...body }, email.trackingEnabled);
     let raw: string | null = composed.raw;
     if (raw.length > MAX_RAW_MESSAGE_BYTES) {
       throw new ProviderError(`The message is ${raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`, false);
@@ -289,18 +333,18 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   );
 
   const outcomes: Outcome[] = [];
+  const plain = toSend.filter((email) => !email.hasAttachments);
+  const withAttachments = toSend.filter((email) => email.hasAttachments);
+  const plainBody = bodyReader(env.DB, plain, BODIES_PER_READ);
+  const attachmentBody = bodyReader(env.DB, withAttachments, 1);
   await Promise.all([
     ...deferrals,
     eachLimited(
-      toSend.filter((email) => !email.hasAttachments),
+      plain,
       provider.maxConcurrency ?? PROVIDER_CONCURRENCY,
-      async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
+      async (email) => void outcomes.push(await deliverOne(db, env, provider, email, plainBody)),
     ),
-    eachLimited(
-      toSend.filter((email) => email.hasAttachments),
-      1,
-      async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
-    ),
+    eachLimited(withAttachments, 1, async (email) => void outcomes.push(await deliverOne(db, env, provider, email, attachmentBody))),
   ]);
   await queueRecordedEvents(env, await recordBatchOutcomes(env.DB, outcomes));
   for (const outcome of outcomes) {
