@@ -3,7 +3,7 @@ import { cors } from "hono/cors";
 import { ApiError, handleError, handleNotFound } from "./lib/errors";
 import { guardError } from "./store/guards";
 import { createRouter } from "./lib/router";
-import { authenticate } from "./middleware/auth";
+import { authenticate, refuseWhileSendingPaused } from "./middleware/auth";
 import { ApiRateLeases, rateLimit, type Clock } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { contactImportsRouter } from "./routes/contact-imports";
@@ -27,6 +27,7 @@ import { unsubscribeRouter } from "./routes/unsubscribe";
 import { sesFeedbackRouter } from "./routes/ses-feedback";
 import { webhooksRouter } from "./routes/webhooks";
 import { workflowsRouter } from "./routes/workflows";
+import { projectRouter } from "./routes/project";
 import { getDb } from "./db/client";
 import { dispatchWorkflowTriggers } from "./services/workflows/triggers";
 import { cachedKeyLookup } from "./services/api-keys";
@@ -39,7 +40,18 @@ export const MAX_SEND_BODY_BYTES = 15 * 1024 * 1024;
 /** Paths that need a secret (sk_) key. /v1/track also takes a public (pk_) key. */
 // Each prefix once: Hono's "/x/*" also matches "/x", and a path listed twice
 // would run auth and the rate limiter twice for one request.
-const SECRET_KEY_PATHS = ["/contacts/*", "/templates/*", "/events/*", "/domains/*", "/emails/*", "/segments/*", "/campaigns/*", "/v1/verify", "/workflows/*"];
+const SECRET_KEY_PATHS = [
+  "/contacts/*",
+  "/templates/*",
+  "/events/*",
+  "/domains/*",
+  "/emails/*",
+  "/segments/*",
+  "/campaigns/*",
+  "/v1/verify",
+  "/workflows/*",
+  "/project/*",
+];
 
 export interface AppOptions {
   /** The clock of the rate limiter and the key cache (default Date.now); tests inject one they move. */
@@ -112,6 +124,9 @@ export function createApp(options: AppOptions = {}) {
   );
   app.use("/v1/track", authenticate({ allowPublic: true, lookup }), limitRate);
   for (const path of SECRET_KEY_PATHS) app.use(path, authenticate({ lookup }), limitRate);
+  // Sending routes of a project the reputation breaker paused: 403 SENDING_PAUSED (after auth, from its project row).
+  app.use("/campaigns/:id/send", refuseWhileSendingPaused);
+  app.use("/campaigns/:id/test", refuseWhileSendingPaused);
   // /webhooks needs a secret key, except the SNS feedback endpoint beside it (SNS-signed, no key).
   const webhookAuth = authenticate({ lookup });
   app.use("/webhooks/*", async (c, next) => {
@@ -121,7 +136,7 @@ export function createApp(options: AppOptions = {}) {
     });
   });
   // /v1/send reads (template, domain, suppressions, contacts) while the limiter answers; it writes only once allowed.
-  app.use("/v1/send", authenticate({ lookup }), rateLimit(options.now, { deferred: true, leases }), sendShape);
+  app.use("/v1/send", authenticate({ lookup }), refuseWhileSendingPaused, rateLimit(options.now, { deferred: true, leases }), sendShape);
 
   app.route("/", healthRouter);
   // Before /contacts/{id}, which would take /contacts/imports and /contacts/export.
@@ -135,6 +150,7 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", sendRouter);
   app.route("/", emailsRouter);
   app.route("/", workflowsRouter);
+  app.route("/", projectRouter);
   app.route("/", segmentsRouter);
   app.route("/", campaignsRouter);
   app.route("/", webhooksRouter);

@@ -103,6 +103,8 @@ export type { SendEmailMessage, WebhookQueueMessage } from "./messages";
 export interface AuthContext {
   projectId: string;
   keyKind: "secret" | "public";
+  /** Why the project's sending is paused (reputation breaker), or null. */
+  sendingPaused: string | null;
 }
 
 export interface AppBindings {

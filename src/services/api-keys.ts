@@ -30,6 +30,8 @@ export interface KeyOwner {
   projectId: string;
   kind: KeyKind;
   projectDisabled: boolean;
+  /** The reputation breaker's reason while the project's sending is paused, else null. */
+  sendingPaused: string | null;
 }
 
 /**
@@ -45,6 +47,8 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
       kind: apiKeys.kind,
       keyHash: apiKeys.keyHash,
       disabled: projects.disabled,
+      pausedAt: projects.sendingPausedAt,
+      pausedReason: projects.sendingPausedReason,
     })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
@@ -53,12 +57,17 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
   const row = rows[0];
   if (!row || !timingSafeEqual(row.keyHash, hash)) return null;
   if (!key.startsWith(PREFIX[row.kind])) return null;
-  return { projectId: row.projectId, kind: row.kind, projectDisabled: row.disabled };
+  return {
+    projectId: row.projectId,
+    kind: row.kind,
+    projectDisabled: row.disabled,
+    sendingPaused: row.pausedAt ? (row.pausedReason ?? "bounce or complaint rate too high") : null,
+  };
 }
 
 /**
  * How long a key lookup is reused in an isolate: a rotated (revoked) key, a
- * disabled or re-enabled project, takes effect within this time (plus the
+ * disabled or re-enabled project, a paused or resumed one, takes effect within this time (plus the
  * duration of the lookup itself). docs/security.md states the bound.
  */
 export const KEY_CACHE_TTL_MS = 5_000;

@@ -205,7 +205,7 @@ export type ClaimedEmail = Pick<
 
 /**
  * The claim: `m` decides once per email whether it is settled instead of sent
- * (?3 / ?4 the reasons; ?5 turns the audience check on for bulk mail), the
+ * (?3 / ?4 / ?6 the reasons; ?5 turns the audience check on for bulk mail), the
  * UPDATE applies it only to emails still QUEUED, and RETURNING hands back the
  * small columns composing needs as arrays (`raw()`, in ClaimRow order); the
  * HTML and headers are read later, a few emails at a time (readEmailBodies). `+status`: the
@@ -221,6 +221,7 @@ const CLAIM_SQL = `UPDATE emails SET
   FROM (SELECT e.id AS id,
           CASE
             WHEN NOT EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.disabled = 0) THEN ?3
+            WHEN EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.sending_paused_at IS NOT NULL) THEN ?6
             WHEN ?5 = 1 AND e.bulk = 1 AND (
               NOT EXISTS (SELECT 1 FROM contacts AS c WHERE c.id = e.contact_id AND c.subscribed = 1)
               OR EXISTS (SELECT 1 FROM suppressions AS s WHERE s.project_id = e.project_id AND s.email = e.to_address)) THEN ?4
@@ -289,20 +290,28 @@ const EMAIL_BODIES_SQL = "SELECT id, html, headers FROM emails WHERE id IN (SELE
  * Claims these emails (each with its project) in one statement per chunk:
  * only one invocation moves an email from QUEUED to SENDING. Mail that must
  * not go out is settled as FAILED with `reasons.disabled` (its project is
- * disabled or gone) or, with `checkAudience`, `reasons.lapsed` (bulk mail whose
+ * disabled or gone), `reasons.paused` (the reputation breaker paused its
+ * project's sending) or, with `checkAudience`, `reasons.lapsed` (bulk mail whose
  * contact unsubscribed, was deleted or got suppressed). Returns what was claimed.
  */
 export async function claimEmails(
   d1: D1Database,
   refs: readonly { emailId: string; projectId: string }[],
-  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string }; now?: number },
+  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string; paused: string }; now?: number },
 ): Promise<ClaimedEmail[]> {
   const now = options.now ?? Date.now();
   const results = await Promise.all(
     chunks(refs, IDS_PER_JSON_STATEMENT).map((chunk) =>
       d1
         .prepare(CLAIM_SQL)
-        .bind(now, JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])), options.reasons.disabled, options.reasons.lapsed, options.checkAudience ? 1 : 0)
+        .bind(
+          now,
+          JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])),
+          options.reasons.disabled,
+          options.reasons.lapsed,
+          options.checkAudience ? 1 : 0,
+          options.reasons.paused,
+        )
         .raw<ClaimRow>(),
     ),
   );

@@ -15,7 +15,7 @@ import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
-import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEmailsById } from "./records";
+import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_PAUSED_REASON, updateEmailsById } from "./records";
 
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
@@ -57,8 +57,9 @@ interface Slot {
 /**
  * Claims a batch's emails (claimEmails): only one invocation can move an
  * email from QUEUED to SENDING. In the same statement, mail that must not go
- * out is settled instead: a disabled (or missing) project's mail becomes
- * FAILED with the reason and, for bulk mail (campaigns, MARKETING workflow
+ * out is settled instead: a disabled (or missing) project's mail, and the mail
+ * of a project whose sending is paused (reputation breaker), becomes FAILED
+ * with the reason and, for bulk mail (campaigns, MARKETING workflow
  * steps), an email whose contact unsubscribed, was deleted or got suppressed
  * after the email was written becomes FAILED too, so a campaign can still
  * finish. Only a message's own project's email matches. A redelivered message
@@ -71,7 +72,11 @@ async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boo
   const claimed = await claimEmails(
     env.DB,
     slots.map((slot) => slot.body),
-    { checkAudience: options.checkAudience, reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON }, now },
+    {
+      checkAudience: options.checkAudience,
+      reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON, paused: SENDING_PAUSED_REASON },
+      now,
+    },
   );
   if (claimed.length < slots.length) await recordSettledEvents(env, slots, now);
   return claimed;
@@ -80,9 +85,9 @@ async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boo
 /**
  * Webhook events for mail the claim settled: email.suppressed (the recipient
  * unsubscribed or got suppressed after the email was written) and email.failed
- * (project disabled), each only for an email this claim failed (failed_at is
- * the claim's time). Only looked for when the claim took fewer emails than it
- * was given; a statement of its own right after the claim, so an invocation
+ * (project disabled, or its sending paused), each only for an email this claim
+ * failed (failed_at is the claim's time). Only looked for when the claim took
+ * fewer emails than it was given; a statement of its own right after the claim, so an invocation
  * dying in between loses these events (the emails' FAILED status stays).
  */
 async function recordSettledEvents(env: Env, slots: Slot[], now: number) {
@@ -102,6 +107,14 @@ async function recordSettledEvents(env: Env, slots: Slot[], now: number) {
       when: "set:failed_at",
       error: PROJECT_DISABLED_REASON,
       extra: { reason: PROJECT_DISABLED_REASON },
+    },
+    {
+      id: newId(),
+      emailId: body.emailId,
+      type: "email.failed",
+      when: "set:failed_at",
+      error: SENDING_PAUSED_REASON,
+      extra: { reason: SENDING_PAUSED_REASON },
     },
   ]);
   const { results } = await recordEmailWebhookEvents(env.DB, items, new Date(now)).all<Record<string, unknown>>();
