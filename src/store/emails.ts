@@ -323,7 +323,7 @@ export async function claimEmails(
 
 /** What happened to one claimed email. */
 export type Outcome =
-  | { emailId: string; status: "SENT"; providerMessageId: string }
+  | { emailId: string; status: "SENT"; providerMessageId: string | null }
   | { emailId: string; status: "FAILED"; error: string }
   | { emailId: string; status: "QUEUED"; error: string };
 
@@ -347,7 +347,7 @@ export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], now
       .prepare(RECORD_OUTCOMES_SQL)
       .bind(
         now,
-        JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId : null, o.status === "SENT" ? null : o.error])),
+        JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId || null : null, o.status === "SENT" ? null : o.error])),
       ),
   );
 }
