@@ -201,7 +201,11 @@ export type ClaimedEmail = Pick<
   | "marketing"
   | "hasAttachments"
   | "tracked"
-> & { trackingEnabled: boolean };
+> & {
+  trackingEnabled: boolean;
+  /** Characters of its HTML and headers JSON (length(), computed by the claim, which rewrites the row anyway). */
+  bodyChars: number;
+};
 
 /**
  * The claim: `m` decides once per email whether it is settled instead of sent
@@ -232,7 +236,8 @@ const CLAIM_SQL = `UPDATE emails SET
   WHERE emails.id = m.id AND +emails.status = 'QUEUED'
   RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
     emails.to_name, emails.reply_to, emails.subject, emails.message_id, emails.marketing,
-    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id)`;
+    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id),
+    length(emails.html) + length(emails.headers)`;
 
 type ClaimRow = [
   status: string,
@@ -250,6 +255,7 @@ type ClaimRow = [
   hasAttachments: number,
   tracked: number,
   trackingEnabled: number | null,
+  bodyChars: number,
 ];
 
 const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
@@ -267,6 +273,7 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
   hasAttachments: row[12] === 1,
   tracked: row[13] === 1,
   trackingEnabled: row[14] === 1,
+  bodyChars: row[15],
 });
 
 /** A claimed email's HTML and custom headers (the claim returns neither). */

@@ -31,7 +31,7 @@ async function statementsFor(s: Setup, messages = s.queue.take().map((m) => m.bo
 }
 
 describe("the send consumer works per batch, not per email", () => {
-  it("a batch costs one claim, one read of the bodies per BODIES_PER_READ emails and one write of every outcome (with its webhook events)", async () => {
+  it("a batch costs one claim, one read of the bodies per BODIES_PER_READ (small) emails and one write of every outcome (with its webhook events)", async () => {
     const one = await sendingSetup({ DB: countingD1(env.DB) });
     await sendTo(one, ["solo@example.com"]);
     const single = await statementsFor(one);

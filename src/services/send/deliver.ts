@@ -20,7 +20,7 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_P
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
  * - one claim statement (1 D1 round trip), which returns no HTML or headers,
- * - one read of the bodies per BODIES_PER_READ emails, made as the send lanes reach them,
+ * - one read of the bodies per group (BODIES_PER_READ emails, BODY_CHARS_PER_READ), made as the send lanes reach it,
  * - one Durable Object call per project in the batch (sending-rate tokens),
  * - N provider calls, at most PROVIDER_CONCURRENCY at a time (or the provider's
  *   own maxConcurrency; one at a time for mail with attachments),
@@ -38,12 +38,15 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_P
  */
 export const PROVIDER_CONCURRENCY = 6;
 /**
- * Emails whose HTML and headers one statement reads. Bodies are read a group at
- * a time as the lanes reach it (and the next group ahead of them), so an
- * invocation holds at most three groups' bodies, never the whole batch's
- * (up to 100 emails of up to 1 MB of HTML each).
+ * Emails whose HTML and headers one statement reads: at most this many, and
+ * at most BODY_CHARS_PER_READ characters together (an email larger than that
+ * is read alone). Bodies are read a group at a time as the lanes reach it (and
+ * the next group ahead of them), so an invocation holds the bodies of the
+ * groups its lanes are in plus one, never the whole batch's (up to 100 emails
+ * of up to 1 MB of HTML each). The claim tells each body's size.
  */
-export const BODIES_PER_READ = PROVIDER_CONCURRENCY;
+export const BODIES_PER_READ = 25;
+export const BODY_CHARS_PER_READ = 1_048_576;
 /** When the sending-rate bucket cannot be reached, claimed mail waits this long and tries again. */
 const LIMITER_UNAVAILABLE_RETRY_MS = 5_000;
 
@@ -162,16 +165,34 @@ async function composeMessage(
   };
 }
 
+/** The emails in groups, in order: at most `maxEmails` and `maxChars` of bodies each (one larger email alone). */
+function bodyGroups(emails: readonly ClaimedEmail[], maxEmails: number, maxChars: number): ClaimedEmail[][] {
+  const groups: ClaimedEmail[][] = [];
+  let chars = 0;
+  for (const email of emails) {
+    const last = groups[groups.length - 1];
+    if (last && last.length < maxEmails && chars + email.bodyChars <= maxChars) {
+      last.push(email);
+      chars += email.bodyChars;
+    } else {
+      groups.push([email]);
+      chars = email.bodyChars;
+    }
+  }
+  return groups;
+}
+
 /** Hands out each email's body once: the first lane to reach a group reads it in one statement and starts reading the next group. */
-function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], groupSize: number) {
-  const position = new Map(emails.map((email, i) => [email.id, i]));
+function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], maxEmails: number, maxChars = BODY_CHARS_PER_READ) {
+  const members = bodyGroups(emails, maxEmails, maxChars);
+  const groupOf = new Map(members.flatMap((group, g) => group.map((email) => [email.id, g] as const)));
   const groups = new Map<number, Promise<Map<string, EmailBody>>>();
   const group = (g: number) => {
     let read = groups.get(g);
     if (!read) {
       read = readEmailBodies(
         d1,
-        emails.slice(g * groupSize, (g + 1) * groupSize).map((email) => email.id),
+        members[g].map((email) => email.id),
       );
       // Read ahead of the lanes: nobody may await it yet, so a failure is handled where it is awaited.
       read.catch(() => {});
@@ -180,8 +201,8 @@ function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], groupSize: 
     return read;
   };
   return async (email: ClaimedEmail): Promise<EmailBody | undefined> => {
-    const g = Math.floor((position.get(email.id) ?? 0) / groupSize);
-    if ((g + 1) * groupSize < emails.length) void group(g + 1);
+    const g = groupOf.get(email.id) ?? 0;
+    if (g + 1 < members.length) void group(g + 1);
     const bodies = await group(g);
     const body = bodies.get(email.id);
     bodies.delete(email.id);
