@@ -2285,7 +2285,7 @@ export interface paths {
         put?: never;
         /**
          * Track an event
-         * @description Records a custom event for a contact, creating the contact (subscribed unless `subscribed` says otherwise) or updating it. `data` is stored on the event and, with a secret key, merged into the contact's data like POST /contacts (a null value removes that key from the contact); a value `{value, persistent: false}` is stored on the event only, as on /v1/send. Accepts a public key (pk_...) as well as a secret key, and answers CORS (preflight included) for any origin, so browser pages can call it. A public key sits in browser JavaScript, so what it may do is limited: it never changes an existing contact (`subscribed` and `data` are ignored for it; the event still keeps its `data`), a contact it creates has no data, and its requests count in a rate-limit bucket of their own, separate from the secret key's. The contact and the event are written atomically.
+         * @description Records a custom event for a contact, creating the contact (subscribed unless `subscribed` says otherwise) or updating it. `data` is stored on the event and, with a secret key, merged into the contact's data like POST /contacts (a null value removes that key from the contact); a value `{value, persistent: false}` is stored on the event only, as on /v1/send. Accepts a public key (pk_...) as well as a secret key, and answers CORS (preflight included) for any origin, so browser pages can call it. A public key sits in browser JavaScript, so what it may do is limited: it never changes an existing contact (`subscribed` and `data` are ignored for it; the event still keeps its `data`), a contact it creates has no data, and its requests count in a rate-limit bucket of their own, separate from the secret key's; its `data` is at most 2,048 characters as JSON (422 naming `data`). Each event records which kind of key sent it (`source` in GET /events). The contact and the event are written atomically.
          */
         post: {
             parameters: {
@@ -2687,7 +2687,7 @@ export interface paths {
          * Send transactional email
          * @description Accepts the email, stores one email record per recipient and queues it; nothing is sent inside the request.
          *
-         *     Each recipient's contact is created or updated (new contacts are unsubscribed unless `subscribed: true`).
+         *     Each recipient's contact is created or its data updated (new contacts are unsubscribed unless `subscribed: true`; `subscribed` never changes an existing contact's subscription).
          *
          *     With `template`, the template's subject, body, from and reply-to are used and request fields override them.
          *
@@ -3262,6 +3262,8 @@ export interface paths {
          *     WAIT_FOR_EVENT resumes when the contact's event with that name is tracked after the wait began; CONDITION evaluates the condition language on the contact as it is at that moment; WEBHOOK posts the rendered body signed with the workflow's secret (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with back-off, and the execution is FAILED after the last retry.
          *
          *     `allowReentry: false` (default): a contact with any execution of this workflow, running or finished, never starts another. `true`: a contact can walk it again, but never has two running at a time.
+         *
+         *     `allowPublicEvents: false` (default): events recorded with a public key (pk_) neither start the workflow nor resume its waits; set it to true to let a browser page drive it.
          */
         post: {
             parameters: {
@@ -3578,6 +3580,8 @@ export interface paths {
          *     WAIT_FOR_EVENT resumes when the contact's event with that name is tracked after the wait began; CONDITION evaluates the condition language on the contact as it is at that moment; WEBHOOK posts the rendered body signed with the workflow's secret (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with back-off, and the execution is FAILED after the last retry.
          *
          *     `allowReentry: false` (default): a contact with any execution of this workflow, running or finished, never starts another. `true`: a contact can walk it again, but never has two running at a time.
+         *
+         *     `allowPublicEvents: false` (default): events recorded with a public key (pk_) neither start the workflow nor resume its waits; set it to true to let a browser page drive it.
          */
         patch: {
             parameters: {
@@ -3913,6 +3917,228 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/project/sending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sending status (reputation breaker)
+         * @description The reputation breaker protects the shared sending account: every minute it pauses a project whose permanent-bounce rate is above REPUTATION_MAX_BOUNCE_RATE (default 5 %) or whose complaint rate is above REPUTATION_MAX_COMPLAINT_RATE (default 0.1 %) over the last REPUTATION_WINDOW_DAYS (default 7) UTC days, once it has sent at least REPUTATION_MIN_SENT (default 500) emails in them. While paused, /v1/send, POST /campaigns/{id}/send and /campaigns/{id}/test are 403 SENDING_PAUSED, mail already queued fails (error says why, email.failed webhook event) and workflow SEND_EMAIL steps are skipped; everything else works.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Whether sending is paused, why, and the window's counts */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SendingStatus"];
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key used where a secret key is needed, or the project is disabled */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/project/sending/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume sending after a reputation pause
+         * @description Resumes a paused project and starts a fresh window (its counts start again from zero). The owner may do this once per window: a second resume within REPUTATION_WINDOW_DAYS of the last is 403 SENDING_PAUSED, and only the operator can resume it (`npm run project -- resume <id>`). A project that is not paused is left as it is (200 with its status).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The status after the resume */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SendingStatus"];
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key, disabled project, or SENDING_PAUSED: already resumed through the API within the window */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -6934,11 +7160,11 @@ export interface components {
             success: false;
             error: {
                 /**
-                 * @description The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota)
+                 * @description The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota). SENDING_PAUSED (403): the project's bounce or complaint rate passed the reputation limit, so /v1/send and campaign sends are refused until the project is resumed (GET /project/sending says why)
                  * @example VALIDATION_ERROR
                  * @enum {string}
                  */
-                code: "BAD_REQUEST" | "INVALID_JSON" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_STATE" | "UNAUTHORIZED" | "FORBIDDEN" | "PROJECT_DISABLED" | "DOMAIN_NOT_VERIFIED" | "QUOTA_EXCEEDED" | "NOT_FOUND" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+                code: "BAD_REQUEST" | "INVALID_JSON" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_STATE" | "UNAUTHORIZED" | "FORBIDDEN" | "PROJECT_DISABLED" | "DOMAIN_NOT_VERIFIED" | "QUOTA_EXCEEDED" | "SENDING_PAUSED" | "NOT_FOUND" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                 message: string;
                 statusCode: number;
                 requestId: string;
@@ -7152,6 +7378,11 @@ export interface components {
             };
             /** @description The email this event belongs to, for events recorded by sends */
             emailId: string | null;
+            /**
+             * @description Who recorded it: `secret` (a secret key), `public` (a public key, pk_: anyone with the page), `system` (the service: sends, opens, unsubscribes)
+             * @enum {string}
+             */
+            source: "secret" | "public" | "system";
             /** Format: date-time */
             createdAt: string;
         };
@@ -7206,6 +7437,7 @@ export interface components {
             enabled: boolean;
             trigger: components["schemas"]["WorkflowTrigger"];
             allowReentry: boolean;
+            allowPublicEvents: boolean;
             steps: components["schemas"]["WorkflowStep"][];
             version: number;
             /** @description Executions by status */
@@ -7458,6 +7690,8 @@ export interface components {
             eventName?: string;
             /** @description false (default): a contact walks the workflow once, ever. true: again, but never two executions at a time. */
             allowReentry?: boolean;
+            /** @description false (default): events recorded with a public key (pk_, /v1/track from a browser) neither start this workflow nor resume its WAIT_FOR_EVENT steps; only secret-key and service events do. true: they do too. */
+            allowPublicEvents?: boolean;
             /** @default [] */
             steps: components["schemas"]["WorkflowStep"][];
         };
@@ -7468,6 +7702,7 @@ export interface components {
             trigger?: components["schemas"]["WorkflowTrigger"];
             eventName?: string;
             allowReentry?: boolean;
+            allowPublicEvents?: boolean;
             steps?: components["schemas"]["WorkflowStep"][];
         };
         WorkflowExecution: {
@@ -7496,6 +7731,30 @@ export interface components {
             startedAt: string;
             /** Format: date-time */
             finishedAt: string | null;
+        };
+        SendingStatus: {
+            /** @description True while the reputation breaker has paused sending: /v1/send and campaign sends are 403 SENDING_PAUSED */
+            paused: boolean;
+            /** Format: date-time */
+            pausedAt: string | null;
+            /** @example Bounce rate 6.20% (31 of 500 emails sent) over the last 7 days is above the 5% limit */
+            reason: string | null;
+            /** @description Counts of the current window (UTC days, today included); a resume starts a fresh window */
+            window: {
+                days: number;
+                sent: number;
+                /** @description Permanent bounces */
+                bounced: number;
+                complained: number;
+            };
+            limits: {
+                /** @description Emails sent in the window before the rates are judged */
+                minSent: number;
+                /** @example 0.05 */
+                maxBounceRate: number;
+                /** @example 0.001 */
+                maxComplaintRate: number;
+            };
         };
         Segment: {
             id: string;
