@@ -6,6 +6,7 @@
  *   create <name>        create a project with one sk_ and one pk_ key (printed once)
  *   disable <id>         a disabled project gets 403 on every endpoint
  *   enable <id>
+ *   resume <id>          resume sending after the reputation breaker paused it (fresh window)
  *   rotate-keys <id>     revoke every key of the project and print new ones
  *   tracking <id> on|off open and click tracking for the project's mail (on by default)
  *   list                 list projects
@@ -37,6 +38,7 @@ import {
   buildCancelProjectExecutions,
   buildKeyRotation,
   buildProjectCreation,
+  buildResumeSending,
   buildSetProjectDisabled,
   buildSetProjectTracking,
 } from "../src/services/projects";
@@ -170,6 +172,13 @@ async function main() {
       else console.log(`Project ${id} ${command}d`);
       break;
     }
+    case "resume": {
+      const id = requireProject(rest[0]);
+      execute([...buildResumeSending(db, id)]);
+      if (json) process.stdout.write(`${JSON.stringify({ id, sendingPaused: false })}\n`);
+      else console.log(`Sending resumed for project ${id}`);
+      break;
+    }
     case "rotate-keys": {
       const id = requireProject(rest[0]);
       const rotation = await buildKeyRotation(db, id);
@@ -186,9 +195,11 @@ async function main() {
       break;
     }
     case "list": {
-      const rows = select<{ id: string; name: string; disabled: number }>("SELECT id, name, disabled FROM projects ORDER BY id");
+      const rows = select<{ id: string; name: string; disabled: number; paused: string | null }>(
+        "SELECT id, name, disabled, sending_paused_reason AS paused FROM projects ORDER BY id",
+      );
       if (json) process.stdout.write(`${JSON.stringify(rows.map((r) => ({ ...r, disabled: !!r.disabled })))}\n`);
-      else for (const r of rows) console.log(`${r.id}  ${r.name}${r.disabled ? "  (disabled)" : ""}`);
+      else for (const r of rows) console.log(`${r.id}  ${r.name}${r.disabled ? "  (disabled)" : ""}${r.paused ? `  (sending paused: ${r.paused})` : ""}`);
       break;
     }
     case "ensure-dev": {
@@ -227,7 +238,7 @@ async function main() {
     }
     default:
       fail(
-        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | rotate-keys <id> | tracking <id> on|off | list | import <id> <file.csv> | export <id>> [--json] [--remote | --persist-to <dir>]",
+        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | resume <id> | rotate-keys <id> | tracking <id> on|off | list | import <id> <file.csv> | export <id>> [--json] [--remote | --persist-to <dir>]",
       );
   }
 }

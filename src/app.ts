@@ -3,7 +3,7 @@ import { cors } from "hono/cors";
 import { ApiError, handleError, handleNotFound } from "./lib/errors";
 import { guardError } from "./store/guards";
 import { createRouter } from "./lib/router";
-import { authenticate } from "./middleware/auth";
+import { authenticate, refuseWhileSendingPaused } from "./middleware/auth";
 import { ApiRateLeases, rateLimit } from "./middleware/rate-limit";
 import { Caches, type Clock } from "./lib/caches";
 import { requestId } from "./middleware/request-id";
@@ -130,6 +130,9 @@ export function createApp(options: AppOptions = {}) {
   );
   app.use("/v1/track", authenticate({ allowPublic: true, lookup }), limitRate);
   for (const path of SECRET_KEY_PATHS) app.use(path, authenticate({ lookup }), limitRate);
+  // Sending routes of a project the reputation breaker paused: 403 SENDING_PAUSED (after auth, from its project row).
+  app.use("/campaigns/:id/send", refuseWhileSendingPaused);
+  app.use("/campaigns/:id/test", refuseWhileSendingPaused);
   // /webhooks needs a secret key, except the SNS feedback endpoint beside it (SNS-signed, no key).
   const webhookAuth = authenticate({ lookup });
   app.use("/webhooks/*", async (c, next) => {
@@ -139,7 +142,7 @@ export function createApp(options: AppOptions = {}) {
     });
   });
   // /v1/send reads (template, domain, suppressions, contacts) while the limiter answers; it writes only once allowed.
-  app.use("/v1/send", authenticate({ lookup }), rateLimit(caches.now, { deferred: true, leases }), sendShape);
+  app.use("/v1/send", authenticate({ lookup }), refuseWhileSendingPaused, rateLimit(caches.now, { deferred: true, leases }), sendShape);
 
   app.route("/", healthRouter);
   // Before /contacts/{id}, which would take /contacts/imports and /contacts/export.
@@ -153,10 +156,10 @@ export function createApp(options: AppOptions = {}) {
   app.route("/", sendRouter);
   app.route("/", emailsRouter);
   app.route("/", workflowsRouter);
+  app.route("/", projectRouter);
   app.route("/", segmentsRouter);
   app.route("/", campaignsRouter);
   app.route("/", webhooksRouter);
-  app.route("/", projectRouter);
   app.route("/", devOutboxRouter);
   // No API key: signed links (tracking, unsubscribe) and SNS-signed webhooks.
   app.route("/", trackingLinksRouter);

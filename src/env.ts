@@ -112,6 +112,8 @@ export interface AuthContext {
   keyKind: "secret" | "public";
   /** The project's double opt-in, as the key lookup saw it (cached like the key: KEY_CACHE_TTL_MS). */
   doubleOptIn?: boolean;
+  /** Why the project's sending is paused (reputation breaker), or null. */
+  sendingPaused: string | null;
 }
 
 export interface AppBindings {

@@ -7,6 +7,7 @@ import { sweepStuckEmails } from "./services/send/sweep";
 import { reconcileUsageCounters, runRetention } from "./services/retention";
 import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 import { runWebhookJobs } from "./services/webhooks/outbox";
+import { runReputationCheck } from "./services/reputation";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]). */
 export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
@@ -27,6 +28,8 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   workflowTriggers: (env) => dispatchAllWorkflowTriggers(env),
   // Webhook events and deliveries whose hand-over or message was lost.
   webhooks: (env, now) => runWebhookJobs(env, now),
+  // Pauses projects whose bounce or complaint rate passed the limit (one statement over the window's counters).
+  reputation: (env, now) => runReputationCheck(env, now),
 };
 
 /** Runs every scheduled job for this tick; `now` is the tick's scheduled time. */

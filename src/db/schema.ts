@@ -24,6 +24,15 @@ export const projects = sqliteTable("projects", {
    * contact data, templates, campaigns and workflow versions.
    */
   storedBytes: integer("stored_bytes").notNull().default(0),
+  /**
+   * Set by the reputation breaker (src/services/reputation.ts) when the
+   * project's bounce or complaint rate passed its threshold: the project sends
+   * nothing (403 SENDING_PAUSED, queued mail FAILED) until it is resumed.
+   */
+  sendingPausedAt: timestamp("sending_paused_at"),
+  sendingPausedReason: text("sending_paused_reason"),
+  /** The owner's last resume through the API (once per reputation window; the operator's CLI resume is not limited). */
+  sendingResumedAt: timestamp("sending_resumed_at"),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });
@@ -581,6 +590,27 @@ export const projectDailyUsage = sqliteTable(
     publicEvents: integer("public_events").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.day] }), index("project_daily_usage_day_idx").on(t.day)],
+);
+
+/**
+ * Per project and UTC day (day = timestamp / 86,400,000): emails handed to the
+ * provider (sent_at set), permanent bounces (bounced_at set) and complaints
+ * (complained_at set), each counted on the day it happened. Kept by D1 triggers
+ * on emails (migration 0021) whatever path writes; read and pruned by the
+ * reputation breaker, cleared for a project when it is resumed.
+ */
+export const projectReputation = sqliteTable(
+  "project_reputation",
+  {
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    day: integer("day").notNull(),
+    sent: integer("sent").notNull().default(0),
+    bounced: integer("bounced").notNull().default(0),
+    complained: integer("complained").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.day] }), index("project_reputation_day_idx").on(t.day)],
 );
 
 export const IMPORT_STATUSES = ["PENDING", "PROCESSING", "COMPLETED", "FAILED"] as const;

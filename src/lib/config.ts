@@ -97,6 +97,16 @@ const ConfigSchema = z.object({
   WEBHOOK_ENDPOINTS_PER_PROJECT: positive(20, { integer: true }),
   /** Webhook delivery attempts per project per minute; more wait for the next minute. */
   WEBHOOK_DELIVERIES_PER_MINUTE: positive(6000, { integer: true }),
+  // The reputation breaker (src/services/reputation.ts, docs/hardening-notes.md): a project whose
+  // rates over the window pass a threshold, with at least the minimum volume sent, stops sending.
+  /** Days (UTC, today included) the bounce and complaint rates are measured over. */
+  REPUTATION_WINDOW_DAYS: positive(7, { integer: true, max: 30 }),
+  /** Emails sent in the window before the rates are judged at all. */
+  REPUTATION_MIN_SENT: positive(500, { integer: true }),
+  /** Permanent bounces per email sent above which the project is paused (0.05 = 5 %). */
+  REPUTATION_MAX_BOUNCE_RATE: positive(0.05, { max: 1 }),
+  /** Complaints per email sent above which the project is paused (0.001 = 0.1 %). */
+  REPUTATION_MAX_COMPLAINT_RATE: positive(0.001, { max: 1 }),
   /** "1" (development only): count D1 statements for the bench. */
   BENCH_COUNT_D1: z.preprocess((raw) => raw === "1", z.boolean()).catch(false),
 });

@@ -27,6 +27,8 @@ export const ERROR_STATUS = {
   PROJECT_DISABLED: 403,
   DOMAIN_NOT_VERIFIED: 403,
   QUOTA_EXCEEDED: 403,
+  /** The reputation breaker paused the project's sending (bounce or complaint rate); reading and other writes still work. */
+  SENDING_PAUSED: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
@@ -85,9 +87,11 @@ export const ErrorEnvelopeSchema = z
   .object({
     success: z.literal(false),
     error: z.object({
-      code: z
-        .enum(ERROR_CODES)
-        .openapi({ example: "VALIDATION_ERROR", description: "The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota)" }),
+      code: z.enum(ERROR_CODES).openapi({
+        example: "VALIDATION_ERROR",
+        description:
+          "The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota). SENDING_PAUSED (403): the project's bounce or complaint rate passed the reputation limit, so /v1/send and campaign sends are refused until the project is resumed (GET /project/sending says why)",
+      }),
       message: z.string(),
       statusCode: z.number().int(),
       requestId: z.string(),

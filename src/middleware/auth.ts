@@ -4,6 +4,7 @@ import type { AppBindings } from "../env";
 import { assertClientWithinLimit } from "../lib/client-limit";
 import { ApiError } from "../lib/errors";
 import { cachedKeyLookup, isWellFormedKey, type KeyLookup } from "../services/api-keys";
+import { sendingPausedError } from "../services/reputation";
 
 /**
  * Resolves `Authorization: Bearer <key>` to a project.
@@ -36,7 +37,18 @@ export const authenticate = (options: { allowPublic?: boolean; lookup?: KeyLooku
         suggestion: "Use a secret key (sk_) from your server for this endpoint.",
       });
     }
-    c.set("auth", { projectId: owner.projectId, keyKind: owner.kind, doubleOptIn: owner.doubleOptIn });
+    c.set("auth", { projectId: owner.projectId, keyKind: owner.kind, doubleOptIn: owner.doubleOptIn, sendingPaused: owner.sendingPaused });
     await next();
   });
 };
+
+/**
+ * After `authenticate`, on the routes that send mail (/v1/send, campaign sends
+ * and test sends): 403 SENDING_PAUSED while the reputation breaker has paused
+ * the project. Read from the key lookup's project row: no extra D1 round trip.
+ */
+export const refuseWhileSendingPaused = createMiddleware<AppBindings>(async (c, next) => {
+  const { sendingPaused } = c.get("auth");
+  if (sendingPaused !== null) throw sendingPausedError(sendingPaused);
+  await next();
+});

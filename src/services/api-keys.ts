@@ -3,7 +3,7 @@ import { TtlCache } from "../lib/ttl-cache";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { apiKeys, projects } from "../db/schema";
-import { randomHex, sha256Hex, timingSafeEqual } from "../lib/crypto";
+import { randomHex, sha256Hex, timingSafeEqual, toHex } from "../lib/crypto";
 
 export type KeyKind = "secret" | "public";
 
@@ -33,6 +33,8 @@ export interface KeyOwner {
   projectDisabled: boolean;
   /** The project's double opt-in setting (a pk_ /v1/track reads its template only when on). */
   doubleOptIn: boolean;
+  /** The reputation breaker's reason while the project's sending is paused, else null. */
+  sendingPaused: string | null;
 }
 
 /**
@@ -49,6 +51,8 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
       keyHash: apiKeys.keyHash,
       disabled: projects.disabled,
       doubleOptIn: projects.doubleOptIn,
+      pausedAt: projects.sendingPausedAt,
+      pausedReason: projects.sendingPausedReason,
     })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
@@ -57,26 +61,47 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
   const row = rows[0];
   if (!row || !timingSafeEqual(row.keyHash, hash)) return null;
   if (!key.startsWith(PREFIX[row.kind])) return null;
-  return { projectId: row.projectId, kind: row.kind, projectDisabled: row.disabled, doubleOptIn: row.doubleOptIn };
+  return {
+    projectId: row.projectId,
+    kind: row.kind,
+    projectDisabled: row.disabled,
+    doubleOptIn: row.doubleOptIn,
+    sendingPaused: row.pausedAt ? (row.pausedReason ?? "bounce or complaint rate too high") : null,
+  };
 }
 
 /**
  * How long a key lookup is reused in an isolate: a rotated (revoked) key, a
- * disabled or re-enabled project, takes effect within this time (plus the
+ * disabled or re-enabled project, a paused or resumed one, takes effect within this time (plus the
  * duration of the lookup itself). docs/security.md states the bound.
  */
 export const KEY_CACHE_TTL_MS = 5_000;
 /** Keys remembered per isolate, known and unknown ones each (least recently used dropped first). */
 export const KEY_CACHE_MAX_ENTRIES = 1_000;
 
+/** A random HMAC key made once per isolate, never stored anywhere. */
+let cacheKeySecret: Promise<CryptoKey> | undefined;
+
+/**
+ * What the key caches are keyed by: HMAC-SHA-256 of the key under the
+ * isolate's random secret, so no usable API key stays in the isolate's memory
+ * after its request (expired entries linger until evicted). About a
+ * microsecond per request; only the isolate can compute it.
+ */
+async function cacheKeyOf(key: string): Promise<string> {
+  cacheKeySecret ??= crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256" }, false, ["sign"]) as Promise<CryptoKey>;
+  return toHex(await crypto.subtle.sign("HMAC", await cacheKeySecret, new TextEncoder().encode(key)));
+}
+
 /** `beforeQuery` runs before a key that no cache knows is looked up in D1 (and may throw to refuse it). */
 export type KeyLookup = (db: Database, key: string, beforeQuery?: () => Promise<void>) => Promise<KeyOwner | null>;
 
 /**
  * findKeyOwner behind a short-lived in-isolate cache of key -> owner, so a
- * warm isolate authenticates without a D1 round trip and without hashing the
- * key (the SHA-256 is only needed to look it up in D1, which stores hashes
- * only; the cache lives in the isolate's memory, as the request itself does). Unknown keys are cached
+ * warm isolate authenticates without a D1 round trip (the SHA-256 is only
+ * needed to look it up in D1, which stores hashes only). The caches are keyed
+ * by an HMAC of the key under a per-isolate secret (cacheKeyOf), never by the
+ * key itself. Unknown keys are cached
  * too, in a cache of their own, so a client repeating a bad key costs one
  * lookup per TTL and a flood of distinct bad keys can only evict other unknown
  * keys, never the known ones. Each request looks an uncached key up itself:
@@ -88,13 +113,14 @@ export function cachedKeyLookup(now: Clock = systemClock): KeyLookup {
   const known = new TtlCache<string, KeyOwner>(options);
   const unknown = new TtlCache<string, true>(options);
   return async (db, key, beforeQuery) => {
-    const hit = known.get(key);
+    const cacheKey = await cacheKeyOf(key);
+    const hit = known.get(cacheKey);
     if (hit) return hit;
-    if (unknown.get(key)) return null;
+    if (unknown.get(cacheKey)) return null;
     await beforeQuery?.();
     const owner = await findKeyOwner(db, key);
-    if (owner) known.set(key, owner);
-    else unknown.set(key, true);
+    if (owner) known.set(cacheKey, owner);
+    else unknown.set(cacheKey, true);
     return owner;
   };
 }

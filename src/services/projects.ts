@@ -1,6 +1,6 @@
 import { and, eq, inArray, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { apiKeys, projects, workflowExecutions, workflows } from "../db/schema";
+import { apiKeys, projectReputation, projects, workflowExecutions, workflows } from "../db/schema";
 import { newId } from "../lib/ids";
 import { generateApiKey, type GeneratedKey } from "./api-keys";
 
@@ -85,4 +85,17 @@ export async function createProject(db: Database, name: string) {
   const creation = await buildProjectCreation(db, name);
   await db.batch(creation.queries);
   return { id: creation.project.id, name, secretKey: creation.secretKey, publicKey: creation.publicKey };
+}
+
+/**
+ * The operator's resume of a project the reputation breaker paused
+ * (`npm run project -- resume <id>`): sending works again with a fresh window
+ * (the project's reputation counters are cleared). Not limited, unlike the
+ * owner's POST /project/sending/resume.
+ */
+export function buildResumeSending(db: Database, projectId: string) {
+  return [
+    db.update(projects).set({ sendingPausedAt: null, sendingPausedReason: null, updatedAt: new Date() }).where(eq(projects.id, projectId)),
+    db.delete(projectReputation).where(eq(projectReputation.projectId, projectId)),
+  ] as const;
 }

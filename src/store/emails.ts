@@ -178,19 +178,22 @@ export type ClaimedEmail = Pick<
   | "toName"
   | "replyTo"
   | "subject"
-  | "html"
-  | "headers"
   | "messageId"
   | "marketing"
   | "hasAttachments"
   | "tracked"
-> & { trackingEnabled: boolean };
+> & {
+  trackingEnabled: boolean;
+  /** Characters of its HTML and headers JSON (length(), computed by the claim, which rewrites the row anyway). */
+  bodyChars: number;
+};
 
 /**
  * The claim: `m` decides once per email whether it is settled instead of sent
- * (?3 / ?4 the reasons; ?5 turns the audience check on for bulk mail), the
- * UPDATE applies it only to emails still QUEUED, and RETURNING hands back what
- * composing needs as arrays (`raw()`, in ClaimRow order). `+status`: the
+ * (?3 / ?4 / ?6 the reasons; ?5 turns the audience check on for bulk mail), the
+ * UPDATE applies it only to emails still QUEUED, and RETURNING hands back the
+ * small columns composing needs as arrays (`raw()`, in ClaimRow order); the
+ * HTML and headers are read later, a few emails at a time (readEmailBodies). `+status`: the
  * emails are found by id from the JSON rows, not by walking the status index.
  */
 const CLAIM_SQL = `UPDATE emails SET
@@ -203,6 +206,7 @@ const CLAIM_SQL = `UPDATE emails SET
   FROM (SELECT e.id AS id,
           CASE
             WHEN NOT EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.disabled = 0) THEN ?3
+            WHEN EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.sending_paused_at IS NOT NULL) THEN ?6
             WHEN ?5 = 1 AND e.bulk = 1 AND (
               NOT EXISTS (SELECT 1 FROM contacts AS c WHERE c.id = e.contact_id AND c.subscribed = 1)
               OR EXISTS (SELECT 1 FROM suppressions AS s WHERE s.project_id = e.project_id AND s.email = e.to_address)) THEN ?4
@@ -212,8 +216,9 @@ const CLAIM_SQL = `UPDATE emails SET
         WHERE +e.status = 'QUEUED') AS m
   WHERE emails.id = m.id AND +emails.status = 'QUEUED'
   RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
-    emails.to_name, emails.reply_to, emails.subject, emails.html, emails.headers, emails.message_id, emails.marketing,
-    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id)`;
+    emails.to_name, emails.reply_to, emails.subject, emails.message_id, emails.marketing,
+    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id),
+    length(emails.html) + length(emails.headers)`;
 
 type ClaimRow = [
   status: string,
@@ -226,13 +231,12 @@ type ClaimRow = [
   toName: string | null,
   replyTo: string | null,
   subject: string,
-  html: string,
-  headers: string,
   messageId: string,
   marketing: number,
   hasAttachments: number,
   tracked: number,
   trackingEnabled: number | null,
+  bodyChars: number,
 ];
 
 const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
@@ -245,20 +249,37 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
   toName: row[7],
   replyTo: row[8],
   subject: row[9],
-  html: row[10],
-  headers: JSON.parse(row[11]) as Record<string, string>,
-  messageId: row[12],
-  marketing: row[13] === 1,
-  hasAttachments: row[14] === 1,
-  tracked: row[15] === 1,
-  trackingEnabled: row[16] === 1,
+  messageId: row[10],
+  marketing: row[11] === 1,
+  hasAttachments: row[12] === 1,
+  tracked: row[13] === 1,
+  trackingEnabled: row[14] === 1,
+  bodyChars: row[15],
 });
+
+/** A claimed email's HTML and custom headers (the claim returns neither). */
+export interface EmailBody {
+  html: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * The bodies of a few claimed emails, read in one statement just before they
+ * are composed, so a batch holds only the bodies its send lanes are about to
+ * use. An email whose row is gone is missing from the map.
+ */
+export async function readEmailBodies(d1: D1Database, emailIds: readonly string[]): Promise<Map<string, EmailBody>> {
+  const { results } = await d1.prepare(EMAIL_BODIES_SQL).bind(JSON.stringify(emailIds)).all<{ id: string; html: string; headers: string }>();
+  return new Map(results.map((row) => [row.id, { html: row.html, headers: JSON.parse(row.headers) as Record<string, string> }]));
+}
+const EMAIL_BODIES_SQL = "SELECT id, html, headers FROM emails WHERE id IN (SELECT value FROM json_each(?1))";
 
 /**
  * Claims these emails (each with its project) in one statement per chunk:
  * only one invocation moves an email from QUEUED to SENDING. Mail that must
  * not go out is settled as FAILED with `reasons.disabled` (its project is
- * disabled or gone) or, with `checkAudience`, `reasons.lapsed` (bulk mail whose
+ * disabled or gone), `reasons.paused` (the reputation breaker paused its
+ * project's sending) or, with `checkAudience`, `reasons.lapsed` (bulk mail whose
  * contact unsubscribed, was deleted or got suppressed). `alongside` runs after
  * the claim in the same batch (one transaction, e.g. the webhook events of the
  * mail it settles); returns what was claimed and the results of `alongside`.
@@ -266,13 +287,20 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
 export async function claimEmails(
   d1: D1Database,
   refs: readonly { emailId: string; projectId: string }[],
-  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string }; now?: number; alongside?: D1PreparedStatement[] },
+  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string; paused: string }; now?: number; alongside?: D1PreparedStatement[] },
 ): Promise<{ claimed: ClaimedEmail[]; alongside: Record<string, unknown>[][] }> {
   const now = options.now ?? Date.now();
   const claims = chunks(refs, IDS_PER_JSON_STATEMENT).map((chunk) =>
     d1
       .prepare(CLAIM_SQL)
-      .bind(now, JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])), options.reasons.disabled, options.reasons.lapsed, options.checkAudience ? 1 : 0),
+      .bind(
+        now,
+        JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])),
+        options.reasons.disabled,
+        options.reasons.lapsed,
+        options.checkAudience ? 1 : 0,
+        options.reasons.paused,
+      ),
   );
   const alongside = options.alongside ?? [];
   const results = await d1.batch<Record<string, unknown>>([...claims, ...alongside]);
@@ -289,7 +317,7 @@ export async function claimEmails(
 
 /** What happened to one claimed email. */
 export type Outcome =
-  | { emailId: string; status: "SENT"; providerMessageId: string }
+  | { emailId: string; status: "SENT"; providerMessageId: string | null }
   | { emailId: string; status: "FAILED"; error: string }
   | { emailId: string; status: "QUEUED"; error: string };
 
@@ -313,7 +341,7 @@ export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], now
       .prepare(RECORD_OUTCOMES_SQL)
       .bind(
         now,
-        JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId : null, o.status === "SENT" ? null : o.error])),
+        JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId || null : null, o.status === "SENT" ? null : o.error])),
       ),
   );
 }
@@ -378,6 +406,7 @@ export const FIXED_SQL = {
   DROP_OLD_HTML_SQL,
   DELETE_OLD_EMAILS_SQL,
   CLAIM_SQL,
+  EMAIL_BODIES_SQL,
   RECORD_OUTCOMES_SQL,
   DEFER_CLAIMS_SQL,
 };

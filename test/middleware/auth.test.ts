@@ -1,11 +1,12 @@
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
 import { apiKeys } from "../../src/db/schema";
 import { generateApiKey, KEY_CACHE_TTL_MS } from "../../src/services/api-keys";
 import { buildKeyRotation, buildSetProjectDisabled } from "../../src/services/projects";
+import { TtlCache } from "../../src/lib/ttl-cache";
 import { BASE, call, expectError, newProject, type JsonResponse } from "../support/http";
 
 /**
@@ -189,5 +190,27 @@ describe("envelope and X-Request-Id", () => {
       expect(Object.keys(res.body).sort()).toEqual(["error", "success", "timestamp"]);
     }
     expect(responses.filter((r) => r.status >= 400).map((r) => r.status)).toEqual([404, 401, 403, 404, 422]);
+  });
+});
+
+describe("the key cache (L6)", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("never keeps a raw API key in the isolate's memory: entries are keyed by an HMAC of it, and it still answers from the cache", async () => {
+    const set = vi.spyOn(TtlCache.prototype, "set");
+    const get = vi.spyOn(TtlCache.prototype, "get");
+    const { request } = appWithClock();
+    const p = await newProject();
+    const bogus = await generateApiKey("secret");
+    expect((await request("GET", "/contacts", p.secretKey)).status).toBe(200);
+    expect((await request("GET", "/contacts", p.secretKey)).status).toBe(200);
+    expectError(await request("GET", "/contacts", bogus.key), 401, "UNAUTHORIZED");
+    const raw = [p.secretKey, bogus.key];
+    const keysUsed = [...set.mock.calls, ...get.mock.calls].map((args) => String(args[0]));
+    expect(keysUsed.length).toBeGreaterThanOrEqual(4);
+    for (const used of keysUsed) for (const key of raw) expect(used).not.toContain(key.slice(3));
+    // The same key maps to the same entry (the second request was a cache hit: one set for it).
+    const setFor = set.mock.calls.filter(([, value]) => typeof value === "object" && (value as { projectId?: string }).projectId === p.id);
+    expect(setFor).toHaveLength(1);
   });
 });

@@ -5,9 +5,10 @@ import { FIXED_SQL as DOMAINS_SQL } from "../../src/store/domains";
 import { FIXED_SQL as EMAILS_SQL } from "../../src/store/emails";
 import { FIXED_SQL as EVENTS_SQL } from "../../src/store/events";
 import { FIXED_SQL as GUARDS_SQL } from "../../src/store/guards";
+import { FIXED_SQL as REPUTATION_SQL } from "../../src/store/reputation";
 import { FIXED_SQL as WORKFLOWS_SQL } from "../../src/store/workflows";
 
-const all = { ...CONTACTS_SQL, ...DOMAINS_SQL, ...EMAILS_SQL, ...EVENTS_SQL, ...GUARDS_SQL, ...WORKFLOWS_SQL };
+const all = { ...CONTACTS_SQL, ...DOMAINS_SQL, ...EMAILS_SQL, ...EVENTS_SQL, ...GUARDS_SQL, ...REPUTATION_SQL, ...WORKFLOWS_SQL };
 
 /** How many parameters a statement takes: the highest ?N, or the number of bare ?. */
 function parameterCount(sql: string): number {
@@ -17,7 +18,8 @@ function parameterCount(sql: string): number {
 
 describe("the store's fixed SQL", () => {
   it("names at least one statement of each module", () => {
-    for (const group of [CONTACTS_SQL, DOMAINS_SQL, EMAILS_SQL, EVENTS_SQL, GUARDS_SQL, WORKFLOWS_SQL]) expect(Object.keys(group).length).toBeGreaterThan(0);
+    for (const group of [CONTACTS_SQL, DOMAINS_SQL, EMAILS_SQL, EVENTS_SQL, GUARDS_SQL, REPUTATION_SQL, WORKFLOWS_SQL])
+      expect(Object.keys(group).length).toBeGreaterThan(0);
   });
 
   // EXPLAIN compiles a statement against the migrated schema without running it:

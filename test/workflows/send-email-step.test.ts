@@ -1,7 +1,8 @@
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { emails, workflowExecutions } from "../../src/db/schema";
+import { emails, projects, workflowExecutions } from "../../src/db/schema";
 import { newId } from "../../src/lib/ids";
+import { buildResumeSending } from "../../src/services/projects";
 import { CLAIM_LEASE_MS } from "../../src/services/send/records";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { sendWorkflowEmail, workflowSendId } from "../../src/services/workflows/send-email";
@@ -183,5 +184,21 @@ describe("SEND_EMAIL steps and the emails-per-day quota", () => {
     expect(await s.emailRows(second.id, "receipt")).toHaveLength(0);
     // ... and /v1/send sees the step's email too.
     expect((await s.request("POST", "/v1/send", { to: "t2@example.org", from: s.from, subject: "Hi", body: "<p>Hi</p>" })).status).toBe(429);
+  });
+});
+
+describe("SEND_EMAIL steps of a project whose sending is paused (reputation breaker)", () => {
+  it("are skipped with the reason and write no email; after a resume they queue again", async () => {
+    const s = await stepSetup();
+    const e = await s.execution("paused@example.org");
+    await s.db.update(projects).set({ sendingPausedAt: new Date(), sendingPausedReason: "Bounce rate 9.00% ..." }).where(eq(projects.id, s.project.id));
+    const skipped = await e.run("receipt");
+    expect(skipped).toEqual({ outcome: "skipped", reason: expect.stringContaining("SENDING_PAUSED") });
+    expect(await s.emailRows(e.id, "receipt")).toHaveLength(0);
+    expect(s.queue.messages).toHaveLength(0);
+
+    await s.db.batch(buildResumeSending(s.db, s.project.id));
+    expect((await e.run("receipt")).outcome).toBe("queued");
+    expect(await s.emailRows(e.id, "receipt")).toHaveLength(1);
   });
 });

@@ -3926,6 +3926,446 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/project": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the project's settings
+         * @description The settings of the key's project. Secret key only.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The project's settings */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: components["schemas"]["ProjectSettings"];
+                        };
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key used where a secret key is needed, or the project is disabled */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the project's settings
+         * @description Only the fields given change. Secret key only. Double opt-in: `{"doubleOptIn": true, "doubleOptInTemplateId": "<template id>"}`. The template must use `{{confirmUrl}}` and have a `from` on a VERIFIED domain of the project; otherwise 422 naming `doubleOptInTemplateId`, and nothing changes. While it is on, that template cannot be deleted. With double opt-in on, a contact a public key (pk_) creates through POST /v1/track is created unsubscribed and sent the template (transactional, not tracked; variables `confirmUrl`, `email`). The link's page has a Confirm button; confirming subscribes the contact, which starts CONTACT_SUBSCRIBED workflows and records `contact.subscribed`. The link is valid for 7 days. Until then the contact is in no marketing audience. An existing contact is never changed by a public key, so it gets no confirmation email; secret-key writes are not affected.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["UpdateProjectSettings"];
+                };
+            };
+            responses: {
+                /** @description The updated settings */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: components["schemas"]["ProjectSettings"];
+                        };
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key used where a secret key is needed, or the project is disabled */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/project/sending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sending status (reputation breaker)
+         * @description The reputation breaker protects the shared sending account: every minute it pauses a project whose permanent-bounce rate is above REPUTATION_MAX_BOUNCE_RATE (default 5 %) or whose complaint rate is above REPUTATION_MAX_COMPLAINT_RATE (default 0.1 %) over the last REPUTATION_WINDOW_DAYS (default 7) UTC days, once it has sent at least REPUTATION_MIN_SENT (default 500) emails in them. While paused, /v1/send, POST /campaigns/{id}/send and /campaigns/{id}/test are 403 SENDING_PAUSED, mail already queued fails (error says why, email.failed webhook event) and workflow SEND_EMAIL steps are skipped; everything else works.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Whether sending is paused, why, and the window's counts */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SendingStatus"];
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key used where a secret key is needed, or the project is disabled */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/project/sending/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume sending after a reputation pause
+         * @description Resumes a paused project and starts a fresh window (its counts start again from zero). The owner may do this once per window: a second resume within REPUTATION_WINDOW_DAYS of the last is 403 SENDING_PAUSED, and only the operator can resume it (`npm run project -- resume <id>`). A project that is not paused is left as it is (200 with its status).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The status after the resume */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SendingStatus"];
+                    };
+                };
+                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, malformed or unknown API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Public key, disabled project, or SENDING_PAUSED: already resumed through the API within the window */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unknown id, or an id that belongs to another project */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Validation failed: one item in error.errors per bad field */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Rate limited: see Retry-After and RateLimit-* headers */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Unexpected error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/segments": {
         parameters: {
             query?: never;
@@ -6627,224 +7067,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/project": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get the project's settings
-         * @description The settings of the key's project. Secret key only.
-         */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The project's settings */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: true;
-                            data: components["schemas"]["ProjectSettings"];
-                        };
-                    };
-                };
-                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Missing, malformed or unknown API key */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Public key used where a secret key is needed, or the project is disabled */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Unknown id, or an id that belongs to another project */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Request body too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Validation failed: one item in error.errors per bad field */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Rate limited: see Retry-After and RateLimit-* headers */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Unexpected error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        /**
-         * Change the project's settings
-         * @description Only the fields given change. Secret key only. Double opt-in: `{"doubleOptIn": true, "doubleOptInTemplateId": "<template id>"}`. The template must use `{{confirmUrl}}` and have a `from` on a VERIFIED domain of the project; otherwise 422 naming `doubleOptInTemplateId`, and nothing changes. While it is on, that template cannot be deleted. With double opt-in on, a contact a public key (pk_) creates through POST /v1/track is created unsubscribed and sent the template (transactional, not tracked; variables `confirmUrl`, `email`). The link's page has a Confirm button; confirming subscribes the contact, which starts CONTACT_SUBSCRIBED workflows and records `contact.subscribed`. The link is valid for 7 days. Until then the contact is in no marketing audience. An existing contact is never changed by a public key, so it gets no confirmation email; secret-key writes are not affected.
-         */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["UpdateProjectSettings"];
-                };
-            };
-            responses: {
-                /** @description The updated settings */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: true;
-                            data: components["schemas"]["ProjectSettings"];
-                        };
-                    };
-                };
-                /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Missing, malformed or unknown API key */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Public key used where a secret key is needed, or the project is disabled */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Unknown id, or an id that belongs to another project */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Request body too large */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Validation failed: one item in error.errors per bad field */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Rate limited: see Retry-After and RateLimit-* headers */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-                /** @description Unexpected error */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"];
-                    };
-                };
-            };
-        };
-        trace?: never;
-    };
     "/t/o/{emailId}": {
         parameters: {
             query?: never;
@@ -7300,11 +7522,11 @@ export interface components {
             success: false;
             error: {
                 /**
-                 * @description The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota)
+                 * @description The HTTP status follows from the code (403 or 429 for QUOTA_EXCEEDED: stock or daily quota). SENDING_PAUSED (403): the project's bounce or complaint rate passed the reputation limit, so /v1/send and campaign sends are refused until the project is resumed (GET /project/sending says why)
                  * @example VALIDATION_ERROR
                  * @enum {string}
                  */
-                code: "BAD_REQUEST" | "INVALID_JSON" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_STATE" | "UNAUTHORIZED" | "FORBIDDEN" | "PROJECT_DISABLED" | "DOMAIN_NOT_VERIFIED" | "QUOTA_EXCEEDED" | "NOT_FOUND" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+                code: "BAD_REQUEST" | "INVALID_JSON" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_STATE" | "UNAUTHORIZED" | "FORBIDDEN" | "PROJECT_DISABLED" | "DOMAIN_NOT_VERIFIED" | "QUOTA_EXCEEDED" | "SENDING_PAUSED" | "NOT_FOUND" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                 message: string;
                 statusCode: number;
                 requestId: string;
@@ -7871,6 +8093,47 @@ export interface components {
             startedAt: string;
             /** Format: date-time */
             finishedAt: string | null;
+        };
+        ProjectSettings: {
+            id: string;
+            name: string;
+            /** @description Open and click tracking of the project's mail (on by default) */
+            trackingEnabled: boolean;
+            /** @description Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed (and CONTACT_SUBSCRIBED workflows start) only when the recipient confirms through the signed link. Contacts created with a secret key are not affected. */
+            doubleOptIn: boolean;
+            /** @description The confirmation email's template. Its subject or body must use `{{confirmUrl}}` (the signed confirm link) and it must have a `from` on a VERIFIED domain of the project. */
+            doubleOptInTemplateId: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        UpdateProjectSettings: {
+            trackingEnabled?: boolean;
+            doubleOptIn?: boolean;
+            doubleOptInTemplateId?: string | null;
+        };
+        SendingStatus: {
+            /** @description True while the reputation breaker has paused sending: /v1/send and campaign sends are 403 SENDING_PAUSED */
+            paused: boolean;
+            /** Format: date-time */
+            pausedAt: string | null;
+            /** @example Bounce rate 6.20% (31 of 500 emails sent) over the last 7 days is above the 5% limit */
+            reason: string | null;
+            /** @description Counts of the current window (UTC days, today included); a resume starts a fresh window */
+            window: {
+                days: number;
+                sent: number;
+                /** @description Permanent bounces */
+                bounced: number;
+                complained: number;
+            };
+            limits: {
+                /** @description Emails sent in the window before the rates are judged */
+                minSent: number;
+                /** @example 0.05 */
+                maxBounceRate: number;
+                /** @example 0.001 */
+                maxComplaintRate: number;
+            };
         };
         Segment: {
             id: string;
@@ -8467,23 +8730,6 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-        };
-        ProjectSettings: {
-            id: string;
-            name: string;
-            /** @description Open and click tracking of the project's mail (on by default) */
-            trackingEnabled: boolean;
-            /** @description Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed (and CONTACT_SUBSCRIBED workflows start) only when the recipient confirms through the signed link. Contacts created with a secret key are not affected. */
-            doubleOptIn: boolean;
-            /** @description The confirmation email's template. Its subject or body must use `{{confirmUrl}}` (the signed confirm link) and it must have a `from` on a VERIFIED domain of the project. */
-            doubleOptInTemplateId: string | null;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        UpdateProjectSettings: {
-            trackingEnabled?: boolean;
-            doubleOptIn?: boolean;
-            doubleOptInTemplateId?: string | null;
         };
     };
     responses: never;

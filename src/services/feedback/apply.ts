@@ -75,6 +75,8 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
  * feedback changes the email (recorded ahead of the write, while its timestamp is still unset).
  */
 export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput, handOver?: WebhookHandOver): Promise<FeedbackOutcome> {
+  // An empty id (e.g. "<>" once normalised) names no email: mail sent without one stores NULL.
+  if (!feedback.providerMessageId.trim()) return "ignored";
   const [email] = await db
     .select({ id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress })
     .from(emails)

@@ -44,6 +44,7 @@ export function parseEmailServiceEvent(body: unknown): Feedback | null {
   const rawId = str(payload.messageId, MAX_ID_LENGTH);
   if (!rawId) return null;
   const providerMessageId = normalizeMessageId(rawId);
+  if (!providerMessageId) return null;
   const at = when(isObj(body.metadata) ? body.metadata.eventTimestamp : undefined);
   const feedbackId = str(payload.eventId, 200) ?? `${type}:${providerMessageId}`;
   const delivery = isObj(payload.delivery) ? payload.delivery : {};

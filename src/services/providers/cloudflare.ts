@@ -47,7 +47,7 @@ export class CloudflareEmailProvider implements EmailProvider {
       throw classifyEmailServiceError(err);
     }
     // Accepted: never retried from here on, even if the answer lacks an id.
-    return { providerMessageId: typeof result?.messageId === "string" ? normalizeMessageId(result.messageId) : "" };
+    return { providerMessageId: typeof result?.messageId === "string" ? normalizeMessageId(result.messageId) || null : null };
   }
 }
 

@@ -58,7 +58,7 @@ export class SesProvider implements EmailProvider {
     if (response.ok) {
       // SES accepted the message: never retry it, even if the body is odd.
       const body = (await response.json().catch(() => ({}))) as { MessageId?: string };
-      return { providerMessageId: body.MessageId ?? "" };
+      return { providerMessageId: typeof body.MessageId === "string" ? body.MessageId.trim() || null : null };
     }
     const retryable = response.status === 429 || response.status >= 500 || sesErrorType(response) === "TooManyRequestsException";
     throw new ProviderError(await sesErrorMessage(response), retryable, response.status);

@@ -27,7 +27,8 @@ export interface MessageParts {
 }
 
 export interface ProviderResult {
-  providerMessageId: string;
+  /** The provider's id of the accepted message; null when it answered none (stored as NULL, so feedback never matches it). */
+  providerMessageId: string | null;
 }
 
 /**

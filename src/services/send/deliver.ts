@@ -8,18 +8,19 @@ import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, readConfig, requireSecret } from "../../lib/config";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
-import { claimEmails, deferClaims, recordOutcomes, type ClaimedEmail, type Outcome } from "../../store/emails";
+import { claimEmails, deferClaims, readEmailBodies, recordOutcomes, type ClaimedEmail, type EmailBody, type Outcome } from "../../store/emails";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
 import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
-import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEmailsById } from "./records";
+import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_PAUSED_REASON, updateEmailsById } from "./records";
 
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
- * - one claim statement (1 D1 round trip),
+ * - one claim statement (1 D1 round trip), which returns no HTML or headers,
+ * - one read of the bodies per group (BODIES_PER_READ emails, BODY_CHARS_PER_READ), made as the send lanes reach it,
  * - one Durable Object call per project in the batch (sending-rate tokens),
  * - N provider calls, at most PROVIDER_CONCURRENCY at a time (or the provider's
  *   own maxConcurrency; one at a time for mail with attachments),
@@ -36,6 +37,16 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, updateEma
  * stay far inside the paid plan's subrequest limit per invocation.
  */
 export const PROVIDER_CONCURRENCY = 6;
+/**
+ * Emails whose HTML and headers one statement reads: at most this many, and
+ * at most BODY_CHARS_PER_READ characters together (an email larger than that
+ * is read alone). Bodies are read a group at a time as the lanes reach it (and
+ * the next group ahead of them), so an invocation holds the bodies of the
+ * groups its lanes are in plus one, never the whole batch's (up to 100 emails
+ * of up to 1 MB of HTML each). The claim tells each body's size.
+ */
+export const BODIES_PER_READ = 25;
+export const BODY_CHARS_PER_READ = 1_048_576;
 /** When the sending-rate bucket cannot be reached, claimed mail waits this long and tries again. */
 const LIMITER_UNAVAILABLE_RETRY_MS = 5_000;
 
@@ -49,8 +60,9 @@ interface Slot {
 /**
  * Claims a batch's emails (claimEmails): only one invocation can move an
  * email from QUEUED to SENDING. In the same statement, mail that must not go
- * out is settled instead: a disabled (or missing) project's mail becomes
- * FAILED with the reason and, for bulk mail (campaigns, MARKETING workflow
+ * out is settled instead: a disabled (or missing) project's mail, and the mail
+ * of a project whose sending is paused (reputation breaker), becomes FAILED
+ * with the reason and, for bulk mail (campaigns, MARKETING workflow
  * steps), an email whose contact unsubscribed, was deleted or got suppressed
  * after the email was written becomes FAILED too, so a campaign can still
  * finish. Only a message's own project's email matches. A redelivered message
@@ -65,7 +77,7 @@ async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boo
     slots.map((slot) => slot.body),
     {
       checkAudience: options.checkAudience,
-      reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON },
+      reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON, paused: SENDING_PAUSED_REASON },
       now,
       alongside: [settledEvents(env.DB, slots, now)],
     },
@@ -77,7 +89,7 @@ async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boo
 /**
  * Webhook events for mail the claim settles: email.suppressed (the recipient
  * unsubscribed or got suppressed after the email was written) and email.failed
- * (project disabled), each only for an email this claim failed (failed_at is
+ * (project disabled, or its sending paused), each only for an email this claim failed (failed_at is
  * the claim's time). In the claim's batch, so the state change and its event
  * are written together or not at all.
  */
@@ -99,6 +111,14 @@ function settledEvents(d1: D1Database, slots: Slot[], now: number): D1PreparedSt
       error: PROJECT_DISABLED_REASON,
       extra: { reason: PROJECT_DISABLED_REASON },
     },
+    {
+      id: newId(),
+      emailId: body.emailId,
+      type: "email.failed",
+      when: "set:failed_at",
+      error: SENDING_PAUSED_REASON,
+      extra: { reason: SENDING_PAUSED_REASON },
+    },
   ]);
   return recordEmailWebhookEvents(d1, items, new Date(now));
 }
@@ -113,7 +133,12 @@ function outcomeEvents(d1: D1Database, outcomes: Outcome[], at: Date): D1Prepare
   return items.length > 0 ? [recordEmailWebhookEvents(d1, items, at)] : [];
 }
 
-async function composeMessage(db: Database, env: Env, email: ClaimedEmail, trackingEnabled: boolean): Promise<{ raw: string; parts: MessageParts }> {
+async function composeMessage(
+  db: Database,
+  env: Env,
+  email: ClaimedEmail & EmailBody,
+  trackingEnabled: boolean,
+): Promise<{ raw: string; parts: MessageParts }> {
   const baseUrl = publicUrl(env);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says.
@@ -139,10 +164,59 @@ async function composeMessage(db: Database, env: Env, email: ClaimedEmail, track
   };
 }
 
+/** The emails in groups, in order: at most `maxEmails` and `maxChars` of bodies each (one larger email alone). */
+function bodyGroups(emails: readonly ClaimedEmail[], maxEmails: number, maxChars: number): ClaimedEmail[][] {
+  const groups: ClaimedEmail[][] = [];
+  let chars = 0;
+  for (const email of emails) {
+    const last = groups[groups.length - 1];
+    if (last && last.length < maxEmails && chars + email.bodyChars <= maxChars) {
+      last.push(email);
+      chars += email.bodyChars;
+    } else {
+      groups.push([email]);
+      chars = email.bodyChars;
+    }
+  }
+  return groups;
+}
+
+/** Hands out each email's body once: the first lane to reach a group reads it in one statement and starts reading the next group. */
+function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], maxEmails: number, maxChars = BODY_CHARS_PER_READ) {
+  const members = bodyGroups(emails, maxEmails, maxChars);
+  const groupOf = new Map(members.flatMap((group, g) => group.map((email) => [email.id, g] as const)));
+  const groups = new Map<number, Promise<Map<string, EmailBody>>>();
+  const group = (g: number) => {
+    let read = groups.get(g);
+    if (!read) {
+      read = readEmailBodies(
+        d1,
+        members[g].map((email) => email.id),
+      );
+      // Read ahead of the lanes: nobody may await it yet, so a failure is handled where it is awaited.
+      read.catch(() => {});
+      groups.set(g, read);
+    }
+    return read;
+  };
+  return async (email: ClaimedEmail): Promise<EmailBody | undefined> => {
+    const g = groupOf.get(email.id) ?? 0;
+    if (g + 1 < members.length) void group(g + 1);
+    const bodies = await group(g);
+    const body = bodies.get(email.id);
+    bodies.delete(email.id);
+    return body;
+  };
+}
+
+type BodyOf = (email: ClaimedEmail) => Promise<EmailBody | undefined>;
+
 /** Sends one claimed email; returns its outcome (nothing is written here). */
-async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail): Promise<Outcome> {
+async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail, bodyOf: BodyOf): Promise<Outcome> {
   try {
-    const composed = await composeMessage(db, env, email, email.trackingEnabled);
+    const body = await bodyOf(email);
+    if (!body) return { emailId: email.id, status: "FAILED", error: "The email record is gone" };
+    const composed = await composeMessage(db, env, { ...email, ...body }, email.trackingEnabled);
     let raw: string | null = composed.raw;
     if (raw.length > MAX_RAW_MESSAGE_BYTES) {
       throw new ProviderError(`The message is ${raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`, false);
@@ -292,18 +366,18 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   );
 
   const outcomes: Outcome[] = [];
+  const plain = toSend.filter((email) => !email.hasAttachments);
+  const withAttachments = toSend.filter((email) => email.hasAttachments);
+  const plainBody = bodyReader(env.DB, plain, BODIES_PER_READ);
+  const attachmentBody = bodyReader(env.DB, withAttachments, 1);
   await Promise.all([
     ...deferrals,
     eachLimited(
-      toSend.filter((email) => !email.hasAttachments),
+      plain,
       provider.maxConcurrency ?? PROVIDER_CONCURRENCY,
-      async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
+      async (email) => void outcomes.push(await deliverOne(db, env, provider, email, plainBody)),
     ),
-    eachLimited(
-      toSend.filter((email) => email.hasAttachments),
-      1,
-      async (email) => void outcomes.push(await deliverOne(db, env, provider, email)),
-    ),
+    eachLimited(withAttachments, 1, async (email) => void outcomes.push(await deliverOne(db, env, provider, email, attachmentBody))),
   ]);
   await queueRecordedEvents(env, await recordBatchOutcomes(env.DB, outcomes));
   for (const outcome of outcomes) {

@@ -13,6 +13,8 @@ export const CLAIM_LEASE_MS = 15 * 60 * 1000;
 
 /** The reason stored on mail of a disabled project. */
 export const PROJECT_DISABLED_REASON = "Not sent: the project is disabled";
+/** Mail of a project the reputation breaker paused (src/services/reputation.ts) fails with this error. */
+export const SENDING_PAUSED_REASON = "Not sent: sending is paused for the project (bounce or complaint rate too high) until it is resumed";
 /** The reason stored on an email whose consumer stopped after claiming it (see sweepStuckEmails). */
 export const OUTCOME_UNKNOWN_REASON =
   "Outcome unknown: the sending attempt stopped after claiming this email; it may or may not have reached the provider, so it is not sent again";

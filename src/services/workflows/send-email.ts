@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { contacts, emails, templates } from "../../db/schema";
+import { contacts, emails, projects, templates } from "../../db/schema";
 import type { Env, SendEmailMessage } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { requireVerifiedDomain } from "../domains";
@@ -53,7 +53,8 @@ async function existingStepEmail(db: Database, env: Env, projectId: string, send
  * has none yet (one statement, so two overlapping runs of the step write one),
  * and a retried step finds its record (by send id) and only queues it again
  * (the consumer's claim makes that harmless). Marketing mail to an
- * unsubscribed contact, and any mail to a suppressed address, is skipped and
+ * unsubscribed contact, any mail to a suppressed address, and any mail of a
+ * project whose sending is paused (reputation breaker), is skipped and
  * reported as such.
  */
 export async function sendWorkflowEmail(
@@ -65,10 +66,13 @@ export async function sendWorkflowEmail(
   const earlier = await existingStepEmail(db, env, input.projectId, sendId);
   if (earlier) return earlier;
 
-  const [template, contact] = await Promise.all([
+  const [template, contact, project] = await Promise.all([
     db.query.templates.findFirst({ where: and(eq(templates.id, input.templateId), eq(templates.projectId, input.projectId)) }),
     db.query.contacts.findFirst({ where: and(eq(contacts.id, input.contactId), eq(contacts.projectId, input.projectId)) }),
+    db.query.projects.findFirst({ columns: { sendingPausedAt: true }, where: eq(projects.id, input.projectId) }),
   ]);
+  // The reputation breaker paused the project: no mail is written (the step is skipped, the workflow goes on).
+  if (project?.sendingPausedAt) return { outcome: "skipped", reason: "sending paused for the project (SENDING_PAUSED: bounce or complaint rate too high)" };
   if (!template) throw new PermanentStepError(`Template ${input.templateId} no longer exists`);
   if (!contact) throw new PermanentStepError("The contact was deleted");
   if (!template.from) throw new PermanentStepError("The template has no from address");

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../../src/db/client";
-import { events, suppressions } from "../../../src/db/schema";
+import { emails as emailsTable, events, suppressions } from "../../../src/db/schema";
 import { EMAIL_EVENTS_QUEUE } from "../../../src/services/feedback/email-service";
 import { fakeEmailService } from "../../fakes/email-service";
 import { sendingSetup } from "../../support/sending";
@@ -140,5 +140,27 @@ describe("Cloudflare Email Service events", () => {
     expect((await s.get(`/emails/${id}`)).body.status).toBe("SENT");
     expect(await eventCount(id)).toBe(before);
     expect(await suppressionRows(s.project.id)).toHaveLength(0);
+  });
+});
+
+describe("empty provider message ids (L7)", () => {
+  it("mail accepted without a message id stores none (NULL), and an event whose id is empty ('<>') changes no email", async () => {
+    // SES accepts a message but its answer carries no MessageId.
+    const s = await sendingSetup();
+    s.ses.handle = async () => Response.json({});
+    const res = await s.send({ to: "noid@example.com", from: s.from, subject: "Hi", body: "<p>Hi</p>" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const id = res.body.data.emails[0].email;
+    await s.deliver();
+    const email = (await s.get(`/emails/${id}`)).body as { status: string; providerMessageId: string | null };
+    expect(email).toMatchObject({ status: "SENT", providerMessageId: null });
+
+    // A row stored with an empty id by earlier code is never matched by an empty event id either.
+    const legacy = await sentEmail("legacy@example.com");
+    await getDb(env.DB).update(emailsTable).set({ providerMessageId: "" }).where(eq(emailsTable.id, legacy.id));
+    const result = await consume([event("delivered", "<>"), event("delivered", "")]);
+    expect(result.explicitAcks).toHaveLength(2);
+    expect((await legacy.s.get(`/emails/${legacy.id}`)).body.status).toBe("SENT");
+    expect((await s.get(`/emails/${id}`)).body.status).toBe("SENT");
   });
 });

@@ -31,7 +31,7 @@ describe("the capture provider (local development's stand-in for SES)", () => {
     const ids = new Set(results.map((r) => r.providerMessageId));
     expect(ids.size).toBe(raws.length);
     for (const [n, raw] of raws.entries()) {
-      const id = results[n].providerMessageId.replace(/^capture-/, "");
+      const id = String(results[n].providerMessageId).replace(/^capture-/, "");
       const eml = await call<string>("GET", `/dev/outbox/${id}.eml`, { env: devEnv });
       expect(eml.status, `message ${n}`).toBe(200);
       expect(eml.body.length, `message ${n}`).toBe(raw.length);

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { emails } from "../../../src/db/schema";
 import { countingD1, d1Stats } from "../../../src/lib/d1-counter";
-import { PROVIDER_CONCURRENCY } from "../../../src/services/send/deliver";
+import { BODIES_PER_READ, PROVIDER_CONCURRENCY } from "../../../src/services/send/deliver";
 import type { Env } from "../../../src/env";
 import { sendingSetup } from "../../support/sending";
 
@@ -31,7 +31,7 @@ async function statementsFor(s: Setup, messages = s.queue.take().map((m) => m.bo
 }
 
 describe("the send consumer works per batch, not per email", () => {
-  it("a batch costs the same D1 statements for 1 email as for 100: one claim (with the settled mail's webhook events), one write of every outcome (with its webhook events)", async () => {
+  it("a batch costs one claim (with the settled mail's webhook events), one read of the bodies per BODIES_PER_READ (small) emails and one write of every outcome (with its webhook events)", async () => {
     const one = await sendingSetup({ DB: countingD1(env.DB) });
     await sendTo(one, ["solo@example.com"]);
     const single = await statementsFor(one);
@@ -46,9 +46,10 @@ describe("the send consumer works per batch, not per email", () => {
     const rows = await db().select({ status: emails.status }).from(emails).where(inArray(emails.id, ids));
     expect(rows.every((r) => r.status === "SENT")).toBe(true);
 
-    // The claim and the events of mail it settles, one batch; the outcomes' UPDATE and the webhook events' INSERT ... SELECT, one batch.
-    expect(single.statements).toBe(4);
-    expect(hundred.statements).toBe(single.statements);
+    // The claim and the events of mail it settles, one batch; the bodies (a group at a time, never one read
+    // per email); the outcomes' UPDATE and the webhook events' INSERT ... SELECT, one batch.
+    expect(single.statements).toBe(2 + 1 + 2);
+    expect(hundred.statements).toBe(2 + Math.ceil(100 / BODIES_PER_READ) + 2);
   });
 
   it("mixed outcomes in one batch (sent, rejected, retryable) are still one write, each email recorded with its own", async () => {
@@ -61,8 +62,8 @@ describe("the send consumer works per batch, not per email", () => {
       { status: 500, errorType: "InternalFailure", message: "boom" },
     );
     const { statements, result } = await statementsFor(s, messages);
-    // The claim and its settled mail's events, one batch; the outcomes and their webhook events, one batch.
-    expect(statements).toBe(4);
+    // The claim and its settled mail's events, one batch; the three bodies in one read; the outcomes and their webhook events, one batch.
+    expect(statements).toBe(5);
     expect(result.explicitAcks).toHaveLength(2);
     expect(result.retryMessages).toHaveLength(1);
     expect(s.ses.calls).toHaveLength(1);
