@@ -20,6 +20,9 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   contacts_usage_delete: "AFTER DELETE ON contacts",
   events_usage_insert: "AFTER INSERT ON events",
   emails_usage_insert: "AFTER INSERT ON emails",
+  emails_reputation_sent: "AFTER UPDATE OF sent_at ON emails",
+  emails_reputation_bounced: "AFTER UPDATE OF bounced_at ON emails",
+  emails_reputation_complained: "AFTER UPDATE OF complained_at ON emails",
 };
 
 /** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */
