@@ -38,6 +38,9 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   campaigns_bytes_delete: "AFTER DELETE ON campaigns",
   workflow_versions_bytes_insert: "AFTER INSERT ON workflow_versions",
   workflow_versions_bytes_delete: "AFTER DELETE ON workflow_versions",
+  emails_reputation_sent: "AFTER UPDATE OF sent_at ON emails",
+  emails_reputation_bounced: "AFTER UPDATE OF bounced_at ON emails",
+  emails_reputation_complained: "AFTER UPDATE OF complained_at ON emails",
 };
 
 /** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */
