@@ -7,6 +7,7 @@ import type { SendKind } from "../../durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, readConfig, requireSecret } from "../../lib/config";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
+import { mapLimited } from "../../lib/limited";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import { claimEmails, deferClaims, readEmailBodies, recordOutcomes, type ClaimedEmail, type EmailBody, type Outcome } from "../../store/emails";
 import { getProvider, ProviderError, type EmailProvider } from "../providers";
@@ -272,14 +273,6 @@ async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[]): Promise
 }
 
 /** Runs `work` on every item, at most `limit` at a time. */
-async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]);
-  });
-  await Promise.all(lanes);
-}
-
 export interface DeliveryOptions {
   /** Whose share of the project's sending rate this mail takes (ProjectLimiter): bulk only what transactional mail leaves free. */
   kind: SendKind;
@@ -365,20 +358,16 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
     }),
   );
 
-  const outcomes: Outcome[] = [];
   const plain = toSend.filter((email) => !email.hasAttachments);
   const withAttachments = toSend.filter((email) => email.hasAttachments);
   const plainBody = bodyReader(env.DB, plain, BODIES_PER_READ);
   const attachmentBody = bodyReader(env.DB, withAttachments, 1);
-  await Promise.all([
+  const [plainOutcomes, attachmentOutcomes] = await Promise.all([
+    mapLimited(plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, (email) => deliverOne(db, env, provider, email, plainBody)),
+    mapLimited(withAttachments, 1, (email) => deliverOne(db, env, provider, email, attachmentBody)),
     ...deferrals,
-    eachLimited(
-      plain,
-      provider.maxConcurrency ?? PROVIDER_CONCURRENCY,
-      async (email) => void outcomes.push(await deliverOne(db, env, provider, email, plainBody)),
-    ),
-    eachLimited(withAttachments, 1, async (email) => void outcomes.push(await deliverOne(db, env, provider, email, attachmentBody))),
   ]);
+  const outcomes = [...plainOutcomes, ...attachmentOutcomes];
   await queueRecordedEvents(env, await recordBatchOutcomes(env.DB, outcomes));
   for (const outcome of outcomes) {
     const slot = slotOf.get(outcome.emailId)!;
