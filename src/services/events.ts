@@ -98,7 +98,8 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     ...hooks.after,
     event,
     ...counted,
-    storedBytesGuard(d1, env, projectId),
+    // queueEmails ends its batch with the stored-bytes guard itself; alone, this batch needs its own.
+    ...(optIn?.template ? [] : [storedBytesGuard(d1, env, projectId)]),
     outboxProbe(d1, projectId),
   ];
   const [, ...rest] = optIn?.template
