@@ -1,13 +1,13 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_MISSING, findChromium } from "./chromium";
-import { freePort, startWranglerDev, type DevServer } from "./dev-server";
+import { freePort, startWranglerDev, type DevServer, startFakeDoh, type FakeZone } from "./dev-server";
 
 /**
  * The dashboard (/app) in real headless Chromium against `wrangler dev` (the committed
@@ -26,22 +26,7 @@ let browser: Browser;
 let doh: Server;
 let state: string;
 let secretKey: string;
-const zone = new Map<string, { type: string; data: string }[]>();
-
-function startDoh(port: number) {
-  const types: Record<string, number> = { TXT: 16, MX: 15 };
-  return createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const name = (url.searchParams.get("name") ?? "").toLowerCase().replace(/\.$/, "");
-    const type = url.searchParams.get("type") ?? "A";
-    const records = zone.get(name);
-    const answer = (records ?? []).filter((r) => r.type === type).map((r) => ({ name: `${name}.`, type: types[type], TTL: 300, data: r.data }));
-    res.setHeader("content-type", "application/dns-json");
-    res.end(
-      JSON.stringify({ Status: records ? 0 : 3, Question: [{ name: `${name}.`, type: types[type] ?? 1 }], ...(answer.length ? { Answer: answer } : {}) }),
-    );
-  }).listen(port, "127.0.0.1");
-}
+const zone: FakeZone = new Map();
 
 const npx = (args: string[]) =>
   execFileSync("npx", args, { cwd: root, encoding: "utf8", env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } });
@@ -59,7 +44,7 @@ beforeAll(async () => {
   const executablePath = findChromium();
   if (!executablePath) throw new Error(CHROMIUM_MISSING);
   const dohPort = await freePort();
-  doh = startDoh(dohPort);
+  doh = startFakeDoh(dohPort, zone);
   state = mkdtempSync(join(tmpdir(), "edge-mail-dashboard-"));
   npx(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
   secretKey = JSON.parse(npx(["tsx", "scripts/project.ts", "create", "dashboard", "--json", "--persist-to", state]).trim().split("\n").pop()!).secretKey;

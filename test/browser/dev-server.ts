@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -81,4 +82,26 @@ export async function startWranglerDev(
   }
   await stop();
   throw new Error(`wrangler dev did not answer on ${url} within ${timeoutMs} ms:\n${log}`);
+}
+
+/** DNS records a fake resolver answers with, by lower-case name. */
+export type FakeZone = Map<string, { type: string; data: string }[]>;
+
+/**
+ * A DNS-over-HTTPS resolver (the JSON API `DOH_URL` points at: `?name=&type=`)
+ * answering from `zone`; names it does not hold are NXDOMAIN.
+ */
+export function startFakeDoh(port: number, zone: FakeZone): Server {
+  const types: Record<string, number> = { TXT: 16, MX: 15 };
+  return createHttpServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const name = (url.searchParams.get("name") ?? "").toLowerCase().replace(/\.$/, "");
+    const type = url.searchParams.get("type") ?? "A";
+    const records = zone.get(name);
+    const answer = (records ?? []).filter((r) => r.type === type).map((r) => ({ name: `${name}.`, type: types[type], TTL: 300, data: r.data }));
+    res.setHeader("content-type", "application/dns-json");
+    res.end(
+      JSON.stringify({ Status: records ? 0 : 3, Question: [{ name: `${name}.`, type: types[type] ?? 1 }], ...(answer.length ? { Answer: answer } : {}) }),
+    );
+  }).listen(port, "127.0.0.1");
 }

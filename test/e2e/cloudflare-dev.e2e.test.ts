@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startWranglerDev, type DevServer } from "../browser/dev-server";
+import { freePort, startWranglerDev, type DevServer, startFakeDoh, type FakeZone } from "../browser/dev-server";
 
 /**
  * EMAIL_PROVIDER=cloudflare end to end in `wrangler dev`: the real Worker, local
@@ -23,22 +23,7 @@ let doh: Server;
 let state: string;
 let configPath: string;
 let secretKey: string;
-const zone = new Map<string, { type: string; data: string }[]>();
-
-function startDoh(port: number) {
-  const types: Record<string, number> = { TXT: 16, MX: 15 };
-  return createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const name = (url.searchParams.get("name") ?? "").toLowerCase().replace(/\.$/, "");
-    const type = url.searchParams.get("type") ?? "A";
-    const records = zone.get(name);
-    const answer = (records ?? []).filter((r) => r.type === type).map((r) => ({ name: `${name}.`, type: types[type], TTL: 300, data: r.data }));
-    res.setHeader("content-type", "application/dns-json");
-    res.end(
-      JSON.stringify({ Status: records ? 0 : 3, Question: [{ name: `${name}.`, type: types[type] ?? 1 }], ...(answer.length ? { Answer: answer } : {}) }),
-    );
-  }).listen(port, "127.0.0.1");
-}
+const zone: FakeZone = new Map();
 
 function publish(records: { type: string; name: string; value: string; priority?: number }[]) {
   for (const r of records) {
@@ -74,7 +59,7 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
 
 beforeAll(async () => {
   const dohPort = await freePort();
-  doh = startDoh(dohPort);
+  doh = startFakeDoh(dohPort, zone);
   state = mkdtempSync(join(tmpdir(), "edge-mail-e2e-"));
   // The committed wrangler.toml with the binding restricted to one sender, beside it so its relative paths hold.
   configPath = join(root, `.wrangler-e2e-${process.pid}.toml`);
