@@ -64,7 +64,7 @@ export const startupSection = {
       report("bundle, gzip (wrangler deploy --dry-run)", `${fmt(service.gzipKiB)} KiB`, {
         goal: "<= 300 KiB",
         met: service.gzipKiB <= 300,
-        shape: "real zod (English locale only), entities, js-base64; two core-js shims for mimetext",
+        shape: "real zod (English locale only, no z.compile or z.fromJSONSchema), entities 8, js-base64; two core-js shims for mimetext",
         detail: `${fmt(service.rawKiB)} KiB before gzip; bare Hono ${fmt(bare.gzipKiB)} KiB gzip`,
       });
       applyMigrations(stateDir);

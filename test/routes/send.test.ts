@@ -114,6 +114,22 @@ describe("POST /v1/send: accepting", () => {
     expect(html).toContain("<strong>bold</strong> &lt;i&gt;");
   });
 
+  it("adds a plain-text part made from the HTML: named and numeric entities decoded, links shown, images dropped", async () => {
+    const s = await sendingSetup();
+    const body =
+      "<h2>Caf&eacute; &amp; Cr&egrave;me</h2><p>Only&nbsp;&euro;5 &lt;today&gt; &#x1F600; &notin; &NotNestedGreaterGreater;</p>" +
+      '<p><a href="https://shop.example/a?b=1&amp;c=2">Shop</a> <img src="https://shop.example/logo.png" alt="Logo"></p>';
+    const res = await s.send({ to: "ada@example.com", from: s.from, subject: "text part", body });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    await s.deliver();
+    const text = s.ses.calls[0].mime.parts.find((p) => p.contentType.startsWith("text/plain"))!.text;
+    expect(text).toContain("CAFÉ & CRÈME");
+    expect(text).toContain("Only\u00a0€5 <today> 😀 ∉ ⪢̸");
+    // The link is the click-tracking one; its target is the href with &amp; decoded.
+    expect(text).toMatch(/Shop\s+\[http:\/\/edge-mail\.test\/t\/c\/[^\]]*u=https%3A%2F%2Fshop\.example%2Fa%3Fb%3D1%26c%3D2&/);
+    expect(text).not.toContain("logo.png");
+  });
+
   it("markdown bodies: template data never becomes a link, image or HTML, and no javascript:/data: URL reaches the mail", async () => {
     const s = await sendingSetup();
     const hostile = "[Reset](javascript:alert(1)) ![](https://tracker.example/p.gif) <https://evil.example> www.evil.example <img src=x>";
