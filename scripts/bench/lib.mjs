@@ -46,8 +46,9 @@ export function log(message) {
   process.stderr.write(`[bench ${elapsedSeconds().toFixed(1)}s] ${message}\n`);
 }
 
-export function run(cmd, args) {
-  return execFileSync(cmd, args, { encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+/** Runs a command to its end; `cwd` another checkout of the service (scripts/bench/compare.mjs), this one by default. */
+export function run(cmd, args, cwd = undefined) {
+  return execFileSync(cmd, args, { cwd, encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
 }
 
 export function freePort() {
@@ -199,8 +200,8 @@ export function throughputDetail(r) {
 
 // ---- local state ----------------------------------------------------------------
 
-export function createProject(name, stateDir = settings.stateDir) {
-  const out = run("npx", ["tsx", "scripts/project.ts", "create", name, "--json", "--persist-to", stateDir]);
+export function createProject(name, stateDir = settings.stateDir, cwd = undefined) {
+  const out = run("npx", ["tsx", "scripts/project.ts", "create", name, "--json", "--persist-to", stateDir], cwd);
   return JSON.parse(out.trim().split("\n").pop());
 }
 
@@ -209,13 +210,13 @@ export function verifiedDomainSql(projectId, name) {
   return `INSERT INTO domains (id, project_id, name, status, dkim_selector, dkim_public_key, dkim_private_key_encrypted, records) VALUES (${sqlText(uuidv7())}, ${sqlText(projectId)}, ${sqlText(name)}, 'VERIFIED', 'bench', '', '', '[]');`;
 }
 
-export function executeSql(sql, stateDir = settings.stateDir) {
-  run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", stateDir, "--yes", "--command", sql]);
+export function executeSql(sql, stateDir = settings.stateDir, cwd = undefined) {
+  run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", stateDir, "--yes", "--command", sql], cwd);
 }
 
-export function applyMigrations(stateDir) {
+export function applyMigrations(stateDir, cwd = undefined) {
   rmSync(stateDir, { recursive: true, force: true });
-  run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir]);
+  run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], cwd);
 }
 
 /** Inserts `count` contacts with multi-row INSERTs through `wrangler d1 execute --file`. */
@@ -272,7 +273,7 @@ async function waitForHealth(base, child, timeoutMs = 90_000) {
  * `timeFirstRequest`: wait for wrangler's "Ready on" line instead of polling, then time
  * the isolate's first GET /health (`firstRequestMs`) and the one after it (`secondRequestMs`).
  */
-export async function startServer(stateDir, vars = {}, { config, defaults = true, timeFirstRequest = false } = {}) {
+export async function startServer(stateDir, vars = {}, { config, defaults = true, timeFirstRequest = false, cwd } = {}) {
   const port = await freePort();
   const inspectorPort = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -290,7 +291,9 @@ export async function startServer(stateDir, vars = {}, { config, defaults = true
         ...vars,
       }
     : vars;
-  log(`starting wrangler dev on ${base} (${config ?? "wrangler.toml"}, ${stateDir})${settings.inspector ? " with the devtools inspector" : ""}`);
+  log(
+    `starting wrangler dev on ${base} (${cwd ? `${cwd}/` : ""}${config ?? "wrangler.toml"}, ${stateDir})${settings.inspector ? " with the devtools inspector" : ""}`,
+  );
   const child = spawn(
     "npx",
     [
@@ -315,7 +318,7 @@ export async function startServer(stateDir, vars = {}, { config, defaults = true
     // per subrequest here: a cost of the dev tool that no deployment has. wrangler turns
     // its inspector off inside a VS Code JavaScript debug terminal (VSCODE_INSPECTOR_OPTIONS
     // set); the bench borrows that switch and checks which mode it got. BENCH_INSPECTOR=1 keeps it.
-    { env: settings.inspector ? env : { ...env, VSCODE_INSPECTOR_OPTIONS: "{}" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    { cwd, env: settings.inspector ? env : { ...env, VSCODE_INSPECTOR_OPTIONS: "{}" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
   let serverLog = "";
   // BENCH_SERVER_LOG=<file>: keep the servers' whole output (queue batches and their times, errors).

@@ -9,48 +9,12 @@ export const throughputSection = {
   async run(ctx) {
     const { bench } = ctx;
     const from = `hello@${settings.domain}`;
-    // POST /templates answers the template itself (Plunk's shape), not an envelope.
-    const template = await api(ctx.server.base, bench.secretKey, "POST", "/templates", {
-      name: "Bench welcome",
-      subject: "Welcome, {{firstName ?? friend}}",
-      body: "<p>Hi {{firstName ?? friend}}, your code is {{code}}.</p>",
-      type: "TRANSACTIONAL",
-    });
+    const template = await createBenchTemplate(ctx.server.base, bench.secretKey);
     const kinds = [
       { label: "GET /health (floor)", makeRequest: () => ({ path: "/health" }), expect: [200] },
       // One D1 round trip and nothing else (development only): what any path with one costs here.
       { label: "GET /dev/d1-round-trip", makeRequest: () => ({ path: "/dev/d1-round-trip" }), expect: [200] },
-      {
-        label: "POST /v1/track",
-        makeRequest: (i) => ({ method: "POST", path: "/v1/track", key: bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
-        expect: [200],
-      },
-      {
-        label: "POST /contacts",
-        makeRequest: (i) => ({ method: "POST", path: "/contacts", key: bench.secretKey, body: { email: `c${i}@bench.test`, data: { n: i } } }),
-        expect: [201],
-      },
-      {
-        label: "POST /v1/send",
-        makeRequest: (i) => ({
-          method: "POST",
-          path: "/v1/send",
-          key: bench.secretKey,
-          body: { to: `rp${i}@bench.test`, from, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } },
-        }),
-        expect: [200],
-      },
-      {
-        label: "POST /v1/send, template + Idempotency-Key",
-        makeRequest: (i) => ({
-          method: "POST",
-          path: "/v1/send",
-          key: bench.secretKey,
-          headers: { "Idempotency-Key": `bench-${ctx.runId}-${i}` },
-          body: { to: `tk${i}@bench.test`, from, template: template.id, data: { firstName: "Ada", code: String(i) } },
-        }),
-        expect: [200],
-      },
+      ...requestKinds(bench, template.id, ctx.runId),
     ];
     const results = await interleavedThroughput(ctx.server, kinds, settings.throughputRounds, () => waitForQueueDrain(ctx.server.base, bench.secretKey));
     const [health, roundTrip, track, contacts, plainSend, templateSend] = results;
@@ -98,3 +62,51 @@ export const throughputSection = {
     });
   },
 };
+
+/** The stored template of the template send. POST /templates answers the template itself (Plunk's shape), not an envelope. */
+export function createBenchTemplate(base, key) {
+  return api(base, key, "POST", "/templates", {
+    name: "Bench welcome",
+    subject: "Welcome, {{firstName ?? friend}}",
+    body: "<p>Hi {{firstName ?? friend}}, your code is {{code}}.</p>",
+    type: "TRANSACTIONAL",
+  });
+}
+
+/** The request paths with a goal, as `interleavedThroughput` kinds (scripts/bench/compare.mjs runs them too). */
+export function requestKinds(bench, templateId, runId) {
+  const from = `hello@${settings.domain}`;
+  return [
+    {
+      label: "POST /v1/track",
+      makeRequest: (i) => ({ method: "POST", path: "/v1/track", key: bench.publicKey, body: { email: `track${i}@bench.test`, event: "bench" } }),
+      expect: [200],
+    },
+    {
+      label: "POST /contacts",
+      makeRequest: (i) => ({ method: "POST", path: "/contacts", key: bench.secretKey, body: { email: `c${i}@bench.test`, data: { n: i } } }),
+      expect: [201],
+    },
+    {
+      label: "POST /v1/send",
+      makeRequest: (i) => ({
+        method: "POST",
+        path: "/v1/send",
+        key: bench.secretKey,
+        body: { to: `rp${i}@bench.test`, from, subject: "Hi {{n}}", body: "<p>Hello {{n}}</p>", data: { n: i } },
+      }),
+      expect: [200],
+    },
+    {
+      label: "POST /v1/send, template + Idempotency-Key",
+      makeRequest: (i) => ({
+        method: "POST",
+        path: "/v1/send",
+        key: bench.secretKey,
+        headers: { "Idempotency-Key": `bench-${runId}-${i}` },
+        body: { to: `tk${i}@bench.test`, from, template: templateId, data: { firstName: "Ada", code: String(i) } },
+      }),
+      expect: [200],
+    },
+  ];
+}

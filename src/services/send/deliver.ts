@@ -272,7 +272,6 @@ async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[]): Promise
   }
 }
 
-/** Runs `work` on every item, at most `limit` at a time. */
 export interface DeliveryOptions {
   /** Whose share of the project's sending rate this mail takes (ProjectLimiter): bulk only what transactional mail leaves free. */
   kind: SendKind;
