@@ -218,7 +218,10 @@ export const emails = sqliteTable(
     replyTo: text("reply_to"),
     subject: text("subject").notNull(),
     html: text("html").notNull(),
-    /** Custom headers given by the sender (already checked for CR/LF and reserved names). */
+    /**
+     * Legacy: custom headers used to be copied here for every recipient; since
+     * migration 0022 they are stored once per send in send_headers and this is `{}`.
+     */
     headers: json<Record<string, string>>("headers").notNull().default({}),
     /** Marketing mail gets List-Unsubscribe headers and is only sent to subscribed contacts. */
     marketing: integer("marketing", { mode: "boolean" }).notNull().default(false),
@@ -286,6 +289,23 @@ export const emailAttachments = sqliteTable(
   },
   (t) => [index("email_attachments_send_idx").on(t.sendId, t.position)],
 );
+
+/**
+ * The custom headers of one /v1/send, stored once for all its recipients (up
+ * to 50 entries, 8 KB): the send consumer reads them with each email's HTML
+ * (joined by send_id). Counted in projects.stored_bytes by triggers, deleted
+ * by a trigger when the send's last email is deleted (migration 0022).
+ * Emails written before 0022 (or by an older Worker) may still carry theirs
+ * in emails.headers, which the reader falls back to.
+ */
+export const sendHeaders = sqliteTable("send_headers", {
+  sendId: text("send_id").primaryKey(),
+  projectId: text("project_id")
+    .notNull()
+    .references(() => projects.id, { onDelete: "cascade" }),
+  headers: json<Record<string, string>>("headers").notNull(),
+  createdAt: createdAt(),
+});
 
 /** Large values split under D1's row size limit (attachments, captured raw mail). */
 export const blobChunks = sqliteTable(

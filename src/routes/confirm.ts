@@ -42,7 +42,7 @@ const confirmRoute = createRoute({
   tags,
   summary: "Confirm a subscription (double opt-in)",
   description:
-    "Subscribes the contact the confirmation email was sent to, in that email's project: CONTACT_SUBSCRIBED workflows start, `contact.subscribed` is recorded (event and webhook) once. Needs no key and no body. Idempotent. A forged token, or one made for another purpose (an unsubscribe token), is refused and changes nothing.",
+    "Subscribes the contact the confirmation email was sent to, in that email's project: its CONTACT_SUBSCRIBED workflows and the CONTACT_CREATED ones it did not start while unconfirmed start, `contact.subscribed` is recorded (event and webhook) once. Needs no key and no body. Idempotent. A forged token, or one made for another purpose (an unsubscribe token), is refused and changes nothing.",
   request: { params: TokenParam },
   responses: {
     200: html("Confirmed (also when it already was)"),

@@ -10,7 +10,7 @@ export const ProjectSettingsSchema = z
     trackingEnabled: z.boolean().openapi({ description: "Open and click tracking of the project's mail (on by default)" }),
     doubleOptIn: z.boolean().openapi({
       description:
-        "Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed (and CONTACT_SUBSCRIBED workflows start) only when the recipient confirms through the signed link. Contacts created with a secret key are not affected.",
+        "Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed, and its CONTACT_CREATED and CONTACT_SUBSCRIBED workflows start, only when the recipient confirms through the signed link. Contacts created with a secret key are not affected.",
     }),
     doubleOptInTemplateId: z
       .string()

@@ -4,6 +4,7 @@ import { contacts, events, projects, templates } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
 import { insertEvent } from "../store/events";
 import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded, storedBytesGuard } from "../store/guards";
+import { dropContactCreatedTrigger } from "../store/workflows";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
 import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
@@ -97,6 +98,8 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     ...upsert.statements,
     ...hooks.after,
     event,
+    // An unconfirmed contact starts no CONTACT_CREATED workflow: it is queued when the contact confirms.
+    ...(optIn ? [dropContactCreatedTrigger(d1, projectId, upsert.ids[0])] : []),
     ...counted,
     // queueEmails ends its batch with the stored-bytes guard itself; alone, this batch needs its own.
     ...(optIn?.template ? [] : [storedBytesGuard(d1, env, projectId)]),

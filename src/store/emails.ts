@@ -59,7 +59,6 @@ export interface QueuedHead {
   from: string;
   fromName?: string | null;
   replyTo?: string | null;
-  headers?: Record<string, string>;
   marketing: boolean;
   /** Bulk mail (campaigns, MARKETING workflow steps): the bulk queue, the audience check at the claim. */
   bulk?: boolean;
@@ -106,7 +105,6 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
         head.from,
         head.fromName ?? null,
         head.replyTo ?? null,
-        JSON.stringify(head.headers ?? {}),
         head.marketing ? 1 : 0,
         head.bulk ? 1 : 0,
         head.tracked === false ? 0 : 1,
@@ -151,18 +149,31 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
 }
 
 const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template_id, campaign_id, contact_id, from_address, from_name, to_address, to_name,
-    reply_to, subject, html, headers, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at)
+    reply_to, subject, html, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at)
   SELECT json_extract(value, '$.id'), ?1, ?2, ?3, ?4,
     coalesce(json_extract(value, '$.ci'), (SELECT id FROM contacts WHERE project_id = ?1 AND email = json_extract(value, '$.c'))),
-    ?5, ?6, json_extract(value, '$.to'), json_extract(value, '$.n'), ?7, json_extract(value, '$.s'), coalesce(?15, json_extract(value, '$.h')),
-    ?8, ?9, ?10, ?11, ?12, 'QUEUED', json_extract(value, '$.m'), ?13, ?13, ?13
-  FROM json_each(?14)
-  WHERE (?16 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?16 AND status IN ('RUNNING', 'WAITING'))
+    ?5, ?6, json_extract(value, '$.to'), json_extract(value, '$.n'), ?7, json_extract(value, '$.s'), coalesce(?14, json_extract(value, '$.h')),
+    ?8, ?9, ?10, ?11, 'QUEUED', json_extract(value, '$.m'), ?12, ?12, ?12
+  FROM json_each(?13)
+  WHERE (?15 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?15 AND status IN ('RUNNING', 'WAITING'))
     AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1)))
-    AND (?17 IS NULL OR (EXISTS (SELECT 1 FROM contacts WHERE id = ?17 AND project_id = ?1)
+    AND (?16 IS NULL OR (EXISTS (SELECT 1 FROM contacts WHERE id = ?16 AND project_id = ?1)
       AND NOT EXISTS (SELECT 1 FROM suppressions WHERE project_id = ?1 AND email = json_extract(value, '$.to'))))
   ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
   RETURNING id`;
+
+/**
+ * The send's custom headers, once for all its recipients, for the batch that
+ * inserts its emails (after them: written only if the send has an email, so no
+ * row is left without one; the emails_send_headers_delete trigger removes it
+ * with the last). The send_headers_bytes_insert trigger counts its bytes.
+ */
+export function insertSendHeaders(d1: D1Database, projectId: string, sendId: string, headers: Record<string, string>, now: Date): D1PreparedStatement {
+  return d1.prepare(INSERT_SEND_HEADERS_SQL).bind(sendId, projectId, JSON.stringify(headers), now.getTime());
+}
+const INSERT_SEND_HEADERS_SQL = `INSERT INTO send_headers (send_id, project_id, headers, created_at)
+  SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM emails WHERE send_id = ?1 AND project_id = ?2)
+  ON CONFLICT (send_id) DO NOTHING`;
 
 // ---- the send consumer: claim, outcomes, deferral ------------------------------
 
@@ -184,7 +195,7 @@ export type ClaimedEmail = Pick<
   | "tracked"
 > & {
   trackingEnabled: boolean;
-  /** Characters of its HTML and headers JSON (length(), computed by the claim, which rewrites the row anyway). */
+  /** Characters of its HTML and headers JSON, its send's included (length(), computed by the claim, which rewrites the row anyway). */
   bodyChars: number;
 };
 
@@ -193,7 +204,7 @@ export type ClaimedEmail = Pick<
  * (?3 / ?4 / ?6 the reasons; ?5 turns the audience check on for bulk mail), the
  * UPDATE applies it only to emails still QUEUED, and RETURNING hands back the
  * small columns composing needs as arrays (`raw()`, in ClaimRow order); the
- * HTML and headers are read later, a few emails at a time (readEmailBodies). `+status`: the
+ * HTML and headers (the send's, in send_headers) are read later, a few emails at a time (readEmailBodies). `+status`: the
  * emails are found by id from the JSON rows, not by walking the status index.
  */
 const CLAIM_SQL = `UPDATE emails SET
@@ -218,7 +229,7 @@ const CLAIM_SQL = `UPDATE emails SET
   RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
     emails.to_name, emails.reply_to, emails.subject, emails.message_id, emails.marketing,
     emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id),
-    length(emails.html) + length(emails.headers)`;
+    length(emails.html) + length(emails.headers) + coalesce((SELECT length(h.headers) FROM send_headers AS h WHERE h.send_id = emails.send_id), 0)`;
 
 type ClaimRow = [
   status: string,
@@ -272,7 +283,10 @@ export async function readEmailBodies(d1: D1Database, emailIds: readonly string[
   const { results } = await d1.prepare(EMAIL_BODIES_SQL).bind(JSON.stringify(emailIds)).all<{ id: string; html: string; headers: string }>();
   return new Map(results.map((row) => [row.id, { html: row.html, headers: JSON.parse(row.headers) as Record<string, string> }]));
 }
-const EMAIL_BODIES_SQL = "SELECT id, html, headers FROM emails WHERE id IN (SELECT value FROM json_each(?1))";
+// The send's headers (send_headers), or an email's own from before migration 0022.
+const EMAIL_BODIES_SQL = `SELECT e.id AS id, e.html AS html, coalesce(h.headers, e.headers) AS headers
+  FROM emails AS e LEFT JOIN send_headers AS h ON h.send_id = e.send_id
+  WHERE e.id IN (SELECT value FROM json_each(?1))`;
 
 /**
  * Claims these emails (each with its project) in one statement per chunk:
@@ -403,6 +417,7 @@ const DELETE_OLD_EMAILS_SQL = `DELETE FROM emails WHERE id IN (
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
 export const FIXED_SQL = {
   INSERT_QUEUED_SQL,
+  INSERT_SEND_HEADERS_SQL,
   DROP_OLD_HTML_SQL,
   DELETE_OLD_EMAILS_SQL,
   CLAIM_SQL,

@@ -1,6 +1,8 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
+import { eq } from "drizzle-orm";
+import { projects } from "../../src/db/schema";
 import { call, expectError, newProject } from "../support/http";
 import { campaignSetup } from "../support/campaigns";
 
@@ -183,6 +185,40 @@ describe("campaigns API", () => {
     s.bulk.messages.push(...pages);
     await s.pump();
     expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect(s.ses.calls.map((c) => c.to[0]).sort()).toEqual(["a@example.com", "b@example.com"]);
+  });
+
+  it("a due campaign of a project the reputation breaker paused stays SCHEDULED with no email; the first tick after the resume starts it", async () => {
+    const s = await campaignSetup();
+    await s.addContacts([{ email: "a@example.com" }, { email: "b@example.com" }]);
+    const campaign = await s.createCampaign();
+    const at = new Date(Date.now() + 3_600_000);
+    const api = <T>(method: string, path: string) => call<T>(method, path, { key: s.project.secretKey, env: s.env });
+    const status = async () => (await api<{ data: { status: string } }>("GET", `/campaigns/${campaign.id}`)).body.data.status;
+    const emailCount = async () => (await api<{ data: { total: number } }>("GET", `/emails?campaignId=${campaign.id}`)).body.data.total;
+    expect(
+      (await call("POST", `/campaigns/${campaign.id}/send`, { key: s.project.secretKey, body: { scheduledFor: at.toISOString() }, env: s.env })).status,
+    ).toBe(200);
+
+    // Paused as the breaker's cron job pauses (src/store/reputation.ts sets these two columns).
+    await s.db
+      .update(projects)
+      .set({ sendingPausedAt: new Date(), sendingPausedReason: "Bounce rate 10.00% (2 of 20 emails sent)" })
+      .where(eq(projects.id, s.project.id));
+    await cron(s, new Date(at.getTime() + 1000));
+    await cron(s, new Date(at.getTime() + 2000));
+    expect(await status()).toBe("SCHEDULED");
+    expect(s.bulk.messages).toHaveLength(0);
+    expect(await emailCount()).toBe(0);
+
+    const resumed = await api<{ paused: boolean }>("POST", "/project/sending/resume");
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(resumed.body.paused).toBe(false);
+    await cron(s, new Date(at.getTime() + 3000));
+    expect(await status()).toBe("SENDING");
+    await s.pump();
+    expect(await status()).toBe("SENT");
+    expect(await emailCount()).toBe(2);
     expect(s.ses.calls.map((c) => c.to[0]).sort()).toEqual(["a@example.com", "b@example.com"]);
   });
 

@@ -146,6 +146,41 @@ describe("double opt-in (issue 24, H2/M5)", () => {
     expect(sent.status, JSON.stringify(sent.body)).toBeLessThan(300);
   });
 
+  it("on: an unconfirmed pk_ contact starts no CONTACT_CREATED workflow (its TRANSACTIONAL step mails no one); confirming starts it, once however often confirmed", async () => {
+    const a = await optInProject();
+    const welcomeTemplate = await a.template("Welcome", { subject: "Welcome aboard", body: "<p>Welcome</p>" });
+    const created = await a.createWorkflow({
+      name: "onboard",
+      trigger: { type: "CONTACT_CREATED" },
+      steps: [{ id: "hello", type: "SEND_EMAIL", config: { templateId: welcomeTemplate } }],
+    });
+    const id = await pkTrack(a, "typed-in@example.org");
+    expect((await contact(a, id)).subscribed).toBe(false);
+    await eventually(async () => expect(await a.delivered()).toEqual(["typed-in@example.org: Please confirm your subscription"]));
+    // A contact a secret key creates still starts it at creation (the control: the workflow does run).
+    const control = (await a.track("control@example.org", "signed-up")).contact;
+    await a.executionWhere(created.id, (e) => e.contactId === control);
+    expect((await a.executions(created.id)).filter((e) => e.contactId === id)).toEqual([]);
+    expect((await a.delivered()).filter((m) => m.startsWith("typed-in@"))).toEqual(["typed-in@example.org: Please confirm your subscription"]);
+
+    const link = await confirmLink(a.project.id, "typed-in@example.org");
+    expect((await call<string>("POST", link)).status).toBe(200);
+    await a.executionWhere(created.id, (e) => e.contactId === id);
+    await eventually(async () =>
+      expect((await a.delivered()).filter((m) => m.startsWith("typed-in@"))).toEqual([
+        "typed-in@example.org: Please confirm your subscription",
+        "typed-in@example.org: Welcome aboard",
+      ]),
+    );
+    // Confirmed again, even after unsubscribing in between: no second start.
+    expect((await a.project.api.patch(`/contacts/${id}`, { subscribed: false })).status).toBe(200);
+    expect((await call<string>("POST", link)).status).toBe(200);
+    expect((await contact(a, id)).subscribed).toBe(true);
+    expect((await call<string>("POST", link)).status).toBe(200);
+    await a.executionWhere(created.id, (e) => e.contactId === control);
+    expect((await a.executions(created.id)).filter((e) => e.contactId === id)).toHaveLength(1);
+  });
+
   it("a forged link, an unsubscribe token, or another project's link is refused; each project's contact is confirmed on its own", async () => {
     const a = await optInProject();
     const b = await optInProject();

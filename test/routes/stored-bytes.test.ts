@@ -3,12 +3,13 @@ import { eq } from "drizzle-orm";
 import { v7 as uuidv7 } from "uuid";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
-import { emails, projects, workflowExecutions, workflowVersions } from "../../src/db/schema";
+import { emails, projects, sendHeaders, workflowExecutions, workflowVersions } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import { pruneOldEmails, pruneOldExecutions, pruneOldWorkflowVersions } from "../../src/services/retention";
 import { campaignSetup } from "../support/campaigns";
 import { call, expectError, type JsonResponse, newProject, type TestProject } from "../support/http";
 import { sendingSetup } from "../support/sending";
+import { decodeWords } from "../fakes/ses";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -75,7 +76,7 @@ describe("stored bytes (issue 24, H1): one figure per project, kept by D1 trigge
     expect((await storedBytes(p.id)) - v1).toBeGreaterThan(95);
   });
 
-  it("email HTML and custom headers count for every recipient; a campaign's body and its mail count too", async () => {
+  it("email HTML counts for every recipient; a campaign's body and its mail count too", async () => {
     const s = await campaignSetup();
     const at0 = await storedBytes(s.project.id);
     const body = "<p>Hello</p>";
@@ -83,9 +84,8 @@ describe("stored bytes (issue 24, H1): one figure per project, kept by D1 trigge
     expect(plain.status).toBe(200);
     const one = (await storedBytes(s.project.id)) - at0;
     expect(one).toBeGreaterThanOrEqual(utf8(body));
-    const headers = { "X-Note": "h".repeat(900) };
-    expect((await s.send({ to: ["b@example.com", "c@example.com"], from: s.from, subject: "Hi", body, headers })).status).toBe(200);
-    expect((await storedBytes(s.project.id)) - at0 - one).toBeGreaterThanOrEqual(2 * (one + 900));
+    expect((await s.send({ to: ["b@example.com", "c@example.com"], from: s.from, subject: "Hi", body })).status).toBe(200);
+    expect((await storedBytes(s.project.id)) - at0 - one).toBeGreaterThanOrEqual(2 * utf8(body));
 
     await s.addContacts([{ email: "c1@example.com" }, { email: "c2@example.com" }, { email: "c3@example.com" }]);
     const beforeCampaign = await storedBytes(s.project.id);
@@ -97,6 +97,57 @@ describe("stored bytes (issue 24, H1): one figure per project, kept by D1 trigge
     await s.pump();
     expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
     expect((await storedBytes(s.project.id)) - beforeMail).toBeGreaterThanOrEqual(3 * 3000);
+  });
+
+  it("custom headers are stored once per send: 50 recipients with 8 KB of headers add the headers' bytes once; every delivered message carries them; they go with the send's last email", async () => {
+    const s = await sendingSetup({ SEND_RATE_PER_SECOND: "100000" });
+    const to = Array.from({ length: 50 }, (_, i) => `r${i}@example.com`);
+    // 10 headers of 8 + 800 bytes: 8,080 bytes of names and values (the cap is 8,192).
+    const headers = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`X-Note-${i}`, `${i}${"v".repeat(799)}`]));
+    const send = async (withHeaders: boolean) => {
+      const subject = withHeaders ? "With headers" : "Plain";
+      const res = await s.send({ to, from: s.from, subject, body: "<p>Hello</p>", ...(withHeaders ? { headers } : {}) });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.data.emails.map((e) => e.email);
+    };
+    await send(false); // creates the 50 contacts, so the next two sends store only their emails
+    const at0 = await storedBytes(s.project.id);
+    await send(false);
+    const plain = (await storedBytes(s.project.id)) - at0;
+    const at1 = await storedBytes(s.project.id);
+    const ids = await send(true);
+    const headerBytes = utf8(JSON.stringify(headers));
+    expect((await storedBytes(s.project.id)) - at1 - plain).toBe(headerBytes);
+
+    // Every message of the send carries every header; the others none.
+    const queued = s.queue.take().map((m) => m.body);
+    for (let i = 0; i < queued.length; i += 50) await s.deliver(queued.slice(i, i + 50));
+    expect(s.ses.calls).toHaveLength(150);
+    const withHeaders = s.ses.calls.filter((c) => decodeWords(c.mime.headers.subject) === "With headers");
+    expect(withHeaders.map((c) => c.to[0]).sort()).toEqual([...to].sort());
+    for (const call of s.ses.calls) {
+      for (const [name, value] of Object.entries(headers)) {
+        expect(call.mime.headers[name.toLowerCase()]).toBe(withHeaders.includes(call) ? value : undefined);
+      }
+    }
+    expect((await s.request<{ status: string }>("GET", `/emails/${ids[0]}`)).body.status).toBe("SENT");
+
+    // The retention cron's email pruning (a year on, oldest first, in small batches here): the headers
+    // stay while an email of the send is left, and go with the last one.
+    const headerRows = async () => (await db().select().from(sendHeaders).where(eq(sendHeaders.projectId, s.project.id))).length;
+    const emailsLeft = async (of?: string[]) =>
+      (await db().select({ id: emails.id }).from(emails).where(eq(emails.projectId, s.project.id))).filter((e) => !of || of.includes(e.id)).length;
+    expect(await headerRows()).toBe(1);
+    const perEmail = plain / 50;
+    const before = await storedBytes(s.project.id);
+    const yearOn = new Date(Date.now() + 400 * DAY);
+    while ((await emailsLeft(ids)) === 50) expect(await pruneOldEmails(db(), env, yearOn, 10)).toBeGreaterThan(0);
+    expect(await emailsLeft(ids)).toBeGreaterThan(0);
+    expect(await headerRows()).toBe(1);
+    expect(before - (await storedBytes(s.project.id))).toBe((150 - (await emailsLeft())) * perEmail);
+    while ((await emailsLeft()) > 0) expect(await pruneOldEmails(db(), env, yearOn, 10)).toBeGreaterThan(0);
+    expect(await headerRows()).toBe(0);
+    expect(before - (await storedBytes(s.project.id))).toBe(150 * perEmail + headerBytes);
   });
 
   it("past QUOTA_STORED_BYTES every kind of write is a 403 QUOTA_EXCEEDED and writes nothing; deleting frees the space", async () => {

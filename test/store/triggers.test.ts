@@ -41,6 +41,9 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   emails_reputation_sent: "AFTER UPDATE OF sent_at ON emails",
   emails_reputation_bounced: "AFTER UPDATE OF bounced_at ON emails",
   emails_reputation_complained: "AFTER UPDATE OF complained_at ON emails",
+  send_headers_bytes_insert: "AFTER INSERT ON send_headers",
+  send_headers_bytes_delete: "AFTER DELETE ON send_headers",
+  emails_send_headers_delete: "AFTER DELETE ON emails",
 };
 
 /** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */

@@ -7346,7 +7346,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm a subscription (double opt-in)
-         * @description Subscribes the contact the confirmation email was sent to, in that email's project: CONTACT_SUBSCRIBED workflows start, `contact.subscribed` is recorded (event and webhook) once. Needs no key and no body. Idempotent. A forged token, or one made for another purpose (an unsubscribe token), is refused and changes nothing.
+         * @description Subscribes the contact the confirmation email was sent to, in that email's project: its CONTACT_SUBSCRIBED workflows and the CONTACT_CREATED ones it did not start while unconfirmed start, `contact.subscribed` is recorded (event and webhook) once. Needs no key and no body. Idempotent. A forged token, or one made for another purpose (an unsubscribe token), is refused and changes nothing.
          */
         post: {
             parameters: {
@@ -8099,7 +8099,7 @@ export interface components {
             name: string;
             /** @description Open and click tracking of the project's mail (on by default) */
             trackingEnabled: boolean;
-            /** @description Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed (and CONTACT_SUBSCRIBED workflows start) only when the recipient confirms through the signed link. Contacts created with a secret key are not affected. */
+            /** @description Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed, and its CONTACT_CREATED and CONTACT_SUBSCRIBED workflows start, only when the recipient confirms through the signed link. Contacts created with a secret key are not affected. */
             doubleOptIn: boolean;
             /** @description The confirmation email's template. Its subject or body must use `{{confirmUrl}}` (the signed confirm link) and it must have a `from` on a VERIFIED domain of the project. */
             doubleOptInTemplateId: string | null;

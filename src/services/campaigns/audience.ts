@@ -1,7 +1,7 @@
-import { and, asc, eq, gt, inArray, lt, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNotNull, lt, lte, notExists, sql, type SQL } from "drizzle-orm";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { getDb, runStatements, type Database } from "../../db/client";
-import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, contacts, projects, type Campaign, type CampaignStatus } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { Env } from "../../env";
@@ -198,8 +198,8 @@ export async function startSending(
       and(
         eq(campaigns.id, campaign.id),
         inArray(campaigns.status, fromStatus),
-        // The cron only starts a scheduled campaign that is due.
-        fromStatus.length === 1 && fromStatus[0] === "SCHEDULED" ? lt(campaigns.scheduledAt, new Date(now.getTime() + 1)) : undefined,
+        // The cron only starts a scheduled campaign that is due, and not while its project's sending is paused.
+        fromStatus.length === 1 && fromStatus[0] === "SCHEDULED" ? and(lt(campaigns.scheduledAt, new Date(now.getTime() + 1)), notPaused(db)) : undefined,
       ),
     )
     .returning();
@@ -207,6 +207,20 @@ export async function startSending(
   await enqueueCampaignPage(env, started, null);
   return started;
 }
+
+/**
+ * The campaign's project is not paused by the reputation breaker: a due
+ * campaign of a paused project stays SCHEDULED (nothing written) and starts on
+ * the first tick after the resume, instead of writing emails the consumer
+ * would only fail.
+ */
+const notPaused = (db: Database) =>
+  notExists(
+    db
+      .select({ one: sql`1` })
+      .from(projects)
+      .where(and(eq(projects.id, campaigns.projectId), isNotNull(projects.sendingPausedAt))),
+  );
 
 /**
  * Cron: starts each due SCHEDULED campaign exactly once (the conditional
@@ -219,7 +233,7 @@ export async function runCampaignJobs(env: Env, now = new Date()) {
   const due = await db
     .select()
     .from(campaigns)
-    .where(and(eq(campaigns.status, "SCHEDULED"), lte(campaigns.scheduledAt, now)))
+    .where(and(eq(campaigns.status, "SCHEDULED"), lte(campaigns.scheduledAt, now), notPaused(db)))
     .orderBy(asc(campaigns.scheduledAt))
     .limit(CRON_LIMIT);
   let started = 0;

@@ -7,7 +7,7 @@ import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { SendEmailMessage } from "../../messages";
 import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
-import { insertQueued } from "../../store/emails";
+import { insertQueued, insertSendHeaders } from "../../store/emails";
 import { quotaGuard, runGuarded, storedBytesGuard, type QuotaUse } from "../../store/guards";
 import { confirmUrl, unsubscribeUrl } from "../tracking/links";
 import { type AttachmentInput, buildAttachmentInserts } from "./attachments";
@@ -34,6 +34,7 @@ export interface EmailDraft {
   replyTo?: string | null;
   /** The verified domain of `from`: each email's Message-ID is `<id>@<senderDomain>`. */
   senderDomain: string;
+  /** Custom headers (/v1/send): stored once for the send (send_headers), read with each email's HTML. */
   headers?: Record<string, string>;
   /** Liquid templates. */
   subject: string;
@@ -167,7 +168,6 @@ export async function queueEmails(
       from: draft.from,
       fromName: draft.fromName,
       replyTo: draft.replyTo,
-      headers: draft.headers,
       marketing: draft.marketing,
       bulk: draft.bulk,
       tracked: draft.tracked,
@@ -195,6 +195,10 @@ export async function queueEmails(
     ...head,
     ...inserts,
     ...(rendered.length > 0 && draft.attachments?.length ? buildAttachmentInserts(db, sendId, draft.attachments) : []),
+    // Custom headers (only /v1/send has them): once per send, not per recipient.
+    ...(rendered.length > 0 && draft.headers && Object.keys(draft.headers).length > 0
+      ? [insertSendHeaders(d1, draft.projectId, sendId, draft.headers, now)]
+      : []),
     ...(rendered.length > 0 ? [storedBytesGuard(d1, env, draft.projectId)] : []),
     ...last,
   ];

@@ -4,6 +4,7 @@ import { contacts, emails } from "../../db/schema";
 import type { ConfigInput } from "../../lib/config";
 import { updateContactById } from "../../store/contacts";
 import { insertContactEvent } from "../../store/events";
+import { queueConfirmedContactCreated } from "../../store/workflows";
 import { contactWriteEvents } from "../webhooks/record";
 
 /** How long a double opt-in confirm link works after its email was created. */
@@ -30,7 +31,9 @@ export async function findConfirmation(db: Database, emailId: string, now = new 
  * that email's project: the token names the email, the email its project and
  * contact). One atomic batch: the `contact.subscribed` event (source system,
  * data `{method: "double-opt-in"}`), the webhook event and the subscription;
- * the D1 trigger of migration 0006 queues CONTACT_SUBSCRIBED workflows.
+ * the D1 trigger of migration 0006 queues CONTACT_SUBSCRIBED workflows, and
+ * the batch's first statement the CONTACT_CREATED ones the contact did not
+ * start while unconfirmed (src/services/events.ts dropped them).
  * Idempotent: a subscribed contact is left as it is.
  */
 export async function confirmSubscription(
@@ -46,6 +49,8 @@ export async function confirmSubscription(
   const hooks = contactWriteEvents(db.$client, { projectId: found.projectId, at: now, email: found.email, subscribed: true });
   const n = hooks.before.length;
   const results = await runStatements(db, [
+    // The CONTACT_CREATED workflows the unconfirmed contact did not start (first: it reads the state before this confirmation).
+    queueConfirmedContactCreated(db.$client, found.projectId, found.contactId, emailId, now.getTime()),
     insertContactEvent(
       db,
       env,
@@ -57,7 +62,7 @@ export async function confirmSubscription(
     updateContactById(db, found.projectId, found.contactId, { subscribed: true }, now),
     ...hooks.after,
   ]);
-  const webhookEvents = hooks.ids(results.slice(1, 1 + n));
+  const webhookEvents = hooks.ids(results.slice(2, 2 + n));
   if (handOver && webhookEvents.length > 0) await handOver(found.projectId, webhookEvents);
   return { outcome: "confirmed", projectId: found.projectId };
 }

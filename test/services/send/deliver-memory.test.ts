@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../../src/env";
 import { BODY_CHARS_PER_READ } from "../../../src/services/send/deliver";
+import { FIXED_SQL } from "../../../src/store/emails";
 import { sendingSetup } from "../../support/sending";
 
 /**
@@ -28,7 +29,7 @@ function measuringD1(real: D1Database) {
     get(target, property) {
       if (property === "prepare")
         return (sql: string) => {
-          if (state.recording && /^SELECT id, html, headers FROM emails/.test(sql)) state.bodyReads++;
+          if (state.recording && sql === FIXED_SQL.EMAIL_BODIES_SQL) state.bodyReads++;
           return wrap(target.prepare(sql));
         };
       if (property === "batch")
