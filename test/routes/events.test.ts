@@ -2,12 +2,13 @@ import { describe, expect, it } from "vitest";
 import { call, expectError, newProject, type TestProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { EventListResponseSchema, EventNamesResponseSchema } from "../../src/schemas/events";
+import type { TrackResponse } from "../support/api";
 
 type EventList = z.infer<typeof EventListResponseSchema>;
 type EventNames = z.infer<typeof EventNamesResponseSchema>;
 
 async function track(p: TestProject, email: string, event: string, data?: Record<string, unknown>) {
-  const res = await p.publicApi.post("/v1/track", { email, event, ...(data ? { data } : {}) });
+  const res = await p.publicApi.post<TrackResponse>("/v1/track", { email, event, ...(data ? { data } : {}) });
   expect(res.status).toBe(200);
   return res.body.data as { contact: string; event: string; timestamp: string };
 }

@@ -8,6 +8,7 @@ import { dropOldEmailHtml, pruneDailyUsage, pruneOldEvents, runRetention } from 
 import { insertSentEmail } from "../support/emails";
 import { newProject } from "../support/http";
 import { sendingSetup } from "../support/sending";
+import type { Email } from "../support/api";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -107,7 +108,7 @@ describe("retention (cron)", () => {
     expect(rows.get(stuck)!.html).not.toBe("");
     expect(rows.get(recent)!.html).not.toBe("");
     // Still listed through the API, with its status.
-    const view = await p.api.get(`/emails/${old}`);
+    const view = await p.api.get<Email>(`/emails/${old}`);
     expect(view.status).toBe(200);
     expect(view.body.status).toBe("SENT");
 
