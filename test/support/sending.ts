@@ -58,7 +58,7 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
   const project = await newProject("sender");
   const domain = await verifiedDomain(project, dns);
 
-  const request = <T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  const request = <T = unknown>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     call<T>(method, path, { key: project.secretKey, body, headers: { "Content-Type": "application/json", ...headers }, env: testEnv });
 
   /** Runs the consumer on the given messages (default: everything queued so far) with their delivery attempt number. */
@@ -93,9 +93,9 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
     env: testEnv,
     /** POST /v1/send; the body typed as the success response (errors go through expectError). */
     send: (body: unknown, headers?: Record<string, string>) => request<SendResponse>("POST", "/v1/send", body, headers),
-    get: <T = any>(path: string) => request<T>("GET", path),
+    get: <T = unknown>(path: string) => request<T>("GET", path),
     /** Any API call through the Worker with this setup's env (e.g. EMAIL_PROVIDER=ses for POST /domains). */
-    post: <T = any>(path: string, body?: unknown) => request<T>("POST", path, body),
+    post: <T = unknown>(path: string, body?: unknown) => request<T>("POST", path, body),
     request,
     deliver,
     ctx: () => createExecutionContext(),
