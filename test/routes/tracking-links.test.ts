@@ -97,7 +97,7 @@ describe("GET /t/c/{emailId} (click redirect)", () => {
     expect(row.status).toBe("CLICKED");
     expect(row.clickedAt).toBeInstanceOf(Date);
     const list = await p.api.get<EventList>("/events?name=email.clicked");
-    expect(list.body.data.items.map((e: any) => e.data.url)).toEqual(["https://example.com/pricing?plan=pro&ref=mail"]);
+    expect(list.body.data.items.map((e) => e.data.url)).toEqual(["https://example.com/pricing?plan=pro&ref=mail"]);
     expect(list.body.data.items[0]).toMatchObject({ contactId: email.contactId, emailId: email.id });
   });
 

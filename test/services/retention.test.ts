@@ -65,7 +65,7 @@ describe("retention (cron)", () => {
     const done = await s.send({ to: ["a@example.com", "b@example.com"], from: s.from, subject: "A", body: "<p>a</p>", attachments: [attachment("first")] });
     const waiting = await s.send({ to: "c@example.com", from: s.from, subject: "B", body: "<p>b</p>", attachments: [attachment("second")] });
     expect([done.status, waiting.status]).toEqual([200, 200]);
-    const doneIds = done.body.data.emails.map((e: any) => e.email);
+    const doneIds = done.body.data.emails.map((e) => e.email);
     const waitingId = waiting.body.data.emails[0].email;
     const before = await storedBytes(s.project.id);
     expect(before).toBeGreaterThan(0);

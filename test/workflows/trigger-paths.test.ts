@@ -85,7 +85,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
     } as unknown as Env;
     const trigger = signupTrigger(project.id, contactId);
     const deliver = (attempts: number) => runConsumer(WORKFLOW_QUEUE_NAME, engineDown, [{ id: `m-${attempts}`, attempts, body: trigger }]);
-    const executions = async () => (await project.api.get<ExecutionList>(`/workflows/${workflow.body.id}/executions`)).body.data.items as any[];
+    const executions = async () => (await project.api.get<ExecutionList>(`/workflows/${workflow.body.id}/executions`)).body.data.items;
 
     // Every delivery but the last: retried, the execution waits RUNNING for its instance.
     for (const attempts of [1, WORKFLOW_QUEUE_MAX_RETRIES]) {

@@ -37,8 +37,8 @@ describe("contact triggers", () => {
     const patched = await a.project.api.patch<Contact>(`/contacts/${off.body.id}`, { subscribed: true });
     expect(patched.status).toBe(200);
     await a.executionWhere(workflow.id, (e) => e.contactId === off.body.id && e.status === "COMPLETED");
-    await a.project.api.patch<Contact>(`/contacts/${off.body.id}`, { subscribed: false });
-    await a.project.api.patch<Contact>(`/contacts/${off.body.id}`, { subscribed: true });
+    await a.project.api.patch(`/contacts/${off.body.id}`, { subscribed: false });
+    await a.project.api.patch(`/contacts/${off.body.id}`, { subscribed: true });
     // Re-subscribing is a new subscription: a second execution (re-entry allowed).
     await eventually(async () => expect((await a.executions(workflow.id, `?contactId=${off.body.id}`)).length).toBe(2));
   });
@@ -75,7 +75,7 @@ describe("steps on the contact", () => {
     });
     const { contact } = await a.track("quinn@example.org", "churned", { plan: "pro", firstName: "Quinn" });
     const execution = await a.executionWhere(workflow.id, (e) => e.status === "COMPLETED");
-    expect(execution.history.map((h: any) => [h.stepId, h.status, h.outcome])).toEqual([
+    expect(execution.history.map((h) => [h.stepId, h.status, h.outcome])).toEqual([
       ["mark", "COMPLETED", "updated data churned, plan; subscribed=false"],
       ["news", "SKIPPED", "skipped: contact unsubscribed (MARKETING template)"],
     ]);

@@ -60,7 +60,7 @@ describe("welcome series on Cloudflare Workflows", () => {
     const waiting = await s.executionWhere(s.workflow.id, (e) => e.status === "WAITING" && e.currentStepId === "activation");
     expect(waiting).toMatchObject({ workflowId: s.workflow.id, workflowVersion: 1, contactId: contact, finishedAt: null });
     expect(Date.parse(waiting.resumeAt!) - Date.now()).toBeGreaterThan(3 * 86_400_000 - 60_000);
-    expect(waiting.history.map((h: any) => [h.stepId, h.status])).toEqual([
+    expect(waiting.history.map((h) => [h.stepId, h.status])).toEqual([
       ["welcome", "COMPLETED"],
       ["pause", "COMPLETED"],
       ["activation", "WAITING"],
@@ -78,7 +78,7 @@ describe("welcome series on Cloudflare Workflows", () => {
     expect(done.status).toBe(200);
     expect(done.body).toMatchObject({ id: waiting.id, status: "COMPLETED", currentStepId: null, error: null });
     expect(done.body.finishedAt).not.toBeNull();
-    expect(done.body.history.map((h: any) => [h.stepId, h.type, h.status, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
+    expect(done.body.history.map((h) => [h.stepId, h.type, h.status, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
       ["welcome", "SEND_EMAIL", "COMPLETED", "queued"],
       ["pause", "DELAY", "COMPLETED", "waited 2 days"],
       ["activation", "WAIT_FOR_EVENT", "COMPLETED", "event activated received"],
@@ -89,7 +89,7 @@ describe("welcome series on Cloudflare Workflows", () => {
     // Both emails are ordinary email records that went through the send pipeline to the provider.
     await eventually(async () => expect(await s.delivered()).toEqual(["ada@example.org: Pro tips for Ada", "ada@example.org: Welcome for Ada"]));
     const emails = await s.project.api.get<EmailList>("/emails?limit=10");
-    expect(emails.body.data.items.map((e: any) => e.status)).toEqual(["SENT", "SENT"]);
+    expect(emails.body.data.items.map((e) => e.status)).toEqual(["SENT", "SENT"]);
 
     const stats = await s.project.api.get<Workflow>(`/workflows/${s.workflow.id}`);
     expect(stats.body.stats).toEqual({ running: 0, waiting: 0, completed: 1, exited: 0, failed: 0, cancelled: 0 });
@@ -109,7 +109,7 @@ describe("welcome series on Cloudflare Workflows", () => {
 
     const [execution] = await s.executions(s.workflow.id);
     expect(execution.status).toBe("EXITED");
-    expect(execution.history.map((h: any) => [h.stepId, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
+    expect(execution.history.map((h) => [h.stepId, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
       ["welcome", "queued"],
       ["pause", "waited 2 days"],
       ["activation", "event activated received"],
@@ -133,7 +133,7 @@ describe("welcome series on Cloudflare Workflows", () => {
 
     const [execution] = await s.executions(s.workflow.id);
     expect(execution.status).toBe("EXITED");
-    expect(execution.history.map((h: any) => [h.stepId, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
+    expect(execution.history.map((h) => [h.stepId, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
       ["welcome", "queued"],
       ["pause", "waited 2 days"],
       ["activation", "timed out"],

@@ -77,7 +77,7 @@ describe("a campaign to 2,000 contacts", () => {
     });
     expect((await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}&status=SENT&limit=1`)).body.data.total).toBe(1988);
     const skipped = await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}&status=FAILED`);
-    expect(skipped.body.data.items.map((e: any) => e.to)).toEqual([unsubscribed.email]);
+    expect(skipped.body.data.items.map((e) => e.to)).toEqual([unsubscribed.email]);
 
     // Marketing mail: rendered per contact, unsubscribe link in the body and RFC 8058 one-click headers.
     const one = s.ses.calls.find((c) => c.to[0] === "c0007@example.com")!;
