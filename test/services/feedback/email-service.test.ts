@@ -153,7 +153,7 @@ describe("empty provider message ids (L7)", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const id = res.body.data.emails[0].email;
     await s.deliver();
-    const email = (await s.get(`/emails/${id}`)).body as { status: string; providerMessageId: string | null };
+    const email = (await s.get<Email>(`/emails/${id}`)).body;
     expect(email).toMatchObject({ status: "SENT", providerMessageId: null });
 
     // A row stored with an empty id by earlier code is never matched by an empty event id either.
