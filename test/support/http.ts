@@ -35,7 +35,8 @@ export interface CallOptions {
 /**
  * The one HTTP helper of the tests: calls the Worker exactly as an HTTP client
  * would (through `exports.default`, or the fetch handler with `env` when a test
- * changes bindings) and reads the body as JSON when it is JSON.
+ * changes bindings) and reads the body as JSON when it is JSON. The body is
+ * `unknown` unless the test names its type (`call<T>`; ./api.ts has the API's).
  */
 export async function call<T = unknown>(method: string, path: string, options: CallOptions = {}): Promise<JsonResponse<T>> {
   const headers: Record<string, string> = { ...options.headers };
