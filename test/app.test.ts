@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { createApp, MAX_BODY_BYTES } from "../src/app";
 import { call, expectError, newProject } from "./support/http";
+import type { Contact, ContactList, OpenApiDoc, UpsertedContact } from "./support/api";
 
 /** Routes deliberately left out of the API reference, with the reason. */
 const UNDOCUMENTED = [
@@ -23,7 +24,7 @@ function registeredRoutes(): string[] {
 
 describe("GET /health", () => {
   it("answers without a key", async () => {
-    const res = await call("GET", "/health");
+    const res = await call<{ status: "ok"; timestamp: string }>("GET", "/health");
     expect(res.status).toBe(200);
     expect(res.body.status).toBe("ok");
     expect(Date.parse(res.body.timestamp)).not.toBeNaN();
@@ -72,14 +73,14 @@ describe("errors from the HTTP layer", () => {
       });
       expectError(res, 400, "INVALID_JSON");
     }
-    const created = await p.api.post("/contacts", { email: "x@example.com" });
-    const patch = await call("PATCH", `/contacts/${created.body.id}`, {
+    const created = await p.api.post<UpsertedContact>("/contacts", { email: "x@example.com" });
+    const patch = await call<Contact>("PATCH", `/contacts/${created.body.id}`, {
       key: p.secretKey,
       rawBody: "{",
       headers: { "Content-Type": "application/json" },
     });
     expectError(patch, 400, "INVALID_JSON");
-    expect((await p.api.get("/contacts")).body.total).toBe(1);
+    expect((await p.api.get<ContactList>("/contacts")).body.total).toBe(1);
   });
 
   it("a non-JSON content type (or none) is 400", async () => {
@@ -89,7 +90,7 @@ describe("errors from the HTTP layer", () => {
       const err = expectError(res, 400);
       expect(["UNSUPPORTED_MEDIA_TYPE", "INVALID_JSON"]).toContain(err.code);
     }
-    expect((await p.api.get("/contacts")).body.total).toBe(0);
+    expect((await p.api.get<ContactList>("/contacts")).body.total).toBe(0);
   });
 
   it("a body over 1 MB is 413 PAYLOAD_TOO_LARGE, with or without Content-Length", async () => {
@@ -114,7 +115,7 @@ describe("errors from the HTTP layer", () => {
     });
     const streamed = await call("POST", "/contacts", { key: p.secretKey, rawBody: stream, headers: { "Content-Type": "application/json" } });
     expectError(streamed, 413, "PAYLOAD_TOO_LARGE");
-    expect((await p.api.get("/contacts")).body.total).toBe(0);
+    expect((await p.api.get<ContactList>("/contacts")).body.total).toBe(0);
 
     // Just under the limit is not a 413 (it is judged on its content instead).
     const under = JSON.stringify({ email: "u@example.com", data: { blob: "x".repeat(MAX_BODY_BYTES - 100) } });
@@ -125,7 +126,7 @@ describe("errors from the HTTP layer", () => {
 
 describe("API reference", () => {
   it("GET /openapi.json is OpenAPI 3.1 and documents every registered route with its 4xx responses", async () => {
-    const res = await call("GET", "/openapi.json");
+    const res = await call<OpenApiDoc>("GET", "/openapi.json");
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toMatch(/application\/json/);
     const doc = res.body;
@@ -133,7 +134,7 @@ describe("API reference", () => {
     expect(doc.info.title).toBeTruthy();
 
     const documented = new Set<string>();
-    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
       for (const method of Object.keys(item)) documented.add(`${method.toUpperCase()} ${path}`);
     }
     const registered = registeredRoutes();
@@ -153,14 +154,14 @@ describe("API reference", () => {
       if (op.security?.length) {
         // Every keyed route documents the auth, validation and rate-limit errors in the envelope.
         expect(statuses, route).toEqual(expect.arrayContaining(["401", "403", "422", "429"]));
-        expect(JSON.stringify(op.responses["401"].content["application/json"].schema)).toContain("#/components/schemas/Error");
+        expect(JSON.stringify(op.responses["401"].content!["application/json"].schema)).toContain("#/components/schemas/Error");
       }
-      if (op.parameters?.some((p: any) => p.in === "path") && op.security?.length) {
+      if (op.parameters?.some((p) => p.in === "path") && op.security?.length) {
         expect(statuses, route).toContain("404");
       }
     }
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
-    expect(doc.components.schemas.Error.properties.error.properties.requestId).toBeTruthy();
+    expect(doc.components.schemas.Error.properties!.error.properties!.requestId).toBeTruthy();
   });
 
   it("GET /docs is an HTML reference page that loads /openapi.json", async () => {

@@ -3,6 +3,7 @@ import { clearSnsKeyCache } from "../../src/services/feedback/sns";
 import { notification, sesBounce, sign, snsHandler } from "../fakes/sns";
 import { call } from "../support/http";
 import { sendingSetup } from "../support/sending";
+import type { Contact, Email, EventList, SesFeedbackResponse, Template, UpsertedContact } from "../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -16,9 +17,9 @@ describe("the feedback loop, end to end", () => {
     const api = s.project.api;
 
     // A subscribed contact and a marketing template with a link and an unsubscribe link.
-    const contact = await api.post("/contacts", { email: "ada@example.com", subscribed: true, data: { firstName: "Ada" } });
+    const contact = await api.post<UpsertedContact>("/contacts", { email: "ada@example.com", subscribed: true, data: { firstName: "Ada" } });
     expect(contact.status).toBe(201);
-    const template = await api.post("/templates", {
+    const template = await api.post<Template>("/templates", {
       name: "News",
       subject: "News for {{firstName}}",
       body: '<p>Hi {{firstName}}, read <a href="https://docs.example/news?id=7&amp;ref=mail">the news</a>.</p><p><a href="{{unsubscribeUrl}}">Unsubscribe</a></p>',
@@ -69,24 +70,24 @@ describe("the feedback loop, end to end", () => {
     // The unsubscribe page (GET) only asks; the one-click POST (RFC 8058) acts.
     const page = await call("GET", path(unsubscribeLink));
     expect(page.status).toBe(200);
-    expect((await api.get(`/contacts/${contact.body.id}`)).body.subscribed).toBe(true);
+    expect((await api.get<Contact>(`/contacts/${contact.body.id}`)).body.subscribed).toBe(true);
     const unsubscribed = await call("POST", path(listUnsubscribe), {
       rawBody: "List-Unsubscribe=One-Click",
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
     });
     expect(unsubscribed.status).toBe(200);
-    expect((await api.get(`/contacts/${contact.body.id}`)).body.subscribed).toBe(false);
+    expect((await api.get<Contact>(`/contacts/${contact.body.id}`)).body.subscribed).toBe(false);
 
     // 4. SES reports a permanent bounce for that MessageId through SNS.
-    const bounce = await call("POST", "/webhooks/ses", {
+    const bounce = await call<SesFeedbackResponse>("POST", "/webhooks/ses", {
       rawBody: JSON.stringify(await sign(notification(sesBounce(sesMessageId, "ada@example.com")))),
       headers: { "Content-Type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
     });
     expect(bounce.status, JSON.stringify(bounce.body)).toBe(200);
     expect(bounce.body.data.outcome).toBe("bounced");
-    expect((await s.get(`/emails/${emailId}`)).body.status).toBe("BOUNCED");
-    const events = await api.get("/events?name=email.bounced");
-    expect(events.body.data.items.map((e: { emailId: string }) => e.emailId)).toEqual([emailId]);
+    expect((await s.get<Email>(`/emails/${emailId}`)).body.status).toBe("BOUNCED");
+    const events = await api.get<EventList>("/events?name=email.bounced");
+    expect(events.body.data.items.map((e) => e.emailId)).toEqual([emailId]);
 
     // 5. The next send reports the address as suppressed and queues nothing for it.
     s.queue.take();

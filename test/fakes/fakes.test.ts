@@ -14,6 +14,7 @@ import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./ses";
 import { authorization, verifySigV4 } from "./sigv4";
 import { takeViolations } from "./violations";
 import { sendingSetup } from "../support/sending";
+import type { Domain } from "../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -179,14 +180,14 @@ describe("the fake SES", () => {
     const s = await sendingSetup();
     const identityCalls = () => s.ses.requests.filter((r) => r.path.startsWith("/v2/email/identities")).map((r) => [r.method, r.path, r.status]);
     const name = `byodkim-${crypto.randomUUID().slice(0, 8)}.test`;
-    const created = await s.post("/domains", { domain: name });
+    const created = await s.post<Domain>("/domains", { domain: name });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     expect(identityCalls()).toEqual([["POST", "/v2/email/identities", 200]]);
     const identity = s.ses.identities.get(name)!;
     expect(identity.via).toBe("create");
-    const dkim = created.body.records.find((r: { purpose: string }) => r.purpose === "DKIM");
-    expect(dkim.name).toBe(`${identity.selector}._domainkey.${name}`);
-    await expectKeyPair(identity.privateKey, dkim.value);
+    const dkim = created.body.records.find((r) => r.purpose === "DKIM");
+    expect(dkim!.name).toBe(`${identity.selector}._domainkey.${name}`);
+    await expectKeyPair(identity.privateKey, dkim!.value);
 
     const deleted = await s.request("DELETE", `/domains/${created.body.id}`);
     expect(deleted.status).toBe(204);
@@ -237,7 +238,7 @@ describe("the fake DNS-over-HTTPS resolver: CNAME chains", () => {
   it("a domain whose DKIM and return-path records sit behind CNAME chains is VERIFIED through the API", async () => {
     const s = await sendingSetup();
     const name = `cname-${crypto.randomUUID().slice(0, 8)}.test`;
-    const created = await s.project.api.post("/domains", { domain: name });
+    const created = await s.project.api.post<Domain>("/domains", { domain: name });
     expect(created.status).toBe(201);
     const records = created.body.records as { purpose: string; type: string; name: string; value: string; priority?: number }[];
     // DKIM and SPF at the end of two-hop chains, as providers that host records for you publish them.
@@ -246,7 +247,7 @@ describe("the fake DNS-over-HTTPS resolver: CNAME chains", () => {
       s.dns.set(`end${i}.${name}.provider.test`, "TXT", [r.value]);
     }
     s.dns.publish(records.filter((r) => r.type === "MX"));
-    const verified = await s.project.api.post(`/domains/${created.body.id}/verify`);
+    const verified = await s.project.api.post<Domain>(`/domains/${created.body.id}/verify`);
     expect(verified.body.status, JSON.stringify(verified.body.records)).toBe("VERIFIED");
   });
 });

@@ -5,6 +5,7 @@ import { MAX_BODY_BYTES, MAX_SEND_BODY_BYTES } from "../../src/app";
 import { fakeDns } from "../fakes/dns";
 import { call, expectError, newProject, type JsonResponse, type TestProject } from "../support/http";
 import { verifiedDomain } from "../support/sending";
+import type { Contact, OpenApiDoc, UpsertedContact } from "../support/api";
 
 type Field =
   | { kind: "email"; required?: boolean; nullable?: boolean }
@@ -33,7 +34,7 @@ interface WriteEndpoint {
 }
 
 async function created(p: TestProject, path: string, body: unknown): Promise<string> {
-  const res = await p.api.post(path, body);
+  const res = await p.api.post<{ id: string }>(path, body);
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.id;
 }
@@ -314,7 +315,7 @@ afterEach(() => vi.restoreAllMocks());
 
 let documented = new Set<string>();
 beforeAll(async () => {
-  const doc = await call("GET", "/openapi.json");
+  const doc = await call<OpenApiDoc>("GET", "/openapi.json");
   documented = new Set(
     Object.entries<Record<string, unknown>>(doc.body.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`)),
   );
@@ -356,9 +357,9 @@ describe("well-typed but awkward text is stored, not a 5xx", () => {
   it("contact data and track events keep RTL, emoji, NUL and replace lone surrogates", async () => {
     const p = await newProject();
     const data = { rtl: "\u202Eevil\u202C שלום", emoji: "🦄👩‍👩‍👧", nul: "a\u0000b", lone: "x\ud800y", "🔑": "key" };
-    const res = await p.api.post("/contacts", { email: "weird@example.com", data });
+    const res = await p.api.post<UpsertedContact>("/contacts", { email: "weird@example.com", data });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const fetched = await p.api.get(`/contacts/${res.body.id}`);
+    const fetched = await p.api.get<Contact>(`/contacts/${res.body.id}`);
     expect(fetched.body.data).toMatchObject({ rtl: data.rtl, emoji: data.emoji, nul: data.nul, "🔑": "key" });
     expect(["x\ud800y", "x\ufffdy"]).toContain(fetched.body.data.lone);
     const tracked = await p.publicApi.post("/v1/track", { email: "weird@example.com", event: "ünïcødé 🦄", data: { lone: "\udfff" } });

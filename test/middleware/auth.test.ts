@@ -7,7 +7,8 @@ import { apiKeys } from "../../src/db/schema";
 import { generateApiKey, KEY_CACHE_TTL_MS } from "../../src/services/api-keys";
 import { buildKeyRotation, buildSetProjectDisabled } from "../../src/services/projects";
 import { TtlCache } from "../../src/lib/ttl-cache";
-import { BASE, call, expectError, newProject, type JsonResponse } from "../support/http";
+import { BASE, call, expectError, newProject, type ErrorBody, type JsonResponse } from "../support/http";
+import type { Contact, ContactList, OpenApiDoc, UpsertedContact } from "../support/api";
 
 /**
  * The Worker's app with its clock (rate limiter and key cache) in the test's
@@ -17,7 +18,7 @@ import { BASE, call, expectError, newProject, type JsonResponse } from "../suppo
 function appWithClock(start = Date.now()) {
   const clock = { now: start };
   const app = createApp({ now: () => clock.now });
-  async function request(method: string, path: string, key: string, body?: unknown): Promise<JsonResponse> {
+  async function request<T = unknown>(method: string, path: string, key: string, body?: unknown): Promise<JsonResponse<T>> {
     const headers: Record<string, string> = { Authorization: `Bearer ${key}` };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const response = await app.fetch(
@@ -36,11 +37,11 @@ const PUBLIC_PATHS = new Set(["/health", "/v1/track"]);
 
 /** Every documented operation, with `{param}` segments filled in. */
 async function documentedOperations() {
-  const doc = await call("GET", "/openapi.json");
+  const doc = await call<OpenApiDoc>("GET", "/openapi.json");
   expect(doc.status).toBe(200);
   const ops: { method: string; path: string; template: string }[] = [];
-  for (const [template, item] of Object.entries<Record<string, any>>(doc.body.paths)) {
-    for (const [method, operation] of Object.entries<any>(item)) {
+  for (const [template, item] of Object.entries(doc.body.paths)) {
+    for (const [method, operation] of Object.entries(item)) {
       if (!["get", "post", "put", "patch", "delete"].includes(method)) continue;
       // Only operations documented as needing a key (public pages such as /health declare no security).
       if (!operation.security?.length) continue;
@@ -81,7 +82,7 @@ describe("401 for a missing, malformed or unknown key", () => {
   it("after a key rotation the old keys work at most KEY_CACHE_TTL_MS longer (the key cache), then are refused; the new ones work at once", async () => {
     const { clock, request } = appWithClock();
     const p = await newProject();
-    const contact = await request("POST", "/contacts", p.secretKey, { email: "kept@example.com" });
+    const contact = await request<UpsertedContact>("POST", "/contacts", p.secretKey, { email: "kept@example.com" });
     expect(contact.status).toBe(201);
     expect((await request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "signup" })).status).toBe(200);
     const db = getDb(env.DB);
@@ -99,7 +100,7 @@ describe("401 for a missing, malformed or unknown key", () => {
     clock.now += KEY_CACHE_TTL_MS * 3;
     expectError(await request("GET", "/contacts", p.secretKey), 401, "UNAUTHORIZED");
 
-    const fresh = await request("GET", `/contacts/${contact.body.id}`, rotation.secretKey);
+    const fresh = await request<Contact>("GET", `/contacts/${contact.body.id}`, rotation.secretKey);
     expect(fresh.status).toBe(200);
     expect(fresh.body.email).toBe("kept@example.com");
     // The new public key authenticates, but is still only good for /v1/track.
@@ -125,7 +126,7 @@ describe("403", () => {
   it("a disabled project gets PROJECT_DISABLED on every endpoint, /v1/track included, with either key, within KEY_CACHE_TTL_MS", async () => {
     const { clock, request } = appWithClock();
     const p = await newProject();
-    const contact = await request("POST", "/contacts", p.secretKey, { email: "before@example.com" });
+    const contact = await request<UpsertedContact>("POST", "/contacts", p.secretKey, { email: "before@example.com" });
     expect(contact.status).toBe(201);
     await buildSetProjectDisabled(getDb(env.DB), p.id, true);
     clock.now += KEY_CACHE_TTL_MS + 1;
@@ -144,9 +145,9 @@ describe("403", () => {
     // Re-enabled: it works again (once the cached answer expired) and nothing was written while disabled.
     await buildSetProjectDisabled(getDb(env.DB), p.id, false);
     clock.now += KEY_CACHE_TTL_MS + 1;
-    const list = await request("GET", "/contacts", p.secretKey);
+    const list = await request<ContactList>("GET", "/contacts", p.secretKey);
     expect(list.status).toBe(200);
-    expect(list.body.contacts.map((c: any) => c.email)).toEqual(["before@example.com"]);
+    expect(list.body.contacts.map((c) => c.email)).toEqual(["before@example.com"]);
   });
 
   it("a pk_ key is refused on every secret endpoint", async () => {
@@ -161,14 +162,14 @@ describe("403", () => {
       const err = expectError(res, 403, "FORBIDDEN");
       expect(err.message).toMatch(/public key/i);
     }
-    expect((await p.api.get("/contacts")).body.total).toBe(0);
+    expect((await p.api.get<ContactList>("/contacts")).body.total).toBe(0);
   });
 });
 
 describe("envelope and X-Request-Id", () => {
   it("every response, success or error, carries a fresh X-Request-Id; errors repeat it in the body", async () => {
     const p = await newProject();
-    const created = await p.api.post("/contacts", { email: "rid@example.com" });
+    const created = await p.api.post<UpsertedContact>("/contacts", { email: "rid@example.com" });
     const responses = [
       await call("GET", "/health"),
       await call("GET", "/openapi.json"),
@@ -187,7 +188,7 @@ describe("envelope and X-Request-Id", () => {
     expect(new Set(ids).size).toBe(ids.length);
     for (const res of responses.filter((r) => r.status >= 400)) {
       expectError(res, res.status);
-      expect(Object.keys(res.body).sort()).toEqual(["error", "success", "timestamp"]);
+      expect(Object.keys(res.body as ErrorBody).sort()).toEqual(["error", "success", "timestamp"]);
     }
     expect(responses.filter((r) => r.status >= 400).map((r) => r.status)).toEqual([404, 401, 403, 404, 422]);
   });

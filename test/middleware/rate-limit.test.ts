@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import type { ProjectLimiter } from "../../src/durable/project-limiter";
-import { call, expectError, newProject, type JsonResponse } from "../support/http";
+import { call, expectError, newProject, type ErrorBody, type JsonResponse } from "../support/http";
 
 const LIMIT = 1000; // vitest.config.ts sets RATE_LIMIT_PER_MINUTE to 1000
 const CHEAP = "/contacts?limit=1";
@@ -58,7 +58,7 @@ describe("rate limit at the boundary", () => {
     expect(refused.headers.get("RateLimit-Limit")).toBe(String(LIMIT));
     expect(refused.headers.get("RateLimit-Remaining")).toBe("0");
     expect(refused.headers.get("RateLimit-Reset")).toBe("30");
-    expect(refused.headers.get("X-Request-Id")).toBe(refused.body.error.requestId);
+    expect(refused.headers.get("X-Request-Id")).toBe((refused.body as ErrorBody).error.requestId);
 
     // Writes are refused too.
     expectError(await request(a.secretKey, "POST", "/contacts", { email: "late@example.com" }), 429, "RATE_LIMITED");

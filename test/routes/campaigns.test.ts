@@ -3,12 +3,13 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { eq } from "drizzle-orm";
 import { projects } from "../../src/db/schema";
-import { call, expectError, newProject } from "../support/http";
+import { call, expectError, type JsonResponse, newProject } from "../support/http";
 import { campaignSetup } from "../support/campaigns";
+import type { CampaignList, CampaignResponse, CampaignStats, EmailList, Segment, Success } from "../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
-const err = (res: { status: number; headers: Headers; body: any }, status: number, code?: string) => expectError(res as any, status, code);
+const err = (res: JsonResponse<unknown>, status: number, code?: string) => expectError(res, status, code);
 
 async function cron(s: Awaited<ReturnType<typeof campaignSetup>>, at: Date) {
   const ctx = createExecutionContext();
@@ -19,7 +20,7 @@ async function cron(s: Awaited<ReturnType<typeof campaignSetup>>, at: Date) {
 describe("campaigns API", () => {
   it("creates, reads, updates and lists campaigns with the contract's envelopes; audienceCondition is an alias", async () => {
     const s = await campaignSetup();
-    const created = await s.request("POST", "/campaigns", {
+    const created = await s.request<CampaignResponse>("POST", "/campaigns", {
       name: "Filtered",
       description: "Pro users",
       subject: "Hi",
@@ -46,19 +47,19 @@ describe("campaigns API", () => {
       },
     });
     const id = created.body.data.id;
-    const updated = await s.request("PATCH", `/campaigns/${id}`, { subject: "New subject", audienceType: "ALL" });
+    const updated = await s.request<CampaignResponse>("PATCH", `/campaigns/${id}`, { subject: "New subject", audienceType: "ALL" });
     expect(updated.body.data).toMatchObject({ subject: "New subject", audienceType: "ALL", audienceFilter: null, name: "Filtered" });
-    expect((await s.request("GET", `/campaigns/${id}`)).body.data.subject).toBe("New subject");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${id}`)).body.data.subject).toBe("New subject");
 
     for (let i = 0; i < 4; i++) await s.createCampaign({ name: `c${i}` });
-    const page1 = await s.request("GET", "/campaigns?limit=2");
+    const page1 = await s.request<CampaignList>("GET", "/campaigns?limit=2");
     expect(page1.body).toMatchObject({ page: 1, pageSize: 2, total: 5, totalPages: 3, hasMore: true });
-    expect(page1.body.campaigns.map((c: any) => c.name)).toEqual(["c3", "c2"]);
-    const page2 = await s.request("GET", "/campaigns?limit=2&page=2");
-    expect(page2.body.campaigns.map((c: any) => c.name)).toEqual(["c1", "c0"]);
-    const byCursor = await s.request("GET", `/campaigns?limit=2&cursor=${page1.body.nextCursor}`);
+    expect(page1.body.campaigns.map((c) => c.name)).toEqual(["c3", "c2"]);
+    const page2 = await s.request<CampaignList>("GET", "/campaigns?limit=2&page=2");
+    expect(page2.body.campaigns.map((c) => c.name)).toEqual(["c1", "c0"]);
+    const byCursor = await s.request<CampaignList>("GET", `/campaigns?limit=2&cursor=${page1.body.nextCursor}`);
     expect(byCursor.body).toMatchObject({ page: 2 });
-    expect(byCursor.body.campaigns.map((c: any) => c.name)).toEqual(["c1", "c0"]);
+    expect(byCursor.body.campaigns.map((c) => c.name)).toEqual(["c1", "c0"]);
     const drafts = await s.request("GET", "/campaigns?status=SENT");
     expect(drafts.body).toMatchObject({ campaigns: [], total: 0, totalPages: 0 });
     err(await s.request("GET", "/campaigns?limit=101"), 422);
@@ -69,11 +70,11 @@ describe("campaigns API", () => {
   const baseOf = (s: Setup) => ({ name: "x", subject: "s", body: "<p>b</p>", from: s.from, audienceType: "ALL" });
   const foreignSegmentId = async () => {
     const other = await newProject("other");
-    const foreign = await other.api.post("/segments", {
+    const foreign = await other.api.post<Segment>("/segments", {
       name: "x",
       condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "exists" }] }] },
     });
-    return foreign.body.id as string;
+    return foreign.body.id;
   };
   it.each([
     {
@@ -112,7 +113,7 @@ describe("campaigns API", () => {
     const error = err(await s.request("POST", "/campaigns", await body(s)), status, code);
     if (fields) expect(error.errors?.map((e) => e.field)).toEqual(fields);
     if (fieldsContain) expect(error.errors?.map((e) => e.field)).toContain(fieldsContain);
-    expect((await s.request("GET", "/campaigns")).body.total).toBe(0);
+    expect((await s.request<CampaignList>("GET", "/campaigns")).body.total).toBe(0);
   });
 
   it("keeps projects apart: another project's campaign is 404 on every endpoint", async () => {
@@ -131,7 +132,7 @@ describe("campaigns API", () => {
       const res = method === "get" || method === "delete" ? await other.api[method](path) : await other.api[method](path, body);
       expectError(res, 404, "NOT_FOUND");
     }
-    expect((await other.api.get("/campaigns")).body.total).toBe(0);
+    expect((await other.api.get<CampaignList>("/campaigns")).body.total).toBe(0);
     expectError(await s.project.publicApi.get("/campaigns"), 403);
   });
 
@@ -140,7 +141,7 @@ describe("campaigns API", () => {
     await s.addContacts([{ email: "gone@example.com", subscribed: false }]);
     const campaign = await s.createCampaign();
     err(await s.request("POST", `/campaigns/${campaign.id}/send`), 400, "INVALID_STATE");
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
     expect(s.bulk.messages).toHaveLength(0);
   });
 
@@ -151,7 +152,7 @@ describe("campaigns API", () => {
     err(await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: new Date(Date.now() - 60_000).toISOString() }), 422);
     err(await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: "tomorrow" }), 422);
     err(await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: "2030-01-01T00:00:00Z", extra: 1 }), 422);
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
     expect(s.bulk.messages).toHaveLength(0);
   });
 
@@ -161,21 +162,24 @@ describe("campaigns API", () => {
     const campaign = await s.createCampaign();
     err(await s.request("POST", `/campaigns/${campaign.id}/cancel`), 400, "INVALID_STATE");
     const at = new Date(Date.now() + 3_600_000);
-    const scheduled = await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: at.toISOString() });
+    const scheduled = await s.request<CampaignResponse>("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: at.toISOString() });
     expect(scheduled.body.data).toMatchObject({ status: "SCHEDULED", scheduledAt: at.toISOString() });
     // Editable while scheduled.
-    expect((await s.request("PATCH", `/campaigns/${campaign.id}`, { name: "Renamed" })).body.data).toMatchObject({ name: "Renamed", status: "SCHEDULED" });
+    expect((await s.request<CampaignResponse>("PATCH", `/campaigns/${campaign.id}`, { name: "Renamed" })).body.data).toMatchObject({
+      name: "Renamed",
+      status: "SCHEDULED",
+    });
     err(await s.request("DELETE", `/campaigns/${campaign.id}`), 400, "INVALID_STATE");
-    const cancelled = await s.request("POST", `/campaigns/${campaign.id}/cancel`);
+    const cancelled = await s.request<CampaignResponse>("POST", `/campaigns/${campaign.id}/cancel`);
     expect(cancelled.body.data).toMatchObject({ status: "DRAFT", scheduledAt: null });
 
     await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: at.toISOString() });
     await cron(s, new Date(at.getTime() - 60_000)); // not due yet
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SCHEDULED");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SCHEDULED");
     await Promise.all([cron(s, new Date(at.getTime() + 1000)), cron(s, new Date(at.getTime() + 2000))]);
     const pages = s.bulk.take();
     expect(pages.filter((m) => (m.body as any).kind === "campaign-page")).toHaveLength(1);
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENDING");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENDING");
 
     err(await s.request("PATCH", `/campaigns/${campaign.id}`, { name: "x" }), 400, "INVALID_STATE");
     err(await s.request("POST", `/campaigns/${campaign.id}/cancel`), 400, "INVALID_STATE");
@@ -184,7 +188,7 @@ describe("campaigns API", () => {
 
     s.bulk.messages.push(...pages);
     await s.pump();
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
     expect(s.ses.calls.map((c) => c.to[0]).sort()).toEqual(["a@example.com", "b@example.com"]);
   });
 
@@ -233,7 +237,7 @@ describe("campaigns API", () => {
     await cron(s, new Date(Date.now() + 10 * 60_000));
     expect(s.bulk.messages).toHaveLength(1);
     await s.pump();
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
     expect(s.ses.calls).toHaveLength(1);
   });
 
@@ -244,7 +248,7 @@ describe("campaigns API", () => {
       { email: "pro2@example.com", data: { plan: "pro" }, subscribed: false },
       { email: "free@example.com", data: { plan: "free" } },
     ]);
-    const segment = await s.request("POST", "/segments", {
+    const segment = await s.request<Segment>("POST", "/segments", {
       name: "Pro",
       condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] },
     });
@@ -255,7 +259,7 @@ describe("campaigns API", () => {
     err(await s.request("DELETE", `/segments/${segment.body.id}`), 400, "INVALID_STATE");
     await s.pump();
     expect(s.ses.calls.map((c) => c.to[0])).toEqual(["pro1@example.com"]);
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
     expect((await s.request("DELETE", `/segments/${segment.body.id}`)).status).toBe(204);
   });
 
@@ -266,7 +270,7 @@ describe("campaigns API", () => {
       { email: "bob@example.com", data: { firstName: "Bob" } },
     ]);
     const campaign = await s.createCampaign({ body: '<p>Hi {{data.firstName}} <a href="https://example.com/x">x</a></p>' });
-    const test = await s.request("POST", `/campaigns/${campaign.id}/test`, { email: "ADA@example.com" });
+    const test = await s.request<Success<{ email: string }>>("POST", `/campaigns/${campaign.id}/test`, { email: "ADA@example.com" });
     expect(test.status, JSON.stringify(test.body)).toBe(200);
     expect(typeof test.body.data.email).toBe("string");
     expect(s.queue.messages).toHaveLength(1);
@@ -279,8 +283,12 @@ describe("campaigns API", () => {
     expect(html).toContain("Hi Ada");
     expect(html).toContain('href="https://example.com/x"'); // no click tracking
     expect(html).not.toContain("/t/o/"); // no open pixel
-    expect((await s.request("GET", `/campaigns/${campaign.id}/stats`)).body.data).toMatchObject({ totalRecipients: 0, sentCount: 0, openRate: 0 });
-    expect((await s.request("GET", `/emails?campaignId=${campaign.id}`)).body.data.total).toBe(0);
+    expect((await s.request<CampaignStats>("GET", `/campaigns/${campaign.id}/stats`)).body.data).toMatchObject({
+      totalRecipients: 0,
+      sentCount: 0,
+      openRate: 0,
+    });
+    expect((await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}`)).body.data.total).toBe(0);
     err(await s.request("POST", `/campaigns/${campaign.id}/test`, { email: "not-an-address" }), 422);
 
     await s.request("POST", `/campaigns/${campaign.id}/send`);
@@ -293,9 +301,9 @@ describe("campaigns API", () => {
     for (let i = 0; i < 2; i++) {
       await call("GET", pixel, { binary: true, env: s.env });
     }
-    const stats = await s.request("GET", `/campaigns/${campaign.id}/stats`);
+    const stats = await s.request<CampaignStats>("GET", `/campaigns/${campaign.id}/stats`);
     expect(stats.body.data).toMatchObject({ totalRecipients: 2, sentCount: 2, openedCount: 1, openRate: 50, clickRate: 0, failedCount: 0 });
-    const opened = await s.request("GET", `/emails?campaignId=${campaign.id}&status=OPENED`);
+    const opened = await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}&status=OPENED`);
     expect(opened.body.data.total).toBe(1);
   });
 

@@ -8,7 +8,7 @@ import { clearSnsKeyCache } from "../../src/services/feedback/sns";
 import { clickUrl, openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
 import { CERT_URL, notification, sign } from "../fakes/sns";
 import { getContact, getEmail, insertSentEmail } from "../support/emails";
-import { BASE, expectError, newProject, type JsonResponse } from "../support/http";
+import { BASE, type ErrorBody, expectError, newProject, type JsonResponse } from "../support/http";
 
 /** wrangler.toml [[ratelimits]] CLIENT_LIMITER: requests per minute per client and kind of path. */
 const CLIENT_LIMIT = 600;
@@ -134,7 +134,7 @@ describe("key-less work is limited per client IP (Workers Rate Limiting binding)
     const second = await post();
     expect(first.status).toBeGreaterThanOrEqual(400);
     expect(second.status).toBe(first.status);
-    expect((second.body as any).error.code).toBe((first.body as any).error.code);
+    expect((second.body as ErrorBody).error.code).toBe((first.body as ErrorBody).error.code);
     expect(fetched).toEqual([CERT_URL]);
     clearSnsKeyCache();
   });

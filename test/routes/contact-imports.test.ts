@@ -3,11 +3,12 @@ import { getDb } from "../../src/db/client";
 import { deadLetterQueue } from "../../src/messages";
 import { createImport, MAX_IMPORT_BYTES } from "../../src/services/imports";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call } from "../support/http";
+import { call, type ErrorBody } from "../support/http";
 import { Webhook } from "standardwebhooks";
 import { eventually, receiver } from "../support/webhooks";
 import { csvRecords, IMPORT_QUEUE, importSetup } from "../support/imports";
 import { runConsumer } from "../support/queues";
+import type { EventList, ImportList, OpenApiDoc, Segment, UpsertedContact, WebhookWithSecret } from "../support/api";
 
 const CHUNK_ROWS = 500;
 
@@ -36,7 +37,9 @@ describe("POST /contacts/imports", () => {
 
   it("updates existing contacts like POST /contacts (data merged) and applies ?subscribed= to rows without a value", async () => {
     const s = await importSetup();
-    const existing = await s.request("POST", "/contacts", { body: { email: "old@example.com", subscribed: false, data: { plan: "pro", city: "Oslo" } } });
+    const existing = await s.request<UpsertedContact>("POST", "/contacts", {
+      body: { email: "old@example.com", subscribed: false, data: { plan: "pro", city: "Oslo" } },
+    });
     expect(existing.status).toBe(201);
     const job = await s.importCsv('email,city,data\nold@example.com,Bergen,"{""score"":3}"\nnew@example.com,,\n', "?subscribed=true");
     expect(job).toMatchObject({ total: 2, created: 1, updated: 1, failed: 0 });
@@ -92,19 +95,19 @@ describe("POST /contacts/imports", () => {
 
   it("422 without an email column, for an empty body and a malformed file; nothing is imported", async () => {
     const s = await importSetup();
-    const missing = await s.upload("name,plan\nAda,pro\n");
+    const missing = await s.upload<ErrorBody>("name,plan\nAda,pro\n");
     expect(missing.status).toBe(422);
-    expect(missing.body.error.errors[0]).toMatchObject({ field: "email" });
+    expect(missing.body.error.errors![0]).toMatchObject({ field: "email" });
     const empty = await s.upload("");
     expect(empty.status).toBe(422);
     const rows = Array.from({ length: 700 }, (_, i) => `u${i}@example.com`).join("\n");
-    const malformed = await s.upload(`email,name\n${rows}\nx@example.com,"unclosed\n`);
+    const malformed = await s.upload<ErrorBody>(`email,name\n${rows}\nx@example.com,"unclosed\n`);
     expect(malformed.status).toBe(422);
-    expect(malformed.body.error.errors[0].message).toContain("malformed");
+    expect(malformed.body.error.errors![0].message).toContain("malformed");
     const wrongType = await s.upload("email\na@example.com\n", "", { type: "application/json" });
     expect(wrongType.status).toBe(400);
     expect(s.takeChunks()).toEqual([]);
-    const list = await s.request("GET", "/contacts/imports");
+    const list = await s.request<ImportList>("GET", "/contacts/imports");
     expect(list.body.data).toMatchObject({ items: [], total: 0 });
     expect((await s.contacts()).size).toBe(0);
     const staged = await env.DB.prepare("SELECT count(*) AS n FROM contact_import_rows").first<{ n: number }>();
@@ -126,7 +129,7 @@ describe("POST /contacts/imports", () => {
     const refused = await createImport(db, s.testEnv, s.project.id, body, undefined, 40_000).catch((err) => err);
     expect(refused).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });
     expect(s.takeChunks()).toEqual([]);
-    expect((await s.request("GET", "/contacts/imports")).body.data.total).toBe(0);
+    expect((await s.request<ImportList>("GET", "/contacts/imports")).body.data.total).toBe(0);
     const staged = await env.DB.prepare("SELECT count(*) AS n FROM contact_import_rows").first<{ n: number }>();
     expect(staged!.n).toBe(0);
     // Over HTTP, a declared Content-Length past 50 MB is refused before anything is read.
@@ -168,7 +171,7 @@ describe("POST /contacts/imports", () => {
     expect(job).toMatchObject({ status: "COMPLETED", total: 1200, processed: 1200, created: 1200, updated: 0, failed: 0 });
     expect((await s.contacts()).size).toBe(1200);
     // One contacts.imported event, however often the last chunk came.
-    const events = await s.request("GET", "/events?name=contacts.imported");
+    const events = await s.request<EventList>("GET", "/events?name=contacts.imported");
     expect(events.body.data.items).toHaveLength(1);
     expect(events.body.data.items[0]).toMatchObject({
       name: "contacts.imported",
@@ -196,11 +199,11 @@ describe("POST /contacts/imports", () => {
     const s = await importSetup();
     const first = await s.importCsv("email\na@example.com\n");
     const second = await s.importCsv("email\nb@example.com\n");
-    const list = await s.request("GET", "/contacts/imports?limit=1");
+    const list = await s.request<ImportList>("GET", "/contacts/imports?limit=1");
     expect(list.body.data).toMatchObject({ total: 2, hasMore: true });
-    expect(list.body.data.items.map((j: { id: string }) => j.id)).toEqual([second.id]);
-    const next = await s.request("GET", `/contacts/imports?limit=1&cursor=${list.body.data.nextCursor}`);
-    expect(next.body.data.items.map((j: { id: string }) => j.id)).toEqual([first.id]);
+    expect(list.body.data.items.map((j) => j.id)).toEqual([second.id]);
+    const next = await s.request<ImportList>("GET", `/contacts/imports?limit=1&cursor=${list.body.data.nextCursor}`);
+    expect(next.body.data.items.map((j) => j.id)).toEqual([first.id]);
   });
 
   it("imported contacts start no CONTACT_CREATED / CONTACT_SUBSCRIBED workflows", async () => {
@@ -271,7 +274,7 @@ describe("GET /contacts/export", () => {
         .map((r) => r[1]);
     expect(emails(await s.exportCsv("?subscribed=true"))).toEqual(["ada@example.com", "cy@example.com"]);
     expect(emails(await s.exportCsv("?subscribed=false"))).toEqual(["bob@example.com"]);
-    const segment = await s.request("POST", "/segments", {
+    const segment = await s.request<Segment>("POST", "/segments", {
       body: { name: "Pro", condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] } },
     });
     expect(segment.status, JSON.stringify(segment.body)).toBe(201);
@@ -301,7 +304,7 @@ describe("keys and projects", () => {
     expect((await a.request("GET", `/contacts/imports/${job.id}`, { key: pk })).status).toBe(403);
     expect((await a.request("GET", "/contacts/export", { key: pk })).status).toBe(403);
     expect((await b.request("GET", `/contacts/imports/${job.id}`)).status).toBe(404);
-    expect((await b.request("GET", "/contacts/imports")).body.data.items).toEqual([]);
+    expect((await b.request<ImportList>("GET", "/contacts/imports")).body.data.items).toEqual([]);
     expect(csvRecords(await b.exportCsv())).toHaveLength(1);
     // A chunk message naming another project does nothing.
     const other = await b.upload("email\nmine@example.com\n");
@@ -312,7 +315,7 @@ describe("keys and projects", () => {
   });
 
   it("documents the routes in /openapi.json", async () => {
-    const res = await call("GET", "/openapi.json");
+    const res = await call<OpenApiDoc>("GET", "/openapi.json");
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(["/contacts/imports", "/contacts/imports/{id}", "/contacts/export"]));
   });
 });
@@ -323,7 +326,7 @@ describe("webhooks of an import", () => {
   it("sends one contacts.imported event with the finished job, and no per-contact events", async () => {
     const { calls } = receiver();
     const s = await importSetup();
-    const hook = await s.request("POST", "/webhooks", { body: { url: "https://hooks.example.net/in" } });
+    const hook = await s.request<WebhookWithSecret>("POST", "/webhooks", { body: { url: "https://hooks.example.net/in" } });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     const done = await s.importCsv("email,name\r\na@example.org,A\r\nb@example.org,B\r\nnot-an-email,C\r\n");
     expect(done).toMatchObject({ status: "COMPLETED", total: 3, created: 2, failed: 1 });

@@ -7,7 +7,7 @@ import { domains } from "../../src/db/schema";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
 import { fakeDns } from "../fakes/dns";
-import { call, expectError, newProject, type TestProject } from "../support/http";
+import { call, type ErrorBody, expectError, newProject, type TestProject } from "../support/http";
 import { verifiedDomain } from "../support/sending";
 
 const DAY = 24 * 3600_000;
@@ -102,7 +102,7 @@ describe("domains: the cap holds under concurrency", () => {
     );
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 201, 403, 403, 403, 403]);
-    for (const r of results.filter((r) => r.status === 403)) expect(r.body.error.message).toContain("2 sending domains");
+    for (const r of results.filter((r) => r.status === 403)) expect((r.body as ErrorBody).error.message).toContain("2 sending domains");
     expect((await p.api.get<DomainList>("/domains")).body.data.total).toBe(2);
   });
 });

@@ -8,6 +8,7 @@ import type { Env } from "../../src/env";
 import worker from "../../src/index";
 import { call, expectError, newProject, type JsonResponse, type TestProject } from "../support/http";
 import { fakeDns } from "../fakes/dns";
+import type { Domain, DomainList } from "../support/api";
 
 /**
  * Sending domains against the SES account every project shares: a fake SES
@@ -67,8 +68,8 @@ const sesEnv = {
   SES_SECRET_ACCESS_KEY: "secret-example",
 } as Env;
 
-const request = (p: TestProject, method: string, path: string, body?: unknown, overrides: Partial<Env> = {}): Promise<JsonResponse> =>
-  call(method, path, { key: p.secretKey, body, headers: { "Content-Type": "application/json" }, env: { ...sesEnv, ...overrides } as Env });
+const request = <T = unknown>(p: TestProject, method: string, path: string, body?: unknown, overrides: Partial<Env> = {}): Promise<JsonResponse<T>> =>
+  call<T>(method, path, { key: p.secretKey, body, headers: { "Content-Type": "application/json" }, env: { ...sesEnv, ...overrides } as Env });
 
 let seq = 0;
 const uniqueDomain = () => `p${Date.now().toString(36)}${seq++}.example`;
@@ -82,13 +83,13 @@ describe("domains in the shared SES account", () => {
     expect(err.message).toContain("already exists");
     expect(identities.get(name)).toEqual({ selector: "theirs", key: "THEIR-KEY" });
     expect(sesCalls.filter((c) => c.startsWith("PUT"))).toEqual([]);
-    expect((await request(p, "GET", "/domains")).body.data.total).toBe(0);
+    expect((await request<DomainList>(p, "GET", "/domains")).body.data.total).toBe(0);
   });
 
   it("deleting a domain deletes its identity; if SES fails, nothing is deleted", async () => {
     const p = await newProject();
     const name = uniqueDomain();
-    const created = await request(p, "POST", "/domains", { domain: name });
+    const created = await request<Domain>(p, "POST", "/domains", { domain: name });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     expect(identities.has(name)).toBe(true);
 
@@ -108,9 +109,9 @@ describe("domains in the shared SES account", () => {
 
   it("releases a domain never verified 7 days after it was added (identity and record), keeping the others", async () => {
     const p = await newProject();
-    const stale = await request(p, "POST", "/domains", { domain: uniqueDomain() });
-    const fresh = await request(p, "POST", "/domains", { domain: uniqueDomain() });
-    const lapsed = await request(p, "POST", "/domains", { domain: uniqueDomain() });
+    const stale = await request<Domain>(p, "POST", "/domains", { domain: uniqueDomain() });
+    const fresh = await request<Domain>(p, "POST", "/domains", { domain: uniqueDomain() });
+    const lapsed = await request<Domain>(p, "POST", "/domains", { domain: uniqueDomain() });
     const db = getDb(env.DB);
     const longAgo = new Date(Date.now() - 7 * 24 * 3600_000 - 60_000);
     // Never verified within its window: the checks marked it FAILED.

@@ -9,6 +9,7 @@ import { fakeDns } from "../fakes/dns";
 import { expectError, newProject, type TestProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { DomainListResponseSchema, DomainSchema } from "../../src/schemas/domains";
+import type { Template } from "../support/api";
 
 type DomainList = z.infer<typeof DomainListResponseSchema>;
 type Domain = z.infer<typeof DomainSchema>;
@@ -411,7 +412,7 @@ describe("projects and domains", () => {
   it("refuses to delete a domain a template sends from (400), then deletes it (204)", async () => {
     const p = await newProject();
     const d = await addDomain(p);
-    const template = await p.api.post("/templates", {
+    const template = await p.api.post<Template>("/templates", {
       name: "Welcome",
       subject: "Hi",
       body: "<p>Hi</p>",

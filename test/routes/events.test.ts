@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { call, expectError, newProject, type TestProject } from "../support/http";
+import { call, expectError, type JsonResponse, newProject, type TestProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { EventListResponseSchema, EventNamesResponseSchema } from "../../src/schemas/events";
+import type { TrackResponse } from "../support/api";
 
 type EventList = z.infer<typeof EventListResponseSchema>;
 type EventNames = z.infer<typeof EventNamesResponseSchema>;
 
 async function track(p: TestProject, email: string, event: string, data?: Record<string, unknown>) {
-  const res = await p.publicApi.post("/v1/track", { email, event, ...(data ? { data } : {}) });
+  const res = await p.publicApi.post<TrackResponse>("/v1/track", { email, event, ...(data ? { data } : {}) });
   expect(res.status).toBe(200);
   return res.body.data as { contact: string; event: string; timestamp: string };
 }
@@ -60,10 +61,10 @@ describe("GET /events", () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res: any = await p.api.get<EventList>(`/events?limit=3${cursor ? `&cursor=${cursor}` : ""}`);
+      const res: JsonResponse<EventList> = await p.api.get<EventList>(`/events?limit=3${cursor ? `&cursor=${cursor}` : ""}`);
       expect(res.status).toBe(200);
       expect(res.body.data.items.length).toBeLessThanOrEqual(3);
-      seen.push(...res.body.data.items.map((e: any) => e.id));
+      seen.push(...res.body.data.items.map((e) => e.id));
       cursor = res.body.data.nextCursor;
       expect(res.body.data.hasMore).toBe(cursor !== null);
       // A newer event must not shift later pages.
@@ -83,14 +84,14 @@ describe("GET /events", () => {
 
     const clicks = await p.api.get<EventList>("/events?name=click");
     expect(clicks.body.data.total).toBe(3);
-    expect(clicks.body.data.items.every((e: any) => e.name === "click")).toBe(true);
+    expect(clicks.body.data.items.every((e) => e.name === "click")).toBe(true);
 
     const adaEvents = await p.api.get<EventList>(`/events?contactId=${ada.contact}`);
     expect(adaEvents.body.data.total).toBe(2);
-    expect(adaEvents.body.data.items.map((e: any) => e.name)).toEqual(["purchase", "click"]);
+    expect(adaEvents.body.data.items.map((e) => e.name)).toEqual(["purchase", "click"]);
 
     const adaClicks = await p.api.get<EventList>(`/events?contactId=${ada.contact}&name=click`);
-    expect(adaClicks.body.data.items.map((e: any) => e.id)).toEqual([ada.event]);
+    expect(adaClicks.body.data.items.map((e) => e.id)).toEqual([ada.event]);
 
     const none = await p.api.get<EventList>("/events?name=nothing-like-this");
     expect(none.body.data).toEqual({ items: [], nextCursor: null, hasMore: false, total: 0 });
@@ -98,7 +99,7 @@ describe("GET /events", () => {
     const filteredPage = await p.api.get<EventList>("/events?name=click&limit=2");
     expect(filteredPage.body.data).toMatchObject({ hasMore: true, total: 3 });
     const rest = await p.api.get<EventList>(`/events?name=click&limit=2&cursor=${filteredPage.body.data.nextCursor}`);
-    expect(rest.body.data.items.map((e: any) => e.id)).toEqual([ada.event]);
+    expect(rest.body.data.items.map((e) => e.id)).toEqual([ada.event]);
   });
 
   it("deleting a contact removes its events", async () => {
@@ -110,7 +111,7 @@ describe("GET /events", () => {
 
     const res = await p.api.get<EventList>("/events");
     expect(res.body.data.total).toBe(1);
-    expect(res.body.data.items.map((e: any) => e.id)).toEqual([bob.event]);
+    expect(res.body.data.items.map((e) => e.id)).toEqual([bob.event]);
     expect((await p.api.get<EventList>(`/events?contactId=${ada.contact}`)).body.data.total).toBe(0);
     expect((await p.api.get<EventNames>("/events/names")).body.data.counts).toEqual({ click: 1 });
   });
@@ -132,7 +133,7 @@ describe("GET /events", () => {
 
     const listB = await b.api.get<EventList>("/events");
     expect(listB.body.data.total).toBe(1);
-    expect(listB.body.data.items.map((e: any) => e.name)).toEqual(["b-thing"]);
+    expect(listB.body.data.items.map((e) => e.name)).toEqual(["b-thing"]);
     expect((await b.api.get<EventList>(`/events?contactId=${ada.contact}`)).body.data).toEqual({
       items: [],
       nextCursor: null,

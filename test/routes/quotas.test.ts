@@ -7,6 +7,7 @@ import { openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links"
 import { getEmail, insertSentEmail } from "../support/emails";
 import { BASE, call, expectError, newProject, type JsonResponse } from "../support/http";
 import { sendingSetup } from "../support/sending";
+import type { Contact, ContactList, EmailList, EventList } from "../support/api";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -28,11 +29,11 @@ describe("per-project quotas", () => {
     expectError(await request(p.publicKey, "POST", "/v1/track", { email: "c@example.com", event: "visit" }, limits), 403, "QUOTA_EXCEEDED");
     expect((await request(p.secretKey, "POST", "/contacts", { email: "A@example.com", data: { plan: "pro" } }, limits)).status).toBe(200);
     expect((await request(p.publicKey, "POST", "/v1/track", { email: "b@example.com", event: "visit" }, limits)).status).toBe(200);
-    expect((await p.api.get("/contacts")).body.total).toBe(2);
+    expect((await p.api.get<ContactList>("/contacts")).body.total).toBe(2);
     // Another project has its own count.
     expect((await request(other.secretKey, "POST", "/contacts", { email: "c@example.com" }, limits)).status).toBe(201);
     // Deleting a contact frees its place (the count is kept by D1 triggers on insert and delete).
-    const [first] = (await p.api.get("/contacts")).body.contacts;
+    const [first] = (await p.api.get<ContactList>("/contacts")).body.contacts;
     expect((await request(p.secretKey, "DELETE", `/contacts/${first.id}`, undefined, limits)).status).toBe(204);
     expect((await request(p.publicKey, "POST", "/v1/track", { email: "c@example.com", event: "visit" }, limits)).status).toBe(200);
     expectError(await request(p.secretKey, "POST", "/contacts", { email: "d@example.com" }, limits), 403, "QUOTA_EXCEEDED");
@@ -51,7 +52,7 @@ describe("per-project quotas", () => {
     const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
     expect(retryAfter).toBeGreaterThan(0);
     expect(Math.abs(retryAfter - (midnight - Date.now()) / 1000)).toBeLessThan(5);
-    expect((await p.api.get("/events")).body.data.total).toBe(2);
+    expect((await p.api.get<EventList>("/events")).body.data.total).toBe(2);
     // Refused as a whole (the check runs in the write's own batch): no new contact, no change to an existing one.
     expectError(await request(p.secretKey, "POST", "/v1/track", { email: "new@example.com", event: "visit" }, limits), 429, "QUOTA_EXCEEDED");
     expectError(
@@ -59,9 +60,9 @@ describe("per-project quotas", () => {
       429,
       "QUOTA_EXCEEDED",
     );
-    const contacts = (await p.api.get("/contacts")).body.contacts;
+    const contacts = (await p.api.get<ContactList>("/contacts")).body.contacts;
     expect(contacts.map((c: { email: string; data: unknown }) => [c.email, c.data])).toEqual([["a@example.com", {}]]);
-    expect((await p.api.get("/events")).body.data.total).toBe(2);
+    expect((await p.api.get<EventList>("/events")).body.data.total).toBe(2);
   });
 
   it("QUOTA_EMAILS_PER_DAY: a send that would pass it is 429, and nothing of it is stored or queued", async () => {
@@ -71,7 +72,7 @@ describe("per-project quotas", () => {
     const refused = await s.send(message(["c@example.com", "d@example.com"]));
     expectError(refused as JsonResponse, 429, "QUOTA_EXCEEDED");
     expect(s.queue.messages).toHaveLength(2);
-    expect((await s.get("/emails")).body.data.total).toBe(2);
+    expect((await s.get<EmailList>("/emails")).body.data.total).toBe(2);
     expect((await s.send(message(["c@example.com"]))).status).toBe(200);
   });
 
@@ -109,7 +110,7 @@ describe("per-project quotas", () => {
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
     });
     expect(unsubscribed.status).toBe(200);
-    expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
     // A complaint: COMPLAINED and suppressed, no email.complained event.
     const outcome = await applyFeedback(
       getDb(env.DB),
@@ -118,13 +119,13 @@ describe("per-project quotas", () => {
     );
     expect(outcome).toBe("complained");
     expect((await getEmail(other.id)).status).toBe("COMPLAINED");
-    expect((await p.api.get("/events")).body.data.total).toBe(2);
+    expect((await p.api.get<EventList>("/events")).body.data.total).toBe(2);
     // Another project has its own count: its open is stored.
     const q = await newProject();
     const theirs = await insertSentEmail(q);
     const theirPixel = new URL(await openPixelUrl(BASE, secret, theirs.id));
     expect((await fetchWith(theirPixel.pathname + theirPixel.search)).status).toBe(200);
-    expect((await q.api.get("/events")).body.data.total).toBe(1);
+    expect((await q.api.get<EventList>("/events")).body.data.total).toBe(1);
   });
 });
 
@@ -141,7 +142,7 @@ describe("public-key quotas", () => {
     expect((await pk("a@example.com")).status).toBe(200);
     const events = expectError(await pk("b@example.com"), 429, "QUOTA_EXCEEDED");
     expect(events.message).toContain("3 events per day through a public key");
-    expect((await s.project.api.get("/events")).body.data.total).toBe(3);
+    expect((await s.project.api.get<EventList>("/events")).body.data.total).toBe(3);
     // The secret key is not blocked: new contacts, events and mail.
     const tracked = await request(s.project.secretKey, "POST", "/v1/track", { email: "c@example.com", event: "paid" }, limits);
     expect(tracked.status, JSON.stringify(tracked.body)).toBe(200);

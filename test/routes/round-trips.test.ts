@@ -8,7 +8,8 @@ import { contacts as dbContacts, domains, emails, suppressions, type Domain } fr
 import { VERIFIED_DOMAIN_CACHE_TTL_MS, verifiedDomainCache } from "../../src/services/domains";
 import type { Env } from "../../src/env";
 import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
-import { BASE, newProject, type JsonResponse } from "../support/http";
+import { BASE, type ErrorBody, newProject, type JsonResponse } from "../support/http";
+import type { SendResponse, Template } from "../support/api";
 
 /**
  * What a request costs in D1, pinned: every request goes through the Worker's
@@ -20,7 +21,13 @@ function countingApp(settings: Partial<Env> = {}, now?: () => number) {
   const stats: D1Stats = { statements: 0, batches: 0, roundTrips: 0, captureStatements: 0 };
   const app = createApp({ now });
   const countedEnv = { ...env, ...settings, DB: countingD1(env.DB, stats) } as Env;
-  async function request(method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  async function request<T = unknown>(
+    method: string,
+    path: string,
+    key: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<JsonResponse<T>> {
     const ctx = createExecutionContext();
     const res = await app.fetch(
       new Request(BASE + path, {
@@ -166,7 +173,7 @@ describe("D1 round trips of POST /v1/send (warm isolate)", () => {
     expect(await cost(send({ to: "c@example.com", from, subject: "Hi", body: "<p>Hi</p>" }, { "Idempotency-Key": "k1" }), 200)).toMatchObject({
       roundTrips: 2,
     });
-    const template = await request("POST", "/templates", p.secretKey, { name: "t", subject: "S", body: "<p>B</p>", from, type: "TRANSACTIONAL" });
+    const template = await request<Template>("POST", "/templates", p.secretKey, { name: "t", subject: "S", body: "<p>B</p>", from, type: "TRANSACTIONAL" });
     expect(template.status, JSON.stringify(template.body)).toBe(201);
     // The template's from domain was seen VERIFIED moments ago (the domain cache): still two.
     expect(await cost(send({ to: "d@example.com", template: template.body.id }), 200)).toMatchObject({ roundTrips: 2, batches: 2 });
@@ -179,9 +186,12 @@ describe("D1 round trips of POST /v1/send (warm isolate)", () => {
     const { request, cost } = countingApp();
     expect((await request("POST", "/v1/send", p.secretKey, { to: "a@example.com", from, subject: "Hi", body: "<p>Hi</p>" })).status).toBe(200);
     await getDb(env.DB).insert(suppressions).values({ projectId: p.id, email: "gone@example.com", reason: "BOUNCE", createdAt: new Date() });
-    let res: JsonResponse | undefined;
+    let res: JsonResponse<SendResponse> | undefined;
     const body = { to: ["b@example.com", "gone@example.com"], from, subject: "Hi", body: "<p>Hi</p>" };
-    expect(await cost(async () => (res = await request("POST", "/v1/send", p.secretKey, body)), 200)).toMatchObject({ roundTrips: 3, batches: 3 });
+    expect(await cost(async () => (res = await request<SendResponse>("POST", "/v1/send", p.secretKey, body)), 200)).toMatchObject({
+      roundTrips: 3,
+      batches: 3,
+    });
     expect(res!.body.data.suppressed).toEqual([{ email: "gone@example.com", reason: "BOUNCE" }]);
     const stored = await getDb(env.DB).select({ to: emails.toAddress }).from(emails).where(eq(emails.projectId, p.id));
     expect(stored.map((e) => e.to).sort()).toEqual(["a@example.com", "b@example.com"]);
@@ -195,7 +205,7 @@ describe("D1 round trips of POST /v1/send (warm isolate)", () => {
     const body = { to: "a@example.com", from: `hi@${domain}`, subject: "Hi", body: "<p>Hi</p>" };
     expect((await request("POST", "/v1/send", p.secretKey, body)).status).toBe(200);
     expect((await request("POST", "/v1/send", p.secretKey, { ...body, to: "b@example.com" })).status).toBe(200);
-    const refused = await request("POST", "/v1/send", p.secretKey, { ...body, to: "c@example.com" });
+    const refused = await request<ErrorBody>("POST", "/v1/send", p.secretKey, { ...body, to: "c@example.com" });
     expect(refused.status).toBe(429);
     expect(refused.body.error.code).toBe("RATE_LIMITED");
     expect(refused.headers.get("Retry-After")).toBe("59");
@@ -233,7 +243,7 @@ describe("the verified-domain cache", () => {
     const [row] = await getDb(env.DB).select({ id: domains.id }).from(domains).where(eq(domains.name, name));
     const deleted = await request("DELETE", `/domains/${row.id}`, p.secretKey);
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(204);
-    const refused = await request("POST", "/v1/send", p.secretKey, body);
+    const refused = await request<ErrorBody>("POST", "/v1/send", p.secretKey, body);
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe("DOMAIN_NOT_VERIFIED");
   });

@@ -33,11 +33,11 @@ describe("segments", () => {
 
     const first = await project.api.get<MemberList>(`/segments/${id}/contacts?limit=2`);
     expect(first.status).toBe(200);
-    expect(first.body.data.items.map((c: any) => c.email)).toEqual(["d@example.com", "b@example.com"]);
+    expect(first.body.data.items.map((c) => c.email)).toEqual(["d@example.com", "b@example.com"]);
     expect(first.body.data).toMatchObject({ hasMore: true, total: 3 });
     expect(first.body.data.items[0]).toMatchObject({ subscribed: true, data: { plan: "pro" } });
     const second = await project.api.get<MemberList>(`/segments/${id}/contacts?limit=2&cursor=${first.body.data.nextCursor}`);
-    expect(second.body.data.items.map((c: any) => c.email)).toEqual(["a@example.com"]);
+    expect(second.body.data.items.map((c) => c.email)).toEqual(["a@example.com"]);
     expect(second.body.data).toMatchObject({ hasMore: false, nextCursor: null });
 
     // Live: a contact changing plan changes the count without touching the segment.

@@ -3,6 +3,7 @@ import { MAX_ATTACHMENT_BYTES, MAX_RAW_MESSAGE_BYTES } from "../../src/schemas/a
 import { RENDER_STEP_BUDGET } from "../../src/services/send/render";
 import { expectError } from "../support/http";
 import { sendingSetup } from "../support/sending";
+import type { Email } from "../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -56,7 +57,7 @@ describe("attachments: what one email can carry through SES v2", () => {
       expect(size).toBeLessThanOrEqual(MAX_RAW_MESSAGE_BYTES);
     }
     expect(filenames).toEqual(Array(10).fill(true));
-    for (const { email } of res.body.data.emails) expect((await s.get(`/emails/${email}`)).body.status).toBe("SENT");
+    for (const { email } of res.body.data.emails) expect((await s.get<Email>(`/emails/${email}`)).body.status).toBe("SENT");
   }, 120_000);
 
   it("one byte more is a 422 on attachments, and so is a near-limit attachment with a large body; nothing queued", async () => {

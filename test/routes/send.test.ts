@@ -7,6 +7,7 @@ import { decodeWords } from "../fakes/ses";
 import { expectError } from "../support/http";
 import { sendingSetup } from "../support/sending";
 import type { Env } from "../../src/env";
+import type { ContactList, EmailList, Template } from "../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -22,10 +23,10 @@ describe("POST /v1/send: accepting", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.success).toBe(true);
     expect(res.body.data.emails).toHaveLength(2);
-    expect(res.body.data.emails.map((e: any) => e.contact.email)).toEqual(["ada@example.com", "bob@example.com"]);
+    expect(res.body.data.emails.map((e) => e.contact.email)).toEqual(["ada@example.com", "bob@example.com"]);
     expect(Number.isNaN(Date.parse(res.body.data.timestamp))).toBe(false);
 
-    expect(s.queue.messages.map((m) => m.body.emailId)).toEqual(res.body.data.emails.map((e: any) => e.email));
+    expect(s.queue.messages.map((m) => m.body.emailId)).toEqual(res.body.data.emails.map((e) => e.email));
     expect(s.ses.calls).toHaveLength(0); // nothing is sent inside the request
 
     const email = await s.get(`/emails/${res.body.data.emails[0].email}`);
@@ -75,13 +76,13 @@ describe("POST /v1/send: accepting", () => {
     const html = mime.parts.find((p) => p.contentType.startsWith("text/html"))!.text;
     expect(html).toContain("<p>Ada &lt;b&gt;pro&lt;/b&gt; X1 |friend|ada@example.com</p>");
     expect(html).toMatch(/href="http:\/\/edge-mail\.test\/unsubscribe\/[^"]+"/);
-    const contact = await s.project.api.get("/contacts?search=ada@example.com");
+    const contact = await s.project.api.get<ContactList>("/contacts?search=ada@example.com");
     expect(contact.body.contacts[0].data).toEqual({ firstName: "Ada", plan: "<b>pro</b>" });
   });
 
   it("uses a template's subject, body, from and reply-to, with request fields overriding", async () => {
     const s = await sendingSetup();
-    const template = await s.project.api.post("/templates", {
+    const template = await s.project.api.post<Template>("/templates", {
       name: "Welcome",
       subject: "Welcome {{name}}",
       body: "<h1>Hi {{name}}</h1>",
@@ -169,12 +170,12 @@ describe("POST /v1/send: accepting", () => {
     const foreign = await s.send({ to: "ada@example.com", from: other.from, subject: "x", body: "y" });
     expectError(foreign, 403, "DOMAIN_NOT_VERIFIED");
     expect(s.queue.messages).toHaveLength(0);
-    expect((await s.get("/emails")).body.data.total).toBe(0);
+    expect((await s.get<EmailList>("/emails")).body.data.total).toBe(0);
   });
 
   it("refuses a MARKETING template for an unsubscribed contact (400, nothing queued)", async () => {
     const s = await sendingSetup();
-    const template = await s.project.api.post("/templates", { name: "News", subject: "News", body: "<p>n</p>", type: "MARKETING", from: s.from });
+    const template = await s.project.api.post<Template>("/templates", { name: "News", subject: "News", body: "<p>n</p>", type: "MARKETING", from: s.from });
     await s.project.api.post("/contacts", { email: "gone@example.com", subscribed: false });
     await s.project.api.post("/contacts", { email: "fan@example.com", subscribed: true });
     const res = await s.send({ to: ["fan@example.com", "gone@example.com"], template: template.body.id });
@@ -193,21 +194,21 @@ describe("POST /v1/send: accepting", () => {
     await s.project.api.post("/contacts", { email: "left@example.com", subscribed: false });
     const res = await s.send({ to: ["left@example.com", "new@example.com"], subject: "Receipt", body: "<p>r</p>", from: s.from, subscribed: true });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const list = await s.project.api.get("/contacts?limit=10");
+    const list = await s.project.api.get<ContactList>("/contacts?limit=10");
     const byEmail = new Map((list.body.contacts as { email: string; subscribed: boolean }[]).map((c) => [c.email, c.subscribed]));
     expect(byEmail.get("left@example.com")).toBe(false);
     expect(byEmail.get("new@example.com")).toBe(true);
     // subscribed: false still unsubscribes an existing contact.
     await s.project.api.post("/contacts", { email: "fan@example.com", subscribed: true });
     expect((await s.send({ to: "fan@example.com", subject: "Bye", body: "<p>b</p>", from: s.from, subscribed: false })).status).toBe(200);
-    const fan = await s.project.api.get("/contacts?search=fan");
+    const fan = await s.project.api.get<ContactList>("/contacts?search=fan");
     expect(fan.body.contacts[0]).toMatchObject({ email: "fan@example.com", subscribed: false });
   });
 
   it("answers 404 for another project's template and 422 for a missing subject/body/from", async () => {
     const s = await sendingSetup();
     const other = await sendingSetup();
-    const foreign = await other.project.api.post("/templates", { name: "t", subject: "s", body: "b", type: "TRANSACTIONAL" });
+    const foreign = await other.project.api.post<Template>("/templates", { name: "t", subject: "s", body: "b", type: "TRANSACTIONAL" });
     expectError(await s.send({ to: "a@example.com", template: foreign.body.id, from: s.from }), 404, "NOT_FOUND");
     const missing = expectError(await s.send({ to: "a@example.com" }), 422, "VALIDATION_ERROR");
     expect(missing.errors!.map((e) => e.field).sort()).toEqual(["body", "subject"]);
@@ -270,7 +271,7 @@ describe("POST /v1/send: deployment settings", () => {
     const error = expectError(res, 500, "INTERNAL_ERROR");
     expect(error.message).toContain("LINK_SIGNING_SECRET");
     expect(s.queue.messages).toHaveLength(0);
-    expect((await s.get("/emails")).body.data.total).toBe(0);
+    expect((await s.get<EmailList>("/emails")).body.data.total).toBe(0);
   });
 });
 
@@ -284,7 +285,7 @@ describe("POST /v1/send: suppressed recipients", () => {
     ]);
     const res = await s.send({ to: ["ok@example.com", "Bounced@example.com", "angry@example.com"], from: s.from, subject: "s", body: "b" });
     expect(res.status).toBe(200);
-    expect(res.body.data.emails.map((e: any) => e.contact.email)).toEqual(["ok@example.com"]);
+    expect(res.body.data.emails.map((e) => e.contact.email)).toEqual(["ok@example.com"]);
     expect(res.body.data.suppressed).toEqual([
       { email: "bounced@example.com", reason: "BOUNCE" },
       { email: "angry@example.com", reason: "COMPLAINT" },
@@ -314,13 +315,13 @@ describe("POST /v1/send without reads (nothing it renders needs stored data; tes
       data: { n: 1 },
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.data.emails.map((e: any) => e.contact.email)).toEqual(["ok@example.com", "ok2@example.com"]);
+    expect(res.body.data.emails.map((e) => e.contact.email)).toEqual(["ok@example.com", "ok2@example.com"]);
     expect(res.body.data.suppressed).toEqual([{ email: "bounced@example.com", reason: "BOUNCE" }]);
     expect(s.queue.messages).toHaveLength(3);
     const stored = await getDb(env.DB).select({ to: emails.toAddress }).from(emails).where(eq(emails.projectId, s.project.id));
     expect(stored.map((e) => e.to).sort()).toEqual(["first@example.com", "ok2@example.com", "ok@example.com"]);
-    const contacts = await s.project.api.get("/contacts");
-    expect(contacts.body.contacts.map((c: any) => c.email).sort()).toEqual(["first@example.com", "ok2@example.com", "ok@example.com"]);
+    const contacts = await s.project.api.get<ContactList>("/contacts");
+    expect(contacts.body.contacts.map((c) => c.email).sort()).toEqual(["first@example.com", "ok2@example.com", "ok@example.com"]);
     // The quota still holds: the next email is one too many.
     expectError(await s.send({ to: "late@example.com", from: s.from, subject: "s", body: "b" }), 429, "QUOTA_EXCEEDED");
   });
@@ -332,11 +333,11 @@ describe("POST /v1/send without reads (nothing it renders needs stored data; tes
     // About 40,000 template steps per recipient against 100,000 for the request: two fit, three do not.
     const body = { from: s.from, subject: "s", body: "{% for i in (1..20000) %}x{% endfor %}" };
     const three = await s.send({ ...body, to: ["a@example.com", "b@example.com", "c@example.com"] });
-    expectError(three, 422);
-    expect((three.body as any).error.errors[0].code).toBe("render_budget");
+    const refused = expectError(three, 422);
+    expect(refused.errors![0].code).toBe("render_budget");
     const res = await s.send({ ...body, to: ["a@example.com", "bounced@example.com", "b@example.com"] });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.data.emails.map((e: any) => e.contact.email)).toEqual(["a@example.com", "b@example.com"]);
+    expect(res.body.data.emails.map((e) => e.contact.email)).toEqual(["a@example.com", "b@example.com"]);
     expect(res.body.data.suppressed).toEqual([{ email: "bounced@example.com", reason: "BOUNCE" }]);
   });
 
@@ -413,7 +414,7 @@ describe("POST /v1/send: Idempotency-Key", () => {
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(s.queue.messages).toHaveLength(2);
-    expect((await s.get("/emails")).body.data.total).toBe(2);
+    expect((await s.get<EmailList>("/emails")).body.data.total).toBe(2);
   });
 
   it("answers 422 for the same key with a different body, and accepts other keys and keyless repeats", async () => {
@@ -434,7 +435,7 @@ describe("POST /v1/send: Idempotency-Key", () => {
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     for (const r of responses) expect(r.body.data.emails).toEqual(responses[0].body.data.emails);
     expect(s.queue.messages).toHaveLength(2);
-    expect((await s.get("/emails")).body.data.total).toBe(2);
+    expect((await s.get<EmailList>("/emails")).body.data.total).toBe(2);
   });
 
   it("accepts a key again once its record is older than 24 hours", async () => {
@@ -475,19 +476,19 @@ describe("GET /emails", () => {
         .slice(0, 1)
         .map((m) => m.body),
     );
-    const sent = await s.get("/emails?status=SENT");
-    expect(sent.body.data.items.map((e: any) => e.id)).toEqual([a.email]);
-    const queued = await s.get("/emails?status=QUEUED&limit=1");
+    const sent = await s.get<EmailList>("/emails?status=SENT");
+    expect(sent.body.data.items.map((e) => e.id)).toEqual([a.email]);
+    const queued = await s.get<EmailList>("/emails?status=QUEUED&limit=1");
     expect(queued.body.data).toMatchObject({ hasMore: true, total: 2 });
-    const next = await s.get(`/emails?status=QUEUED&limit=1&cursor=${queued.body.data.nextCursor}`);
+    const next = await s.get<EmailList>(`/emails?status=QUEUED&limit=1&cursor=${queued.body.data.nextCursor}`);
     expect(next.body.data.hasMore).toBe(false);
     expect(next.body.data.items[0].id).not.toBe(queued.body.data.items[0].id);
-    const byContact = await s.get(`/emails?contactId=${a.contact.id}`);
-    expect(byContact.body.data.items.map((e: any) => e.id)).toEqual([a.email]);
+    const byContact = await s.get<EmailList>(`/emails?contactId=${a.contact.id}`);
+    expect(byContact.body.data.items.map((e) => e.id)).toEqual([a.email]);
     expectError(await s.get("/emails?status=LOST"), 422);
 
     const other = await sendingSetup();
     expectError(await other.get(`/emails/${a.email}`), 404, "NOT_FOUND");
-    expect((await other.get("/emails")).body.data.total).toBe(0);
+    expect((await other.get<EmailList>("/emails")).body.data.total).toBe(0);
   });
 });

@@ -10,6 +10,7 @@ import { campaignSetup } from "../support/campaigns";
 import { call, expectError, type JsonResponse, newProject, type TestProject } from "../support/http";
 import { sendingSetup } from "../support/sending";
 import { decodeWords } from "../fakes/ses";
+import type { CampaignResponse, EmailList } from "../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -95,7 +96,7 @@ describe("stored bytes (issue 24, H1): one figure per project, kept by D1 trigge
     const beforeMail = await storedBytes(s.project.id);
     expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
     await s.pump();
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
     expect((await storedBytes(s.project.id)) - beforeMail).toBeGreaterThanOrEqual(3 * 3000);
   });
 
@@ -183,8 +184,8 @@ describe("stored bytes (issue 24, H1): one figure per project, kept by D1 trigge
     const campaign = await s.createCampaign({ body: `<p>${"c".repeat(3000)}</p>` });
     expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
     await s.pump();
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENDING");
-    expect((await s.request("GET", "/emails?limit=1")).body.data.total).toBe(0);
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENDING");
+    expect((await s.request<EmailList>("GET", "/emails?limit=1")).body.data.total).toBe(0);
   });
 
   it("count caps: templates, campaigns, segments and one workflow's versions past their quota are 403 QUOTA_EXCEEDED", async () => {

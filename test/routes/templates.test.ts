@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, expectError, newProject } from "../support/http";
+import { call, expectError, type JsonResponse, newProject } from "../support/http";
 import type { z } from "@hono/zod-openapi";
 import type { TemplateListResponseSchema, TemplateSchema } from "../../src/schemas/templates";
 
@@ -243,15 +243,15 @@ describe("GET /templates", () => {
     expect(first.status).toBe(200);
     expect(first.body.success).toBe(true);
     expect(first.body.data).toMatchObject({ hasMore: true, total: 5 });
-    expect(first.body.data.items.map((t: any) => t.name)).toEqual(["T4", "T3"]);
+    expect(first.body.data.items.map((t) => t.name)).toEqual(["T4", "T3"]);
     expect(typeof first.body.data.nextCursor).toBe("string");
 
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await p.api.get<TemplateList>(`/templates?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+      const page: JsonResponse<TemplateList> = await p.api.get<TemplateList>(`/templates?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
       expect(page.body.data.total).toBe(5);
-      seen.push(...page.body.data.items.map((t: any) => t.id));
+      seen.push(...page.body.data.items.map((t) => t.id));
       cursor = page.body.data.nextCursor;
       if (!page.body.data.hasMore) expect(cursor).toBeNull();
     } while (cursor);
@@ -271,7 +271,7 @@ describe("GET /templates", () => {
     await b.api.post<Template>("/templates", { ...welcome, name: "B's" });
     const listB = await b.api.get<TemplateList>("/templates");
     expect(listB.body.data.total).toBe(1);
-    expect(listB.body.data.items.map((t: any) => t.name)).toEqual(["B's"]);
+    expect(listB.body.data.items.map((t) => t.name)).toEqual(["B's"]);
   });
 
   it("422 for a bad limit or cursor", async () => {

@@ -1,16 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { call, expectError, newProject } from "../support/http";
+import type { Contact, ContactList, EventList, EventNames, TrackResponse, UpsertedContact } from "../support/api";
 
 async function contactByEmail(p: Awaited<ReturnType<typeof newProject>>, email: string) {
-  const res = await p.api.get(`/contacts?search=${encodeURIComponent(email)}`);
-  return res.body.contacts.find((c: any) => c.email === email);
+  const res = await p.api.get<ContactList>(`/contacts?search=${encodeURIComponent(email)}`);
+  return res.body.contacts.find((c) => c.email === email);
 }
 
 describe("POST /v1/track", () => {
   it("with a public key creates a subscribed contact and records the event", async () => {
     const p = await newProject();
     const before = Date.now();
-    const res = await p.publicApi.post("/v1/track", { email: "Ada@Example.com", event: "signed-up", data: { plan: "pro" } });
+    const res = await p.publicApi.post<TrackResponse>("/v1/track", { email: "Ada@Example.com", event: "signed-up", data: { plan: "pro" } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       success: true,
@@ -19,11 +20,11 @@ describe("POST /v1/track", () => {
     expect(Date.parse(res.body.data.timestamp)).toBeGreaterThanOrEqual(before - 1000);
 
     // A public key never writes contact data: the event keeps it.
-    const contact = await p.api.get(`/contacts/${res.body.data.contact}`);
+    const contact = await p.api.get<Contact>(`/contacts/${res.body.data.contact}`);
     expect(contact.body).toMatchObject({ email: "ada@example.com", subscribed: true });
     expect(contact.body.data).toEqual({});
 
-    const events = await p.api.get("/events");
+    const events = await p.api.get<EventList>("/events");
     expect(events.body.data.items).toEqual([
       {
         id: res.body.data.event,
@@ -43,15 +44,15 @@ describe("POST /v1/track", () => {
     const big = { note: "x".repeat(2100) };
     const refused = expectError(await p.publicApi.post("/v1/track", { email: "ada@example.com", event: "viewed", data: big }), 422, "VALIDATION_ERROR");
     expect(refused.errors!.map((e) => e.field)).toEqual(["data"]);
-    expect((await p.api.get("/events")).body.data.total).toBe(0);
+    expect((await p.api.get<EventList>("/events")).body.data.total).toBe(0);
     expect(await contactByEmail(p, "ada@example.com")).toBeUndefined();
     // Just under the cap passes; a secret key keeps the larger contact-data limit.
     const fits = await p.publicApi.post("/v1/track", { email: "ada@example.com", event: "viewed", data: { note: "x".repeat(2000) } });
     expect(fits.status, JSON.stringify(fits.body)).toBe(200);
     const server = await p.api.post("/v1/track", { email: "ada@example.com", event: "paid", data: big });
     expect(server.status, JSON.stringify(server.body)).toBe(200);
-    const items = (await p.api.get("/events")).body.data.items;
-    expect(items.map((e: any) => [e.name, e.source])).toEqual([
+    const items = (await p.api.get<EventList>("/events")).body.data.items;
+    expect(items.map((e) => [e.name, e.source])).toEqual([
       ["paid", "secret"],
       ["viewed", "public"],
     ]);
@@ -59,47 +60,47 @@ describe("POST /v1/track", () => {
 
   it("also works with a secret key", async () => {
     const p = await newProject();
-    const res = await p.api.post("/v1/track", { email: "ada@example.com", event: "login" });
+    const res = await p.api.post<TrackResponse>("/v1/track", { email: "ada@example.com", event: "login" });
     expect(res.status).toBe(200);
     expect(res.body.success).toBe(true);
   });
 
   it("with a secret key updates an existing contact: same id, data merged (null removes a key), subscription kept", async () => {
     const p = await newProject();
-    const created = await p.api.post("/contacts", { email: "ada@example.com", subscribed: false, data: { plan: "free", city: "London" } });
-    const res = await p.api.post("/v1/track", {
+    const created = await p.api.post<UpsertedContact>("/contacts", { email: "ada@example.com", subscribed: false, data: { plan: "free", city: "London" } });
+    const res = await p.api.post<TrackResponse>("/v1/track", {
       email: "ADA@example.com",
       event: "upgraded",
       data: { plan: "pro", city: null, seats: 3 },
     });
     expect(res.status).toBe(200);
     expect(res.body.data.contact).toBe(created.body.id);
-    const contact = await p.api.get(`/contacts/${created.body.id}`);
+    const contact = await p.api.get<Contact>(`/contacts/${created.body.id}`);
     expect(contact.body.subscribed).toBe(false);
     expect(contact.body.data).toEqual({ plan: "pro", seats: 3 });
     // The event keeps the data as it was sent.
-    const events = await p.api.get("/events");
+    const events = await p.api.get<EventList>("/events");
     expect(events.body.data.items[0].data).toEqual({ plan: "pro", city: null, seats: 3 });
   });
 
   it("subscribed:false creates an unsubscribed contact; only a secret key resubscribes an existing one", async () => {
     const p = await newProject();
-    const first = await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "visited", subscribed: false });
+    const first = await p.publicApi.post<TrackResponse>("/v1/track", { email: "bob@example.com", event: "visited", subscribed: false });
     expect(first.status).toBe(200);
-    expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
     await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "visited" });
-    expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
     await p.publicApi.post("/v1/track", { email: "bob@example.com", event: "opted-in", subscribed: true });
-    expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(false);
     await p.api.post("/v1/track", { email: "bob@example.com", event: "opted-in", subscribed: true });
-    expect((await p.api.get(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(true);
+    expect((await p.api.get<Contact>(`/contacts/${first.body.data.contact}`)).body.subscribed).toBe(true);
   });
 
   it("with a public key leaves an existing contact exactly as it was (no unsubscribe, no data), and the event keeps its data", async () => {
     const p = await newProject();
-    const created = await p.api.post("/contacts", { email: "ada@example.com", data: { plan: "free" } });
-    const before = (await p.api.get(`/contacts/${created.body.id}`)).body;
-    const res = await p.publicApi.post("/v1/track", {
+    const created = await p.api.post<UpsertedContact>("/contacts", { email: "ada@example.com", data: { plan: "free" } });
+    const before = (await p.api.get<Contact>(`/contacts/${created.body.id}`)).body;
+    const res = await p.publicApi.post<TrackResponse>("/v1/track", {
       email: "ada@example.com",
       event: "hostile",
       subscribed: false,
@@ -107,40 +108,42 @@ describe("POST /v1/track", () => {
     });
     expect(res.status).toBe(200);
     expect(res.body.data.contact).toBe(created.body.id);
-    expect((await p.api.get(`/contacts/${created.body.id}`)).body).toEqual(before);
-    const events = await p.api.get("/events");
+    expect((await p.api.get<Contact>(`/contacts/${created.body.id}`)).body).toEqual(before);
+    const events = await p.api.get<EventList>("/events");
     expect(events.body.data.items[0].data).toEqual({ plan: null, link: "[click](https://evil.example)" });
   });
 
   it("stores {value, persistent: false} on the event only, never on the contact (like /v1/send)", async () => {
     const p = await newProject();
-    const res = await p.api.post("/v1/track", {
+    const res = await p.api.post<TrackResponse>("/v1/track", {
       email: "ada@example.com",
       event: "checkout",
       data: { plan: "pro", cartId: { value: "c-42", persistent: false }, seats: { value: 3 } },
     });
     expect(res.status).toBe(200);
-    const contact = await p.api.get(`/contacts/${res.body.data.contact}`);
+    const contact = await p.api.get<Contact>(`/contacts/${res.body.data.contact}`);
     expect(contact.body.data).toEqual({ plan: "pro", seats: 3 });
-    const events = await p.api.get("/events");
+    const events = await p.api.get<EventList>("/events");
     expect(events.body.data.items[0].data).toEqual({ plan: "pro", cartId: "c-42", seats: 3 });
   });
 
   it("records one event per call, each with its own id, against one contact", async () => {
     const p = await newProject();
-    const results = await Promise.all(Array.from({ length: 5 }, () => p.publicApi.post("/v1/track", { email: "same@example.com", event: "click" })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => p.publicApi.post<TrackResponse>("/v1/track", { email: "same@example.com", event: "click" })),
+    );
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect(new Set(results.map((r) => r.body.data.contact)).size).toBe(1);
     expect(new Set(results.map((r) => r.body.data.event)).size).toBe(5);
-    const list = await p.api.get("/contacts");
+    const list = await p.api.get<ContactList>("/contacts");
     expect(list.body.total).toBe(1);
-    expect((await p.api.get("/events")).body.data.total).toBe(5);
+    expect((await p.api.get<EventList>("/events")).body.data.total).toBe(5);
   });
 
   it("trims the event name", async () => {
     const p = await newProject();
     await p.publicApi.post("/v1/track", { email: "ada@example.com", event: "  purchase  " });
-    expect((await p.api.get("/events")).body.data.items[0].name).toBe("purchase");
+    expect((await p.api.get<EventList>("/events")).body.data.items[0].name).toBe("purchase");
   });
 
   it.each([
@@ -158,15 +161,15 @@ describe("POST /v1/track", () => {
     const p = await newProject();
     const err = expectError(await p.publicApi.post("/v1/track", body), 422, "VALIDATION_ERROR");
     expect(err.errors!.map((e) => e.field).sort()).toEqual(fields);
-    expect((await p.api.get("/contacts")).body.total).toBe(0);
-    expect((await p.api.get("/events")).body.data.total).toBe(0);
+    expect((await p.api.get<ContactList>("/contacts")).body.total).toBe(0);
+    expect((await p.api.get<EventList>("/events")).body.data.total).toBe(0);
   });
 
   it("accepts an event name of exactly 100 characters and unicode names", async () => {
     const p = await newProject();
     expect((await p.publicApi.post("/v1/track", { email: "a@example.com", event: "e".repeat(100) })).status).toBe(200);
     expect((await p.publicApi.post("/v1/track", { email: "a@example.com", event: "achat réussi ✓" })).status).toBe(200);
-    const names = await p.api.get("/events/names");
+    const names = await p.api.get<EventNames>("/events/names");
     expect(names.body.data.items).toEqual(["achat réussi ✓", "e".repeat(100)]);
   });
 
@@ -181,7 +184,7 @@ describe("POST /v1/track", () => {
       }),
       400,
     );
-    expect((await p.api.get("/events")).body.data.total).toBe(0);
+    expect((await p.api.get<EventList>("/events")).body.data.total).toBe(0);
   });
 
   it("401 for a missing, malformed or unknown key", async () => {
@@ -195,13 +198,13 @@ describe("POST /v1/track", () => {
     const a = await newProject("A");
     const b = await newProject("B");
     await a.publicApi.post("/v1/track", { email: "ada@example.com", event: "a-only" });
-    expect((await b.api.get("/events")).body.data.total).toBe(0);
-    expect((await b.api.get("/contacts")).body.total).toBe(0);
-    const bTrack = await b.publicApi.post("/v1/track", { email: "ada@example.com", event: "b-only" });
+    expect((await b.api.get<EventList>("/events")).body.data.total).toBe(0);
+    expect((await b.api.get<ContactList>("/contacts")).body.total).toBe(0);
+    const bTrack = await b.publicApi.post<TrackResponse>("/v1/track", { email: "ada@example.com", event: "b-only" });
     const aContact = await contactByEmail(a, "ada@example.com");
-    expect(bTrack.body.data.contact).not.toBe(aContact.id);
-    expect((await a.api.get("/events/names")).body.data.items).toEqual(["a-only"]);
-    expect((await b.api.get("/events/names")).body.data.items).toEqual(["b-only"]);
+    expect(bTrack.body.data.contact).not.toBe(aContact!.id);
+    expect((await a.api.get<EventNames>("/events/names")).body.data.items).toEqual(["a-only"]);
+    expect((await b.api.get<EventNames>("/events/names")).body.data.items).toEqual(["b-only"]);
   });
 });
 

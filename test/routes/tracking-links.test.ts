@@ -6,7 +6,8 @@ import { events } from "../../src/db/schema";
 import { ENGAGEMENT_DEDUP_WINDOW_MS, recordEngagement } from "../../src/services/emails/status";
 import { addTracking, decodeHtmlAttribute } from "../../src/services/tracking/links";
 import { eventsOfEmail, getEmail, insertSentEmail, setTracking } from "../support/emails";
-import { BASE, call, expectError, newProject } from "../support/http";
+import { BASE, call, type ErrorBody, expectError, newProject } from "../support/http";
+import type { EventList, OpenApiDoc } from "../support/api";
 
 const SECRET = env.LINK_SIGNING_SECRET!;
 
@@ -55,7 +56,7 @@ describe("GET /t/o/{emailId} (open pixel)", () => {
     expect(second.openedAt!.getTime()).toBe(first.openedAt!.getTime());
 
     // The events are visible to the project's API, with the contact and the email.
-    const list = await p.api.get("/events?name=email.opened");
+    const list = await p.api.get<EventList>("/events?name=email.opened");
     expect(list.status).toBe(200);
     expect(list.body.data.items).toHaveLength(1);
     expect(list.body.data.items[0]).toMatchObject({ name: "email.opened", contactId: email.contactId, emailId: email.id, email: email.to });
@@ -95,8 +96,8 @@ describe("GET /t/c/{emailId} (click redirect)", () => {
     expect(row.clicks).toBe(1);
     expect(row.status).toBe("CLICKED");
     expect(row.clickedAt).toBeInstanceOf(Date);
-    const list = await p.api.get("/events?name=email.clicked");
-    expect(list.body.data.items.map((e: any) => e.data.url)).toEqual(["https://example.com/pricing?plan=pro&ref=mail"]);
+    const list = await p.api.get<EventList>("/events?name=email.clicked");
+    expect(list.body.data.items.map((e) => e.data.url)).toEqual(["https://example.com/pricing?plan=pro&ref=mail"]);
     expect(list.body.data.items[0]).toMatchObject({ contactId: email.contactId, emailId: email.id });
   });
 
@@ -140,7 +141,7 @@ describe("GET /t/c/{emailId} (click redirect)", () => {
 
 describe("OpenAPI", () => {
   it("documents the tracking, unsubscribe and webhook routes without a security requirement", async () => {
-    const doc = await call("GET", "/openapi.json");
+    const doc = await call<OpenApiDoc>("GET", "/openapi.json");
     expect(doc.status).toBe(200);
     for (const [path, method] of [
       ["/t/o/{emailId}", "get"],
@@ -289,7 +290,7 @@ describe("link signing secret rotation", () => {
     const email = await insertSentEmail(p);
     const { clicks } = await trackedMail(email.id, ["https://example.com/"]);
     const short = { ...env, LINK_SIGNING_SECRET: "x".repeat(31) };
-    const res = await call("GET", clicks[0], { redirect: "manual", env: short });
+    const res = await call<ErrorBody>("GET", clicks[0], { redirect: "manual", env: short });
     expect(res.status).toBe(500);
     const body = res.body;
     expect(body.error.message).toContain("at least 32 bytes");

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { unsubscribeUrl } from "../../src/services/tracking/links";
 import { eventsOfEmail, getContact, insertSentEmail } from "../support/emails";
 import { BASE, call, expectError, newProject } from "../support/http";
+import type { Contact, ContactList, EventList, UpsertedContact } from "../support/api";
 
 const SECRET = env.LINK_SIGNING_SECRET!;
 const pathOf = async (emailId: string) => (await unsubscribeUrl(env.PUBLIC_URL!, SECRET, emailId)).slice(BASE.length);
@@ -25,7 +26,7 @@ describe("GET /unsubscribe/{token}", () => {
       expect(res.body).toContain('name="List-Unsubscribe" value="One-Click"');
       expect(res.body).toMatch(/<button type="submit">Unsubscribe<\/button>/);
     }
-    expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(true);
+    expect((await p.api.get<Contact>(`/contacts/${email.contactId}`)).body.subscribed).toBe(true);
     expect(await eventsOfEmail(email.id)).toHaveLength(0);
   });
 
@@ -42,9 +43,9 @@ describe("GET /unsubscribe/{token}", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toContain("text/html");
     expect(res.body).toContain("You are unsubscribed");
-    expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
     await oneClick(action, form.toString());
-    const events = await p.api.get("/events?name=contact.unsubscribed");
+    const events = await p.api.get<EventList>("/events?name=contact.unsubscribed");
     expect(events.body.data.items).toHaveLength(1);
     expect(events.body.data.items[0]).toMatchObject({ contactId: email.contactId, emailId: email.id, data: { method: "page" } });
   });
@@ -81,11 +82,11 @@ describe("POST /unsubscribe/{token} (RFC 8058 one-click)", () => {
     const res = await oneClick(path);
     expect(res.status).toBe(200);
     expect(String(res.body).length).toBeLessThan(100);
-    expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
 
     expect((await oneClick(path)).status).toBe(200);
     expect((await call("GET", path)).status).toBe(200);
-    const events = await p.api.get("/events?name=contact.unsubscribed");
+    const events = await p.api.get<EventList>("/events?name=contact.unsubscribed");
     expect(events.body.data.items).toHaveLength(1);
     expect(events.body.data.items[0]).toMatchObject({ contactId: email.contactId, emailId: email.id, data: { method: "one-click" } });
   });
@@ -108,7 +109,7 @@ describe("POST /unsubscribe/{token} (RFC 8058 one-click)", () => {
     await p.api.patch(`/contacts/${email.contactId}`, { subscribed: true });
     await oneClick(path);
     expect((await getContact(email.contactId!)).subscribed).toBe(false);
-    expect((await p.api.get("/events?name=contact.unsubscribed")).body.data.items).toHaveLength(2);
+    expect((await p.api.get<EventList>("/events?name=contact.unsubscribed")).body.data.items).toHaveLength(2);
   });
 
   it("refuses a forged token, a wrong body and a wrong content type with 400, changing nothing", async () => {
@@ -130,12 +131,12 @@ describe("POST /unsubscribe/{token} (RFC 8058 one-click)", () => {
     const email = await insertSentEmail(p, { withContact: false });
     expect((await oneClick(await pathOf(email.id))).status).toBe(200);
     // The address is kept as an unsubscribed contact of the project, so marketing mail skips it...
-    const list = await p.api.get(`/contacts?search=${encodeURIComponent(email.to)}`);
+    const list = await p.api.get<ContactList>(`/contacts?search=${encodeURIComponent(email.to)}`);
     expect(list.body.contacts).toHaveLength(1);
     expect(list.body.contacts[0]).toMatchObject({ email: email.to, subscribed: false });
     // ...and a later write that does not ask for a subscription does not undo it.
     await p.api.post("/v1/track", { email: email.to, event: "visited" });
-    expect((await p.api.get(`/contacts/${list.body.contacts[0].id}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${list.body.contacts[0].id}`)).body.subscribed).toBe(false);
     const events = await eventsOfEmail(email.id);
     expect(events.map((e) => [e.name, e.contactId])).toEqual([["contact.unsubscribed", list.body.contacts[0].id]]);
   });
@@ -144,9 +145,9 @@ describe("POST /unsubscribe/{token} (RFC 8058 one-click)", () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     expect((await p.api.delete(`/contacts/${email.contactId}`)).status).toBe(204);
-    const again = await p.api.post("/contacts", { email: email.to, subscribed: true });
+    const again = await p.api.post<UpsertedContact>("/contacts", { email: email.to, subscribed: true });
     expect(again.status).toBe(201);
     expect((await oneClick(await pathOf(email.id))).status).toBe(200);
-    expect((await p.api.get(`/contacts/${again.body.id}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${again.body.id}`)).body.subscribed).toBe(false);
   });
 });

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { REASONS } from "../../src/services/email-verification";
 import { fakeDns } from "../fakes/dns";
 import { expectError, newProject, type TestProject } from "../support/http";
+import type { OpenApiDoc, VerifyAddressResponse } from "../support/api";
 
 let dns: ReturnType<typeof fakeDns>;
 let p: TestProject;
@@ -33,7 +34,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const verify = (email: unknown) => p.api.post("/v1/verify", { email });
+const verify = (email: unknown) => p.api.post<VerifyAddressResponse>("/v1/verify", { email });
 
 const clean = {
   valid: true,
@@ -190,7 +191,7 @@ describe("POST /v1/verify", () => {
 describe("OpenAPI", () => {
   it("documents /domains and /v1/verify", async () => {
     const { call } = await import("../support/http");
-    const doc = await call("GET", "/openapi.json");
+    const doc = await call<OpenApiDoc>("GET", "/openapi.json");
     expect(doc.status).toBe(200);
     for (const path of ["/domains", "/domains/{id}", "/domains/{id}/verify", "/v1/verify"]) expect(doc.body.paths[path]).toBeDefined();
     expect(doc.body.paths["/v1/verify"].post.description).toContain("Any string in `email` gets 200");

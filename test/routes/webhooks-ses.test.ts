@@ -10,6 +10,7 @@ import { findSuppressed } from "../../src/services/suppressions";
 import { CERT_URL, certPem, notification, sign, TOPIC, type Sns } from "../fakes/sns";
 import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../support/emails";
 import { call, expectError, newProject, type CallOptions } from "../support/http";
+import type { Contact, EventList, SesFeedbackResponse } from "../support/api";
 
 const CN_CERT_URL = "https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-test.pem";
 const SUBSCRIBE_URL = `https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=abc123`;
@@ -54,9 +55,9 @@ const complaintOf = (e: { providerMessageId: string; to: string }, format: "noti
   },
 });
 
-/** POSTs as SNS does: JSON in a text/plain body (to the Worker, or to `handler`: an app with a clock of its own). */
-const post = (body: unknown, handler?: CallOptions["handler"]) =>
-  call("POST", "/webhooks/ses", {
+/** POSTs as SNS does: JSON in a text/plain body (to the Worker, or to `handler`: an app with a clock of its own); the body typed as the success response. */
+const post = <T = SesFeedbackResponse>(body: unknown, handler?: CallOptions["handler"]) =>
+  call<T>("POST", "/webhooks/ses", {
     rawBody: typeof body === "string" ? body : JSON.stringify(body),
     headers: { "Content-Type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
     handler,
@@ -128,11 +129,11 @@ describe("POST /webhooks/ses: SES feedback", () => {
     expect(row.error).toBe("smtp; 550 5.1.1 user unknown");
     expect(await suppressionRows(p.id)).toMatchObject([{ email: email.to, reason: "BOUNCE", detail: "smtp; 550 5.1.1 user unknown" }]);
     expect((await findSuppressed(getDb(env.DB), p.id, [email.to.toUpperCase()])).get(email.to)).toBe("BOUNCE");
-    expect((await p.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
+    expect((await p.api.get<Contact>(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
 
     // SNS redelivers: nothing new.
     expect((await post(message)).status).toBe(200);
-    const bounced = (await p.api.get("/events?name=email.bounced")).body.data.items;
+    const bounced = (await p.api.get<EventList>("/events?name=email.bounced")).body.data.items;
     expect(bounced).toHaveLength(1);
     expect(bounced[0]).toMatchObject({
       contactId: email.contactId,
@@ -169,7 +170,7 @@ describe("POST /webhooks/ses: SES feedback", () => {
     expect(row.opens).toBe(1);
     expect(await suppressionRows(p.id)).toMatchObject([{ email: email.to, reason: "COMPLAINT" }]);
     expect((await getContact(email.contactId!)).subscribed).toBe(false);
-    const complained = (await p.api.get("/events?name=email.complained")).body.data.items;
+    const complained = (await p.api.get<EventList>("/events?name=email.complained")).body.data.items;
     expect(complained).toHaveLength(1);
     expect(complained[0]).toMatchObject({ contactId: email.contactId, emailId: email.id, data: { complaintFeedbackType: "abuse" } });
 

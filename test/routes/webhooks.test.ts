@@ -3,6 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { call, expectError } from "../support/http";
 import { heldQueue, receiver, webhookProject } from "../support/webhooks";
+import type { DeliveryList, Webhook as WebhookView, WebhookDelivery, WebhookList, WebhookWithSecret } from "../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -12,7 +13,11 @@ describe("the /webhooks resource", () => {
   it("create answers the secret once; get, list and patch never show it", async () => {
     receiver();
     const p = await webhookProject();
-    const created = await p.call("POST", "/webhooks", { url: URL_, events: ["email.bounced", "email.delivered", "email.bounced"], description: "ops" });
+    const created = await p.call<WebhookWithSecret>("POST", "/webhooks", {
+      url: URL_,
+      events: ["email.bounced", "email.delivered", "email.bounced"],
+      description: "ops",
+    });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
       id: expect.any(String),
@@ -26,11 +31,11 @@ describe("the /webhooks resource", () => {
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
     const id = created.body.id;
-    const secret = created.body.secret as string;
-    const got = await p.call("GET", `/webhooks/${id}`);
+    const secret = created.body.secret;
+    const got = await p.call<WebhookView>("GET", `/webhooks/${id}`);
     expect(got.status).toBe(200);
     expect(got.body).toEqual(Object.fromEntries(Object.entries(created.body).filter(([k]) => k !== "secret")));
-    const list = await p.call("GET", "/webhooks");
+    const list = await p.call<WebhookList>("GET", "/webhooks");
     expect(list.body).toMatchObject({ success: true, data: { hasMore: false, nextCursor: null, total: 1 } });
     expect(list.body.data.items[0]).not.toHaveProperty("secret");
     const patched = await p.call("PATCH", `/webhooks/${id}`, { events: [], enabled: false, description: null });
@@ -49,7 +54,7 @@ describe("the /webhooks resource", () => {
     expectError(await p.call("POST", "/webhooks", { url: URL_, secret: "mine" }), 422);
     expectError(await p.call("POST", "/webhooks", { events: [] }), 422);
     expectError(await p.call("POST", "/webhooks", { url: `https://hooks.example.net/${"a".repeat(2100)}` }), 422);
-    expect((await p.call("GET", "/webhooks")).body.data.total).toBe(0);
+    expect((await p.call<WebhookList>("GET", "/webhooks")).body.data.total).toBe(0);
   });
 
   it("needs a secret key; a public key is refused", async () => {
@@ -66,7 +71,7 @@ describe("the /webhooks resource", () => {
     const b = await webhookProject("b");
     const hook = await a.createWebhook({ url: URL_ });
     const q = heldQueue();
-    const test = await a.call("POST", `/webhooks/${hook.id}/test`, undefined, q.env);
+    const test = await a.call<WebhookDelivery>("POST", `/webhooks/${hook.id}/test`, undefined, q.env);
     const deliveryId = test.body.id;
     for (const [method, path, body] of [
       ["GET", `/webhooks/${hook.id}`],
@@ -79,7 +84,7 @@ describe("the /webhooks resource", () => {
     ] as const) {
       expectError(await b.call(method, path, body), 404, "NOT_FOUND");
     }
-    expect((await b.call("GET", "/webhooks")).body.data).toMatchObject({ items: [], total: 0 });
+    expect((await b.call<WebhookList>("GET", "/webhooks")).body.data).toMatchObject({ items: [], total: 0 });
     // Nothing changed for the owner, and b's own endpoint cannot reach a's delivery.
     expect((await a.call("GET", `/webhooks/${hook.id}`)).body).toMatchObject({ enabled: true });
     const own = await b.createWebhook({ url: URL_ });
@@ -91,7 +96,7 @@ describe("the /webhooks resource", () => {
     const p = await webhookProject();
     for (let i = 0; i < 20; i++) await p.createWebhook({ url: `${URL_}/${i}` });
     expectError(await p.call("POST", "/webhooks", { url: URL_ }), 403, "QUOTA_EXCEEDED");
-    expect((await p.call("GET", "/webhooks?limit=100")).body.data.total).toBe(20);
+    expect((await p.call<WebhookList>("GET", "/webhooks?limit=100")).body.data.total).toBe(20);
   });
 
   it("lists deliveries newest first with cursor pages and a status filter", async () => {
@@ -101,11 +106,11 @@ describe("the /webhooks resource", () => {
     const q = heldQueue();
     for (let i = 0; i < 3; i++) await p.call("POST", `/webhooks/${hook.id}/test`, undefined, q.env);
     await q.deliver(q.take().slice(0, 1));
-    const first = await p.call("GET", `/webhooks/${hook.id}/deliveries?limit=2`);
+    const first = await p.call<DeliveryList>("GET", `/webhooks/${hook.id}/deliveries?limit=2`);
     expect(first.body.data).toMatchObject({ hasMore: true, total: 3 });
-    const second = await p.call("GET", `/webhooks/${hook.id}/deliveries?limit=2&cursor=${first.body.data.nextCursor}`);
+    const second = await p.call<DeliveryList>("GET", `/webhooks/${hook.id}/deliveries?limit=2&cursor=${first.body.data.nextCursor}`);
     const all = [...first.body.data.items, ...second.body.data.items];
-    expect(all.map((d: any) => d.id)).toEqual([...all.map((d: any) => d.id)].sort().reverse());
+    expect(all.map((d) => d.id)).toEqual([...all.map((d) => d.id)].sort().reverse());
     expect((await p.deliveries(hook.id, "?status=SUCCEEDED")).map((d) => d.id)).toEqual([all[2].id]);
     expect(await p.deliveries(hook.id, "?status=PENDING")).toHaveLength(2);
     expectError(await p.call("GET", `/webhooks/${hook.id}/deliveries?status=LOST`), 422);
@@ -150,7 +155,7 @@ describe("SSRF: outside development", () => {
     receiver();
     const hook = await p.createWebhook({ url: URL_ });
     expectError(await p.call("PATCH", `/webhooks/${hook.id}`, { url }), 422);
-    expect((await p.call("GET", `/webhooks/${hook.id}`)).body.url).toBe(URL_);
+    expect((await p.call<WebhookView>("GET", `/webhooks/${hook.id}`)).body.url).toBe(URL_);
   });
 
   for (const [type, address] of [
@@ -184,7 +189,7 @@ describe("secret rotation", () => {
     const { calls } = receiver();
     const p = await webhookProject();
     const hook = await p.createWebhook({ url: URL_ });
-    const rotated = await p.call("POST", `/webhooks/${hook.id}/rotate-secret`);
+    const rotated = await p.call<WebhookWithSecret>("POST", `/webhooks/${hook.id}/rotate-secret`);
     expect(rotated.status).toBe(200);
     expect(rotated.body.secret).toMatch(/^whsec_/);
     expect(rotated.body.secret).not.toBe(hook.secret);
@@ -225,7 +230,7 @@ describe("an endpoint failing for 5 days", () => {
       .bind(Date.now() - 5 * 86_400_000 - 1000, hook.id)
       .run();
     await q.deliver(q.take());
-    const disabled = (await p.call("GET", `/webhooks/${hook.id}`)).body;
+    const disabled = (await p.call<WebhookView>("GET", `/webhooks/${hook.id}`)).body;
     expect(disabled).toMatchObject({ enabled: false, disabledReason: expect.stringContaining("failed for 5 days") });
     const callsBefore = calls.length;
     await q.deliver([two]);

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { expectError, newProject, type TestProject } from "../support/http";
+import type { CreatedWorkflow, Template, Workflow, WorkflowList } from "../support/api";
 
 async function template(p: TestProject, overrides: Record<string, unknown> = {}) {
-  const res = await p.api.post("/templates", {
+  const res = await p.api.post<Template>("/templates", {
     name: "Welcome",
     subject: "Hi {{firstName}}",
     body: "<p>Hi</p>",
@@ -11,7 +12,7 @@ async function template(p: TestProject, overrides: Record<string, unknown> = {})
     ...overrides,
   });
   expect(res.status).toBe(201);
-  return res.body.id as string;
+  return res.body.id;
 }
 
 const send = (id: string, templateId: string, next?: string) => ({ id, type: "SEND_EMAIL", config: { templateId }, ...(next ? { next } : {}) });
@@ -20,7 +21,7 @@ describe("POST /workflows", () => {
   it("creates a disabled workflow (201), shows the webhook secret once, and reads back without it", async () => {
     const p = await newProject();
     const t = await template(p);
-    const res = await p.api.post("/workflows", {
+    const res = await p.api.post<CreatedWorkflow>("/workflows", {
       name: "Welcome series",
       trigger: { type: "EVENT", eventName: "signup" },
       steps: [send("a", t, "pause"), { id: "pause", type: "DELAY", config: { amount: 2, unit: "days" } }],
@@ -39,7 +40,7 @@ describe("POST /workflows", () => {
     expect(res.body.webhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(atob(res.body.webhookSecret.slice(6))).toHaveLength(32);
 
-    const fetched = await p.api.get(`/workflows/${res.body.id}`);
+    const fetched = await p.api.get<Workflow & { webhookSecret?: string }>(`/workflows/${res.body.id}`);
     expect(fetched.status).toBe(200);
     expect(fetched.body.webhookSecret).toBeUndefined();
     const { webhookSecret: _secret, ...withoutSecret } = res.body;
@@ -108,7 +109,7 @@ describe("POST /workflows", () => {
           err.errors!.map((e) => e.field),
           JSON.stringify(err.errors),
         ).toContain(field);
-        const list = await p.api.get("/workflows");
+        const list = await p.api.get<WorkflowList>("/workflows");
         expect(list.body.data.total).toBe(0);
       });
     }
@@ -116,11 +117,11 @@ describe("POST /workflows", () => {
     it("also on PATCH, which then changes nothing", async () => {
       const p = await newProject();
       const t = await template(p);
-      const created = await p.api.post("/workflows", { name: "Ok", eventName: "signup", steps: [send("a", t)] });
+      const created = await p.api.post<CreatedWorkflow>("/workflows", { name: "Ok", eventName: "signup", steps: [send("a", t)] });
       const err = expectError(await p.api.patch(`/workflows/${created.body.id}`, { steps: [send("a", t, "b")] }), 422);
       expect(err.errors![0]).toMatchObject({ field: "steps.0.next" });
       expect(err.errors![0].message).toContain('"a"');
-      const after = await p.api.get(`/workflows/${created.body.id}`);
+      const after = await p.api.get<Workflow>(`/workflows/${created.body.id}`);
       expect(after.body.version).toBe(1);
       expect(after.body.steps).toEqual([send("a", t)]);
     });
@@ -138,9 +139,9 @@ describe("GET/PATCH/DELETE /workflows/{id}", () => {
   it("PATCH of steps or trigger makes a new version; other fields do not", async () => {
     const p = await newProject();
     const t = await template(p);
-    const created = await p.api.post("/workflows", { name: "v", eventName: "signup", steps: [send("a", t)] });
+    const created = await p.api.post<CreatedWorkflow>("/workflows", { name: "v", eventName: "signup", steps: [send("a", t)] });
     const patch = async (id: string, body: unknown) => {
-      const res = await p.api.patch(`/workflows/${id}`, body);
+      const res = await p.api.patch<Workflow>(`/workflows/${id}`, body);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       return res.body;
     };
@@ -157,29 +158,29 @@ describe("GET/PATCH/DELETE /workflows/{id}", () => {
   it("lists newest first with the general list shape and cursor pagination", async () => {
     const p = await newProject();
     for (const name of ["one", "two", "three"]) await p.api.post("/workflows", { name, eventName: name });
-    const first = await p.api.get("/workflows?limit=2");
+    const first = await p.api.get<WorkflowList>("/workflows?limit=2");
     expect(first.body).toMatchObject({ success: true, data: { hasMore: true, total: 3 } });
-    expect(first.body.data.items.map((w: { name: string }) => w.name)).toEqual(["three", "two"]);
-    const second = await p.api.get(`/workflows?limit=2&cursor=${first.body.data.nextCursor}`);
+    expect(first.body.data.items.map((w) => w.name)).toEqual(["three", "two"]);
+    const second = await p.api.get<WorkflowList>(`/workflows?limit=2&cursor=${first.body.data.nextCursor}`);
     expect(second.body.data).toMatchObject({ hasMore: false, nextCursor: null });
-    expect(second.body.data.items.map((w: { name: string }) => w.name)).toEqual(["one"]);
+    expect(second.body.data.items.map((w) => w.name)).toEqual(["one"]);
   });
 
   it("another project's workflow is a 404 everywhere", async () => {
     const p = await newProject();
     const other = await newProject("other");
-    const created = await p.api.post("/workflows", { name: "mine", eventName: "x" });
+    const created = await p.api.post<CreatedWorkflow>("/workflows", { name: "mine", eventName: "x" });
     const id = created.body.id;
     expectError(await other.api.get(`/workflows/${id}`), 404, "NOT_FOUND");
     expectError(await other.api.patch(`/workflows/${id}`, { name: "stolen" }), 404, "NOT_FOUND");
     expectError(await other.api.get(`/workflows/${id}/executions`), 404, "NOT_FOUND");
     expectError(await other.api.delete(`/workflows/${id}`), 404, "NOT_FOUND");
-    expect((await p.api.get(`/workflows/${id}`)).body.name).toBe("mine");
+    expect((await p.api.get<Workflow>(`/workflows/${id}`)).body.name).toBe("mine");
   });
 
   it("DELETE answers 204, then 404", async () => {
     const p = await newProject();
-    const created = await p.api.post("/workflows", { name: "gone", eventName: "x" });
+    const created = await p.api.post<CreatedWorkflow>("/workflows", { name: "gone", eventName: "x" });
     const res = await p.api.delete(`/workflows/${created.body.id}`);
     expect(res.status).toBe(204);
     expectError(await p.api.get(`/workflows/${created.body.id}`), 404);

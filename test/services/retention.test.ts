@@ -8,6 +8,7 @@ import { dropOldEmailHtml, pruneDailyUsage, pruneOldEvents, runRetention } from 
 import { insertSentEmail } from "../support/emails";
 import { newProject } from "../support/http";
 import { sendingSetup } from "../support/sending";
+import type { Email } from "../support/api";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -64,7 +65,7 @@ describe("retention (cron)", () => {
     const done = await s.send({ to: ["a@example.com", "b@example.com"], from: s.from, subject: "A", body: "<p>a</p>", attachments: [attachment("first")] });
     const waiting = await s.send({ to: "c@example.com", from: s.from, subject: "B", body: "<p>b</p>", attachments: [attachment("second")] });
     expect([done.status, waiting.status]).toEqual([200, 200]);
-    const doneIds = done.body.data.emails.map((e: any) => e.email);
+    const doneIds = done.body.data.emails.map((e) => e.email);
     const waitingId = waiting.body.data.emails[0].email;
     const before = await storedBytes(s.project.id);
     expect(before).toBeGreaterThan(0);
@@ -107,7 +108,7 @@ describe("retention (cron)", () => {
     expect(rows.get(stuck)!.html).not.toBe("");
     expect(rows.get(recent)!.html).not.toBe("");
     // Still listed through the API, with its status.
-    const view = await p.api.get(`/emails/${old}`);
+    const view = await p.api.get<Email>(`/emails/${old}`);
     expect(view.status).toBe(200);
     expect(view.body.status).toBe("SENT");
 

@@ -4,14 +4,15 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
 import { call, expectError, newProject, type JsonResponse } from "../support/http";
+import type { ContactList } from "../support/api";
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
 const limits = { QUOTA_CONTACTS: "3", QUOTA_EVENTS_PER_DAY: "3" };
-const request = (key: string, method: string, path: string, body?: unknown): Promise<JsonResponse> =>
-  call(method, path, { key, body, env: { ...env, ...limits } as Env });
+const request = <T = unknown>(key: string, method: string, path: string, body?: unknown): Promise<JsonResponse<T>> =>
+  call<T>(method, path, { key, body, env: { ...env, ...limits } as Env });
 
 const today = () => Math.floor(Date.now() / 86_400_000);
 
@@ -64,6 +65,6 @@ describe("the cron reconciles the usage counters kept by triggers", () => {
     await cronTicksOverEveryProject();
     expect(warn.mock.calls.map((args) => String(args[0])).filter((w) => w.includes(p.id))).toEqual([expect.stringContaining("contacts 0 -> 3")]);
     expectError(await request(p.secretKey, "POST", "/contacts", { email: "d@example.com" }), 403, "QUOTA_EXCEEDED");
-    expect((await request(p.secretKey, "GET", "/contacts")).body.total).toBe(3);
+    expect((await request<ContactList>(p.secretKey, "GET", "/contacts")).body.total).toBe(3);
   });
 });

@@ -9,6 +9,7 @@ import { recordingQueue } from "../fakes/queue";
 import { runConsumer } from "./queues";
 import { sendingSetup } from "./sending";
 import { BULK_QUEUE, SEND_QUEUE } from "../../src/messages";
+import type { CampaignResponse } from "./api";
 
 export { BULK_QUEUE, SEND_QUEUE };
 
@@ -25,8 +26,8 @@ export async function campaignSetup(overrides: Partial<Env> = {}) {
   const db = getDb(env.DB);
 
   // Background work (workflow triggers) is left to run on its own, as before the consumer runs.
-  const request = (method: string, path: string, body?: unknown) =>
-    call(method, path, { key: s.project.secretKey, body, headers: { "Content-Type": "application/json" }, env: s.env, waitForBackground: false });
+  const request = <T = unknown>(method: string, path: string, body?: unknown) =>
+    call<T>(method, path, { key: s.project.secretKey, body, headers: { "Content-Type": "application/json" }, env: s.env, waitForBackground: false });
 
   /** Runs one consumer invocation on these messages; returns the bodies it asked to retry. */
   async function runBatch(queue: string, messages: Queued[], attempts = 1): Promise<Queued[]> {
@@ -74,7 +75,7 @@ export async function campaignSetup(overrides: Partial<Env> = {}) {
   }
 
   async function createCampaign(body: Record<string, unknown> = {}) {
-    const res = await request("POST", "/campaigns", {
+    const res = await request<CampaignResponse>("POST", "/campaigns", {
       name: "Spring news",
       subject: "Hello {{firstName ?? friend}}",
       body: "<p>Hi {{data.firstName}}</p>",
@@ -83,7 +84,7 @@ export async function campaignSetup(overrides: Partial<Env> = {}) {
       ...body,
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return (res.body as { data: { id: string; status: string } }).data;
+    return res.body.data;
   }
 
   return { ...s, bulk, db, request, runBatch, pump, addContacts, suppress, createCampaign };

@@ -8,7 +8,7 @@ import { createProject } from "../../src/services/projects";
 
 export const BASE = "http://edge-mail.test";
 
-export interface JsonResponse<T = any> {
+export interface JsonResponse<T = unknown> {
   status: number;
   headers: Headers;
   body: T;
@@ -35,9 +35,10 @@ export interface CallOptions {
 /**
  * The one HTTP helper of the tests: calls the Worker exactly as an HTTP client
  * would (through `exports.default`, or the fetch handler with `env` when a test
- * changes bindings) and reads the body as JSON when it is JSON.
+ * changes bindings) and reads the body as JSON when it is JSON. The body is
+ * `unknown` unless the test names its type (`call<T>`; ./api.ts has the API's).
  */
-export async function call<T = any>(method: string, path: string, options: CallOptions = {}): Promise<JsonResponse<T>> {
+export async function call<T = unknown>(method: string, path: string, options: CallOptions = {}): Promise<JsonResponse<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.Authorization = `Bearer ${options.key}`;
   let body: BodyInit | undefined = options.rawBody;
@@ -69,11 +70,11 @@ export async function call<T = any>(method: string, path: string, options: CallO
 export async function newProject(name = "test project") {
   const project = await createProject(getDb(env.DB), name);
   const as = (key: string) => ({
-    get: <T = any>(path: string) => call<T>("GET", path, { key }),
-    post: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>("POST", path, { key, body, headers }),
-    patch: <T = any>(path: string, body?: unknown) => call<T>("PATCH", path, { key, body }),
-    put: <T = any>(path: string, body?: unknown) => call<T>("PUT", path, { key, body }),
-    delete: <T = any>(path: string) => call<T>("DELETE", path, { key }),
+    get: <T = unknown>(path: string) => call<T>("GET", path, { key }),
+    post: <T = unknown>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>("POST", path, { key, body, headers }),
+    patch: <T = unknown>(path: string, body?: unknown) => call<T>("PATCH", path, { key, body }),
+    put: <T = unknown>(path: string, body?: unknown) => call<T>("PUT", path, { key, body }),
+    delete: <T = unknown>(path: string) => call<T>("DELETE", path, { key }),
   });
   return { ...project, api: as(project.secretKey), publicApi: as(project.publicKey) };
 }

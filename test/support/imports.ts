@@ -6,21 +6,12 @@ import { IMPORT_QUEUE, type ImportChunkMessage } from "../../src/messages";
 import { recordingQueue } from "../fakes/queue";
 import { call, newProject } from "./http";
 import { runConsumer } from "./queues";
+import type { ContactList, ImportJob } from "./api";
 
 export { IMPORT_QUEUE };
 
-export interface Job {
-  id: string;
-  status: string;
-  total: number;
-  processed: number;
-  created: number;
-  updated: number;
-  failed: number;
-  errors: { row: number; message: string }[];
-  createdAt: string;
-  finishedAt: string | null;
-}
+/** An import job as GET /contacts/imports/{id} shows it. */
+export type Job = ImportJob;
 
 /**
  * A project whose Worker queues import chunks in a recording queue; `pump`
@@ -32,11 +23,14 @@ export async function importSetup(overrides: Partial<Env> = {}) {
   const project = await newProject("importer");
   const key = project.secretKey;
 
-  const request = (method: string, path: string, options: { body?: unknown; rawBody?: BodyInit; headers?: Record<string, string>; key?: string } = {}) =>
-    call(method, path, { key: options.key ?? key, body: options.body, rawBody: options.rawBody, headers: options.headers, env: testEnv });
+  const request = <T = unknown>(
+    method: string,
+    path: string,
+    options: { body?: unknown; rawBody?: BodyInit; headers?: Record<string, string>; key?: string } = {},
+  ) => call<T>(method, path, { key: options.key ?? key, body: options.body, rawBody: options.rawBody, headers: options.headers, env: testEnv });
 
-  const upload = (csv: BodyInit, query = "", options: { key?: string; type?: string; headers?: Record<string, string> } = {}) =>
-    request("POST", `/contacts/imports${query}`, {
+  const upload = <T = ImportJob>(csv: BodyInit, query = "", options: { key?: string; type?: string; headers?: Record<string, string> } = {}) =>
+    request<T>("POST", `/contacts/imports${query}`, {
       rawBody: csv,
       headers: { "Content-Type": options.type ?? "text/csv", ...options.headers },
       key: options.key,
@@ -70,9 +64,9 @@ export async function importSetup(overrides: Partial<Env> = {}) {
   }
 
   async function job(id: string): Promise<Job> {
-    const res = await request("GET", `/contacts/imports/${id}`);
+    const res = await request<Job>("GET", `/contacts/imports/${id}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body as Job;
+    return res.body;
   }
 
   /** Uploads the CSV (202 expected), processes every chunk and returns the finished job. */
@@ -80,7 +74,7 @@ export async function importSetup(overrides: Partial<Env> = {}) {
     const res = await upload(csv, query);
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     await pump();
-    return job((res.body as { id: string }).id);
+    return job(res.body.id);
   }
 
   /** Every contact of the project (through GET /contacts), by email. */
@@ -88,9 +82,9 @@ export async function importSetup(overrides: Partial<Env> = {}) {
     const all = new Map();
     let cursor: string | null = null;
     for (let i = 0; i < 1000; i++) {
-      const res = await request("GET", `/contacts?limit=100${cursor ? `&cursor=${cursor}` : ""}`);
+      const res = await request<ContactList>("GET", `/contacts?limit=100${cursor ? `&cursor=${cursor}` : ""}`);
       expect(res.status).toBe(200);
-      const page = res.body as { contacts: { email: string }[]; cursor: string | null };
+      const page: ContactList = res.body;
       for (const c of page.contacts) all.set(c.email, c);
       cursor = page.cursor;
       if (!cursor) break;

@@ -8,11 +8,8 @@ import { fakeDns } from "../fakes/dns";
 import { recordingQueue } from "../fakes/queue";
 import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "../fakes/ses";
 import { runConsumer } from "./queues";
-import type { z } from "@hono/zod-openapi";
-import type { SendResponseSchema } from "../../src/schemas/send";
+import type { Domain, SendResponse } from "./api";
 import { SEND_QUEUE } from "../../src/messages";
-
-type SendResponse = z.infer<typeof SendResponseSchema>;
 
 let domainCounter = 0;
 
@@ -22,10 +19,10 @@ let domainCounter = 0;
  */
 export async function verifiedDomain(project: TestProject, dns: ReturnType<typeof fakeDns>): Promise<string> {
   const domain = `send${++domainCounter}-${crypto.randomUUID().slice(0, 8)}.test`;
-  const created = await project.api.post<{ id: string; records: Parameters<ReturnType<typeof fakeDns>["publish"]>[0] }>("/domains", { domain });
+  const created = await project.api.post<Domain>("/domains", { domain });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   dns.publish(created.body.records);
-  const verified = await project.api.post<{ status: string }>(`/domains/${created.body.id}/verify`);
+  const verified = await project.api.post<Domain>(`/domains/${created.body.id}/verify`);
   expect(verified.body.status, JSON.stringify(verified.body)).toBe("VERIFIED");
   return domain;
 }
@@ -61,7 +58,7 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
   const project = await newProject("sender");
   const domain = await verifiedDomain(project, dns);
 
-  const request = <T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  const request = <T = unknown>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     call<T>(method, path, { key: project.secretKey, body, headers: { "Content-Type": "application/json", ...headers }, env: testEnv });
 
   /** Runs the consumer on the given messages (default: everything queued so far) with their delivery attempt number. */
@@ -96,9 +93,9 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
     env: testEnv,
     /** POST /v1/send; the body typed as the success response (errors go through expectError). */
     send: (body: unknown, headers?: Record<string, string>) => request<SendResponse>("POST", "/v1/send", body, headers),
-    get: (path: string) => request("GET", path),
+    get: <T = unknown>(path: string) => request<T>("GET", path),
     /** Any API call through the Worker with this setup's env (e.g. EMAIL_PROVIDER=ses for POST /domains). */
-    post: (path: string, body?: unknown) => request("POST", path, body),
+    post: <T = unknown>(path: string, body?: unknown) => request<T>("POST", path, body),
     request,
     deliver,
     ctx: () => createExecutionContext(),

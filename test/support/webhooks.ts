@@ -5,6 +5,7 @@ import { fakeDns } from "../fakes/dns";
 import { call, newProject } from "./http";
 import { runConsumer } from "./queues";
 import { WEBHOOK_QUEUE_NAME } from "../../src/messages";
+import type { DeliveryList, WebhookWithSecret } from "./api";
 
 /** Polls until `check` passes (or throws its last failure after `timeoutMs`). */
 export async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
@@ -86,17 +87,17 @@ export function heldQueue() {
 /** A project with helpers for its webhooks (API calls may go through another env, e.g. a held queue). */
 export async function webhookProject(name = "webhooks") {
   const project = await newProject(name);
-  const api = (method: string, path: string, body?: unknown, callEnv?: Env) =>
-    call(method, path, { key: project.secretKey, body, ...(callEnv ? { env: callEnv } : {}) });
+  const api = <T = unknown>(method: string, path: string, body?: unknown, callEnv?: Env) =>
+    call<T>(method, path, { key: project.secretKey, body, ...(callEnv ? { env: callEnv } : {}) });
   async function createWebhook(body: Record<string, unknown>) {
-    const res = await api("POST", "/webhooks", body);
+    const res = await api<WebhookWithSecret>("POST", "/webhooks", body);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body as { id: string; secret: string; url: string; events: string[]; enabled: boolean };
+    return res.body;
   }
   async function deliveries(webhookId: string, query = "") {
-    const res = await api("GET", `/webhooks/${webhookId}/deliveries${query}`);
+    const res = await api<DeliveryList>("GET", `/webhooks/${webhookId}/deliveries${query}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return (res.body as { data: { items: any[] } }).data.items;
+    return res.body.data.items;
   }
   return { ...project, call: api, createWebhook, deliveries };
 }

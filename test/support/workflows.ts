@@ -6,6 +6,7 @@ import { eq } from "drizzle-orm";
 import { fakeDns } from "../fakes/dns";
 import { newProject, type TestProject } from "./http";
 import { verifiedDomain } from "./sending";
+import type { CreatedWorkflow, Execution, ExecutionList, Template, TrackResponse } from "./api";
 
 /** Polls until `check` passes (or throws its last failure after `timeoutMs`). */
 export async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
@@ -32,7 +33,7 @@ export async function automationProject(other?: (request: Request) => Promise<Re
   const from = `hello@${domain}`;
 
   async function template(name: string, overrides: Record<string, unknown> = {}) {
-    const res = await project.api.post("/templates", {
+    const res = await project.api.post<Template>("/templates", {
       name,
       subject: `${name} for {{firstName ?? friend}}`,
       body: `<p>${name}: hello {{firstName}}</p>`,
@@ -41,29 +42,29 @@ export async function automationProject(other?: (request: Request) => Promise<Re
       ...overrides,
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return (res.body as { id: string }).id;
+    return res.body.id;
   }
 
   async function createWorkflow(body: Record<string, unknown>) {
-    const res = await project.api.post("/workflows", { enabled: true, ...body });
+    const res = await project.api.post<CreatedWorkflow>("/workflows", { enabled: true, ...body });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body as { id: string; webhookSecret: string; version: number };
+    return res.body;
   }
 
   async function track(email: string, event: string, data?: Record<string, unknown>) {
-    const res = await project.api.post("/v1/track", { email, event, data });
+    const res = await project.api.post<TrackResponse>("/v1/track", { email, event, data });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return (res.body as { data: { contact: string; event: string } }).data;
+    return res.body.data;
   }
 
   async function executions(workflowId: string, query = "") {
-    const res = await project.api.get(`/workflows/${workflowId}/executions${query}`);
+    const res = await project.api.get<ExecutionList>(`/workflows/${workflowId}/executions${query}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return (res.body as { data: { items: any[] } }).data.items;
+    return res.body.data.items;
   }
 
   /** Waits until the workflow has exactly one execution matching `predicate`, and returns it. */
-  async function executionWhere(workflowId: string, predicate: (e: any) => boolean, timeoutMs?: number) {
+  async function executionWhere(workflowId: string, predicate: (e: Execution) => boolean, timeoutMs?: number) {
     return eventually(async () => {
       const items = await executions(workflowId);
       const match = items.filter(predicate);

@@ -11,6 +11,7 @@ import { callWebhookStep } from "../../src/services/workflows/steps";
 import { dispatchWorkflowTriggers } from "../../src/services/workflows/triggers";
 import { expectError, newProject } from "../support/http";
 import { automationProject, eventually } from "../support/workflows";
+import type { CreatedWorkflow } from "../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -26,7 +27,7 @@ describe("workflows: per-project caps and disabled projects (security review 2, 
     const p = await newProject();
     const ids: string[] = [];
     for (let i = 0; i < MAX_WORKFLOWS_PER_PROJECT; i++) {
-      const res = await p.api.post("/workflows", { name: `w${i}`, eventName: `e${i}`, steps: [] });
+      const res = await p.api.post<CreatedWorkflow>("/workflows", { name: `w${i}`, eventName: `e${i}`, steps: [] });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       ids.push(res.body.id);
     }

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import { workflowExecutions } from "../../src/db/schema";
 import { automationProject, eventually } from "../support/workflows";
+import type { Workflow } from "../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -107,7 +108,7 @@ describe("version pinning", () => {
     await a.track("hal@example.org", "start");
     const running = await a.executionWhere(workflow.id, (e) => e.status === "WAITING");
 
-    const edited = await a.project.api.patch(`/workflows/${workflow.id}`, {
+    const edited = await a.project.api.patch<Workflow>(`/workflows/${workflow.id}`, {
       steps: [waitFor("hold", "go", "mail"), { id: "mail", type: "SEND_EMAIL", config: { templateId: newMail } }],
     });
     expect(edited.body.version).toBe(2);
@@ -168,6 +169,6 @@ describe("cancellation", () => {
       .from(workflowExecutions)
       .where(eq(workflowExecutions.workflowId, workflow.id));
     expect(still.map((r) => r.status)).toEqual(["CANCELLED", "CANCELLED"]);
-    expect((await a.project.api.get(`/workflows/${finished.id}`)).body.stats.completed).toBe(2);
+    expect((await a.project.api.get<Workflow>(`/workflows/${finished.id}`)).body.stats.completed).toBe(2);
   });
 });

@@ -7,6 +7,7 @@ import { CLAIM_LEASE_MS } from "../../src/services/send/records";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { sendWorkflowEmail, workflowSendId } from "../../src/services/workflows/send-email";
 import { BULK_QUEUE, callsPerAddress, campaignSetup, SEND_QUEUE } from "../support/campaigns";
+import type { CreatedWorkflow, Email, EmailList, Template } from "../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -19,7 +20,7 @@ afterEach(() => vi.restoreAllMocks());
 async function stepSetup(overrides: Parameters<typeof campaignSetup>[0] = {}) {
   const s = await campaignSetup(overrides);
   const template = async (type: "MARKETING" | "TRANSACTIONAL") => {
-    const res = await s.request("POST", "/templates", {
+    const res = await s.request<Template>("POST", "/templates", {
       name: `${type} news`,
       subject: `${type} for {{firstName ?? friend}}`,
       body: "<p>Hi {{firstName}}</p>",
@@ -32,7 +33,7 @@ async function stepSetup(overrides: Parameters<typeof campaignSetup>[0] = {}) {
   const marketing = await template("MARKETING");
   const transactional = await template("TRANSACTIONAL");
   // A disabled workflow: nothing starts it; the executions below stand for running instances.
-  const workflow = await s.request("POST", "/workflows", {
+  const workflow = await s.request<CreatedWorkflow>("POST", "/workflows", {
     name: "steps",
     enabled: false,
     trigger: { type: "EVENT", eventName: "never" },
@@ -101,7 +102,7 @@ describe("SEND_EMAIL steps: bulk and transactional mail travel separately", () =
     expect(await s.runBatch(BULK_QUEUE, bulkMessages)).toEqual([]);
     expect(await s.runBatch(SEND_QUEUE, [{ body: { emailId: receiptRow.id, projectId: s.project.id } }])).toEqual([]);
     expect(s.ses.calls.map((c) => c.to)).toEqual([["ada@example.org"], ["ada@example.org"]]);
-    for (const id of [newsRow.id, receiptRow.id]) expect((await s.request("GET", `/emails/${id}`)).body.status).toBe("SENT");
+    for (const id of [newsRow.id, receiptRow.id]) expect((await s.request<Email>("GET", `/emails/${id}`)).body.status).toBe("SENT");
   });
 
   it("the bulk DLQ marks a campaign-less bulk email FAILED; the sweep re-queues stuck bulk mail onto the bulk queue", async () => {
@@ -113,7 +114,7 @@ describe("SEND_EMAIL steps: bulk and transactional mail travel separately", () =
     s.bulk.take();
 
     expect(await s.runBatch(`${BULK_QUEUE}-dlq`, [{ body: { emailId: deadEmail.emailId, projectId: s.project.id } }])).toEqual([]);
-    const failed = (await s.request("GET", `/emails/${deadEmail.emailId}`)).body;
+    const failed = (await s.request<Email>("GET", `/emails/${deadEmail.emailId}`)).body;
     expect(failed.status).toBe("FAILED");
     expect(failed.error).toMatch(/^Gave up after/);
 
@@ -132,7 +133,7 @@ describe("SEND_EMAIL steps: bulk and transactional mail travel separately", () =
     const news = (await e.run("news")) as { emailId: string };
     expect((await s.request("PATCH", `/contacts/${e.contact.id}`, { subscribed: false })).status).toBe(200);
     await s.runBatch(BULK_QUEUE, s.bulk.take());
-    const row = (await s.request("GET", `/emails/${news.emailId}`)).body;
+    const row = (await s.request<Email>("GET", `/emails/${news.emailId}`)).body;
     expect(row.status).toBe("FAILED");
     expect(row.error).toMatch(/unsubscribed/);
     expect(s.ses.calls).toHaveLength(0);
@@ -168,7 +169,7 @@ describe("SEND_EMAIL steps: a retried step sends once", () => {
     expect(await s.emailRows(e.id, "news")).toHaveLength(1);
     await s.pump();
     expect(s.ses.calls).toHaveLength(1);
-    expect((await s.request("GET", "/emails?limit=10")).body.data.total).toBe(1);
+    expect((await s.request<EmailList>("GET", "/emails?limit=10")).body.data.total).toBe(1);
   });
 });
 

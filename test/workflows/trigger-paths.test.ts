@@ -11,6 +11,7 @@ import { automationProject } from "../support/workflows";
 import wranglerToml from "../../wrangler.toml?raw";
 import { WORKFLOW_QUEUE_NAME } from "../../src/messages";
 import { runConsumer } from "../support/queues";
+import type { CreatedWorkflow, ExecutionList, SendResponse, UpsertedContact, Workflow } from "../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -29,13 +30,18 @@ describe("contact triggers from /v1/send", () => {
   it("a contact created by /v1/send starts the matching CONTACT_CREATED workflow; a send to an existing contact starts nothing", async () => {
     const a = await automationProject();
     const workflow = await a.createWorkflow({ name: "onboard", trigger: { type: "CONTACT_CREATED" }, steps: [] });
-    const existing = await a.project.api.post("/contacts", { email: "known@example.org" });
+    const existing = await a.project.api.post<UpsertedContact>("/contacts", { email: "known@example.org" });
     expect(existing.status).toBe(201);
     await a.executionWhere(workflow.id, (e) => e.contactId === existing.body.id && e.status === "COMPLETED");
 
-    const sent = await a.project.api.post("/v1/send", { to: ["fresh@example.org", "known@example.org"], from: a.from, subject: "Hi", body: "<p>Hi</p>" });
+    const sent = await a.project.api.post<SendResponse>("/v1/send", {
+      to: ["fresh@example.org", "known@example.org"],
+      from: a.from,
+      subject: "Hi",
+      body: "<p>Hi</p>",
+    });
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
-    const fresh = sent.body.data.emails.find((e: any) => e.contact.email === "fresh@example.org").contact.id;
+    const fresh = sent.body.data.emails.find((e) => e.contact.email === "fresh@example.org")!.contact.id;
     await a.executionWhere(workflow.id, (e) => e.contactId === fresh && e.status === "COMPLETED");
     expect((await a.executions(workflow.id)).map((e) => e.contactId).sort()).toEqual([existing.body.id, fresh].sort());
   });
@@ -50,7 +56,12 @@ describe("an execution whose Workflows instance cannot be created", () => {
 
   it("is retried while the queue retries the trigger, then FAILED with the reason after its last delivery", async () => {
     const project = await newProject("engine down");
-    const workflow = await project.api.post("/workflows", { name: "down", enabled: true, trigger: { type: "EVENT", eventName: "signup" }, steps: [] });
+    const workflow = await project.api.post<CreatedWorkflow>("/workflows", {
+      name: "down",
+      enabled: true,
+      trigger: { type: "EVENT", eventName: "signup" },
+      steps: [],
+    });
     expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
     const contactId = newId();
     await getDb(env.DB).insert(contacts).values({ id: contactId, projectId: project.id, email: "stuck@example.org", subscribed: true, data: {} });
@@ -74,7 +85,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
     } as unknown as Env;
     const trigger = signupTrigger(project.id, contactId);
     const deliver = (attempts: number) => runConsumer(WORKFLOW_QUEUE_NAME, engineDown, [{ id: `m-${attempts}`, attempts, body: trigger }]);
-    const executions = async () => (await project.api.get(`/workflows/${workflow.body.id}/executions`)).body.data.items as any[];
+    const executions = async () => (await project.api.get<ExecutionList>(`/workflows/${workflow.body.id}/executions`)).body.data.items;
 
     // Every delivery but the last: retried, the execution waits RUNNING for its instance.
     for (const attempts of [1, WORKFLOW_QUEUE_MAX_RETRIES]) {
@@ -93,12 +104,17 @@ describe("an execution whose Workflows instance cannot be created", () => {
     expect(list[0].error).toMatch(/could not start this execution after 11 attempts: workflow engine unavailable/);
     expect(list[0].finishedAt).not.toBeNull();
     expect(new Set(created)).toEqual(new Set([list[0].id]));
-    expect((await project.api.get(`/workflows/${workflow.body.id}`)).body.stats).toMatchObject({ running: 0, failed: 1 });
+    expect((await project.api.get<Workflow>(`/workflows/${workflow.body.id}`)).body.stats).toMatchObject({ running: 0, failed: 1 });
   });
 
   it("an instance that did get created (the error came after) is left alone", async () => {
     const project = await newProject("engine flaky");
-    const workflow = await project.api.post("/workflows", { name: "flaky", enabled: true, trigger: { type: "EVENT", eventName: "signup" }, steps: [] });
+    const workflow = await project.api.post<CreatedWorkflow>("/workflows", {
+      name: "flaky",
+      enabled: true,
+      trigger: { type: "EVENT", eventName: "signup" },
+      steps: [],
+    });
     const contactId = newId();
     await getDb(env.DB).insert(contacts).values({ id: contactId, projectId: project.id, email: "maybe@example.org", subscribed: true, data: {} });
     const flaky = {
@@ -114,7 +130,7 @@ describe("an execution whose Workflows instance cannot be created", () => {
     } as unknown as Env;
     const trigger = signupTrigger(project.id, contactId);
     await runConsumer(WORKFLOW_QUEUE_NAME, flaky, [{ id: "m-1", attempts: WORKFLOW_QUEUE_MAX_RETRIES + 1, body: trigger }]);
-    const [execution] = (await project.api.get(`/workflows/${workflow.body.id}/executions`)).body.data.items;
+    const [execution] = (await project.api.get<ExecutionList>(`/workflows/${workflow.body.id}/executions`)).body.data.items;
     expect(execution.status).toBe("RUNNING");
   });
 });

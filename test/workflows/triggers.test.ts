@@ -6,6 +6,7 @@ import { getDb } from "../../src/db/client";
 import { workflowTriggerOutbox } from "../../src/db/schema";
 import worker from "../../src/index";
 import { automationProject, eventually } from "../support/workflows";
+import type { Contact, EmailList, UpsertedContact, Workflow } from "../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -14,7 +15,7 @@ describe("contact triggers", () => {
   it("CONTACT_CREATED starts for a contact created by POST /contacts and by /v1/track, not for an update", async () => {
     const a = await automationProject();
     const workflow = await a.createWorkflow({ name: "onboard", trigger: { type: "CONTACT_CREATED" }, steps: [] });
-    const created = await a.project.api.post("/contacts", { email: "new@example.org" });
+    const created = await a.project.api.post<UpsertedContact>("/contacts", { email: "new@example.org" });
     expect(created.status).toBe(201);
     await a.executionWhere(workflow.id, (e) => e.contactId === created.body.id && e.status === "COMPLETED");
     const { contact } = await a.track("tracked@example.org", "anything");
@@ -29,11 +30,11 @@ describe("contact triggers", () => {
   it("CONTACT_SUBSCRIBED starts when a contact becomes subscribed (created subscribed, or switched on), not when unsubscribed", async () => {
     const a = await automationProject();
     const workflow = await a.createWorkflow({ name: "subscribed", trigger: { type: "CONTACT_SUBSCRIBED" }, allowReentry: true, steps: [] });
-    const off = await a.project.api.post("/contacts", { email: "quiet@example.org", subscribed: false });
-    const on = await a.project.api.post("/contacts", { email: "keen@example.org" });
+    const off = await a.project.api.post<UpsertedContact>("/contacts", { email: "quiet@example.org", subscribed: false });
+    const on = await a.project.api.post<UpsertedContact>("/contacts", { email: "keen@example.org" });
     await a.executionWhere(workflow.id, (e) => e.contactId === on.body.id);
     expect((await a.executions(workflow.id)).map((e) => e.contactId)).toEqual([on.body.id]);
-    const patched = await a.project.api.patch(`/contacts/${off.body.id}`, { subscribed: true });
+    const patched = await a.project.api.patch<Contact>(`/contacts/${off.body.id}`, { subscribed: true });
     expect(patched.status).toBe(200);
     await a.executionWhere(workflow.id, (e) => e.contactId === off.body.id && e.status === "COMPLETED");
     await a.project.api.patch(`/contacts/${off.body.id}`, { subscribed: false });
@@ -74,14 +75,14 @@ describe("steps on the contact", () => {
     });
     const { contact } = await a.track("quinn@example.org", "churned", { plan: "pro", firstName: "Quinn" });
     const execution = await a.executionWhere(workflow.id, (e) => e.status === "COMPLETED");
-    expect(execution.history.map((h: any) => [h.stepId, h.status, h.outcome])).toEqual([
+    expect(execution.history.map((h) => [h.stepId, h.status, h.outcome])).toEqual([
       ["mark", "COMPLETED", "updated data churned, plan; subscribed=false"],
       ["news", "SKIPPED", "skipped: contact unsubscribed (MARKETING template)"],
     ]);
-    const after = await a.project.api.get(`/contacts/${contact}`);
+    const after = await a.project.api.get<Contact>(`/contacts/${contact}`);
     expect(after.body).toMatchObject({ subscribed: false, data: { firstName: "Quinn", churned: true } });
     expect(after.body.data.plan).toBeUndefined();
-    expect((await a.project.api.get("/emails")).body.data.total).toBe(0);
+    expect((await a.project.api.get<EmailList>("/emails")).body.data.total).toBe(0);
   });
 
   it("executions list: newest first, status and contactId filters, 404 for an unknown execution", async () => {
@@ -141,7 +142,7 @@ describe("public-key events", () => {
 
     // Opted in: the same pk_ events start and resume.
     for (const id of [starts.id, waits.id]) {
-      const res = await a.project.api.patch(`/workflows/${id}`, { allowPublicEvents: true });
+      const res = await a.project.api.patch<Workflow>(`/workflows/${id}`, { allowPublicEvents: true });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       expect(res.body.allowPublicEvents).toBe(true);
     }

@@ -7,6 +7,7 @@ import type { WorkflowQueueMessage } from "../../src/services/workflows/executio
 import { automationProject, eventually } from "../support/workflows";
 import { WORKFLOW_QUEUE_NAME } from "../../src/messages";
 import { runConsumer } from "../support/queues";
+import type { EmailList, Execution, Workflow } from "../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -58,8 +59,8 @@ describe("welcome series on Cloudflare Workflows", () => {
     // The execution reaches the wait: email A queued, the delay done, waiting for `activated`.
     const waiting = await s.executionWhere(s.workflow.id, (e) => e.status === "WAITING" && e.currentStepId === "activation");
     expect(waiting).toMatchObject({ workflowId: s.workflow.id, workflowVersion: 1, contactId: contact, finishedAt: null });
-    expect(Date.parse(waiting.resumeAt) - Date.now()).toBeGreaterThan(3 * 86_400_000 - 60_000);
-    expect(waiting.history.map((h: any) => [h.stepId, h.status])).toEqual([
+    expect(Date.parse(waiting.resumeAt!) - Date.now()).toBeGreaterThan(3 * 86_400_000 - 60_000);
+    expect(waiting.history.map((h) => [h.stepId, h.status])).toEqual([
       ["welcome", "COMPLETED"],
       ["pause", "COMPLETED"],
       ["activation", "WAITING"],
@@ -73,11 +74,11 @@ describe("welcome series on Cloudflare Workflows", () => {
     await s.track("ada@example.org", "activated");
     await instances[0].waitForStatus("complete");
 
-    const done = await s.project.api.get(`/workflows/${s.workflow.id}/executions/${waiting.id}`);
+    const done = await s.project.api.get<Execution>(`/workflows/${s.workflow.id}/executions/${waiting.id}`);
     expect(done.status).toBe(200);
     expect(done.body).toMatchObject({ id: waiting.id, status: "COMPLETED", currentStepId: null, error: null });
     expect(done.body.finishedAt).not.toBeNull();
-    expect(done.body.history.map((h: any) => [h.stepId, h.type, h.status, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
+    expect(done.body.history.map((h) => [h.stepId, h.type, h.status, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
       ["welcome", "SEND_EMAIL", "COMPLETED", "queued"],
       ["pause", "DELAY", "COMPLETED", "waited 2 days"],
       ["activation", "WAIT_FOR_EVENT", "COMPLETED", "event activated received"],
@@ -87,10 +88,10 @@ describe("welcome series on Cloudflare Workflows", () => {
 
     // Both emails are ordinary email records that went through the send pipeline to the provider.
     await eventually(async () => expect(await s.delivered()).toEqual(["ada@example.org: Pro tips for Ada", "ada@example.org: Welcome for Ada"]));
-    const emails = await s.project.api.get("/emails?limit=10");
-    expect(emails.body.data.items.map((e: any) => e.status)).toEqual(["SENT", "SENT"]);
+    const emails = await s.project.api.get<EmailList>("/emails?limit=10");
+    expect(emails.body.data.items.map((e) => e.status)).toEqual(["SENT", "SENT"]);
 
-    const stats = await s.project.api.get(`/workflows/${s.workflow.id}`);
+    const stats = await s.project.api.get<Workflow>(`/workflows/${s.workflow.id}`);
     expect(stats.body.stats).toEqual({ running: 0, waiting: 0, completed: 1, exited: 0, failed: 0, cancelled: 0 });
   });
 
@@ -108,7 +109,7 @@ describe("welcome series on Cloudflare Workflows", () => {
 
     const [execution] = await s.executions(s.workflow.id);
     expect(execution.status).toBe("EXITED");
-    expect(execution.history.map((h: any) => [h.stepId, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
+    expect(execution.history.map((h) => [h.stepId, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
       ["welcome", "queued"],
       ["pause", "waited 2 days"],
       ["activation", "event activated received"],
@@ -116,7 +117,7 @@ describe("welcome series on Cloudflare Workflows", () => {
       ["not-pro", "exited"],
     ]);
     await eventually(async () => expect(await s.delivered()).toEqual(["bob@example.org: Welcome for Bob"]));
-    expect((await s.project.api.get(`/workflows/${s.workflow.id}`)).body.stats).toMatchObject({ exited: 1, completed: 0 });
+    expect((await s.project.api.get<Workflow>(`/workflows/${s.workflow.id}`)).body.stats).toMatchObject({ exited: 1, completed: 0 });
   });
 
   it("timeout branch: no `activated` within 3 days, EXIT; a redelivered trigger message starts nothing twice", async () => {
@@ -132,7 +133,7 @@ describe("welcome series on Cloudflare Workflows", () => {
 
     const [execution] = await s.executions(s.workflow.id);
     expect(execution.status).toBe("EXITED");
-    expect(execution.history.map((h: any) => [h.stepId, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
+    expect(execution.history.map((h) => [h.stepId, h.outcome?.replace(/email \S+ queued/, "queued")])).toEqual([
       ["welcome", "queued"],
       ["pause", "waited 2 days"],
       ["activation", "timed out"],
@@ -156,6 +157,6 @@ describe("welcome series on Cloudflare Workflows", () => {
     expect(await s.executions(s.workflow.id)).toHaveLength(1);
     expect(introspector.get()).toHaveLength(1);
     await eventually(async () => expect(await s.delivered()).toEqual(["cy@example.org: Welcome for Cy"]));
-    expect((await s.project.api.get("/emails")).body.data.total).toBe(1);
+    expect((await s.project.api.get<EmailList>("/emails")).body.data.total).toBe(1);
   });
 });

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { callsPerAddress, BULK_QUEUE, campaignSetup, SEND_QUEUE } from "../../support/campaigns";
+import type { CampaignResponse, Email, EmailList } from "../../support/api";
 
 type Pending = { body: any; readyAt: number };
 
@@ -59,10 +60,10 @@ describe("sending priority: transactional mail never waits behind a campaign", (
     const retried = await s.runBatch(SEND_QUEUE, messages);
     expect(retried).toEqual([]);
     expect(s.ses.calls.filter((c) => c.to[0] === "user@example.com")).toHaveLength(1);
-    const email = await s.request("GET", `/emails/${sent.body.data.emails[0].email}`);
+    const email = await s.request<Email>("GET", `/emails/${sent.body.data.emails[0].email}`);
     expect(email.body.status).toBe("SENT");
     // ... while most of the campaign's mail is still waiting.
-    const queued = await s.request("GET", `/emails?campaignId=${campaign.id}&status=QUEUED&limit=1`);
+    const queued = await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}&status=QUEUED&limit=1`);
     expect(queued.body.data.total).toBeGreaterThan(recipients / 2);
 
     // The campaign goes on at the rate and completes with every contact exactly once.
@@ -77,6 +78,6 @@ describe("sending priority: transactional mail never waits behind a campaign", (
     expect(perAddress.get("user@example.com")).toBe(1);
     for (let i = 0; i < recipients; i++) expect(perAddress.get(`fan${i}@example.com`), `fan${i}`).toBe(1);
     expect(s.ses.calls).toHaveLength(recipients + 1);
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
   }, 120_000);
 });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { expectError, type JsonResponse } from "../../support/http";
 import { campaignSetup } from "../../support/campaigns";
+import type { CampaignResponse, CampaignStats, EmailList } from "../../support/api";
 
 afterEach(() => {
   vi.useRealTimers();
@@ -19,7 +20,7 @@ describe("campaigns and the emails-per-day quota", () => {
     const sent = await s.request("POST", `/campaigns/${campaign.id}/send`);
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     await s.pump();
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
     // 1 + 3 of 5 used: one more fits, two do not.
     expectError((await transactional(s, ["t2@example.com", "t3@example.com"])) as JsonResponse, 429, "QUOTA_EXCEEDED");
     expect((await transactional(s, ["t2@example.com"])).status).toBe(200);
@@ -35,11 +36,13 @@ describe("campaigns and the emails-per-day quota", () => {
     expect(error.message).toContain("3 contacts");
     expect(error.message).toContain("2 emails left");
     expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThan(0);
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
     expect(s.bulk.messages).toHaveLength(0);
-    expect((await s.request("GET", "/emails?limit=1")).body.data.total).toBe(3);
+    expect((await s.request<EmailList>("GET", "/emails?limit=1")).body.data.total).toBe(3);
     // Scheduling it for another day is fine: it fits in a day.
-    const scheduled = await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: new Date(Date.now() + 86_400_000).toISOString() });
+    const scheduled = await s.request<CampaignResponse>("POST", `/campaigns/${campaign.id}/send`, {
+      scheduledFor: new Date(Date.now() + 86_400_000).toISOString(),
+    });
     expect(scheduled.status, JSON.stringify(scheduled.body)).toBe(200);
     expect(scheduled.body.data.status).toBe("SCHEDULED");
   });
@@ -51,7 +54,7 @@ describe("campaigns and the emails-per-day quota", () => {
     expectError((await s.request("POST", `/campaigns/${campaign.id}/send`)) as JsonResponse, 403, "QUOTA_EXCEEDED");
     const later = await s.request("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: new Date(Date.now() + 86_400_000).toISOString() });
     expectError(later as JsonResponse, 403, "QUOTA_EXCEEDED");
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("DRAFT");
   });
 
   it("a due scheduled campaign that does not fit today's quota is postponed to 00:00 UTC, and starts then", async () => {
@@ -63,7 +66,7 @@ describe("campaigns and the emails-per-day quota", () => {
     // Meanwhile transactional mail uses most of today's quota.
     expect((await transactional(s, ["t1@example.com", "t2@example.com"])).status).toBe(200);
     await s.tick(new Date(at.getTime() + 1000));
-    const held = (await s.request("GET", `/campaigns/${campaign.id}`)).body.data;
+    const held = (await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data;
     expect(held.status).toBe("SCHEDULED");
     const midnight = new Date(at);
     midnight.setUTCHours(24, 0, 0, 0);
@@ -71,7 +74,7 @@ describe("campaigns and the emails-per-day quota", () => {
     expect(s.bulk.messages).toHaveLength(0);
     // At 00:00 UTC the quota is whole again: the cron starts it.
     await s.tick(new Date(midnight.getTime() + 1000));
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENDING");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENDING");
     expect(s.bulk.messages.map((m) => (m.body as { kind?: string }).kind)).toEqual(["campaign-page"]);
   });
 
@@ -88,7 +91,7 @@ describe("campaigns and the emails-per-day quota", () => {
     const campaign = await s.createCampaign();
     expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
     await s.pump();
-    expect((await s.request("GET", `/campaigns/${campaign.id}/stats`)).body.data.sentCount).toBe(4);
+    expect((await s.request<CampaignStats>("GET", `/campaigns/${campaign.id}/stats`)).body.data.sentCount).toBe(4);
     expectError((await transactional(s, ["t1@example.com", "t2@example.com"])) as JsonResponse, 429, "QUOTA_EXCEEDED");
     // The next UTC day (the clock only moves forward: ids stay ordered).
     const tomorrow = new Date();

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { PAGE_SIZE } from "../../../src/services/campaigns/audience";
 import { decodeWords } from "../../fakes/ses";
 import { BULK_QUEUE, callsPerAddress, campaignSetup } from "../../support/campaigns";
+import type { CampaignResponse, EmailList } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -18,7 +19,7 @@ describe("a campaign to 2,000 contacts", () => {
 
     const campaign = await s.createCampaign();
     expect(campaign.status).toBe("DRAFT");
-    const sent = await s.request("POST", `/campaigns/${campaign.id}/send`);
+    const sent = await s.request<CampaignResponse>("POST", `/campaigns/${campaign.id}/send`);
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     expect(sent.body.data.status).toBe("SENDING");
 
@@ -36,7 +37,7 @@ describe("a campaign to 2,000 contacts", () => {
     const afterRedelivery = s.bulk.take();
     // Nothing inserted twice, no second chain of pages; its still-queued emails are queued again (claims dedupe them).
     expect(afterRedelivery.filter((m) => (m.body as any).kind === "campaign-page")).toHaveLength(0);
-    const listed = await s.request("GET", `/emails?campaignId=${campaign.id}&limit=1`);
+    const listed = await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}&limit=1`);
     expect(listed.body.data.total).toBe(PAGE_SIZE);
     s.bulk.messages.push(...afterFirst, ...afterRedelivery);
 
@@ -65,18 +66,18 @@ describe("a campaign to 2,000 contacts", () => {
       expect(perAddress.has(never), never).toBe(false);
     }
 
-    const done = await s.request("GET", `/campaigns/${campaign.id}`);
+    const done = await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`);
     expect(done.body.data.status).toBe("SENT");
-    expect(Date.parse(done.body.data.sentAt)).not.toBeNaN();
+    expect(Date.parse(done.body.data.sentAt!)).not.toBeNaN();
 
     const stats = await s.request("GET", `/campaigns/${campaign.id}/stats`);
     expect(stats.body).toMatchObject({
       success: true,
       data: { totalRecipients: 1989, sentCount: 1988, failedCount: 1, deliveredCount: 0, openedCount: 0, openRate: 0, deliveryRate: 0 },
     });
-    expect((await s.request("GET", `/emails?campaignId=${campaign.id}&status=SENT&limit=1`)).body.data.total).toBe(1988);
-    const skipped = await s.request("GET", `/emails?campaignId=${campaign.id}&status=FAILED`);
-    expect(skipped.body.data.items.map((e: any) => e.to)).toEqual([unsubscribed.email]);
+    expect((await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}&status=SENT&limit=1`)).body.data.total).toBe(1988);
+    const skipped = await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}&status=FAILED`);
+    expect(skipped.body.data.items.map((e) => e.to)).toEqual([unsubscribed.email]);
 
     // Marketing mail: rendered per contact, unsubscribe link in the body and RFC 8058 one-click headers.
     const one = s.ses.calls.find((c) => c.to[0] === "c0007@example.com")!;

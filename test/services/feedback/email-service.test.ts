@@ -7,6 +7,7 @@ import { EMAIL_EVENTS_QUEUE } from "../../../src/services/feedback/email-service
 import { fakeEmailService } from "../../fakes/email-service";
 import { sendingSetup } from "../../support/sending";
 import { runConsumer } from "../../support/queues";
+import type { Contact, Email, EventList } from "../../support/api";
 
 /**
  * Email Sending events (Queues event subscription) through the Worker's real
@@ -22,7 +23,7 @@ async function sentEmail(to = "ada@example.com") {
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   const id = res.body.data.emails[0].email as string;
   await s.deliver();
-  expect((await s.get(`/emails/${id}`)).body.status).toBe("SENT");
+  expect((await s.get<Email>(`/emails/${id}`)).body.status).toBe("SENT");
   return { s, id, to, messageId: service.sent[0].messageId };
 }
 
@@ -52,13 +53,13 @@ describe("Cloudflare Email Service events", () => {
     expect(messageId).toMatch(/^<.+>$/);
     const result = await consume([event("delivered", messageId.slice(1, -1), { delivery: { status: "delivered", smtpStatusCode: "250" } })]);
     expect(result.explicitAcks).toHaveLength(1);
-    const email = (await s.get(`/emails/${id}`)).body;
+    const email = (await s.get<Email>(`/emails/${id}`)).body;
     expect(email.status).toBe("DELIVERED");
-    expect(new Date(email.deliveredAt).toISOString()).toBe("2026-06-01T02:48:57.132Z");
+    expect(new Date(email.deliveredAt!).toISOString()).toBe("2026-06-01T02:48:57.132Z");
 
     const other = await sentEmail("bob@example.com");
     await consume([event("delivered", other.messageId)]);
-    expect((await other.s.get(`/emails/${other.id}`)).body.status).toBe("DELIVERED");
+    expect((await other.s.get<Email>(`/emails/${other.id}`)).body.status).toBe("DELIVERED");
   });
 
   it("a hard message.bounced marks BOUNCED, suppresses the address, unsubscribes the contact, records email.bounced once", async () => {
@@ -68,12 +69,12 @@ describe("Cloudflare Email Service events", () => {
       bounce: { type: "hard", classification: "permanent_failure", reason: "550 5.1.1 User unknown" },
     });
     await consume([bounced]);
-    const email = (await s.get(`/emails/${id}`)).body;
+    const email = (await s.get<Email>(`/emails/${id}`)).body;
     expect(email).toMatchObject({ status: "BOUNCED", error: "550 5.1.1 User unknown" });
     expect(await suppressionRows(s.project.id)).toMatchObject([{ email: to, reason: "BOUNCE", detail: "550 5.1.1 User unknown" }]);
     expect(email.contactId).toBeTruthy();
-    expect((await s.project.api.get(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
-    const items = (await s.project.api.get("/events?name=email.bounced")).body.data.items;
+    expect((await s.project.api.get<Contact>(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
+    const items = (await s.project.api.get<EventList>("/events?name=email.bounced")).body.data.items;
     expect(items).toHaveLength(1);
     expect(items[0].data).toMatchObject({ bounceType: "Permanent", bounceSubType: "permanent_failure", smtpStatus: "5.1.1" });
 
@@ -93,20 +94,20 @@ describe("Cloudflare Email Service events", () => {
   it("a soft message.bounced only records a Transient email.bounced event", async () => {
     const { s, id, messageId } = await sentEmail();
     await consume([event("bounced", messageId, { bounce: { type: "soft", classification: "temporary_failure", reason: "452 4.2.2 Mailbox full" } })]);
-    expect((await s.get(`/emails/${id}`)).body.status).toBe("SENT");
+    expect((await s.get<Email>(`/emails/${id}`)).body.status).toBe("SENT");
     expect(await suppressionRows(s.project.id)).toHaveLength(0);
-    const items = (await s.project.api.get("/events?name=email.bounced")).body.data.items;
+    const items = (await s.project.api.get<EventList>("/events?name=email.bounced")).body.data.items;
     expect(items[0].data).toMatchObject({ bounceType: "Transient", diagnosticCode: "452 4.2.2 Mailbox full" });
   });
 
   it("message.complained after delivery marks COMPLAINED, suppresses and unsubscribes", async () => {
     const { s, id, to, messageId } = await sentEmail();
     await consume([event("delivered", messageId), event("complained", messageId, { complaint: { type: "abuse" } })]);
-    expect((await s.get(`/emails/${id}`)).body.status).toBe("COMPLAINED");
+    expect((await s.get<Email>(`/emails/${id}`)).body.status).toBe("COMPLAINED");
     expect(await suppressionRows(s.project.id)).toMatchObject([{ email: to, reason: "COMPLAINT", detail: "Complaint (abuse)" }]);
-    const contactId = (await s.get(`/emails/${id}`)).body.contactId;
-    expect((await s.project.api.get(`/contacts/${contactId}`)).body.subscribed).toBe(false);
-    const items = (await s.project.api.get("/events?name=email.complained")).body.data.items;
+    const contactId = (await s.get<Email>(`/emails/${id}`)).body.contactId;
+    expect((await s.project.api.get<Contact>(`/contacts/${contactId}`)).body.subscribed).toBe(false);
+    const items = (await s.project.api.get<EventList>("/events?name=email.complained")).body.data.items;
     expect(items[0].data).toMatchObject({ complaintFeedbackType: "abuse" });
   });
 
@@ -120,7 +121,7 @@ describe("Cloudflare Email Service events", () => {
 
     const other = await sentEmail("bob@example.com");
     await consume([event("delivered", other.messageId), event("failed", other.messageId, { failure: { reason: "delivery_failed" } })]);
-    expect((await other.s.get(`/emails/${other.id}`)).body.status).toBe("DELIVERED");
+    expect((await other.s.get<Email>(`/emails/${other.id}`)).body.status).toBe("DELIVERED");
   });
 
   it("deferred, other sources, unknown mail and malformed bodies are acked and change nothing", async () => {
@@ -137,7 +138,7 @@ describe("Cloudflare Email Service events", () => {
     ]);
     expect(result.explicitAcks).toHaveLength(7);
     expect(result.retryMessages).toHaveLength(0);
-    expect((await s.get(`/emails/${id}`)).body.status).toBe("SENT");
+    expect((await s.get<Email>(`/emails/${id}`)).body.status).toBe("SENT");
     expect(await eventCount(id)).toBe(before);
     expect(await suppressionRows(s.project.id)).toHaveLength(0);
   });
@@ -152,7 +153,7 @@ describe("empty provider message ids (L7)", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const id = res.body.data.emails[0].email;
     await s.deliver();
-    const email = (await s.get(`/emails/${id}`)).body as { status: string; providerMessageId: string | null };
+    const email = (await s.get<Email>(`/emails/${id}`)).body;
     expect(email).toMatchObject({ status: "SENT", providerMessageId: null });
 
     // A row stored with an empty id by earlier code is never matched by an empty event id either.
@@ -160,7 +161,7 @@ describe("empty provider message ids (L7)", () => {
     await getDb(env.DB).update(emailsTable).set({ providerMessageId: "" }).where(eq(emailsTable.id, legacy.id));
     const result = await consume([event("delivered", "<>"), event("delivered", "")]);
     expect(result.explicitAcks).toHaveLength(2);
-    expect((await legacy.s.get(`/emails/${legacy.id}`)).body.status).toBe("SENT");
-    expect((await s.get(`/emails/${id}`)).body.status).toBe("SENT");
+    expect((await legacy.s.get<Email>(`/emails/${legacy.id}`)).body.status).toBe("SENT");
+    expect((await s.get<Email>(`/emails/${id}`)).body.status).toBe("SENT");
   });
 });

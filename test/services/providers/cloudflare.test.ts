@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { fakeEmailService, type Builder } from "../../fakes/email-service";
 import { sendingSetup } from "../../support/sending";
 import { domainRecordConfig, expectedRecords } from "../../../src/services/domains/records";
+import type { Email, Template } from "../../support/api";
 
 /**
  * EMAIL_PROVIDER=cloudflare: the real queue consumer and D1 against a fake
@@ -22,7 +23,7 @@ async function sendOne(s: Setup, over: object = {}) {
   return res.body.data.emails[0].email as string;
 }
 
-const status = async (s: Setup, id: string) => (await s.get(`/emails/${id}`)).body;
+const status = async (s: Setup, id: string) => (await s.get<Email>(`/emails/${id}`)).body;
 
 describe("the fake binding refuses what the Email Service refuses", () => {
   const ok: Builder = { from: "hello@example.com", to: "ada@example.net", subject: "Hi", text: "hi" };
@@ -83,7 +84,7 @@ describe("EMAIL_PROVIDER=cloudflare", () => {
 
   it("marketing mail carries https List-Unsubscribe and one-click headers the service accepts", async () => {
     const s = await cloudflareSetup();
-    const template = await s.project.api.post("/templates", { name: "News", subject: "News", body: "<p>n</p>", type: "MARKETING", from: s.from });
+    const template = await s.project.api.post<Template>("/templates", { name: "News", subject: "News", body: "<p>n</p>", type: "MARKETING", from: s.from });
     await s.project.api.post("/contacts", { email: "fan@example.com", subscribed: true });
     const res = await s.send({ to: "fan@example.com", template: template.body.id });
     expect(res.status).toBe(200);

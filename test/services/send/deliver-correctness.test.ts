@@ -8,6 +8,7 @@ import { sweepStuckEmails } from "../../../src/services/send/sweep";
 import { buildSetProjectDisabled } from "../../../src/services/projects";
 import { expectError } from "../../support/http";
 import { sendingSetup } from "../../support/sending";
+import type { Contact, Template, UpsertedContact } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -126,13 +127,13 @@ describe("POST /v1/send: what a sender may not do", () => {
 
   it("subscribed:true with a MARKETING template does not re-subscribe or send to someone who unsubscribed: 400 INVALID_STATE", async () => {
     const s = await sendingSetup();
-    const template = await s.project.api.post("/templates", { name: "News", subject: "News", body: "<p>News</p>", type: "MARKETING", from: s.from });
+    const template = await s.project.api.post<Template>("/templates", { name: "News", subject: "News", body: "<p>News</p>", type: "MARKETING", from: s.from });
     expect(template.status).toBe(201);
-    const contact = await s.project.api.post("/contacts", { email: "gone@example.com", subscribed: false });
+    const contact = await s.project.api.post<UpsertedContact>("/contacts", { email: "gone@example.com", subscribed: false });
     const res = await s.send({ to: ["gone@example.com", "new@example.com"], template: template.body.id, subscribed: true });
     expectError(res, 400, "INVALID_STATE");
     expect(s.queue.messages).toHaveLength(0);
-    expect((await s.project.api.get(`/contacts/${contact.body.id}`)).body.subscribed).toBe(false);
+    expect((await s.project.api.get<Contact>(`/contacts/${contact.body.id}`)).body.subscribed).toBe(false);
     // A new contact may still be opted in by the send itself.
     const fresh = await s.send({ to: "new@example.com", template: template.body.id, subscribed: true });
     expect(fresh.status, JSON.stringify(fresh.body)).toBe(200);

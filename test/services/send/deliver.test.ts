@@ -8,6 +8,7 @@ import { decodeWords } from "../../fakes/ses";
 import { sendingSetup } from "../../support/sending";
 import { deadLetterQueue, SEND_QUEUE } from "../../../src/messages";
 import { runConsumer } from "../../support/queues";
+import type { Email, EmailList, SendResponse } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -25,7 +26,7 @@ async function sendOne(s: Setup, over: object = {}) {
   return res.body.data.emails[0].email as string;
 }
 
-const status = async (s: Setup, id: string) => (await s.get(`/emails/${id}`)).body;
+const status = async (s: Setup, id: string) => (await s.get<Email>(`/emails/${id}`)).body;
 
 describe("send queue consumer", () => {
   it("sends through SES v2 with a SigV4-signed raw MIME message: both parts, Message-ID on the sender's domain, tracked links", async () => {
@@ -169,7 +170,7 @@ describe("send queue consumer", () => {
     const deferred = s.queue.take();
     expect(deferred).toHaveLength(3);
     expect(deferred.every((m) => (m.delaySeconds ?? 0) >= 1)).toBe(true);
-    const queued = await s.get("/emails?status=QUEUED");
+    const queued = await s.get<EmailList>("/emails?status=QUEUED");
     expect(queued.body.data.total).toBe(3);
 
     // Another project has its own bucket.
@@ -204,7 +205,7 @@ describe("end to end through the real queue", () => {
   it("a send reaches SENT through the local queue with the capture provider, and shows in /dev/outbox", async () => {
     const s = await sendingSetup();
     const { call } = await import("../../support/http");
-    const res = await call("POST", "/v1/send", {
+    const res = await call<SendResponse>("POST", "/v1/send", {
       key: s.project.secretKey,
       body: { to: "ada@example.com", from: s.from, subject: "Queued for real", body: "<p>real queue</p>" },
     });

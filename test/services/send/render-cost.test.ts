@@ -6,6 +6,7 @@ import { emails } from "../../../src/db/schema";
 import { countTemplateTags, MAX_MARKDOWN_CHARS, MAX_TEMPLATE_TAGS, translateDefaults } from "../../../src/services/send/render";
 import { expectError } from "../../support/http";
 import { sendingSetup } from "../../support/sending";
+import type { Template } from "../../support/api";
 
 /** The HTML stored for an email (what the consumer will send). */
 async function storedHtml(emailId: string) {
@@ -31,7 +32,7 @@ describe("rendering cost is bounded before the work starts", () => {
 
     const template = await s.post("/templates", { name: "Big", subject: "Hi", body, type: "TRANSACTIONAL" });
     expect(expectError(template, 422, "VALIDATION_ERROR").errors!.map((e) => [e.field, e.code])).toEqual([["body", "too_many_tags"]]);
-    const created = await s.post("/templates", { name: "Small", subject: "Hi", body: "<p>{{a}}</p>", type: "TRANSACTIONAL" });
+    const created = await s.post<Template>("/templates", { name: "Small", subject: "Hi", body: "<p>{{a}}</p>", type: "TRANSACTIONAL" });
     expect(created.status).toBe(201);
     const patched = await s.request("PATCH", `/templates/${created.body.id}`, { body: "{{a}}".repeat(MAX_TEMPLATE_TAGS + 1) });
     expect(expectError(patched, 422, "VALIDATION_ERROR").errors!.map((e) => [e.field, e.code])).toEqual([["body", "too_many_tags"]]);

@@ -23,6 +23,7 @@ import { call, expectError } from "../../support/http";
 import { sendingSetup } from "../../support/sending";
 import { deadLetterQueue, SEND_QUEUE } from "../../../src/messages";
 import { runConsumer } from "../../support/queues";
+import type { Email, EmailList } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -47,7 +48,7 @@ const ours = (s: Setup) =>
     .take()
     .map((m) => m.body)
     .filter((b) => b.projectId === s.project.id);
-const emailOf = async (s: Setup, id: string) => (await s.get(`/emails/${id}`)).body;
+const emailOf = async (s: Setup, id: string) => (await s.get<Email>(`/emails/${id}`)).body;
 
 describe("dead letters", () => {
   it("marks 100 exhausted emails FAILED, QUEUED and SENDING alike across the 90-id chunks, and never one that was SENT", async () => {
@@ -69,7 +70,7 @@ describe("dead letters", () => {
     expect(result.retryMessages).toHaveLength(0);
 
     expect((await emailOf(s, ids[0])).status).toBe("SENT");
-    const failed = await s.get("/emails?status=FAILED&limit=100");
+    const failed = await s.get<EmailList>("/emails?status=FAILED&limit=100");
     expect(failed.body.data.total).toBe(99);
     expect(new Set(failed.body.data.items.map((e: { id: string }) => e.id))).toEqual(new Set(ids.slice(1)));
     expect(await emailOf(s, ids[99])).toMatchObject({ status: "FAILED", error: "Gave up after 0 attempts" });
@@ -310,7 +311,7 @@ describe("the send consumer when its input or its provider misbehaves", () => {
     const statuses = await Promise.all(ids.map(async (id) => (await emailOf(s, id)).status));
     expect(statuses.sort()).toEqual(["QUEUED", "QUEUED", "SENT"]);
     // The claims were given back, so the retried messages can claim them again.
-    const queued = (await s.get("/emails?status=QUEUED")).body.data.items;
+    const queued = (await s.get<EmailList>("/emails?status=QUEUED")).body.data.items;
     expect(queued.map((e: { attempts: number }) => e.attempts)).toEqual([0, 0]);
   });
 });
@@ -347,7 +348,7 @@ describe("limits at their exact edges", () => {
     expect(shape.message).toContain("without its attachments' content");
     const size = expectError(await s.send(bodyOfSize(s, MAX_SEND_BODY_BYTES + 1)), 413, "PAYLOAD_TOO_LARGE");
     expect(size.message).toBe("Request body is too large");
-    expect((await s.get("/emails")).body.data.total).toBe(0);
+    expect((await s.get<EmailList>("/emails")).body.data.total).toBe(0);
   }, 60_000);
 
   it(`an attachment of exactly ${MAX_ATTACHMENT_BYTES} bytes is accepted and delivered intact; one byte more is a 422`, async () => {

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { sendingSetup } from "../../support/sending";
 import { automationProject } from "../../support/workflows";
 import { eventually } from "../../support/webhooks";
+import type { Contact, ContactList, UpsertedContact, WebhookWithSecret } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -26,9 +27,6 @@ interface ContactEvent {
   type: string;
   timestamp: string;
   data: ContactView;
-}
-interface SendAnswer {
-  data: { emails: { contact: { id: string; email: string }; email: string }[] };
 }
 
 /** The contact events an endpoint received, verified with its secret. */
@@ -54,15 +52,15 @@ describe("contact events of POST /v1/send", () => {
       calls.push({ url: request.url, body: await request.text(), headers: Object.fromEntries(request.headers) });
       return new Response("ok");
     });
-    const hook = await s.post("/webhooks", { url: SEND_URL, events: CONTACT_TYPES });
+    const hook = await s.post<WebhookWithSecret>("/webhooks", { url: SEND_URL, events: CONTACT_TYPES });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
-    const events = () => receivedEvents(calls, (hook.body as { secret: string }).secret, SEND_URL);
-    const contact = async (id: string) => (await s.get(`/contacts/${id}`)).body as ContactView;
+    const events = () => receivedEvents(calls, hook.body.secret, SEND_URL);
+    const contact = async (id: string) => (await s.get<Contact>(`/contacts/${id}`)).body;
 
     // Two new recipients: one contact.created each, with the contact as GET /contacts/{id} shows it.
     const first = await s.send({ to: ["ann@example.org", "Bea@Example.org"], from: s.from, subject: "Hi", body: "<p>hi</p>" });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
-    const ids = (first.body as SendAnswer).data.emails.map((e) => e.contact.id);
+    const ids = first.body.data.emails.map((e) => e.contact.id);
     const created = await exactly(events, 2);
     expect(created.map((e) => e.type)).toEqual(["contact.created", "contact.created"]);
     expect(created.map((e) => e.data).sort((a, b) => a.email.localeCompare(b.email))).toEqual(
@@ -114,13 +112,13 @@ describe("contact events of POST /v1/send", () => {
       calls.push({ url: request.url, body: await request.text(), headers: Object.fromEntries(request.headers) });
       return new Response("ok");
     });
-    const hook = await s.post("/webhooks", { url: QUOTA_URL, events: CONTACT_TYPES });
+    const hook = await s.post<WebhookWithSecret>("/webhooks", { url: QUOTA_URL, events: CONTACT_TYPES });
     expect(hook.status).toBe(201);
-    const events = () => receivedEvents(calls, (hook.body as { secret: string }).secret, QUOTA_URL);
+    const events = () => receivedEvents(calls, hook.body.secret, QUOTA_URL);
     expect((await s.send({ to: "one@example.org", from: s.from, subject: "1", body: "<p>1</p>" })).status).toBe(200);
     const refused = await s.send({ to: ["two@example.org", "three@example.org"], from: s.from, subject: "2", body: "<p>2</p>" });
     expect(refused.status, JSON.stringify(refused.body)).toBe(429);
-    expect(((await s.get("/contacts?limit=10")).body as { contacts: ContactView[] }).contacts.map((c) => c.email)).toEqual(["one@example.org"]);
+    expect((await s.get<ContactList>("/contacts?limit=10")).body.contacts.map((c) => c.email)).toEqual(["one@example.org"]);
     const list = await exactly(events, 1);
     expect(list[0]).toMatchObject({ type: "contact.created", data: { email: "one@example.org" } });
   });
@@ -134,11 +132,14 @@ describe("contact events of the workflow UPDATE_CONTACT step", () => {
       return new Response("ok");
     });
     a.dns.set("hooks.example.net", "A", ["93.184.216.34"]);
-    const contact = await a.project.api.post("/contacts", { email: "wf@example.org", data: { plan: "free" } });
+    const contact = await a.project.api.post<UpsertedContact>("/contacts", { email: "wf@example.org", data: { plan: "free" } });
     expect(contact.status).toBe(201);
-    const hook = await a.project.api.post("/webhooks", { url: STEP_URL, events: ["contact.updated", "contact.unsubscribed", "contact.subscribed"] });
+    const hook = await a.project.api.post<WebhookWithSecret>("/webhooks", {
+      url: STEP_URL,
+      events: ["contact.updated", "contact.unsubscribed", "contact.subscribed"],
+    });
     expect(hook.status).toBe(201);
-    const events = () => receivedEvents(calls, (hook.body as { secret: string }).secret, STEP_URL);
+    const events = () => receivedEvents(calls, hook.body.secret, STEP_URL);
     await using introspector = await introspectWorkflow(env.AUTOMATIONS);
     const flow = await a.createWorkflow({
       name: "tag",
@@ -148,7 +149,7 @@ describe("contact events of the workflow UPDATE_CONTACT step", () => {
     await a.track("wf@example.org", "go");
     await a.executionWhere(flow.id, (e) => e.status === "COMPLETED");
     const list = await exactly(events, 2);
-    const now = (await a.project.api.get(`/contacts/${(contact.body as ContactView).id}`)).body as ContactView;
+    const now = (await a.project.api.get<Contact>(`/contacts/${contact.body.id}`)).body;
     expect(now).toMatchObject({ subscribed: false, data: { plan: "pro", tagged: true } });
     expect(list.map((e) => e.type).sort()).toEqual(["contact.unsubscribed", "contact.updated"]);
     for (const e of list) expect(e.data).toEqual(now);

@@ -3,6 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../../src/env";
 import { eventually, heldQueue, receiver, webhookProject } from "../../support/webhooks";
+import type { WebhookDelivery } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -13,7 +14,7 @@ describe("delivery through the real queue", () => {
     const { calls } = receiver();
     const p = await webhookProject();
     const hook = await p.createWebhook({ url: URL_, events: ["email.sent"] });
-    const res = await p.call("POST", `/webhooks/${hook.id}/test`);
+    const res = await p.call<WebhookDelivery>("POST", `/webhooks/${hook.id}/test`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ webhookId: hook.id, type: "webhook.test", status: "PENDING", attempts: 0 });
 
@@ -57,7 +58,7 @@ describe("retries", () => {
       expect(d.lastError).toBe("HTTP 503: ok");
       if (i < 10) {
         expect(d.status).toBe("PENDING");
-        expect(Date.parse(d.nextAttemptAt)).toBeGreaterThan(Date.now());
+        expect(Date.parse(d.nextAttemptAt!)).toBeGreaterThan(Date.now());
       }
     }
     expect(delays).toEqual([5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 28_800]);

@@ -2,6 +2,7 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { sendingSetup } from "../../support/sending";
 import { eventually } from "../../support/webhooks";
+import type { WebhookWithSecret } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -17,7 +18,7 @@ async function setup() {
     calls.push({ body: await request.text(), headers: Object.fromEntries(request.headers) });
     return new Response("ok");
   });
-  const hook = await s.post("/webhooks", { url: URL_, events: ["email.sent", "email.failed", "email.suppressed"] });
+  const hook = await s.post<WebhookWithSecret>("/webhooks", { url: URL_, events: ["email.sent", "email.failed", "email.suppressed"] });
   expect(hook.status, JSON.stringify(hook.body)).toBe(201);
   const events = () => calls.map((c) => new Webhook(hook.body.secret).verify(c.body, c.headers) as { type: string; data: any });
   return { ...s, calls, events };

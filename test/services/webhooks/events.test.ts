@@ -6,6 +6,7 @@ import { campaignSetup } from "../../support/campaigns";
 import { verifiedDomain } from "../../support/sending";
 import { automationProject } from "../../support/workflows";
 import { eventually, receiver, webhookProject } from "../../support/webhooks";
+import type { CampaignResponse, Contact, DomainList, UpsertedContact, WebhookWithSecret } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -28,7 +29,7 @@ describe("events recorded where the state changes, delivered through the real qu
     });
     expect(event).toMatchObject({ type: "domain.verified", data: { domain: name, status: "VERIFIED", verifiedAt: expect.any(String) } });
     // Checking again changes nothing: no second event.
-    const list = await p.api.get("/domains");
+    const list = await p.api.get<DomainList>("/domains");
     await p.api.post(`/domains/${list.body.data.items[0].id}/verify`);
     await new Promise((r) => setTimeout(r, 1500));
     expect(received(calls, hook.secret)).toHaveLength(1);
@@ -43,7 +44,7 @@ describe("workflow executions", () => {
       return new Response("ok");
     });
     a.dns.set("hooks.example.net", "A", ["93.184.216.34"]);
-    const hook = await a.project.api.post("/webhooks", { url: URL_, events: ["workflow.execution.completed", "workflow.execution.failed"] });
+    const hook = await a.project.api.post<WebhookWithSecret>("/webhooks", { url: URL_, events: ["workflow.execution.completed", "workflow.execution.failed"] });
     expect(hook.status).toBe(201);
     await using introspector = await introspectWorkflow(env.AUTOMATIONS);
     const done = await a.createWorkflow({ name: "done", eventName: "go", steps: [{ id: "tag", type: "UPDATE_CONTACT", config: { data: { tagged: true } } }] });
@@ -77,11 +78,11 @@ describe("contact events", () => {
     const createdOnly = await p.createWebhook({ url: "https://other.example.net/created", events: ["contact.created"] });
     const elsewhere = await other.createWebhook({ url: "https://other.example.net/elsewhere" });
 
-    const created = await p.call("POST", "/contacts", { email: "Ada@Example.org", data: { plan: "free" } });
+    const created = await p.call<UpsertedContact>("POST", "/contacts", { email: "Ada@Example.org", data: { plan: "free" } });
     expect(created.status).toBe(201);
     const { _meta, ...view } = created.body;
-    const updated = await p.call("POST", "/contacts", { email: "ada@example.org", data: { plan: "pro" }, subscribed: false });
-    const patched = await p.call("PATCH", `/contacts/${view.id}`, { subscribed: true });
+    const updated = await p.call<UpsertedContact>("POST", "/contacts", { email: "ada@example.org", data: { plan: "pro" }, subscribed: false });
+    const patched = await p.call<Contact>("PATCH", `/contacts/${view.id}`, { subscribed: true });
     expect(patched.status).toBe(200);
     expect((await p.call("DELETE", `/contacts/${view.id}`)).status).toBe(204);
     // Another project's writes never reach this project's endpoints.
@@ -141,13 +142,13 @@ describe("campaigns", () => {
       calls.push({ url: request.url, body: await request.text(), headers: Object.fromEntries(request.headers) });
       return new Response("ok");
     });
-    const hook = await s.request("POST", "/webhooks", { url: URL_, events: ["campaign.sent"] });
+    const hook = await s.request<WebhookWithSecret>("POST", "/webhooks", { url: URL_, events: ["campaign.sent"] });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     await s.addContacts([{ email: "one@example.com" }, { email: "two@example.com" }, { email: "three@example.com" }]);
     const campaign = await s.createCampaign();
     expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
     await s.pump();
-    expect((await s.request("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENT");
     const events = await eventually(async () => {
       const list = received(calls, hook.body.secret);
       expect(list).toHaveLength(1);

@@ -5,6 +5,7 @@ import { notification, sign, snsHandler } from "../../fakes/sns";
 import { insertSentEmail } from "../../support/emails";
 import { call } from "../../support/http";
 import { eventually, receiver, webhookProject } from "../../support/webhooks";
+import type { SesFeedbackResponse } from "../../support/api";
 
 beforeEach(() => clearSnsKeyCache());
 afterEach(() => vi.restoreAllMocks());
@@ -17,7 +18,7 @@ const mail = (e: { providerMessageId: string; to: string }) => ({
   destination: [e.to],
 });
 const post = async (ses: unknown) =>
-  call("POST", "/webhooks/ses", {
+  call<SesFeedbackResponse>("POST", "/webhooks/ses", {
     rawBody: JSON.stringify(await sign(notification(ses))),
     headers: { "Content-Type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
   });

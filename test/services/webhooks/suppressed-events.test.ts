@@ -6,6 +6,7 @@ import { BULK_QUEUE } from "../../../src/messages";
 import { campaignSetup } from "../../support/campaigns";
 import { runConsumer } from "../../support/queues";
 import { eventually } from "../../support/webhooks";
+import type { ContactList, EmailList, WebhookWithSecret } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -14,9 +15,6 @@ const URL_ = "https://hooks.example.net/suppressed";
 interface EmailEvent {
   type: string;
   data: { emailId: string; to: string; reason?: string; campaignId: string | null };
-}
-interface EmailList {
-  data: { items: { id: string; to: string; status: string; error: string | null }[] };
 }
 
 /** D1 whose webhook-event inserts fail when run: a batch holding one fails as a whole. */
@@ -42,9 +40,9 @@ describe("email.suppressed is written with the claim that settles the email", ()
       calls.push({ body: await request.text(), headers: Object.fromEntries(request.headers) });
       return new Response("ok");
     });
-    const hook = await s.request("POST", "/webhooks", { url: URL_, events: ["email.suppressed"] });
+    const hook = await s.request<WebhookWithSecret>("POST", "/webhooks", { url: URL_, events: ["email.suppressed"] });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
-    const secret = (hook.body as { secret: string }).secret;
+    const secret = hook.body.secret;
     const events = () => calls.map((c) => new Webhook(secret).verify(c.body, c.headers) as EmailEvent);
 
     await s.addContacts([{ email: "stays@example.com" }, { email: "leaves@example.com" }]);
@@ -60,9 +58,9 @@ describe("email.suppressed is written with the claim that settles the email", ()
       if (pages.length > 0) await s.runBatch(BULK_QUEUE, pages);
     }
     expect(held).toHaveLength(2);
-    const listed = () => s.request("GET", `/emails?campaignId=${campaign.id}`).then((r) => (r.body as EmailList).data.items);
+    const listed = () => s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}`).then((r) => r.body.data.items);
     const leaving = (await listed()).find((e) => e.to === "leaves@example.com")!;
-    const contacts = (await s.request("GET", "/contacts?limit=10")).body as { contacts: { id: string; email: string }[] };
+    const contacts = (await s.request<ContactList>("GET", "/contacts?limit=10")).body;
     const leaver = contacts.contacts.find((c) => c.email === "leaves@example.com")!;
     // The contact unsubscribes after its email was written: the claim settles that email instead of sending it.
     expect((await s.request("PATCH", `/contacts/${leaver.id}`, { subscribed: false })).status).toBe(200);
