@@ -197,6 +197,8 @@ export type ClaimedEmail = Pick<
   trackingEnabled: boolean;
   /** Characters of its HTML and headers JSON, its send's included (length(), computed by the claim, which rewrites the row anyway). */
   bodyChars: number;
+  /** Its project had an enabled webhook endpoint when it was claimed: only then are its outcome's events looked for. */
+  webhooks: boolean;
 };
 
 /**
@@ -229,7 +231,8 @@ const CLAIM_SQL = `UPDATE emails SET
   RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
     emails.to_name, emails.reply_to, emails.subject, emails.message_id, emails.marketing,
     emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id),
-    length(emails.html) + length(emails.headers) + coalesce((SELECT length(h.headers) FROM send_headers AS h WHERE h.send_id = emails.send_id), 0)`;
+    length(emails.html) + length(emails.headers) + coalesce((SELECT length(h.headers) FROM send_headers AS h WHERE h.send_id = emails.send_id), 0),
+    EXISTS (SELECT 1 FROM webhook_endpoints AS w WHERE w.project_id = emails.project_id AND w.enabled = 1)`;
 
 type ClaimRow = [
   status: string,
@@ -248,6 +251,7 @@ type ClaimRow = [
   tracked: number,
   trackingEnabled: number | null,
   bodyChars: number,
+  webhooks: number,
 ];
 
 const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
@@ -266,6 +270,7 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
   tracked: row[13] === 1,
   trackingEnabled: row[14] === 1,
   bodyChars: row[15],
+  webhooks: row[16] === 1,
 });
 
 /** A claimed email's HTML and custom headers (the claim returns neither). */

@@ -21,11 +21,12 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_P
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
  * - one claim statement (1 D1 round trip), which returns no HTML or headers,
- * - one read of the bodies per group (BODIES_PER_READ emails, BODY_CHARS_PER_READ), made as the send lanes reach it,
+ * - one read of the bodies per group (BODY_CHARS_PER_READ; one group for small mail), made as the send lanes reach it,
  * - one Durable Object call per project in the batch (sending-rate tokens),
  * - N provider calls, at most PROVIDER_CONCURRENCY at a time (or the provider's
  *   own maxConcurrency; one at a time for mail with attachments),
- * - one statement with every outcome (1 round trip),
+ * - one statement with every outcome, and one with their webhook events when a
+ *   claimed email's project has an enabled endpoint (1 round trip),
  * plus, only when some mail is over the sending rate, one statement and one
  * sendBatch to put it back. Each statement carries its ids as one JSON
  * parameter (json_each), so it stays far under D1's 100 bound parameters.
@@ -39,14 +40,13 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_P
  */
 export const PROVIDER_CONCURRENCY = 6;
 /**
- * Emails whose HTML and headers one statement reads: at most this many, and
- * at most BODY_CHARS_PER_READ characters together (an email larger than that
- * is read alone). Bodies are read a group at a time as the lanes reach it (and
- * the next group ahead of them), so an invocation holds the bodies of the
- * groups its lanes are in plus one, never the whole batch's (up to 100 emails
- * of up to 1 MB of HTML each). The claim tells each body's size.
+ * Characters of HTML and headers one statement reads, at most (an email larger
+ * than that is read alone; small mail is one read for the whole batch). Bodies
+ * are read a group at a time as the lanes reach it (and the next group ahead
+ * of them), so an invocation holds the bodies of the groups its lanes are in
+ * plus one, never the whole batch's (up to 100 emails of up to 1 MB of HTML
+ * each). The claim tells each body's size.
  */
-export const BODIES_PER_READ = 25;
 export const BODY_CHARS_PER_READ = 1_048_576;
 /** When the sending-rate bucket cannot be reached, claimed mail waits this long and tries again. */
 const LIMITER_UNAVAILABLE_RETRY_MS = 5_000;
@@ -251,12 +251,16 @@ async function deliverOne(db: Database, env: Env, provider: EmailProvider, email
  * that still fails leaves those emails SENDING, and the sweep settles them as
  * "Outcome unknown" rather than sending them twice.
  */
-async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[]): Promise<Record<string, unknown>[]> {
+async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[], hooked: ReadonlySet<string>): Promise<Record<string, unknown>[]> {
   if (outcomes.length === 0) return [];
   const now = Date.now();
   const statements = recordOutcomes(d1, outcomes, now);
-  // Their webhook events (rows of id, project_id) in the same batch.
-  const events = outcomeEvents(d1, outcomes, new Date(now));
+  // Their webhook events (rows of id, project_id) in the same batch: only for emails whose project had an endpoint at the claim.
+  const events = outcomeEvents(
+    d1,
+    outcomes.filter((o) => hooked.has(o.emailId)),
+    new Date(now),
+  );
   const tries = outcomes.some((o) => o.status === "SENT") ? 3 : 1;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -359,7 +363,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
 
   const plain = toSend.filter((email) => !email.hasAttachments);
   const withAttachments = toSend.filter((email) => email.hasAttachments);
-  const plainBody = bodyReader(env.DB, plain, BODIES_PER_READ);
+  const plainBody = bodyReader(env.DB, plain, plain.length);
   const attachmentBody = bodyReader(env.DB, withAttachments, 1);
   const [plainOutcomes, attachmentOutcomes] = await Promise.all([
     mapLimited(plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, (email) => deliverOne(db, env, provider, email, plainBody)),
@@ -367,7 +371,8 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
     ...deferrals,
   ]);
   const outcomes = [...plainOutcomes, ...attachmentOutcomes];
-  await queueRecordedEvents(env, await recordBatchOutcomes(env.DB, outcomes));
+  const hooked = new Set(toSend.filter((email) => email.webhooks).map((email) => email.id));
+  await queueRecordedEvents(env, await recordBatchOutcomes(env.DB, outcomes, hooked));
   for (const outcome of outcomes) {
     const slot = slotOf.get(outcome.emailId)!;
     if (outcome.status === "QUEUED") verdicts[slot.index] = retryAfter(backoffSeconds(slot.attempts));
