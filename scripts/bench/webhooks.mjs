@@ -8,12 +8,13 @@
 //    of the medians of the windows' rates. Deliveries are not waited for between windows:
 //    the queue consumer (in wrangler dev, the same isolate as the requests) works its backlog
 //    off during both projects' windows alike, as on Cloudflare, where it runs in invocations
-//    of its own beside the requests. The backlog is drained between figures.
+//    of its own beside the requests. The backlog is drained between figures. A cross-check
+//    runs both projects at once (half the connections each) for MIXED_S.
 // 2. BENCH_WEBHOOK_EVENTS (10,000) events (POST /contacts) to one subscribed endpoint: events
 //    delivered per second from the first change to the last arrival (bounded by the writes'
 //    own rate), the backlog's rate once the writes stopped, and the delay from each change
 //    (the event's `timestamp`) to its arrival at the receiver.
-// Environment: BENCH_WEBHOOK_EVENTS, BENCH_WEBHOOK_PAIRS (15), BENCH_WEBHOOK_WINDOW (1.5 s),
+// Environment: BENCH_WEBHOOK_EVENTS, BENCH_WEBHOOK_PAIRS (20), BENCH_WEBHOOK_WINDOW (2 s),
 // BENCH_WEBHOOK_CONCURRENCY (16). `npm run bench:webhooks` runs only this section.
 import { createServer } from "node:http";
 import { performance } from "node:perf_hooks";
@@ -22,10 +23,11 @@ import { applyMigrations, check, createProject, fmt, freePort, log, report, send
 
 const STATE_DIR = ".wrangler/bench-webhooks-state";
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
-const PAIRS = Number(process.env.BENCH_WEBHOOK_PAIRS ?? 15);
-const WINDOW_S = Number(process.env.BENCH_WEBHOOK_WINDOW ?? 1.5);
+const PAIRS = Number(process.env.BENCH_WEBHOOK_PAIRS ?? 20);
+const WINDOW_S = Number(process.env.BENCH_WEBHOOK_WINDOW ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 16);
 const LONE_CHANGES = 10;
+const MIXED_S = 10;
 
 /** The users' endpoints: each delivery's arrival, its event's timestamp and webhook-id; a sample verified. */
 async function startReceiver() {
@@ -73,6 +75,24 @@ const median = (values) =>
     [...values].sort((a, b) => a - b),
     50,
   );
+
+/**
+ * The cross-check: both kinds at once for MIXED_S, half the connections each, so both see
+ * the same moments of the machine and of the consumer's backlog; their rates.
+ */
+async function together(kinds) {
+  const counts = kinds.map(() => 0);
+  const t0 = performance.now();
+  const deadline = t0 + MIXED_S * 1000;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async (_, i) => {
+      const k = i % kinds.length;
+      while (performance.now() < deadline) if ((await kinds[k].request()) < 300) counts[k]++;
+    }),
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  return counts.map((n) => n / elapsed);
+}
 
 /**
  * Two request kinds on one server in alternating windows of WINDOW_S (PAIRS pairs, the
@@ -194,6 +214,12 @@ export const webhooksSection = {
             `server CPU per request (median; the consumer's work in the window included) none ${fmt(withNone.cpuPerRequest, 2)} ms, two ${fmt(withTwo.cpuPerRequest, 2)} ms; ` +
             `deliveries arriving during the windows: none ${withNone.arrived}, two ${withTwo.arrived}` +
             `${withNone.errors + withTwo.errors ? `; errors ${withNone.errors}/${withTwo.errors}` : ""}`,
+        });
+        const [mixedNone, mixedTwo] = await together([{ request: make(none, 0) }, { request: make(two, 2) }]);
+        const mixedDelta = (mixedTwo / mixedNone - 1) * 100;
+        report(`${label}: two endpoints vs none, both at once (cross-check)`, `${mixedDelta >= 0 ? "+" : ""}${fmt(mixedDelta)} %`, {
+          shape: `the same requests, ${CONCURRENCY / 2} connections per project at the same time for ${MIXED_S} s`,
+          detail: `none ${fmt(mixedNone)} req/s, two ${fmt(mixedTwo)} req/s`,
         });
         const t0 = Date.now();
         await drained();
