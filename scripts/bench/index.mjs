@@ -16,7 +16,7 @@
 // BENCH_SES_LATENCY_MS, BENCH_COLD_SAMPLES, BENCH_LEASE_REQUESTS, BENCH_WORKFLOW_EVENTS,
 // BENCH_CAMPAIGN_CONTACTS, BENCH_CAMPAIGN_TIMEOUT, BENCH_PRIORITY_CONTACTS, BENCH_STARTUP_RUNS,
 // BENCH_INSPECTOR, BENCH_PROFILE, BENCH_SERVER_LOG (defaults in lib.mjs); BENCH_WEBHOOK_EVENTS,
-// BENCH_WEBHOOK_SECONDS, BENCH_WEBHOOK_CONCURRENCY (scripts/bench/webhooks.mjs).
+// BENCH_WEBHOOK_PAIRS, BENCH_WEBHOOK_WINDOW, BENCH_WEBHOOK_CONCURRENCY (scripts/bench/webhooks.mjs).
 import { randomUUID } from "node:crypto";
 import { campaignSection, prioritySection } from "./campaign.mjs";
 import {
@@ -96,9 +96,9 @@ async function seedAndStart() {
 
 async function main() {
   console.log(`Edge Mail benchmark  ${new Date().toISOString()}  node ${process.version}`);
-  console.log(
-    `concurrency ${settings.concurrency}, ${settings.seconds} s per throughput figure; wrangler dev devtools inspector ${settings.inspector ? "on" : "off"}; the machine may be shared: figures move between runs\n`,
-  );
+  // Standalone sections (webhooks, production, ...) state their own concurrency and windows in their rows.
+  const shared = wanted.some((s) => !s.standalone) ? `concurrency ${settings.concurrency}, ${settings.seconds} s per throughput figure; ` : "";
+  console.log(`${shared}wrangler dev devtools inspector ${settings.inspector ? "on" : "off"}; the machine may be shared: figures move between runs\n`);
   const ctx = wanted.some((s) => !s.standalone) ? await seedAndStart() : {};
   const profiler = settings.profile && ctx.server ? await startProfiler(ctx.server.inspectorPort) : null;
   for (const section of wanted) {

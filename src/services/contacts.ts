@@ -130,7 +130,7 @@ export async function updateContact(
   );
   const [row] = results[n];
   if (!row) throw ApiError.notFound("Contact");
-  return { contact: contactFromRow(row), webhookEvents: hooks.ids(results.slice(0, n)) };
+  return { contact: contactFromRow(row), webhookEvents: hooks.ids(results.slice(0, n), results.slice(n + 1, n + 1 + hooks.after.length)) };
 }
 
 /** Deletes the contact and, in the same atomic batch, its events; contact.deleted (the contact as it was) goes first. */

@@ -170,25 +170,44 @@ export function contactEvents(
   };
 }
 
-const CONTACTS_CREATED_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
-  SELECT json_extract(j.value, '$[0]'), ?2, 'contact.created', json_object('type', 'contact.created', 'timestamp', ?3, 'data', ${CONTACT_JSON}), ?4
-  FROM json_each(?1) AS j JOIN contacts AS c ON c.id = json_extract(j.value, '$[1]') AND c.project_id = ?2
-  WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ?2 AND w.enabled = 1
-      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = 'contact.created')))
+/** An item's contact after the write (?2 project): by its id, or by its lower-case address (created or not); CROSS JOIN: items first, then the key. */
+const WRITTEN_CONTACT = `c.id = coalesce(json_extract(j.value, '$[2]'),
+    (SELECT x.id FROM contacts x WHERE x.project_id = ?2 AND x.email = json_extract(j.value, '$[3]'))) AND c.project_id = ?2`;
+/** What the write did to it: the contact holding the item's new id was created by it. */
+const WRITTEN_TYPE = `(CASE WHEN c.id = json_extract(j.value, '$[1]') THEN 'contact.created' ELSE 'contact.updated' END)`;
+
+const CONTACTS_WRITTEN_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT json_extract(j.value, '$[0]'), ?2, ${WRITTEN_TYPE}, json_object('type', ${WRITTEN_TYPE}, 'timestamp', ?3, 'data', ${CONTACT_JSON}), ?4
+  FROM json_each(?1) AS j CROSS JOIN contacts AS c ON ${WRITTEN_CONTACT}
+  WHERE (CASE WHEN c.id = json_extract(j.value, '$[1]') THEN json_extract(j.value, '$[4]') & 1 ELSE json_extract(j.value, '$[4]') & 2 END) != 0
+    AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ?2 AND w.enabled = 1
+      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = ${WRITTEN_TYPE})))
   RETURNING id`;
 
+/** A contact a write creates or updates, for contactsWritten. */
+export interface WrittenContactItem {
+  /** The event's id (UUIDv7): one event per contact, created or updated, whichever the write did. */
+  id: string;
+  /** The id the write gives the contact if it creates it (upsertContacts' ids); the contact is new exactly when it has this id afterwards. */
+  newId?: string;
+  /** The contact: by id, else by address (lower-cased here). */
+  contactId?: string;
+  email?: string;
+  /** Record contact.created when the write created it (needs newId). */
+  created: boolean;
+  /** Record contact.updated when the contact existed (the write changes every existing contact it names). */
+  updated: boolean;
+}
+
 /**
- * `contact.created` for contacts a write may create, each by the id the write
- * gives it only if it creates it (upsertContacts' ids): one statement after
- * the write, with the contact as written.
+ * `contact.created` and `contact.updated` of a write that creates or changes
+ * contacts, judged after it in one statement: a contact holding the item's
+ * `newId` was created by it, any other the write names existed and was
+ * updated. Each event has the contact as the write left it.
  */
-export function recordContactsCreated(
-  d1: D1Database,
-  input: { projectId: string; at: Date; items: readonly { id: string; contactId: string }[] },
-): D1PreparedStatement {
-  return d1
-    .prepare(CONTACTS_CREATED_SQL)
-    .bind(JSON.stringify(input.items.map((i) => [i.id, i.contactId])), input.projectId, input.at.toISOString(), input.at.getTime());
+export function contactsWritten(d1: D1Database, input: { projectId: string; at: Date; items: readonly WrittenContactItem[] }): D1PreparedStatement {
+  const items = input.items.map((i) => [i.id, i.newId ?? null, i.contactId ?? null, i.email?.toLowerCase() ?? null, (i.created ? 1 : 0) | (i.updated ? 2 : 0)]);
+  return d1.prepare(CONTACTS_WRITTEN_SQL).bind(JSON.stringify(items), input.projectId, input.at.toISOString(), input.at.getTime());
 }
 
 const CONTACT_SNAPSHOT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)

@@ -10,6 +10,7 @@ import type { Env } from "../../src/env";
 import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
 import { BASE, type ErrorBody, newProject, type JsonResponse } from "../support/http";
 import type { SendResponse, Template } from "../support/api";
+import { heldQueue, receiver, webhookProject } from "../support/webhooks";
 
 /**
  * What a request costs in D1, pinned: every request goes through the Worker's
@@ -123,6 +124,39 @@ describe("D1 round trips per request (warm isolate: the key is cached)", () => {
     expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "visit" }), 200)).toMatchObject({ roundTrips: 2 });
     expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "visit" }), 200)).toMatchObject({ roundTrips: 1 });
     expect(await cost(() => request("POST", "/v1/track", p.publicKey, { email: "a@example.com", event: "signup" }), 200)).toMatchObject({ roundTrips: 2 });
+  });
+});
+
+describe("what an event webhook costs the write that records it", () => {
+  it("POST /v1/track and POST /contacts: the same round trip and statements with two endpoints subscribed as with none, and one queue message", async () => {
+    receiver(); // hooks.example.net resolves to a public address
+    const none = await webhookProject("no endpoints");
+    const two = await webhookProject("two endpoints");
+    for (const path of ["/a", "/b"]) await two.createWebhook({ url: `https://hooks.example.net${path}`, events: ["contact.created", "contact.updated"] });
+    const held = heldQueue();
+    const { request, cost } = countingApp({ WEBHOOK_QUEUE: held.env.WEBHOOK_QUEUE });
+    const costs = async (p: typeof none) => {
+      await request("GET", "/contacts?limit=1", p.secretKey); // the secret key cached
+      await request("POST", "/v1/track", p.publicKey, { email: "warm@example.com", event: "visit" }); // and the public one
+      held.take();
+      const out: Record<string, { roundTrips: number; batches: number; statements: number; messages: number }> = {};
+      const measure = async (name: string, call: () => Promise<JsonResponse>, status: number) => {
+        out[name] = { ...(await cost(call, status)), messages: held.take().length };
+      };
+      await measure("track, new contact", () => request("POST", "/v1/track", p.publicKey, { email: "t@example.com", event: "visit" }), 200);
+      await measure("contacts, new", () => request("POST", "/contacts", p.secretKey, { email: "c@example.com", data: { plan: "pro" } }), 201);
+      await measure("contacts, existing", () => request("POST", "/contacts", p.secretKey, { email: "c@example.com", data: { plan: "team" } }), 200);
+      return out;
+    };
+    const withNone = await costs(none);
+    const withTwo = await costs(two);
+    // The event is one statement of the write's own batch, there with or without endpoints (it records
+    // nothing without a subscribed one): /v1/track with a public key is quota guard, contact upsert, the
+    // contact.created record, event, public-use counter, stored-bytes guard, workflow outbox probe;
+    // POST /contacts the same without event and counter (one record for contact.created or .updated).
+    const cost1 = (statements: number, messages: number) => ({ roundTrips: 1, batches: 1, statements, messages });
+    expect(withNone).toEqual({ "track, new contact": cost1(7, 0), "contacts, new": cost1(5, 0), "contacts, existing": cost1(5, 0) });
+    expect(withTwo).toEqual({ "track, new contact": cost1(7, 1), "contacts, new": cost1(5, 1), "contacts, existing": cost1(5, 1) });
   });
 });
 

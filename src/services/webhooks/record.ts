@@ -1,5 +1,5 @@
 import { newId } from "../../lib/ids";
-import { contactEvents, recordContactsCreated, recordedEventIds, type ContactEventItem } from "../../store/webhooks";
+import { contactEvents, contactsWritten, recordedEventIds, type ContactEventItem, type WrittenContactItem } from "../../store/webhooks";
 
 /** What one contact write does to a contact, for its contact.* webhook events. */
 export interface ContactChange {
@@ -16,29 +16,38 @@ export interface ContactChange {
 }
 
 /**
- * The contact.* webhook events of one write of one or many contacts, as at
- * most three statements to put around it in its batch (`before` ahead of the
- * write, `after` behind it), and a reader for the ids they recorded. Each event is recorded only when what it says
- * happened (see store.contactEvents) and an endpoint subscribes.
+ * The contact.* webhook events of one write of one or many contacts, as
+ * statements to put around it in its batch (`before` ahead of the write,
+ * `after` behind it), and a reader for the ids they recorded. Each event is
+ * recorded only when what it says happened and an endpoint subscribes.
+ * contact.created (with the write's new id) and contact.updated are one
+ * statement after the write (store.contactsWritten); a subscription change,
+ * judged on the contact as it was, adds a statement before and one after
+ * (store.contactEvents).
  */
 export function contactWriteEvents(d1: D1Database, input: ContactChange & { projectId: string; at: Date; contacts?: readonly ContactChange[] }) {
   const changes = input.contacts ?? [input];
   const items: ContactEventItem[] = [];
-  const created: { id: string; contactId: string }[] = [];
+  const written: WrittenContactItem[] = [];
   for (const c of changes) {
     const add = (type: string, condition: ContactEventItem["condition"]) =>
       items.push({ id: newId(), type, condition, email: c.email, contactId: c.contactId });
-    if (c.creates && c.newId) created.push({ id: newId(), contactId: c.newId });
-    else if (c.creates) add("contact.created", "absent");
-    if (c.updates) add("contact.updated", "present");
+    // Without the write's new id, a created contact is judged before the write (absent), and so is an update beside it.
+    const judgedAfter = !c.creates || Boolean(c.newId);
+    if (judgedAfter && (c.creates || c.updates)) {
+      written.push({ id: newId(), newId: c.newId, contactId: c.contactId, email: c.email, created: Boolean(c.creates), updated: Boolean(c.updates) });
+    } else {
+      if (c.creates) add("contact.created", "absent");
+      if (c.updates) add("contact.updated", "present");
+    }
     if (c.subscribed === true) add("contact.subscribed", "unsubscribed");
     if (c.subscribed === false) add("contact.unsubscribed", "subscribed");
   }
   const pair = items.length > 0 ? contactEvents(d1, { projectId: input.projectId, at: input.at, items }) : null;
-  const createdStatement = created.length > 0 ? [recordContactsCreated(d1, { projectId: input.projectId, at: input.at, items: created })] : [];
+  const writtenStatement = written.length > 0 ? [contactsWritten(d1, { projectId: input.projectId, at: input.at, items: written })] : [];
   return {
     before: pair ? [pair.before] : [],
-    after: [...(pair ? [pair.after] : []), ...createdStatement],
+    after: [...(pair ? [pair.after] : []), ...writtenStatement],
     /** The recorded events' ids, from the batch's results of the `before` statements and of the `after` ones. */
     ids: (beforeResults: readonly (readonly Record<string, unknown>[])[], afterResults: readonly (readonly Record<string, unknown>[])[] = []) =>
       recordedEventIds([...beforeResults, ...afterResults]),

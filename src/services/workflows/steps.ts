@@ -44,7 +44,7 @@ export async function updateContactStep(
   try {
     const results = await runStatements(db, [...hooks.before, updateContactById(db, projectId, contactId, config), ...hooks.after]);
     if (results[n].length === 0) throw new PermanentStepError("The contact was deleted");
-    eventIds = hooks.ids(results.slice(0, n));
+    eventIds = hooks.ids(results.slice(0, n), results.slice(n + 1));
   } catch (err) {
     if (raisedGuard(err) === "CONTACT_DATA_TOO_LARGE") throw new PermanentStepError("The contact's data would exceed 64 KB");
     throw err;
