@@ -33,7 +33,7 @@ import { workflowsRouter } from "./routes/workflows";
 import { getDb } from "./db/client";
 import { dispatchWorkflowTriggers } from "./services/workflows/triggers";
 import { cachedKeyLookup } from "./services/api-keys";
-import { queueWebhookEvents } from "./services/webhooks/deliver";
+import { WebhookHandover } from "./services/webhooks/deliver";
 
 /** Largest accepted request body. /v1/send carries base64 attachments (7,000,000 bytes decoded). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -66,6 +66,7 @@ export function createApp(options: AppOptions = {}) {
   const caches = new Caches(options.now);
   const leases = new ApiRateLeases();
   const limitRate = rateLimit(caches.now, { leases });
+  const webhookHandover = new WebhookHandover();
   const lookup = caches.get(cachedKeyLookup);
 
   app.use("*", requestId);
@@ -91,14 +92,15 @@ export function createApp(options: AppOptions = {}) {
     waitUntil(dispatchWorkflowTriggers(getDb(c.env.DB), c.env, auth.projectId).catch((err) => console.error("workflow trigger dispatch failed", err)));
   });
   // Webhook events a write recorded (c.set("webhookEvents", ids)) go to the
-  // webhook queue once the response is ready; the cron takes over any that do not.
+  // webhook queue once the response is ready, coalesced per isolate (WebhookHandover);
+  // the cron takes over any that do not.
   app.use("*", async (c, next) => {
     await next();
     const ids = c.get("webhookEvents");
     const auth = c.get("auth");
     if (!ids?.length || !auth) return;
     try {
-      c.executionCtx.waitUntil(queueWebhookEvents(c.env, auth.projectId, ids));
+      c.executionCtx.waitUntil(webhookHandover.handOver(c.env, auth.projectId, ids));
     } catch {
       // no execution context (direct app.fetch in a script): the cron drains
     }

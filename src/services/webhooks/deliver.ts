@@ -64,6 +64,45 @@ export function queueDeliveries(env: Env, items: { deliveryId: string; projectId
   );
 }
 
+/** Rounds of hand-over one request sends for the requests that arrive while it sends, before it lets the next one take over. */
+const HANDOVER_ROUNDS = 8;
+
+/**
+ * The requests' hand-over of the events they recorded, per isolate (one per
+ * app): a request with nothing being sent for its queue sends its events at
+ * once; requests whose events arrive while that send is in flight only add
+ * theirs, and the sending request sends them next, 100 per sendBatch. So
+ * under load an isolate makes one queue call per round instead of one per
+ * request, and no request waits on another's I/O: a request either sends or
+ * returns at once. The events are in D1 already; if the sending request's
+ * invocation dies, the cron's outbox drain queues them after its grace period.
+ */
+export class WebhookHandover {
+  private waiting = new WeakMap<object, { messages: { body: WebhookQueueMessage }[]; sending: boolean }>();
+
+  handOver(env: Env, projectId: string, eventIds: string[]): Promise<void> {
+    if (eventIds.length === 0) return Promise.resolve();
+    let lane = this.waiting.get(env.WEBHOOK_QUEUE);
+    if (!lane) {
+      lane = { messages: [], sending: false };
+      this.waiting.set(env.WEBHOOK_QUEUE, lane);
+    }
+    for (const eventId of eventIds) lane.messages.push({ body: { kind: "event", eventId, projectId } });
+    return lane.sending ? Promise.resolve() : this.send(env, lane);
+  }
+
+  private async send(env: Env, lane: { messages: { body: WebhookQueueMessage }[]; sending: boolean }) {
+    lane.sending = true;
+    try {
+      for (let round = 0; round < HANDOVER_ROUNDS && lane.messages.length > 0; round++) {
+        await sendMessages(env, lane.messages.splice(0, 100));
+      }
+    } finally {
+      lane.sending = false;
+    }
+  }
+}
+
 /** Hands recorded events (ids from a write batch, see store.recordedEventIds) to the queue for fan-out. */
 export function queueWebhookEvents(env: Env, projectId: string, eventIds: string[]) {
   if (eventIds.length === 0) return Promise.resolve(true);
