@@ -199,14 +199,24 @@ export type ClaimedEmail = Pick<
   bodyChars: number;
   /** Its project had an enabled webhook endpoint when it was claimed: only then are its outcome's events looked for. */
   webhooks: boolean;
+  /** Its HTML and headers, when the claim returned them (bodies of at most INLINE_BODY_CHARS); else read later. */
+  body?: EmailBody;
 };
+
+/**
+ * Bodies (HTML and headers, characters) the claim returns with the email
+ * itself: a batch of 100 holds at most 1 MiB of them, and most mail needs no
+ * read of its body after the claim. Larger bodies are read later, a group at a time.
+ */
+export const INLINE_BODY_CHARS = 10_000;
 
 /**
  * The claim: `m` decides once per email whether it is settled instead of sent
  * (?3 / ?4 / ?6 the reasons; ?5 turns the audience check on for bulk mail), the
  * UPDATE applies it only to emails still QUEUED, and RETURNING hands back the
- * small columns composing needs as arrays (`raw()`, in ClaimRow order); the
- * HTML and headers (the send's, in send_headers) are read later, a few emails at a time (readEmailBodies). `+status`: the
+ * small columns composing needs (in ClaimRow order) and, for a body of at most ?7
+ * characters, the HTML and headers (the send's, in send_headers); larger ones are read later,
+ * a few emails at a time (readEmailBodies). `+status`: the
  * emails are found by id from the JSON rows, not by walking the status index.
  */
 const CLAIM_SQL = `UPDATE emails SET
@@ -232,7 +242,9 @@ const CLAIM_SQL = `UPDATE emails SET
     emails.to_name, emails.reply_to, emails.subject, emails.message_id, emails.marketing,
     emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id),
     length(emails.html) + length(emails.headers) + coalesce((SELECT length(h.headers) FROM send_headers AS h WHERE h.send_id = emails.send_id), 0),
-    EXISTS (SELECT 1 FROM webhook_endpoints AS w WHERE w.project_id = emails.project_id AND w.enabled = 1)`;
+    EXISTS (SELECT 1 FROM webhook_endpoints AS w WHERE w.project_id = emails.project_id AND w.enabled = 1),
+    CASE WHEN length(emails.html) <= ?7 THEN emails.html END AS inline_html,
+    CASE WHEN length(emails.html) <= ?7 THEN coalesce((SELECT h.headers FROM send_headers AS h WHERE h.send_id = emails.send_id), emails.headers) END AS inline_headers`;
 
 type ClaimRow = [
   status: string,
@@ -252,6 +264,8 @@ type ClaimRow = [
   trackingEnabled: number | null,
   bodyChars: number,
   webhooks: number,
+  inlineHtml: string | null,
+  inlineHeaders: string | null,
 ];
 
 const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
@@ -271,6 +285,11 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
   trackingEnabled: row[14] === 1,
   bodyChars: row[15],
   webhooks: row[16] === 1,
+  // Headers are capped far below the inline size (MAX_CUSTOM_HEADER_BYTES), so the body is whole or absent.
+  body:
+    row[17] !== null && row[18] !== null && row[15] <= INLINE_BODY_CHARS
+      ? { html: row[17], headers: JSON.parse(row[18]) as Record<string, string> }
+      : undefined,
 });
 
 /** A claimed email's HTML and custom headers (the claim returns neither). */
@@ -319,6 +338,7 @@ export async function claimEmails(
         options.reasons.lapsed,
         options.checkAudience ? 1 : 0,
         options.reasons.paused,
+        INLINE_BODY_CHARS,
       ),
   );
   const alongside = options.alongside ?? [];

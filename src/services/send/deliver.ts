@@ -20,8 +20,9 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_P
 
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
- * - one claim statement (1 D1 round trip), which returns no HTML or headers,
- * - one read of the bodies per group (BODY_CHARS_PER_READ; one group for small mail), made as the send lanes reach it,
+ * - one claim statement (1 D1 round trip), which returns the HTML and headers of
+ *   small mail (INLINE_BODY_CHARS each),
+ * - one read of the larger bodies per group (BODY_CHARS_PER_READ), made as the send lanes reach it,
  * - one Durable Object call per project in the batch (sending-rate tokens),
  * - N provider calls, at most PROVIDER_CONCURRENCY at a time (or the provider's
  *   own maxConcurrency; one at a time for mail with attachments),
@@ -41,7 +42,7 @@ import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_P
 export const PROVIDER_CONCURRENCY = 6;
 /**
  * Characters of HTML and headers one statement reads, at most (an email larger
- * than that is read alone; small mail is one read for the whole batch). Bodies
+ * than that is read alone; the claim itself returns the bodies of small mail). Bodies
  * are read a group at a time as the lanes reach it (and the next group ahead
  * of them), so an invocation holds the bodies of the groups its lanes are in
  * plus one, never the whole batch's (up to 100 emails of up to 1 MB of HTML
@@ -184,7 +185,12 @@ function bodyGroups(emails: readonly ClaimedEmail[], maxEmails: number, maxChars
 
 /** Hands out each email's body once: the first lane to reach a group reads it in one statement and starts reading the next group. */
 function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], maxEmails: number, maxChars = BODY_CHARS_PER_READ) {
-  const members = bodyGroups(emails, maxEmails, maxChars);
+  // Small bodies came with the claim; only the others are read.
+  const members = bodyGroups(
+    emails.filter((email) => !email.body),
+    maxEmails,
+    maxChars,
+  );
   const groupOf = new Map(members.flatMap((group, g) => group.map((email) => [email.id, g] as const)));
   const groups = new Map<number, Promise<Map<string, EmailBody>>>();
   const group = (g: number) => {
@@ -201,6 +207,11 @@ function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], maxEmails: 
     return read;
   };
   return async (email: ClaimedEmail): Promise<EmailBody | undefined> => {
+    if (email.body) {
+      const body = email.body;
+      email.body = undefined; // held only until composed
+      return body;
+    }
     const g = groupOf.get(email.id) ?? 0;
     if (g + 1 < members.length) void group(g + 1);
     const bodies = await group(g);

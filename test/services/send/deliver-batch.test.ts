@@ -31,7 +31,7 @@ async function statementsFor(s: Setup, messages = s.queue.take().map((m) => m.bo
 }
 
 describe("the send consumer works per batch, not per email", () => {
-  it("a batch costs one claim (with the settled mail's webhook events), one read of the (small) bodies and one write of every outcome, plus their webhook events when the project has an endpoint", async () => {
+  it("a batch of small mail costs one claim (which returns the bodies; with the settled mail's webhook events) and one write of every outcome, plus their webhook events when the project has an endpoint", async () => {
     const one = await sendingSetup({ DB: countingD1(env.DB) });
     await sendTo(one, ["solo@example.com"]);
     const single = await statementsFor(one);
@@ -46,10 +46,10 @@ describe("the send consumer works per batch, not per email", () => {
     const rows = await db().select({ status: emails.status }).from(emails).where(inArray(emails.id, ids));
     expect(rows.every((r) => r.status === "SENT")).toBe(true);
 
-    // The claim and the events of mail it settles, one batch; the bodies (one read for small mail, never one
-    // per email); the outcomes' UPDATE (no webhook endpoint, so no events to look for), one batch.
-    expect(single.statements).toBe(2 + 1 + 1);
-    expect(hundred.statements).toBe(2 + 1 + 1);
+    // The claim (small bodies included) and the events of mail it settles, one batch; the outcomes' UPDATE
+    // (no webhook endpoint, so no events to look for), one batch.
+    expect(single.statements).toBe(2 + 1);
+    expect(hundred.statements).toBe(2 + 1);
 
     // With an enabled endpoint the outcomes' batch also records their webhook events (INSERT ... SELECT).
     // (development: the endpoint's host needs no public DNS here; it is never called in this test)
@@ -59,7 +59,7 @@ describe("the send consumer works per batch, not per email", () => {
     await sendTo(hooked, addresses(100, "hooked"));
     const withEvents = await statementsFor(hooked);
     expect(withEvents.result.explicitAcks).toHaveLength(100);
-    expect(withEvents.statements).toBe(2 + 1 + 2);
+    expect(withEvents.statements).toBe(2 + 2);
     const events = await env.DB.prepare("SELECT count(*) AS n FROM webhook_events WHERE project_id = ? AND type = 'email.sent'")
       .bind(hooked.project.id)
       .first<{ n: number }>();
@@ -76,8 +76,8 @@ describe("the send consumer works per batch, not per email", () => {
       { status: 500, errorType: "InternalFailure", message: "boom" },
     );
     const { statements, result } = await statementsFor(s, messages);
-    // The claim and its settled mail's events, one batch; the three bodies in one read; the outcomes, one batch.
-    expect(statements).toBe(4);
+    // The claim (with the three small bodies) and its settled mail's events, one batch; the outcomes, one batch.
+    expect(statements).toBe(3);
     expect(result.explicitAcks).toHaveLength(2);
     expect(result.retryMessages).toHaveLength(1);
     expect(s.ses.calls).toHaveLength(1);
