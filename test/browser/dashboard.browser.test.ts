@@ -367,7 +367,6 @@ describe("the dashboard in headless Chromium", () => {
 async function axeCheck(page: Page, axeSource: string, label: string): Promise<string[]> {
   await page.addScriptTag({ path: axeSource });
   const violations = await page.evaluate(async () => {
-    // biome-ignore lint/suspicious/noExplicitAny: axe is a global the injected script defines
     const result = await (window as any).axe.run(document, { resultTypes: ["violations"] });
     return result.violations.map((v: { id: string; impact: string; nodes: { target: string[] }[] }) => ({
       id: v.id,

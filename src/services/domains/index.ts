@@ -2,7 +2,7 @@
  * Sending domains: create (with a DKIM key pair), list, get, check now,
  * delete, and the guard sending uses (`requireVerifiedDomain`).
  */
-import { and, count, eq, isNull, lt, ne, sql, type SQL } from "drizzle-orm";
+import { and, eq, isNull, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Clock } from "../../lib/caches";
 import { TtlCache } from "../../lib/ttl-cache";
 import { runStatements, type Database } from "../../db/client";
