@@ -3,7 +3,7 @@ import { runStatements, type Database } from "../db/client";
 import { contacts, events, projects, templates } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
 import { insertEvent } from "../store/events";
-import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded, storedBytesGuard } from "../store/guards";
+import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded } from "../store/guards";
 import { dropContactCreatedTrigger } from "../store/workflows";
 import type { z } from "@hono/zod-openapi";
 import { newId } from "../lib/ids";
@@ -67,7 +67,10 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const createdAt = new Date();
   const d1 = db.$client;
   const publicUse = options.publicKey ? { contacts: [email], events: 1 } : undefined;
-  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse }, createdAt);
+  // What the triggers will count: the event's data, and at most the contact data it merges (a new contact's `{}`).
+  const utf8 = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
+  const storedBytesAtMost = utf8(all ?? {}) + (options.publicKey ? 2 : utf8(persistent) + 2);
+  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse, storedBytesAtMost }, createdAt);
   // Double opt-in: a contact a public key creates starts unsubscribed and is sent the confirmation.
   const optIn = options.publicKey && options.doubleOptIn && input.subscribed !== false ? await doubleOptInFor(db, projectId, email) : null;
   // A public key leaves an existing contact as it is, and gives a new one no data.
@@ -101,8 +104,7 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     // An unconfirmed contact starts no CONTACT_CREATED workflow: it is queued when the contact confirms.
     ...(optIn ? [dropContactCreatedTrigger(d1, projectId, upsert.ids[0])] : []),
     ...counted,
-    // queueEmails ends its batch with the stored-bytes guard itself; alone, this batch needs its own.
-    ...(optIn?.template ? [] : [storedBytesGuard(d1, env, projectId)]),
+    // Stored bytes: checked by the guard up front (storedBytesAtMost); queueEmails checks the confirmation email's after it.
     outboxProbe(d1, projectId),
   ];
   const [, ...rest] = optIn?.template
