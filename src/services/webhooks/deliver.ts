@@ -74,8 +74,9 @@ const HANDOVER_ROUNDS = 8;
  * theirs, and the sending request sends them next, 100 per sendBatch. So
  * under load an isolate makes one queue call per round instead of one per
  * request, and no request waits on another's I/O: a request either sends or
- * returns at once. The events are in D1 already; if the sending request's
- * invocation dies, the cron's outbox drain queues them after its grace period.
+ * returns at once. After HANDOVER_ROUNDS what is left goes with the next
+ * request's hand-over. The events are in D1 already; whatever no hand-over
+ * sends (its invocation died) the cron's outbox drain queues after its grace period.
  */
 export class WebhookHandover {
   private waiting = new WeakMap<object, { messages: { body: WebhookQueueMessage }[]; sending: boolean }>();
