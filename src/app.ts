@@ -72,6 +72,20 @@ export function createApp(options: AppOptions = {}) {
   app.use("*", requestId);
   app.use("*", async (c, next) => {
     c.set("caches", caches);
+    // Webhook events a request recorded go to the queue after the response, coalesced per isolate;
+    // without an execution context (direct app.fetch in a script) the send still runs, unawaited.
+    const later = (work: Promise<void>) => {
+      try {
+        c.executionCtx.waitUntil(work);
+      } catch {
+        // the cron drains whatever it does not send
+      }
+      return Promise.resolve();
+    };
+    c.set("webhookHandOver", {
+      events: (projectId, eventIds) => later(webhookHandover.handOver(c.env, projectId, eventIds)),
+      rows: (rows) => later(webhookHandover.handOverRows(c.env, rows)),
+    });
     await next();
   });
   // Writes may have recorded workflow triggers (D1 triggers fill an outbox on
@@ -92,18 +106,12 @@ export function createApp(options: AppOptions = {}) {
     waitUntil(dispatchWorkflowTriggers(getDb(c.env.DB), c.env, auth.projectId).catch((err) => console.error("workflow trigger dispatch failed", err)));
   });
   // Webhook events a write recorded (c.set("webhookEvents", ids)) go to the
-  // webhook queue once the response is ready, coalesced per isolate (WebhookHandover);
-  // the cron takes over any that do not.
+  // webhook queue once the response is ready (webhookHandOver).
   app.use("*", async (c, next) => {
     await next();
     const ids = c.get("webhookEvents");
     const auth = c.get("auth");
-    if (!ids?.length || !auth) return;
-    try {
-      c.executionCtx.waitUntil(webhookHandover.handOver(c.env, auth.projectId, ids));
-    } catch {
-      // no execution context (direct app.fetch in a script): the cron drains
-    }
+    if (ids?.length && auth) await c.get("webhookHandOver").events(auth.projectId, ids);
   });
   // POST /contacts/imports counts its own CSV as it streams (50 MB): bodyLimit would buffer a body without Content-Length.
   app.use("*", (c, next) =>

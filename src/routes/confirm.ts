@@ -9,7 +9,6 @@ import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { confirmSubscription, findConfirmation } from "../services/tracking/confirm";
 import { parseConfirmToken } from "../services/tracking/links";
-import { queueWebhookEvents } from "../services/webhooks/deliver";
 import { dispatchWorkflowTriggers } from "../services/workflows/triggers";
 
 const tags = ["Double opt-in"];
@@ -92,7 +91,7 @@ confirmRouter
     const emailId = await parseConfirmToken(linkVerificationSecrets(c.env), token);
     if (!emailId) return invalid(c);
     const db = getDb(c.env.DB);
-    const { outcome, projectId } = await confirmSubscription(db, c.env, emailId, (project, ids) => queueWebhookEvents(c.env, project, ids));
+    const { outcome, projectId } = await confirmSubscription(db, c.env, emailId, c.get("webhookHandOver").events);
     if (outcome === "unknown" || outcome === "expired") return gone(c, outcome);
     if (outcome === "confirmed" && projectId) {
       // CONTACT_SUBSCRIBED workflows: the D1 trigger filled the outbox; hand it over now (the cron would, later).

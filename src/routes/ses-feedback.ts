@@ -6,7 +6,6 @@ import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { applySesFeedback } from "../services/feedback/ses";
-import { queueWebhookEvents } from "../services/webhooks/deliver";
 import {
   failedCertificates,
   isSnsUrl,
@@ -108,7 +107,7 @@ sesFeedbackRouter.post("/webhooks/ses", async (c) => {
   } else if (message.Type === "UnsubscribeConfirmation") {
     outcome = "ignored";
   } else {
-    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, c.env, (projectId, ids) => queueWebhookEvents(c.env, projectId, ids));
+    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, c.env, c.get("webhookHandOver").events);
   }
   return c.json(success({ type: message.Type, outcome }), 200);
 });

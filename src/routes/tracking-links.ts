@@ -1,4 +1,3 @@
-import { queueRecordedEvents } from "../services/webhooks/deliver";
 import { createRoute, z } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { linkVerificationSecrets } from "../lib/config";
@@ -68,7 +67,7 @@ export const trackingLinksRouter = createRouter()
     if (await verifyOpenSignature(secrets, emailId, s)) {
       try {
         await recordLinkEngagement(getDb(c.env.DB), c.env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, "OPENED", {}, (rows) =>
-          queueRecordedEvents(c.env, rows),
+          c.get("webhookHandOver").rows(rows),
         );
       } catch (err) {
         // The image is served either way; a lost open is better than a broken picture.
@@ -89,7 +88,7 @@ export const trackingLinksRouter = createRouter()
     if (!isTrackableUrl(u)) throw new ApiError("BAD_REQUEST", "This tracking link does not point to an http(s) URL");
     try {
       await recordLinkEngagement(getDb(c.env.DB), c.env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, "CLICKED", { url: u }, (rows) =>
-        queueRecordedEvents(c.env, rows),
+        c.get("webhookHandOver").rows(rows),
       );
     } catch (err) {
       // The reader gets to the link either way; a lost click is better than a dead link.

@@ -10,7 +10,6 @@ import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { parseUnsubscribeToken } from "../services/tracking/links";
 import { emailExists, unsubscribeByEmail } from "../services/tracking/unsubscribe";
-import { queueWebhookEvents } from "../services/webhooks/deliver";
 
 const tags = ["Unsubscribe"];
 
@@ -125,9 +124,7 @@ unsubscribeRouter
       });
     }
     const fromPage = form.source === "page";
-    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", c.env, (projectId, ids) =>
-      queueWebhookEvents(c.env, projectId, ids),
-    );
+    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", c.env, c.get("webhookHandOver").events);
     if (outcome === "unknown-email") throw ApiError.notFound("Email");
     if (fromPage) return htmlPage(c, 200, "You are unsubscribed", "You will no longer receive these emails. You can close this page.");
     return c.body("Unsubscribed", 200, { "Content-Type": "text/plain; charset=utf-8", ...NO_CACHE });

@@ -92,6 +92,16 @@ export class WebhookHandover {
     return lane.sending ? Promise.resolve() : this.send(env, lane);
   }
 
+  /** Rows a record statement returned (`id`, `project_id`), whatever their projects. */
+  handOverRows(env: Env, rows: readonly Record<string, unknown>[]): Promise<void> {
+    const byProject = new Map<string, string[]>();
+    for (const r of rows) {
+      if (typeof r.id !== "string" || typeof r.project_id !== "string") continue;
+      byProject.set(r.project_id, [...(byProject.get(r.project_id) ?? []), r.id]);
+    }
+    return Promise.all([...byProject].map(([projectId, ids]) => this.handOver(env, projectId, ids))).then(() => undefined);
+  }
+
   private async send(env: Env, lane: { messages: { body: WebhookQueueMessage }[]; sending: boolean }) {
     lane.sending = true;
     try {
