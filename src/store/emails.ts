@@ -285,7 +285,8 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
   trackingEnabled: row[14] === 1,
   bodyChars: row[15],
   webhooks: row[16] === 1,
-  // Headers are capped far below the inline size (MAX_CUSTOM_HEADER_BYTES), so the body is whole or absent.
+  // The claim returns HTML of at most INLINE_BODY_CHARS; it is kept only when the whole body (the send's headers
+  // included) fits too, else read later with the larger ones.
   body:
     row[17] !== null && row[18] !== null && row[15] <= INLINE_BODY_CHARS
       ? { html: row[17], headers: JSON.parse(row[18]) as Record<string, string> }
