@@ -25,6 +25,7 @@ import {
   log,
   report,
   printTable,
+  requestWindow,
   send,
   settings,
   startServer,
@@ -90,18 +91,7 @@ async function prepare(name, cwd) {
 
 /** One window of `kind` on `side`: requests answered as expected, and seconds. */
 async function window(side, kind, state) {
-  const deadline = performance.now() + windowS * 1000;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: settings.concurrency }, async () => {
-      while (performance.now() < deadline) {
-        const res = await send(side.server.base, kind.makeRequest(state.next++));
-        if (kind.expect.includes(res.status)) state.ok++;
-        else state.errors.set(res.status, (state.errors.get(res.status) ?? 0) + 1);
-      }
-    }),
-  );
-  state.elapsed += (performance.now() - t0) / 1000;
+  await requestWindow(side.server.base, kind, state, windowS * 1000);
   await waitForQueueDrain(side.server.base, side.bench.secretKey);
 }
 

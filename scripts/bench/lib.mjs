@@ -156,21 +156,7 @@ export async function interleavedThroughput(server, kinds, rounds, between = asy
     for (const [k, kind] of kinds.entries()) {
       const state = states[k];
       const cpuBefore = serverCpuMs(server.child.pid);
-      const deadline = performance.now() + (settings.seconds * 1000) / rounds;
-      const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: settings.concurrency }, async () => {
-          while (performance.now() < deadline && state.next < settings.maxRequests) {
-            const i = state.next++;
-            const start = performance.now();
-            const res = await send(base, kind.makeRequest(i));
-            state.latencies.push(performance.now() - start);
-            if (kind.expect.includes(res.status)) state.ok++;
-            else state.errors.set(res.status, (state.errors.get(res.status) ?? 0) + 1);
-          }
-        }),
-      );
-      state.elapsed += (performance.now() - t0) / 1000;
+      await requestWindow(base, kind, state, (settings.seconds * 1000) / rounds);
       const cpuAfter = serverCpuMs(server.child.pid);
       state.cpu = cpuBefore !== null && cpuAfter !== null && state.cpu !== null ? state.cpu + (cpuAfter - cpuBefore) : null;
       await between();
@@ -185,6 +171,27 @@ export async function interleavedThroughput(server, kinds, rounds, between = asy
     cpuPerRequest: state.cpu !== null && state.latencies.length > 0 ? state.cpu / state.latencies.length : Number.NaN,
     ...stats(state.latencies),
   }));
+}
+
+/**
+ * One window of `kind` against `base`: settings.concurrency requests in flight for `ms`;
+ * adds to `state` (next, ok, errors, elapsed, and latencies when it has them).
+ */
+export async function requestWindow(base, kind, state, ms) {
+  const deadline = performance.now() + ms;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: settings.concurrency }, async () => {
+      while (performance.now() < deadline && state.next < settings.maxRequests) {
+        const start = performance.now();
+        const res = await send(base, kind.makeRequest(state.next++));
+        state.latencies?.push(performance.now() - start);
+        if (kind.expect.includes(res.status)) state.ok++;
+        else state.errors.set(res.status, (state.errors.get(res.status) ?? 0) + 1);
+      }
+    }),
+  );
+  state.elapsed += (performance.now() - t0) / 1000;
 }
 
 export async function throughput(server, makeRequest, expect) {
