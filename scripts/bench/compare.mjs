@@ -27,6 +27,7 @@ import {
   printTable,
   requestWindow,
   send,
+  serverCpuMs,
   settings,
   startServer,
   stopServers,
@@ -89,9 +90,12 @@ async function prepare(name, cwd) {
   return { name, server, bench, sender, template };
 }
 
-/** One window of `kind` on `side`: requests answered as expected, and seconds. */
+/** One window of `kind` on `side`: requests answered as expected, seconds, and the server's CPU (ms) meanwhile. */
 async function window(side, kind, state) {
+  const cpuBefore = serverCpuMs(side.server.child.pid);
   await requestWindow(side.server.base, kind, state, windowS * 1000);
+  const cpuAfter = serverCpuMs(side.server.child.pid);
+  state.cpu = cpuBefore !== null && cpuAfter !== null && state.cpu !== null ? state.cpu + (cpuAfter - cpuBefore) : null;
   await waitForQueueDrain(side.server.base, side.bench.secretKey);
 }
 
@@ -109,7 +113,7 @@ async function main() {
     { label: "GET /health", makeRequest: () => ({ path: "/health" }), expect: [200] },
     ...requestKinds(side.bench, side.template.id, runId),
   ]);
-  const states = sides.map(() => kinds[0].map(() => ({ next: 0, ok: 0, elapsed: 0, errors: new Map() })));
+  const states = sides.map(() => kinds[0].map(() => ({ next: 0, ok: 0, elapsed: 0, cpu: 0, errors: new Map() })));
   // Warm-up: every path compiled on both sides.
   for (const [s, side] of sides.entries()) {
     for (const kind of kinds[s]) await Promise.all(Array.from({ length: 8 }, (_, i) => send(side.server.base, kind.makeRequest(-1 - i))));
@@ -123,6 +127,8 @@ async function main() {
     log(`round ${round + 1} of ${rounds}`);
   }
   const rps = (s, k) => states[s][k].ok / states[s][k].elapsed;
+  // Server CPU (wrangler's and workerd's processes) per answered request: steadier than req/s on a busy machine.
+  const cpu = (s, k) => (states[s][k].cpu === null ? "n/a" : `${fmt(states[s][k].cpu / states[s][k].ok, 2)}`);
   const errorsOf = (s) => states[s].flatMap((st) => [...st.errors].map(([status, n]) => `${n}x${status}`)).join(" ");
   for (const s of [0, 1]) if (errorsOf(s)) log(`${sides[s].name}: non-2xx answers ${errorsOf(s)}`);
   const compare = (figure, before, after, unit, detail) => {
@@ -147,7 +153,7 @@ async function main() {
       rps(0, k) / rps(0, 0),
       rps(1, k) / rps(1, 0),
       "",
-      `${fmt(rps(0, k), 0)} / ${fmt(rps(0, 0), 0)} req/s -> ${fmt(rps(1, k), 0)} / ${fmt(rps(1, 0), 0)} req/s; ${states[0][k].ok} and ${states[1][k].ok} requests`,
+      `${fmt(rps(0, k), 0)} / ${fmt(rps(0, 0), 0)} req/s -> ${fmt(rps(1, k), 0)} / ${fmt(rps(1, 0), 0)} req/s; ${states[0][k].ok} and ${states[1][k].ok} requests; server CPU ${cpu(0, k)} -> ${cpu(1, k)} ms/req (GET /health ${cpu(0, 0)} -> ${cpu(1, 0)})`,
     );
   }
   // Emails accepted -> SENT, two runs a side in ABBA order; the better of each side's two.

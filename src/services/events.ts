@@ -3,10 +3,9 @@ import { runStatements, type Database } from "../db/client";
 import { contacts, events, projects, templates } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
 import { insertEvent } from "../store/events";
-import { countPublicKeyUse, outboxProbe, quotaGuard, runGuarded } from "../store/guards";
+import { outboxProbe, quotaGuard, runGuarded } from "../store/guards";
 import { dropContactCreatedTrigger } from "../store/workflows";
 import type { z } from "@hono/zod-openapi";
-import { newId } from "../lib/ids";
 import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
 import { ApiError } from "../lib/errors";
 import { decodeCursor, toPage } from "../lib/pagination";
@@ -63,7 +62,6 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const email = input.email.toLowerCase();
   // `{value, persistent: false}` (as on /v1/send): stored on the event, never on the contact.
   const { persistent, all } = splitPersistentData(input.data);
-  const eventId = newId();
   const createdAt = new Date();
   const d1 = db.$client;
   const publicUse = options.publicKey ? { contacts: [email], events: 1 } : undefined;
@@ -80,6 +78,8 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     subscribedByDefault: true,
     now: createdAt,
   });
+  // The event shares the id a new contact would get: a contact with its event's id was created by it (the public counters' trigger, migration 0023).
+  const eventId = upsert.ids[0];
   const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, source: options.publicKey ? "public" : "secret", createdAt });
   // Webhook events: contact.created always; .updated / .(un)subscribed only when a secret key brings data or a subscription.
   const changes = !options.publicKey && (Object.keys(persistent).length > 0 || input.subscribed !== undefined);
@@ -92,8 +92,6 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     updates: changes,
     subscribed: options.publicKey ? undefined : input.subscribed,
   });
-  // A public key's use counts toward its own daily quotas, after the writes it counts.
-  const counted = options.publicKey ? [countPublicKeyUse(d1, projectId, { newContactIds: upsert.ids, events: 1 }, createdAt)] : [];
   const n = hooks.before.length;
   const statements = [
     guard!,
@@ -103,7 +101,6 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     event,
     // An unconfirmed contact starts no CONTACT_CREATED workflow: it is queued when the contact confirms.
     ...(optIn ? [dropContactCreatedTrigger(d1, projectId, upsert.ids[0])] : []),
-    ...counted,
     // Stored bytes: checked by the guard up front (storedBytesAtMost); queueEmails checks the confirmation email's after it.
     outboxProbe(d1, projectId),
   ];

@@ -210,18 +210,6 @@ const COUNT_GUARD_SQL: Record<CountedQuota, string> = {
   QUOTA_WORKFLOW_VERSIONS: countGuardSql("QUOTA_WORKFLOW_VERSIONS", "workflow_versions", "workflow_id"),
 };
 
-/**
- * A public key's write batch, after its contact upsert and events: counts
- * the contact it created (the row with the upsert's new id exists) and its
- * events into the day's public counters that quotaGuard checks.
- */
-export function countPublicKeyUse(d1: D1Database, projectId: string, use: { newContactIds: string[]; events: number }, now = new Date()): D1PreparedStatement {
-  return d1.prepare(COUNT_PUBLIC_USE_SQL).bind(projectId, utcDayNumber(now), JSON.stringify(use.newContactIds), use.events);
-}
-const COUNT_PUBLIC_USE_SQL = `INSERT INTO project_daily_usage (project_id, day, public_contacts, public_events)
-  VALUES (?1, ?2, (SELECT count(*) FROM contacts WHERE id IN (SELECT value FROM json_each(?3))), ?4)
-  ON CONFLICT (project_id, day) DO UPDATE SET public_contacts = public_contacts + excluded.public_contacts, public_events = public_events + excluded.public_events`;
-
 const quotaGuardSql = (quotas: readonly GuardedQuota[]) =>
   `INSERT INTO quota_checks (quota, used, quota_limit) ${quotas.map((q) => QUOTA_ROWS[q]).join(" UNION ALL ")}`;
 
@@ -306,7 +294,6 @@ export const FIXED_SQL = {
   SUPPRESSIONS_OF_SQL,
   SUPPRESSION_GUARD_SQL,
   OUTBOX_PROBE_SQL,
-  COUNT_PUBLIC_USE_SQL,
   STORED_BYTES_GUARD_SQL,
   ...Object.fromEntries(Object.entries(COUNT_GUARD_SQL).map(([quota, text]) => [`COUNT_GUARD_SQL_${quota}`, text])),
   QUOTA_GUARD_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_EMAILS_PER_DAY"]),
