@@ -33,6 +33,9 @@ function depthOf(value: unknown, depth = 0): number {
   return max;
 }
 
+/** Bytes of `value` as stored: its JSON, UTF-8. */
+export const jsonByteLength = (value: unknown): number => new TextEncoder().encode(JSON.stringify(value)).length;
+
 /**
  * Free-form key/value data (contact data, event data): keys 1-128 characters,
  * at most 32 KB as JSON and 8 levels deep. A null value deletes that key when
@@ -43,7 +46,7 @@ export const DataObjectSchema = z
   .superRefine((value, ctx) => {
     if (depthOf(value) > MAX_DATA_DEPTH) {
       ctx.addIssue({ code: "custom", message: `data may be nested at most ${MAX_DATA_DEPTH} levels deep` });
-    } else if (new TextEncoder().encode(JSON.stringify(value)).length > MAX_DATA_BYTES) {
+    } else if (jsonByteLength(value) > MAX_DATA_BYTES) {
       ctx.addIssue({ code: "custom", message: "data may be at most 32 KB as JSON" });
     }
   })

@@ -2,6 +2,7 @@ import { and, eq, sql, type SQL } from "drizzle-orm";
 import { fromRow, runStatements, type Database } from "../db/client";
 import { contacts, type Contact, type JsonObject } from "../db/schema";
 import { ApiError } from "../lib/errors";
+import { jsonByteLength } from "../lib/validators";
 import { likeContains } from "../lib/sql";
 import { listNewestFirst } from "../lib/pagination";
 import type { Env } from "../env";
@@ -59,7 +60,9 @@ export async function upsertContact(
   const d1 = db.$client;
   const now = new Date();
   const upsert = upsertContacts(d1, projectId, [input], { onExisting: "merge", subscribedByDefault: true, now, returnRows: true });
-  const guard = quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()] }, now);
+  // Stored bytes up front: a merge grows the contact's data by at most the patch (a new contact's `{}` included).
+  const storedBytesAtMost = jsonByteLength(input.data ?? {}) + 2;
+  const guard = quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()], storedBytesAtMost }, now);
   // Webhook events around the upsert: contact.created, .updated, .(un)subscribed as they happen.
   const hooks = contactWriteEvents(d1, {
     projectId,
@@ -73,7 +76,7 @@ export async function upsertContact(
   const n = hooks.before.length;
   const [, ...rest] = await runGuarded(
     env,
-    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, storedBytesGuard(d1, env, projectId), outboxProbe(d1, projectId)]),
+    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, outboxProbe(d1, projectId)]),
     now,
   );
   const [upserted] = upsert.contacts(rest.slice(n, n + upsert.statements.length)).values();

@@ -2,12 +2,13 @@ import { and, asc, count, desc, eq, lt, sql, type SQL } from "drizzle-orm";
 import { runStatements, type Database } from "../db/client";
 import { contacts, events, projects, templates } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
-import { insertEvent } from "../store/events";
-import { outboxProbe, quotaGuard, runGuarded } from "../store/guards";
+import { insertEvent, workflowTriggersPendingOf } from "../store/events";
+import { quotaGuard, runGuarded } from "../store/guards";
 import { dropContactCreatedTrigger } from "../store/workflows";
 import type { z } from "@hono/zod-openapi";
 import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
 import { ApiError } from "../lib/errors";
+import { jsonByteLength } from "../lib/validators";
 import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
 import { splitPersistentData } from "./contacts";
@@ -66,8 +67,7 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const d1 = db.$client;
   const publicUse = options.publicKey ? { contacts: [email], events: 1 } : undefined;
   // What the triggers will count: the event's data, and at most the contact data it merges (a new contact's `{}`).
-  const utf8 = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
-  const storedBytesAtMost = utf8(all ?? {}) + (options.publicKey ? 2 : utf8(persistent) + 2);
+  const storedBytesAtMost = jsonByteLength(all ?? {}) + (options.publicKey ? 2 : jsonByteLength(persistent) + 2);
   const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse, storedBytesAtMost }, createdAt);
   // Double opt-in: a contact a public key creates starts unsubscribed and is sent the confirmation.
   const optIn = options.publicKey && options.doubleOptIn && input.subscribed !== false ? await doubleOptInFor(db, projectId, email) : null;
@@ -98,11 +98,11 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     ...hooks.before,
     ...upsert.statements,
     ...hooks.after,
-    event,
     // An unconfirmed contact starts no CONTACT_CREATED workflow: it is queued when the contact confirms.
     ...(optIn ? [dropContactCreatedTrigger(d1, projectId, upsert.ids[0])] : []),
-    // Stored bytes: checked by the guard up front (storedBytesAtMost); queueEmails checks the confirmation email's after it.
-    outboxProbe(d1, projectId),
+    // Last: it also says whether the workflow outbox holds triggers. Stored bytes: checked by the guard up
+    // front (storedBytesAtMost); queueEmails checks the confirmation email's after it.
+    event,
   ];
   const [, ...rest] = optIn?.template
     ? // The confirmation email in the same batch, inserted only if the contact was created by it.
@@ -135,7 +135,7 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     eventId,
     createdAt,
     isNewContact: contact.created,
-    workflowTriggersPending: rest.at(-1)!.length > 0,
+    workflowTriggersPending: workflowTriggersPendingOf(rest.at(-1)!),
     webhookEvents: hooks.ids(rest.slice(0, n), rest.slice(n + upsert.statements.length, n + upsert.statements.length + hooks.after.length)),
   };
 }

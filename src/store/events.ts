@@ -7,7 +7,10 @@ import { underDailyEventQuota } from "./guards";
 
 /**
  * A project event (POST /v1/track) for the contact with this lower-case
- * address, found by address in the same batch as the contact's upsert.
+ * address, found by address in the same batch as the contact's upsert. It
+ * returns one row saying whether the project's workflow outbox holds triggers
+ * (workflowTriggersPendingOf), this event's included (workflow_trigger_event
+ * is a BEFORE trigger, migration 0023), so the batch needs no outboxProbe.
  */
 export function insertEvent(
   d1: D1Database,
@@ -19,7 +22,11 @@ export function insertEvent(
     .bind(event.id ?? newId(), projectId, event.email, event.name, JSON.stringify(event.data), event.createdAt.getTime(), event.source);
 }
 const INSERT_EVENT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at, source)
-  VALUES (?1, ?2, (SELECT id FROM contacts WHERE project_id = ?2 AND email = ?3), ?4, ?5, ?6, ?7)`;
+  VALUES (?1, ?2, (SELECT id FROM contacts WHERE project_id = ?2 AND email = ?3), ?4, ?5, ?6, ?7)
+  RETURNING EXISTS (SELECT 1 FROM workflow_trigger_outbox WHERE project_id = ?2) AS workflow_triggers_pending`;
+
+/** From insertEvent's result: whether the workflow outbox holds triggers to hand over. */
+export const workflowTriggersPendingOf = (rows: readonly Record<string, unknown>[]): boolean => rows[0]?.workflow_triggers_pending === 1;
 
 /**
  * An event for the contact of an email, as one INSERT ... SELECT from the

@@ -151,13 +151,13 @@ describe("what an event webhook costs the write that records it", () => {
     const withNone = await costs(none);
     const withTwo = await costs(two);
     // The event is one statement of the write's own batch, there with or without endpoints (it records
-    // nothing without a subscribed one): /v1/track with a public key is quota guard (stored bytes included,
-    // up front), contact upsert, the contact.created record, event (its trigger counts the public key's use),
-    // workflow outbox probe; POST /contacts quota guard, upsert, one record for contact.created or .updated, stored-bytes
-    // guard, probe.
+    // nothing without a subscribed one): /v1/track with a public key is quota guard (stored bytes and the
+    // key's daily use included, up front), contact upsert, the contact.created record, event (its triggers
+    // count the key's use; it returns whether the workflow outbox holds triggers); POST /contacts quota
+    // guard (stored bytes up front), upsert, one record for contact.created or .updated, outbox probe.
     const cost1 = (statements: number, messages: number) => ({ roundTrips: 1, batches: 1, statements, messages });
-    expect(withNone).toEqual({ "track, new contact": cost1(5, 0), "contacts, new": cost1(5, 0), "contacts, existing": cost1(5, 0) });
-    expect(withTwo).toEqual({ "track, new contact": cost1(5, 1), "contacts, new": cost1(5, 1), "contacts, existing": cost1(5, 1) });
+    expect(withNone).toEqual({ "track, new contact": cost1(4, 0), "contacts, new": cost1(4, 0), "contacts, existing": cost1(4, 0) });
+    expect(withTwo).toEqual({ "track, new contact": cost1(4, 1), "contacts, new": cost1(4, 1), "contacts, existing": cost1(4, 1) });
   });
 });
 

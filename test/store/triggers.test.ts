@@ -12,7 +12,7 @@ import architecture from "../../docs/architecture.md?raw";
 const EXPECTED_TRIGGERS: Record<string, string> = {
   contacts_data_cap_insert: "BEFORE INSERT ON contacts",
   contacts_data_cap_update: "BEFORE UPDATE OF data ON contacts",
-  workflow_trigger_event: "AFTER INSERT ON events",
+  workflow_trigger_event: "BEFORE INSERT ON events",
   workflow_trigger_contact_insert: "AFTER INSERT ON contacts",
   workflow_trigger_contact_subscribed: "AFTER UPDATE OF subscribed ON contacts",
   quota_checks_guard: "BEFORE INSERT ON quota_checks",
