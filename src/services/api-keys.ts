@@ -1,10 +1,9 @@
 import { type Clock, systemClock } from "../lib/caches";
-import { createHmac } from "node:crypto";
 import { TtlCache } from "../lib/ttl-cache";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { apiKeys, projects } from "../db/schema";
-import { randomHex, sha256Hex, timingSafeEqual } from "../lib/crypto";
+import { randomHex, sha256Hex, timingSafeEqual, toHex } from "../lib/crypto";
 
 export type KeyKind = "secret" | "public";
 
@@ -81,17 +80,17 @@ export const KEY_CACHE_TTL_MS = 5_000;
 export const KEY_CACHE_MAX_ENTRIES = 1_000;
 
 /** A random HMAC key made once per isolate, never stored anywhere. */
-let cacheKeySecret: Uint8Array | undefined;
+let cacheKeySecret: Promise<CryptoKey> | undefined;
 
 /**
  * What the key caches are keyed by: HMAC-SHA-256 of the key under the
  * isolate's random secret, so no usable API key stays in the isolate's memory
- * after its request (expired entries linger until evicted). Synchronous
- * (node:crypto): no await on the path of every authenticated request.
+ * after its request (expired entries linger until evicted). About a
+ * microsecond per request; only the isolate can compute it.
  */
-function cacheKeyOf(key: string): string {
-  cacheKeySecret ??= crypto.getRandomValues(new Uint8Array(32));
-  return createHmac("sha256", cacheKeySecret).update(key).digest("hex");
+async function cacheKeyOf(key: string): Promise<string> {
+  cacheKeySecret ??= crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256" }, false, ["sign"]) as Promise<CryptoKey>;
+  return toHex(await crypto.subtle.sign("HMAC", await cacheKeySecret, new TextEncoder().encode(key)));
 }
 
 /** `beforeQuery` runs before a key that no cache knows is looked up in D1 (and may throw to refuse it). */
@@ -114,7 +113,7 @@ export function cachedKeyLookup(now: Clock = systemClock): KeyLookup {
   const known = new TtlCache<string, KeyOwner>(options);
   const unknown = new TtlCache<string, true>(options);
   return async (db, key, beforeQuery) => {
-    const cacheKey = cacheKeyOf(key);
+    const cacheKey = await cacheKeyOf(key);
     const hit = known.get(cacheKey);
     if (hit) return hit;
     if (unknown.get(cacheKey)) return null;
