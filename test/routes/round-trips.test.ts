@@ -182,10 +182,13 @@ describe("D1 round trips of POST /v1/send (warm isolate)", () => {
       roundTrips: 3,
       batches: 2,
     });
-    // Every variable comes from the request's data or is a built-in: no contact data to read.
-    expect(await cost(send({ to: "b@example.com", from, subject: "Hi {{n}}", body: "<p>Hi {{ data.n }}</p>", data: { n: 2 } }), 200)).toMatchObject({
+    // Every variable comes from the request's data or is a built-in: no contact data to read. Six statements:
+    // suppression guard, quota guard (stored bytes included, up front), contact upsert, contact.created
+    // record, emails, workflow outbox probe.
+    expect(await cost(send({ to: "b@example.com", from, subject: "Hi {{n}}", body: "<p>Hi {{ data.n }}</p>", data: { n: 2 } }), 200)).toEqual({
       roundTrips: 1,
       batches: 1,
+      statements: 6,
     });
     const fifty = Array.from({ length: 50 }, (_, i) => `r${i}@example.com`);
     expect(await cost(send({ to: fifty, from, subject: "Hi", body: '<p>Hi {{email}}</p><a href="{{unsubscribeUrl}}">x</a>' }), 200)).toMatchObject({

@@ -178,6 +178,27 @@ describe("stored bytes (issue 24, H1): one figure per project, kept by D1 trigge
     expect((await api("POST", "/v1/track", { email: "t@example.com", event: "visit", data: { note: big } })).status).toBe(200);
   });
 
+  it("a /v1/send whose HTML, custom headers, attachment or contact data would pass QUOTA_STORED_BYTES is a 403 and writes nothing: no email, no contact", async () => {
+    const s = await sendingSetup({ QUOTA_STORED_BYTES: "6000" });
+    const email = (to: string[] | string, extra: Record<string, unknown> = {}) => ({ to, from: `hi@${s.domain}`, subject: "Hi", body: "<p>Hi</p>", ...extra });
+    expect((await s.send(email("a@example.com"))).status).toBe(200);
+    const left = 6000 - (await storedBytes(s.project.id));
+    const refusals = [
+      email(["b@example.com", "c@example.com"], { body: `<p>${"x".repeat(Math.ceil(left / 2))}</p>` }),
+      // Header values are at most 998 characters: enough 900-character ones to pass what is left.
+      email("b@example.com", { headers: Object.fromEntries(Array.from({ length: Math.ceil(left / 900) }, (_, i) => [`X-Note-${i}`, "h".repeat(900)])) }),
+      email("b@example.com", { attachments: [{ filename: "a.bin", contentType: "application/octet-stream", content: btoa("z".repeat(left)) }] }),
+      email("b@example.com", { data: { note: "d".repeat(left) } }),
+    ];
+    for (const body of refusals) expectError(await s.send(body), 403, "QUOTA_EXCEEDED");
+    const stored = await db().select({ to: emails.toAddress }).from(emails).where(eq(emails.projectId, s.project.id));
+    expect(stored.map((e) => e.to)).toEqual(["a@example.com"]);
+    expect((await s.request<{ total: number }>("GET", "/contacts")).body.total).toBe(1);
+    expect(await storedBytes(s.project.id)).toBe(6000 - left);
+    // Within the quota the same send goes through.
+    expect((await s.send(email("b@example.com", { data: { note: "d".repeat(100) } }))).status).toBe(200);
+  });
+
   it("a campaign page past QUOTA_STORED_BYTES writes nothing and the campaign waits, SENDING, instead of failing half-way", async () => {
     const s = await campaignSetup({ QUOTA_STORED_BYTES: "8000" });
     await s.addContacts([{ email: "c1@example.com" }, { email: "c2@example.com" }, { email: "c3@example.com" }]);

@@ -5,6 +5,7 @@ import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
+import { jsonByteLength } from "../../lib/validators";
 import type { SendEmailMessage } from "../../messages";
 import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { insertQueued, insertSendHeaders } from "../../store/emails";
@@ -16,8 +17,9 @@ import { type RenderBudget, renderBody, renderSubject } from "./render";
 /**
  * The one path that creates email, for /v1/send, campaign pages, campaign
  * test sends and workflow steps: stamp ids, render, size, guard, insert,
- * enqueue. Every quota is checked in the write's own batch (quotaGuard first,
- * storedBytesGuard after the writes the stored-bytes triggers counted).
+ * enqueue. Every quota is checked in the write's own batch (quotaGuard first;
+ * stored bytes there too when the caller bounds its own, else storedBytesGuard
+ * after the writes the stored-bytes triggers counted).
  */
 
 type Statement = Parameters<typeof runStatements>[1][number];
@@ -70,7 +72,11 @@ export interface QueueOptions {
   budget?: RenderBudget;
   /** false: no count quotas (a campaign page: its whole audience was checked when it started); stored bytes are always checked. */
   quotas?: boolean;
-  /** More quota use the batch adds (the contacts /v1/send upserts). */
+  /**
+   * More quota use the batch adds (the contacts /v1/send upserts). With `storedBytesAtMost` (at most
+   * what the caller's own statements add to stored bytes) the stored-bytes check goes up front in the
+   * quota guard, this batch's emails added to it, in place of a guard statement after the writes.
+   */
   use?: Omit<QuotaUse, "emailsToday">;
   /** Awaited after rendering, before the write (the rate limiter's answer). */
   beforeWrite?: () => Promise<void>;
@@ -117,6 +123,17 @@ async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recip
   );
 }
 
+/** What the stored-bytes triggers count for these emails: each one's HTML and default headers (`{}`), the send's headers and attachments. */
+function storedBytesOf(draft: EmailDraft, rendered: { html: string }[]): number {
+  if (rendered.length === 0) return 0;
+  const encoder = new TextEncoder();
+  let bytes = 0;
+  for (const email of rendered) bytes += encoder.encode(email.html).length + 2;
+  if (draft.headers && Object.keys(draft.headers).length > 0) bytes += jsonByteLength(draft.headers);
+  for (const attachment of draft.attachments ?? []) bytes += base64DecodedSize(attachment.content.replace(/\s+/g, "")) ?? 0;
+  return bytes;
+}
+
 /** With attachments, the largest email must fit what one provider call carries. */
 function assertMessageSize(draft: EmailDraft, rendered: { html: string }[]) {
   if (rendered.length === 0 || !draft.attachments?.length) return;
@@ -157,7 +174,10 @@ export async function queueEmails(
   const d1 = db.$client;
   const now = new Date();
   const sendId = draft.sendId ?? newId();
-  const guard = checkQuotas ? quotaGuard(d1, env, draft.projectId, { ...options.use, emailsToday: rendered.length }, now) : null;
+  const use: QuotaUse = { ...options.use, emailsToday: rendered.length };
+  const bytesUpFront = checkQuotas && use.storedBytesAtMost !== undefined;
+  if (bytesUpFront) use.storedBytesAtMost! += storedBytesOf(draft, rendered);
+  const guard = checkQuotas ? quotaGuard(d1, env, draft.projectId, use, now) : null;
   const inserts = insertQueued(
     d1,
     {
@@ -199,7 +219,7 @@ export async function queueEmails(
     ...(rendered.length > 0 && draft.headers && Object.keys(draft.headers).length > 0
       ? [insertSendHeaders(d1, draft.projectId, sendId, draft.headers, now)]
       : []),
-    ...(rendered.length > 0 ? [storedBytesGuard(d1, env, draft.projectId)] : []),
+    ...(rendered.length > 0 && !bytesUpFront ? [storedBytesGuard(d1, env, draft.projectId)] : []),
     ...last,
   ];
   const results = await runGuarded(env, () => runStatements(db, statements), now);
