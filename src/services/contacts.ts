@@ -2,7 +2,6 @@ import { and, eq, sql, type SQL } from "drizzle-orm";
 import { fromRow, runStatements, type Database } from "../db/client";
 import { contacts, type Contact, type JsonObject } from "../db/schema";
 import { ApiError } from "../lib/errors";
-import { jsonByteLength } from "../lib/validators";
 import { likeContains } from "../lib/sql";
 import { listNewestFirst } from "../lib/pagination";
 import type { Env } from "../env";
@@ -60,9 +59,7 @@ export async function upsertContact(
   const d1 = db.$client;
   const now = new Date();
   const upsert = upsertContacts(d1, projectId, [input], { onExisting: "merge", subscribedByDefault: true, now, returnRows: true });
-  // Stored bytes up front: a merge grows the contact's data by at most the patch (a new contact's `{}` included).
-  const storedBytesAtMost = jsonByteLength(input.data ?? {}) + 2;
-  const guard = quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()], storedBytesAtMost }, now);
+  const guard = quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()], storedBytesAtMost: upsert.storedBytesAtMost() }, now);
   // Webhook events around the upsert: contact.created, .updated, .(un)subscribed as they happen.
   const hooks = contactWriteEvents(d1, {
     projectId,

@@ -66,9 +66,6 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
   const createdAt = new Date();
   const d1 = db.$client;
   const publicUse = options.publicKey ? { contacts: [email], events: 1 } : undefined;
-  // What the triggers will count: the event's data, and at most the contact data it merges (a new contact's `{}`).
-  const storedBytesAtMost = jsonByteLength(all ?? {}) + (options.publicKey ? 2 : jsonByteLength(persistent) + 2);
-  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse, storedBytesAtMost }, createdAt);
   // Double opt-in: a contact a public key creates starts unsubscribed and is sent the confirmation.
   const optIn = options.publicKey && options.doubleOptIn && input.subscribed !== false ? await doubleOptInFor(db, projectId, email) : null;
   // A public key leaves an existing contact as it is, and gives a new one no data.
@@ -78,6 +75,9 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     subscribedByDefault: true,
     now: createdAt,
   });
+  // What the triggers will count: the event's data and at most what the contact upsert adds.
+  const storedBytesAtMost = jsonByteLength(all ?? {}) + upsert.storedBytesAtMost();
+  const guard = quotaGuard(d1, env, projectId, { contacts: [email], eventsToday: 1, publicKey: publicUse, storedBytesAtMost }, createdAt);
   // The event shares the id a new contact would get: a contact with its event's id was created by it (the public counters' trigger, migration 0023).
   const eventId = upsert.ids[0];
   const event = insertEvent(d1, projectId, { id: eventId, email, name: input.event, data: all, source: options.publicKey ? "public" : "secret", createdAt });

@@ -3,6 +3,7 @@ import type { Database } from "../db/client";
 import { contacts, events, type JsonObject } from "../db/schema";
 import { chunkBySize, MAX_JSON_PARAM_CHARS } from "../lib/chunks";
 import { newId } from "../lib/ids";
+import { jsonByteLength } from "../lib/validators";
 
 /** What happens to a contact that already exists with the row's address. */
 export type OnExisting =
@@ -39,6 +40,12 @@ export interface ContactUpsert {
   ids: string[];
   /** The contacts, from the batch's results of `statements` (pass exactly their rows, in order). */
   contacts(results: Record<string, unknown>[][]): Map<string, UpsertedContact>;
+  /**
+   * At most the bytes the statements add to the project's stored bytes (contact data): a JSON
+   * merge grows a contact's data by at most its patch, a new contact's `{}` included. For a
+   * quotaGuard's storedBytesAtMost.
+   */
+  storedBytesAtMost(): number;
 }
 
 /**
@@ -76,6 +83,7 @@ export function upsertContacts(
   return {
     statements,
     ids,
+    storedBytesAtMost: () => rows.reduce((sum, row) => sum + jsonByteLength(row.data ?? {}) + 2, 0),
     contacts(results) {
       const out = new Map<string, UpsertedContact>();
       for (const row of results.flat()) {

@@ -5,7 +5,6 @@ import type { Env } from "../../env";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
-import { jsonByteLength } from "../../lib/validators";
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
 import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, type VerifiedDomains } from "../domains";
 import type { SuppressionReason } from "../suppressions";
@@ -358,8 +357,8 @@ async function writeSend(
       {
         requestUrl: options.requestUrl,
         budget: new RenderBudget(),
-        // Stored bytes up front: each recipient's contact data grows by at most the merged patch (a new one's `{}` included).
-        use: { contacts: sendable.map((a) => a.toLowerCase()), storedBytesAtMost: sendable.length * (jsonByteLength(persistent) + 2) },
+        // Stored bytes up front: what the contact upsert adds at most (queueEmails adds the emails').
+        use: { contacts: sendable.map((a) => a.toLowerCase()), storedBytesAtMost: upsert.storedBytesAtMost() },
         beforeWrite: options.beforeWrite,
         // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
         first: w.checkSuppressions ? [suppressionGuard(d1, projectId, addresses)] : [],

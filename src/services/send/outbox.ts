@@ -130,7 +130,7 @@ function storedBytesOf(draft: EmailDraft, rendered: { html: string }[]): number 
   let bytes = 0;
   for (const email of rendered) bytes += encoder.encode(email.html).length + 2;
   if (draft.headers && Object.keys(draft.headers).length > 0) bytes += jsonByteLength(draft.headers);
-  for (const attachment of draft.attachments ?? []) bytes += base64DecodedSize(attachment.content.replace(/\s+/g, "")) ?? 0;
+  for (const attachment of draft.attachments ?? []) bytes += base64DecodedSize(attachment.content) ?? 0;
   return bytes;
 }
 
