@@ -27,7 +27,6 @@ import {
   printTable,
   requestWindow,
   send,
-  serverCpuMs,
   sleep,
   settings,
   startServer,
@@ -94,10 +93,7 @@ async function prepare(name, cwd) {
 
 /** One window of `kind` on `side`: requests answered as expected, seconds, and the server's CPU (ms) meanwhile. */
 async function window(side, kind, state) {
-  const cpuBefore = serverCpuMs(side.server.child.pid);
-  await requestWindow(side.server.base, kind, state, windowS * 1000);
-  const cpuAfter = serverCpuMs(side.server.child.pid);
-  state.cpu = cpuBefore !== null && cpuAfter !== null && state.cpu !== null ? state.cpu + (cpuAfter - cpuBefore) : null;
+  await requestWindow(side.server, kind, state, windowS * 1000);
   await waitForQueueDrain(side.server.base, side.bench.secretKey);
 }
 

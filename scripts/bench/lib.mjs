@@ -155,10 +155,7 @@ export async function interleavedThroughput(server, kinds, rounds, between = asy
   for (let round = 0; round < rounds; round++) {
     for (const [k, kind] of kinds.entries()) {
       const state = states[k];
-      const cpuBefore = serverCpuMs(server.child.pid);
-      await requestWindow(base, kind, state, (settings.seconds * 1000) / rounds);
-      const cpuAfter = serverCpuMs(server.child.pid);
-      state.cpu = cpuBefore !== null && cpuAfter !== null && state.cpu !== null ? state.cpu + (cpuAfter - cpuBefore) : null;
+      await requestWindow(server, kind, state, (settings.seconds * 1000) / rounds);
       await between();
     }
   }
@@ -174,10 +171,13 @@ export async function interleavedThroughput(server, kinds, rounds, between = asy
 }
 
 /**
- * One window of `kind` against `base`: settings.concurrency requests in flight for `ms`;
- * adds to `state` (next, ok, errors, elapsed, and latencies when it has them).
+ * One window of `kind` against `server`: settings.concurrency requests in flight for `ms`;
+ * adds to `state` (next, ok, errors, elapsed, cpu: the server's CPU in ms, null once
+ * unknown; and latencies when it has them).
  */
-export async function requestWindow(base, kind, state, ms) {
+export async function requestWindow(server, kind, state, ms) {
+  const { base } = server;
+  const cpuBefore = serverCpuMs(server.child.pid);
   const deadline = performance.now() + ms;
   const t0 = performance.now();
   await Promise.all(
@@ -192,6 +192,8 @@ export async function requestWindow(base, kind, state, ms) {
     }),
   );
   state.elapsed += (performance.now() - t0) / 1000;
+  const cpuAfter = serverCpuMs(server.child.pid);
+  state.cpu = cpuBefore !== null && cpuAfter !== null && state.cpu !== null ? state.cpu + (cpuAfter - cpuBefore) : null;
 }
 
 export async function throughput(server, makeRequest, expect) {
