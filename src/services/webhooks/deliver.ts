@@ -97,7 +97,9 @@ export class WebhookHandover {
     const byProject = new Map<string, string[]>();
     for (const r of rows) {
       if (typeof r.id !== "string" || typeof r.project_id !== "string") continue;
-      byProject.set(r.project_id, [...(byProject.get(r.project_id) ?? []), r.id]);
+      const ids = byProject.get(r.project_id);
+      if (ids) ids.push(r.id);
+      else byProject.set(r.project_id, [r.id]);
     }
     return Promise.all([...byProject].map(([projectId, ids]) => this.handOver(env, projectId, ids))).then(() => undefined);
   }
