@@ -25,13 +25,13 @@ const pageRoute = createRoute({
   tags,
   summary: "Double opt-in confirmation page",
   description:
-    "The link in a double opt-in confirmation email (`{{confirmUrl}}`, see PATCH /project). Needs no key: the signed token names the email, and through it the project and the contact. Shows a page with a Confirm button and changes nothing, so link scanners and previews that open URLs confirm no one. The button POSTs to this same URL. A link works for 7 days after its email was created.",
+    "The link in a double opt-in confirmation email (`{{confirmUrl}}`, see PATCH /project). Needs no key: the signed token names the email, and through it the project and the contact. Shows a page with a Confirm button and changes nothing, so link scanners and previews that open URLs confirm no one. The button POSTs to this same URL. A link works for 7 days after its email was created, and confirms once: after the contact unsubscribes, the same link answers 410 and subscribes no one.",
   request: { params: TokenParam },
   responses: {
     200: html("Page with the Confirm button (or saying the subscription is already confirmed)"),
     400: html("Invalid or forged link"),
     404: html("The email or its contact no longer exists"),
-    410: html("The link is more than 7 days old"),
+    410: html("The link is more than 7 days old, or was used already and the contact has unsubscribed since"),
   },
 });
 
@@ -41,13 +41,13 @@ const confirmRoute = createRoute({
   tags,
   summary: "Confirm a subscription (double opt-in)",
   description:
-    "Subscribes the contact the confirmation email was sent to, in that email's project: its CONTACT_SUBSCRIBED workflows and the CONTACT_CREATED ones it did not start while unconfirmed start, `contact.subscribed` is recorded (event and webhook) once. Needs no key and no body. Idempotent. A forged token, or one made for another purpose (an unsubscribe token), is refused and changes nothing.",
+    "Subscribes the contact the confirmation email was sent to, in that email's project: its CONTACT_SUBSCRIBED workflows and the CONTACT_CREATED ones it did not start while unconfirmed start, `contact.subscribed` is recorded (event and webhook) once. Needs no key and no body. Idempotent while the contact stays subscribed; single-use otherwise: once a link has confirmed its contact, it never subscribes them again (410 after they unsubscribe), so a forwarded or replayed link cannot undo an unsubscribe. A forged token, or one made for another purpose (an unsubscribe token), is refused and changes nothing.",
   request: { params: TokenParam },
   responses: {
     200: html("Confirmed (also when it already was)"),
     400: html("Invalid or forged link"),
     404: html("The email or its contact no longer exists"),
-    410: html("The link is more than 7 days old"),
+    410: html("The link is more than 7 days old, or was used already and the contact has unsubscribed since"),
     429: errorResponse("Too many confirm requests from this client (per IP, a minute)"),
   },
 });
@@ -65,10 +65,12 @@ const htmlPage = (c: Context<AppBindings>, status: 200 | 400 | 404 | 410, title:
 
 const invalid = (c: Context<AppBindings>) =>
   htmlPage(c, 400, "Invalid confirmation link", "This link is not valid. Please use the link exactly as it appears in the email.");
-const gone = (c: Context<AppBindings>, outcome: "unknown" | "expired") =>
+const gone = (c: Context<AppBindings>, outcome: "unknown" | "expired" | "used") =>
   outcome === "expired"
     ? htmlPage(c, 410, "Link expired", "This confirmation link is more than 7 days old. Sign up again to get a new one.")
-    : htmlPage(c, 404, "Nothing to confirm", "The message or the subscription this link belongs to no longer exists.");
+    : outcome === "used"
+      ? htmlPage(c, 410, "Link already used", "This link confirmed the subscription before, and it has been cancelled since. Sign up again to subscribe.")
+      : htmlPage(c, 404, "Nothing to confirm", "The message or the subscription this link belongs to no longer exists.");
 
 const confirmForm = (token: string) =>
   `<form method="post" action="/confirm/${escapeHtml(encodeURIComponent(token))}"><button type="submit">Confirm</button></form>`;
@@ -83,6 +85,7 @@ confirmRouter
     const found = await findConfirmation(getDb(c.env.DB), emailId);
     if (found.outcome !== "valid") return gone(c, found.outcome);
     if (found.subscribed) return htmlPage(c, 200, "Subscription confirmed", "Your subscription is already confirmed. You can close this page.");
+    if (found.used) return gone(c, "used");
     return htmlPage(c, 200, "Confirm your subscription", "Press the button to confirm that you want to receive these emails.", confirmForm(token));
   })
   .openapi(confirmRoute, async (c) => {
@@ -92,7 +95,7 @@ confirmRouter
     if (!emailId) return invalid(c);
     const db = getDb(c.env.DB);
     const { outcome, projectId } = await confirmSubscription(db, c.env, emailId, c.get("webhookHandOver").events);
-    if (outcome === "unknown" || outcome === "expired") return gone(c, outcome);
+    if (outcome === "unknown" || outcome === "expired" || outcome === "used") return gone(c, outcome);
     if (outcome === "confirmed" && projectId) {
       // CONTACT_SUBSCRIBED workflows: the D1 trigger filled the outbox; hand it over now (the cron would, later).
       try {

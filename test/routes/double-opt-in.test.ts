@@ -172,11 +172,13 @@ describe("double opt-in (issue 24, H2/M5)", () => {
         "typed-in@example.org: Welcome aboard",
       ]),
     );
-    // Confirmed again, even after unsubscribing in between: no second start.
+    // Confirmed again: no second start. After an unsubscribe the used link subscribes no one (410);
+    // subscribed again through the API, the contact still gets no second CONTACT_CREATED start.
+    expect((await call<string>("POST", link)).status).toBe(200);
     expect((await a.project.api.patch(`/contacts/${id}`, { subscribed: false })).status).toBe(200);
-    expect((await call<string>("POST", link)).status).toBe(200);
-    expect((await contact(a, id)).subscribed).toBe(true);
-    expect((await call<string>("POST", link)).status).toBe(200);
+    expect((await call<string>("POST", link)).status).toBe(410);
+    expect((await contact(a, id)).subscribed).toBe(false);
+    expect((await a.project.api.patch(`/contacts/${id}`, { subscribed: true })).status).toBe(200);
     await a.executionWhere(created.id, (e) => e.contactId === control);
     expect((await a.executions(created.id)).filter((e) => e.contactId === id)).toHaveLength(1);
   });
@@ -204,6 +206,35 @@ describe("double opt-in (issue 24, H2/M5)", () => {
     expect((await call<string>("POST", link)).status).toBe(200);
     expect((await contact(a, inA)).subscribed).toBe(true);
     expect((await contact(b, inB)).subscribed).toBe(false);
+  });
+
+  it("a confirm link is single-use: replayed after the contact unsubscribed it answers 410 and the unsubscribe stands (security-3 D1)", async () => {
+    const a = await optInProject();
+    const id = await pkTrack(a, "replay@example.org");
+    const link = await confirmLink(a.project.id, "replay@example.org");
+    const token = new URL(link).pathname.split("/").pop()!;
+    const emailId = token.slice(0, token.lastIndexOf("."));
+    expect((await call<string>("POST", link)).status).toBe(200);
+    expect((await contact(a, id)).subscribed).toBe(true);
+
+    // The one-click unsubscribe of the same email, then the confirm link again (forwarded mail, a shared mailbox).
+    const unsubscribed = await call("POST", `/unsubscribe/${await unsubscribeToken(SECRET, emailId)}`, {
+      rawBody: "List-Unsubscribe=One-Click",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(unsubscribed.status).toBe(200);
+    expect((await contact(a, id)).subscribed).toBe(false);
+
+    const replayed = await call<string>("POST", link);
+    expect(replayed.status).toBe(410);
+    expect(replayed.body).toContain("Link already used");
+    const page = await call<string>("GET", link);
+    expect(page.status).toBe(410);
+    expect(page.body).not.toContain("<form");
+    expect((await contact(a, id)).subscribed).toBe(false);
+    const names = (await a.project.api.get<{ data: { items: { name: string }[] } }>(`/events?contactId=${id}`)).body.data.items.map((e) => e.name);
+    expect(names.filter((n) => n === "contact.subscribed")).toHaveLength(1);
+    expect(names[0]).toBe("contact.unsubscribed");
   });
 
   it("secret-key contacts, and existing contacts a pk_ tracks, get no confirmation and keep their subscription", async () => {

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { runStatements, type Database } from "../../db/client";
 import { contacts, emails } from "../../db/schema";
 import type { ConfigInput } from "../../lib/config";
@@ -10,20 +10,32 @@ import { contactWriteEvents } from "../webhooks/record";
 /** How long a double opt-in confirm link works after its email was created. */
 export const CONFIRM_LINK_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** "unchanged": the contact was subscribed already. */
-export type ConfirmOutcome = "confirmed" | "unchanged" | "unknown" | "expired";
+/**
+ * "unchanged": the contact was subscribed already; "used": this link confirmed
+ * the contact before (a link is single-use, so replaying it after an
+ * unsubscribe does not subscribe them again).
+ */
+export type ConfirmOutcome = "confirmed" | "unchanged" | "used" | "unknown" | "expired";
 
 /** The confirmation email and its contact, or why the link leads nowhere. */
 export async function findConfirmation(db: Database, emailId: string, now = new Date()) {
   const [row] = await db
-    .select({ projectId: emails.projectId, createdAt: emails.createdAt, contactId: contacts.id, email: contacts.email, subscribed: contacts.subscribed })
+    .select({
+      projectId: emails.projectId,
+      createdAt: emails.createdAt,
+      contactId: contacts.id,
+      email: contacts.email,
+      subscribed: contacts.subscribed,
+      // The contact.subscribed event this link recorded when it was used (events_contact_name_created_idx).
+      used: sql<number>`EXISTS (SELECT 1 FROM events WHERE events.contact_id = ${contacts.id} AND events.name = 'contact.subscribed' AND events.email_id = ${emails.id})`,
+    })
     .from(emails)
     .innerJoin(contacts, and(eq(contacts.id, emails.contactId), eq(contacts.projectId, emails.projectId)))
     .where(eq(emails.id, emailId))
     .limit(1);
   if (!row) return { outcome: "unknown" as const };
   if (now.getTime() - row.createdAt.getTime() > CONFIRM_LINK_TTL_MS) return { outcome: "expired" as const };
-  return { outcome: "valid" as const, ...row };
+  return { outcome: "valid" as const, ...row, used: Boolean(row.used) };
 }
 
 /**
@@ -34,7 +46,9 @@ export async function findConfirmation(db: Database, emailId: string, now = new 
  * the D1 trigger of migration 0006 queues CONTACT_SUBSCRIBED workflows, and
  * the batch's first statement the CONTACT_CREATED ones the contact did not
  * start while unconfirmed (src/services/events.ts dropped them).
- * Idempotent: a subscribed contact is left as it is.
+ * Idempotent: a subscribed contact is left as it is. Single-use: a link that
+ * confirmed its contact once never subscribes them again (an unsubscribe after
+ * the confirmation stands).
  */
 export async function confirmSubscription(
   db: Database,
@@ -46,6 +60,7 @@ export async function confirmSubscription(
   const found = await findConfirmation(db, emailId, now);
   if (found.outcome !== "valid") return { outcome: found.outcome };
   if (found.subscribed) return { outcome: "unchanged", projectId: found.projectId };
+  if (found.used) return { outcome: "used", projectId: found.projectId };
   const hooks = contactWriteEvents(db.$client, { projectId: found.projectId, at: now, email: found.email, subscribed: true });
   const n = hooks.before.length;
   const results = await runStatements(db, [
