@@ -34,6 +34,7 @@ const envelope = (description: string) => jsonResponse(CampaignResponseSchema, d
 const listRoute = createRoute({
   method: "get",
   path: "/campaigns",
+  operationId: "listCampaigns",
   tags,
   summary: "List campaigns",
   description:
@@ -51,6 +52,7 @@ const listRoute = createRoute({
 const createCampaignRoute = createRoute({
   method: "post",
   path: "/campaigns",
+  operationId: "createCampaign",
   tags,
   summary: "Create a campaign (DRAFT)",
   security: securityScheme,
@@ -61,6 +63,7 @@ const createCampaignRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/campaigns/{id}",
+  operationId: "getCampaign",
   tags,
   summary: "Get a campaign",
   security: securityScheme,
@@ -71,6 +74,7 @@ const getRoute = createRoute({
 const updateRoute = createRoute({
   method: "patch",
   path: "/campaigns/{id}",
+  operationId: "updateCampaign",
   tags,
   summary: "Update a campaign",
   description: "Only in DRAFT or SCHEDULED (400 INVALID_STATE otherwise); only the fields given change.",
@@ -82,6 +86,7 @@ const updateRoute = createRoute({
 const deleteRoute = createRoute({
   method: "delete",
   path: "/campaigns/{id}",
+  operationId: "deleteCampaign",
   tags,
   summary: "Delete a DRAFT campaign",
   description: "Only DRAFT campaigns (cancel a SCHEDULED one first); sent campaigns stay for their statistics.",
@@ -93,6 +98,7 @@ const deleteRoute = createRoute({
 const sendRoute = createRoute({
   method: "post",
   path: "/campaigns/{id}/send",
+  operationId: "sendCampaign",
   tags,
   summary: "Send now or schedule",
   description:
@@ -108,6 +114,7 @@ const sendRouteHandled = { ...sendRoute, request: { params: IdParamSchema }, hid
 const cancelRoute = createRoute({
   method: "post",
   path: "/campaigns/{id}/cancel",
+  operationId: "cancelCampaign",
   tags,
   summary: "Cancel a scheduled campaign",
   description: "SCHEDULED -> DRAFT with scheduledAt null; any other state is 400 INVALID_STATE.",
@@ -119,6 +126,7 @@ const cancelRoute = createRoute({
 const testRoute = createRoute({
   method: "post",
   path: "/campaigns/{id}/test",
+  operationId: "sendCampaignTest",
   tags,
   summary: "Send a test email",
   description:
@@ -131,6 +139,7 @@ const testRoute = createRoute({
 const statsRoute = createRoute({
   method: "get",
   path: "/campaigns/{id}/stats",
+  operationId: "getCampaignStats",
   tags,
   summary: "Campaign statistics",
   security: securityScheme,

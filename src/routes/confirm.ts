@@ -22,6 +22,8 @@ const html = (description: string) => ({ description, content: { "text/html": { 
 const pageRoute = createRoute({
   method: "get",
   path: "/confirm/{token}",
+  operationId: "getConfirmationPage",
+  security: [],
   tags,
   summary: "Double opt-in confirmation page",
   description:
@@ -38,6 +40,8 @@ const pageRoute = createRoute({
 const confirmRoute = createRoute({
   method: "post",
   path: "/confirm/{token}",
+  operationId: "confirmSubscription",
+  security: [],
   tags,
   summary: "Confirm a subscription (double opt-in)",
   description:

@@ -13,6 +13,7 @@ const CSV_TYPES = ["text/csv", "application/csv", "text/plain"];
 const createRouteDef = createRoute({
   method: "post",
   path: "/contacts/imports",
+  operationId: "importContacts",
   tags,
   summary: "Import contacts from a CSV file",
   description: [
@@ -33,6 +34,7 @@ const createRouteDef = createRoute({
 const getRouteDef = createRoute({
   method: "get",
   path: "/contacts/imports/{id}",
+  operationId: "getContactImport",
   tags,
   summary: "Get a contact import's progress",
   security: securityScheme,
@@ -43,6 +45,7 @@ const getRouteDef = createRoute({
 const listRouteDef = createRoute({
   method: "get",
   path: "/contacts/imports",
+  operationId: "listContactImports",
   tags,
   summary: "List contact imports",
   description: "Newest first, keyset (cursor) pagination.",
@@ -54,6 +57,7 @@ const listRouteDef = createRoute({
 const exportRouteDef = createRoute({
   method: "get",
   path: "/contacts/export",
+  operationId: "exportContacts",
   tags,
   summary: "Export contacts as CSV",
   description: `Streams \`text/csv\` with the header \`${EXPORT_HEADER.join(",")}\` (\`subscribed\` as true/false, dates ISO 8601, \`data\` as JSON), oldest contact first. Imported back with \`POST /contacts/imports\`, it leaves the contacts as they are.`,

@@ -18,6 +18,7 @@ const tags = ["Contacts"];
 const listRoute = createRoute({
   method: "get",
   path: "/contacts",
+  operationId: "listContacts",
   tags,
   summary: "List contacts",
   description:
@@ -35,6 +36,7 @@ const listRoute = createRoute({
 const upsertRoute = createRoute({
   method: "post",
   path: "/contacts",
+  operationId: "upsertContact",
   tags,
   summary: "Create or update a contact",
   description:
@@ -53,6 +55,7 @@ const upsertRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/contacts/{id}",
+  operationId: "getContact",
   tags,
   summary: "Get a contact",
   security: securityScheme,
@@ -63,6 +66,7 @@ const getRoute = createRoute({
 const updateRoute = createRoute({
   method: "patch",
   path: "/contacts/{id}",
+  operationId: "updateContact",
   tags,
   summary: "Update a contact",
   description: "`data` is merged into the existing data; a key set to null is removed.",
@@ -77,6 +81,7 @@ const updateRoute = createRoute({
 const deleteRoute = createRoute({
   method: "delete",
   path: "/contacts/{id}",
+  operationId: "deleteContact",
   tags,
   summary: "Delete a contact and its events",
   security: securityScheme,

@@ -14,6 +14,7 @@ const STATES =
 const listRoute = createRoute({
   method: "get",
   path: "/domains",
+  operationId: "listDomains",
   tags,
   summary: "List sending domains",
   description: `Newest first, cursor pagination. ${STATES}`,
@@ -27,6 +28,7 @@ const listRoute = createRoute({
 const createDomainRoute = createRoute({
   method: "post",
   path: "/domains",
+  operationId: "createDomain",
   tags,
   summary: "Add a sending domain",
   description: `The name is normalised (lower-case, IDN to punycode, trailing dot dropped); IP addresses and bare top-level domains are refused (422). A domain belongs to one project at most: adding one that any project already has is 409 CONFLICT, and so is one whose identity already exists in the shared Amazon SES account (its DKIM key is never replaced). A project may have at most QUOTA_DOMAINS domains (default 50; past it 403 QUOTA_EXCEEDED). A domain not verified within 72 hours of being added is FAILED (check-now can still verify it), and one still never verified 7 days after it was added is released: deleted, with its SES identity, so the name is free again. The service generates a 2048-bit RSA DKIM key for the domain and answers the records to publish; it checks DNS once right away. ${STATES}`,
@@ -44,6 +46,7 @@ const createDomainRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/domains/{id}",
+  operationId: "getDomain",
   tags,
   summary: "Get a sending domain with per-record status",
   security: securityScheme,
@@ -54,6 +57,7 @@ const getRoute = createRoute({
 const verifyRoute = createRoute({
   method: "post",
   path: "/domains/{id}/verify",
+  operationId: "verifyDomain",
   tags,
   summary: "Check the domain's DNS records now",
   description:
@@ -66,6 +70,7 @@ const verifyRoute = createRoute({
 const deleteRoute = createRoute({
   method: "delete",
   path: "/domains/{id}",
+  operationId: "deleteDomain",
   tags,
   summary: "Remove a sending domain",
   description:

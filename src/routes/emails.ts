@@ -11,6 +11,7 @@ const tags = ["Emails"];
 const listRoute = createRoute({
   method: "get",
   path: "/emails",
+  operationId: "listEmails",
   tags,
   summary: "List emails",
   description: "Newest first, cursor pagination. Filter by `status`, `contactId` and `campaignId`.",
@@ -24,6 +25,7 @@ const listRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/emails/{id}",
+  operationId: "getEmail",
   tags,
   summary: "Get an email and its delivery status",
   security: securityScheme,

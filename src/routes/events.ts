@@ -10,6 +10,7 @@ const tags = ["Events"];
 const listRoute = createRoute({
   method: "get",
   path: "/events",
+  operationId: "listEvents",
   tags,
   summary: "List events",
   description:
@@ -24,6 +25,7 @@ const listRoute = createRoute({
 const namesRoute = createRoute({
   method: "get",
   path: "/events/names",
+  operationId: "listEventNames",
   tags,
   summary: "List distinct event names",
   description: "Every distinct event name of the project, sorted by name, in one page; `counts` gives the number of events per name.",

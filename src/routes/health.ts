@@ -5,6 +5,8 @@ import { jsonResponse } from "../lib/openapi";
 const healthRoute = createRoute({
   method: "get",
   path: "/health",
+  operationId: "getHealth",
+  security: [],
   tags: ["Service"],
   summary: "Liveness check",
   description: "Needs no key and touches no storage.",

@@ -11,6 +11,7 @@ const tags = ["Project"];
 const getRoute = createRoute({
   method: "get",
   path: "/project",
+  operationId: "getProject",
   tags,
   summary: "Get the project's settings",
   description: "The settings of the key's project. Secret key only.",
@@ -21,6 +22,7 @@ const getRoute = createRoute({
 const updateRoute = createRoute({
   method: "patch",
   path: "/project",
+  operationId: "updateProject",
   tags,
   summary: "Change the project's settings",
   description: [
@@ -39,6 +41,7 @@ const BREAKER =
 const statusRoute = createRoute({
   method: "get",
   path: "/project/sending",
+  operationId: "getSendingStatus",
   tags,
   summary: "Sending status (reputation breaker)",
   description: BREAKER,
@@ -49,6 +52,7 @@ const statusRoute = createRoute({
 const resumeRoute = createRoute({
   method: "post",
   path: "/project/sending/resume",
+  operationId: "resumeSending",
   tags,
   summary: "Resume sending after a reputation pause",
   description:

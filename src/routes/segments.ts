@@ -12,6 +12,7 @@ const tags = ["Segments"];
 const listRoute = createRoute({
   method: "get",
   path: "/segments",
+  operationId: "listSegments",
   tags,
   summary: "List segments",
   description: "Newest first, cursor pagination; each segment carries its live `memberCount`.",
@@ -23,6 +24,7 @@ const listRoute = createRoute({
 const createSegmentRoute = createRoute({
   method: "post",
   path: "/segments",
+  operationId: "createSegment",
   tags,
   summary: "Create a segment",
   description: "A bad condition is a 422 naming the bad part, e.g. `condition.groups.0.filters.1.operator`.",
@@ -34,6 +36,7 @@ const createSegmentRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/segments/{id}",
+  operationId: "getSegment",
   tags,
   summary: "Get a segment",
   security: securityScheme,
@@ -44,6 +47,7 @@ const getRoute = createRoute({
 const updateRoute = createRoute({
   method: "patch",
   path: "/segments/{id}",
+  operationId: "updateSegment",
   tags,
   summary: "Update a segment",
   description: "Only the fields given change. A campaign already SENDING keeps the condition it started with.",
@@ -55,6 +59,7 @@ const updateRoute = createRoute({
 const deleteRoute = createRoute({
   method: "delete",
   path: "/segments/{id}",
+  operationId: "deleteSegment",
   tags,
   summary: "Delete a segment",
   description: "400 INVALID_STATE while a DRAFT, SCHEDULED or SENDING campaign uses it.",
@@ -66,6 +71,7 @@ const deleteRoute = createRoute({
 const membersRoute = createRoute({
   method: "get",
   path: "/segments/{id}/contacts",
+  operationId: "listSegmentContacts",
   tags,
   summary: "List a segment's members",
   description: "The contacts matching the segment now, subscribed or not; newest first, cursor pagination; `total` is the member count.",

@@ -9,6 +9,7 @@ import { SendRequestSchema, SendResponseSchema, IdempotencyKeySchema } from "../
 const sendRoute = createRoute({
   method: "post",
   path: "/v1/send",
+  operationId: "sendEmail",
   tags: ["Sending"],
   summary: "Send transactional email",
   description: [

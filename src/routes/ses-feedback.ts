@@ -19,6 +19,8 @@ import {
 const sesRoute = createRoute({
   method: "post",
   path: "/webhooks/ses",
+  operationId: "receiveSesFeedback",
+  security: [],
   tags: ["Webhooks"],
   summary: "Amazon SES feedback through Amazon SNS",
   description: [

@@ -12,6 +12,7 @@ const tags = ["Templates"];
 const listRoute = createRoute({
   method: "get",
   path: "/templates",
+  operationId: "listTemplates",
   tags,
   summary: "List templates",
   description: "Newest first, cursor pagination: pass `nextCursor` as `cursor` for the next page; it is null on the last page.",
@@ -23,6 +24,7 @@ const listRoute = createRoute({
 const createTemplateRoute = createRoute({
   method: "post",
   path: "/templates",
+  operationId: "createTemplate",
   tags,
   summary: "Create a template",
   security: securityScheme,
@@ -33,6 +35,7 @@ const createTemplateRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/templates/{id}",
+  operationId: "getTemplate",
   tags,
   summary: "Get a template",
   security: securityScheme,
@@ -43,6 +46,7 @@ const getRoute = createRoute({
 const updateRoute = createRoute({
   method: "patch",
   path: "/templates/{id}",
+  operationId: "updateTemplate",
   tags,
   summary: "Update a template",
   description:
@@ -55,6 +59,7 @@ const updateRoute = createRoute({
 const deleteRoute = createRoute({
   method: "delete",
   path: "/templates/{id}",
+  operationId: "deleteTemplate",
   tags,
   summary: "Delete a template",
   description: "400 INVALID_STATE while it is the project's double opt-in confirmation (PATCH /project) and double opt-in is on.",

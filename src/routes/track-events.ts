@@ -8,6 +8,7 @@ import { trackEvent } from "../services/events";
 const trackRoute = createRoute({
   method: "post",
   path: "/v1/track",
+  operationId: "trackEvent",
   tags: ["Events"],
   summary: "Track an event",
   description: [

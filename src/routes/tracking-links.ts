@@ -25,6 +25,8 @@ const EmailIdParam = z.object({
 const openRoute = createRoute({
   method: "get",
   path: "/t/o/{emailId}",
+  operationId: "trackOpen",
+  security: [],
   tags,
   summary: "Open-tracking pixel",
   description:
@@ -41,6 +43,8 @@ const openRoute = createRoute({
 const clickRoute = createRoute({
   method: "get",
   path: "/t/c/{emailId}",
+  operationId: "trackClick",
+  security: [],
   tags,
   summary: "Click-tracking redirect",
   description:

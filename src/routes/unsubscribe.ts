@@ -22,6 +22,8 @@ const NO_CACHE = { "Cache-Control": "no-store" };
 const pageRoute = createRoute({
   method: "get",
   path: "/unsubscribe/{token}",
+  operationId: "getUnsubscribePage",
+  security: [],
   tags,
   summary: "Unsubscribe confirmation page",
   description:
@@ -37,6 +39,8 @@ const pageRoute = createRoute({
 const oneClickRoute = createRoute({
   method: "post",
   path: "/unsubscribe/{token}",
+  operationId: "unsubscribe",
+  security: [],
   tags,
   summary: "One-click unsubscribe (RFC 8058)",
   description:

@@ -8,6 +8,7 @@ import { verifyEmailAddress } from "../services/email-verification";
 const verifyRoute = createRoute({
   method: "post",
   path: "/v1/verify",
+  operationId: "verifyEmailAddress",
   tags: ["Verification"],
   summary: "Verify an email address",
   description: [

@@ -42,6 +42,7 @@ const ABOUT = [
 const listRoute = createRoute({
   method: "get",
   path: "/webhooks",
+  operationId: "listWebhooks",
   tags,
   summary: "List webhook endpoints",
   description: `${ABOUT}\n\nNewest first, cursor pagination. The secret is never shown here.`,
@@ -53,6 +54,7 @@ const listRoute = createRoute({
 const createWebhookRoute = createRoute({
   method: "post",
   path: "/webhooks",
+  operationId: "createWebhook",
   tags,
   summary: "Create a webhook endpoint",
   description:
@@ -65,6 +67,7 @@ const createWebhookRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/webhooks/{id}",
+  operationId: "getWebhook",
   tags,
   summary: "Get a webhook endpoint",
   security: securityScheme,
@@ -75,6 +78,7 @@ const getRoute = createRoute({
 const updateRoute = createRoute({
   method: "patch",
   path: "/webhooks/{id}",
+  operationId: "updateWebhook",
   tags,
   summary: "Update a webhook endpoint",
   description: "Only the fields given change. `enabled: true` enables a disabled endpoint again and clears `disabledReason`.",
@@ -86,6 +90,7 @@ const updateRoute = createRoute({
 const deleteRoute = createRoute({
   method: "delete",
   path: "/webhooks/{id}",
+  operationId: "deleteWebhook",
   tags,
   summary: "Delete a webhook endpoint",
   description: "Nothing more is sent to it; its delivery log goes with retention.",
@@ -97,6 +102,7 @@ const deleteRoute = createRoute({
 const rotateRoute = createRoute({
   method: "post",
   path: "/webhooks/{id}/rotate-secret",
+  operationId: "rotateWebhookSecret",
   tags,
   summary: "Rotate the signing secret",
   description:
@@ -109,6 +115,7 @@ const rotateRoute = createRoute({
 const deliveriesRoute = createRoute({
   method: "get",
   path: "/webhooks/{id}/deliveries",
+  operationId: "listWebhookDeliveries",
   tags,
   summary: "List an endpoint's deliveries",
   description: "One delivery per event and endpoint, newest first, cursor pagination; `status` filters. `nextAttemptAt` is set while a retry is due.",
@@ -120,6 +127,7 @@ const deliveriesRoute = createRoute({
 const retryRoute = createRoute({
   method: "post",
   path: "/webhooks/{id}/deliveries/{deliveryId}/retry",
+  operationId: "retryWebhookDelivery",
   tags,
   summary: "Send a delivery again now",
   description:
@@ -132,6 +140,7 @@ const retryRoute = createRoute({
 const testRoute = createRoute({
   method: "post",
   path: "/webhooks/{id}/test",
+  operationId: "testWebhook",
   tags,
   summary: "Send a test event",
   description:

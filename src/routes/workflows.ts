@@ -30,6 +30,7 @@ const DEFINITION_RULES = [
 const listRoute = createRoute({
   method: "get",
   path: "/workflows",
+  operationId: "listWorkflows",
   tags,
   summary: "List workflows",
   description: "Newest first, cursor pagination; each with its executions counted by status in `stats`.",
@@ -41,6 +42,7 @@ const listRoute = createRoute({
 const createWorkflowRoute = createRoute({
   method: "post",
   path: "/workflows",
+  operationId: "createWorkflow",
   tags,
   summary: "Create a workflow",
   description: [
@@ -56,6 +58,7 @@ const createWorkflowRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/workflows/{id}",
+  operationId: "getWorkflow",
   tags,
   summary: "Get a workflow",
   security: securityScheme,
@@ -66,6 +69,7 @@ const getRoute = createRoute({
 const updateRoute = createRoute({
   method: "patch",
   path: "/workflows/{id}",
+  operationId: "updateWorkflow",
   tags,
   summary: "Update a workflow",
   description: [
@@ -80,6 +84,7 @@ const updateRoute = createRoute({
 const deleteRoute = createRoute({
   method: "delete",
   path: "/workflows/{id}",
+  operationId: "deleteWorkflow",
   tags,
   summary: "Delete a workflow",
   description: "Stops it at once: its running and waiting executions become CANCELLED and their instances are terminated.",
@@ -96,6 +101,7 @@ const ExecutionListQuerySchema = PaginationQuerySchema.extend({
 const listExecutionsRoute = createRoute({
   method: "get",
   path: "/workflows/{id}/executions",
+  operationId: "listWorkflowExecutions",
   tags,
   summary: "List a workflow's executions",
   description:
@@ -108,6 +114,7 @@ const listExecutionsRoute = createRoute({
 const getExecutionRoute = createRoute({
   method: "get",
   path: "/workflows/{id}/executions/{executionId}",
+  operationId: "getWorkflowExecution",
   tags,
   summary: "Get one execution with its step history",
   security: securityScheme,
