@@ -18,6 +18,7 @@ const trackRoute = createRoute({
     "A public key sits in browser JavaScript, so what it may do is limited: it never changes an existing contact (`subscribed` and `data` are ignored for it; the event still keeps its `data`), a contact it creates has no data, and its requests count in a rate-limit bucket of their own, separate from the secret key's; its `data` is at most 2,048 characters as JSON (422 naming `data`). Each event records which kind of key sent it (`source` in GET /events).",
     "With the project's double opt-in on (PATCH /project), a contact a public key creates starts unsubscribed and is sent the confirmation template in the same atomic write; it joins marketing audiences only once the recipient confirms through the link (`subscribed: false` from the public key sends no confirmation). Off by default.",
     "The contact and the event are written atomically.",
+    "`contact` is the contact's id for a secret key. For a public key it is always the event's id (which is the id of a contact this event created), never an existing contact's id, so a visitor cannot learn whether an address is already a contact, or since when.",
   ].join(" "),
   security: securityScheme,
   request: {
@@ -36,5 +37,8 @@ export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) =>
   const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public", doubleOptIn, requestUrl: c.req.url });
   c.set("workflowTriggersPending", result.workflowTriggersPending);
   c.set("webhookEvents", result.webhookEvents);
-  return c.json(success({ contact: result.contactId, event: result.eventId, timestamp: result.createdAt.toISOString() }), 200);
+  // A public key never learns an existing contact's id (whether an address is on the list, and since when):
+  // it is answered the event's id, which is also the id of a contact this event created.
+  const contact = keyKind === "public" ? result.eventId : result.contactId;
+  return c.json(success({ contact, event: result.eventId, timestamp: result.createdAt.toISOString() }), 200);
 });

@@ -65,7 +65,11 @@ export type TrackEventRequest = z.infer<typeof TrackEventRequestSchema>;
 
 export const TrackEventResponseSchema = successEnvelope(
   z.object({
-    contact: z.string().openapi({ description: "Contact id" }),
+    contact: z
+      .string()
+      .openapi({
+        description: "The contact's id; for a public key (pk_) the event's id, which equals the contact's id only when this event created the contact",
+      }),
     event: z.string().openapi({ description: "Event id" }),
     timestamp: z.string().datetime(),
   }),

@@ -107,7 +107,9 @@ describe("POST /v1/track", () => {
       data: { plan: null, link: "[click](https://evil.example)" },
     });
     expect(res.status).toBe(200);
-    expect(res.body.data.contact).toBe(created.body.id);
+    // The public key is answered the event's id, never the existing contact's (security-3 P1).
+    expect(res.body.data.contact).toBe(res.body.data.event);
+    expect(res.body.data.contact).not.toBe(created.body.id);
     expect((await p.api.get<Contact>(`/contacts/${created.body.id}`)).body).toEqual(before);
     const events = await p.api.get<EventList>("/events");
     expect(events.body.data.items[0].data).toEqual({ plan: null, link: "[click](https://evil.example)" });
@@ -133,7 +135,8 @@ describe("POST /v1/track", () => {
       Array.from({ length: 5 }, () => p.publicApi.post<TrackResponse>("/v1/track", { email: "same@example.com", event: "click" })),
     );
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
-    expect(new Set(results.map((r) => r.body.data.contact)).size).toBe(1);
+    // A public key learns no contact id but that of a contact its own event created.
+    for (const r of results) expect(r.body.data.contact).toBe(r.body.data.event);
     expect(new Set(results.map((r) => r.body.data.event)).size).toBe(5);
     const list = await p.api.get<ContactList>("/contacts");
     expect(list.body.total).toBe(1);
