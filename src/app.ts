@@ -184,6 +184,7 @@ export function createApp(options: AppOptions = {}) {
   });
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
+    servers: [{ url: "/", description: "This deployment: paths are relative to the origin serving this document" }],
     info: {
       title: "Edge Mail API",
       version: "1.0.0",
