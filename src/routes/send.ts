@@ -20,7 +20,7 @@ const sendRoute = createRoute({
     "A MARKETING template is refused (400 INVALID_STATE, nothing queued, no contact changed) if any recipient is an unsubscribed contact, even with `subscribed: true`: that flag opts in new contacts but never re-subscribes someone who unsubscribed.",
     "Recipients that bounced permanently or complained are not sent to; they are listed in `suppressed`.",
     "Template variables come from the request's `data` first and the recipient's stored contact data second.",
-    "`Idempotency-Key` (1-255 printable ASCII): a retry with the same key and body within 24 h returns the original response and sends nothing; the same key with a different body is 422 (the key names one request).",
+    "`Idempotency-Key` (1-255 printable ASCII, per project, kept 24 h): the same key with the same body returns the first answer again (200, the same email ids) and sends nothing; the same key with a different body is 409 CONFLICT (the key names one request). Requests with one key that arrive at once send once: each answers the first one's response (or 409 if its body differs). Only an accepted send is recorded, so a request refused with 4xx leaves its key free for the corrected retry.",
     "CR or LF in any address, name, subject or header value is a 422; custom headers cannot set From, To, Subject, Message-ID, DKIM-* and other headers the service owns, nor provider control headers (X-SES-*, X-Amz-* and the like).",
     "Template values are HTML-escaped in an HTML body; in a `markdown` body they are inserted as literal text, so a value never becomes a link, image, autolink, emphasis or HTML. In every body, links, images and other URL attributes may use only http(s), mailto:, tel:, cid: or relative URLs; any other (javascript:, data:, ...) is removed before the email is stored.",
   ].join("\n\n"),
@@ -33,6 +33,7 @@ const sendRoute = createRoute({
     200: jsonResponse(SendResponseSchema, "Accepted and queued"),
     ...commonErrors,
     403: errorResponse("Public key, disabled project, or the from domain is not verified (DOMAIN_NOT_VERIFIED)"),
+    409: errorResponse("The Idempotency-Key was used with a different request body within 24 hours (CONFLICT)"),
   },
 });
 

@@ -417,12 +417,12 @@ describe("POST /v1/send: Idempotency-Key", () => {
     expect((await s.get<EmailList>("/emails")).body.data.total).toBe(2);
   });
 
-  it("answers 422 for the same key with a different body, and accepts other keys and keyless repeats", async () => {
+  it("answers 409 for the same key with a different body (as Plunk does), and accepts other keys and keyless repeats", async () => {
     const s = await sendingSetup();
     const body = { to: "a@example.com", from: s.from, subject: "s", body: "b" };
     await s.send(body, { "Idempotency-Key": "k1" });
-    const conflict = expectError(await s.send({ ...body, subject: "changed" }, { "Idempotency-Key": "k1" }), 422);
-    expect(conflict.errors![0].field).toBe("Idempotency-Key");
+    const conflict = expectError(await s.send({ ...body, subject: "changed" }, { "Idempotency-Key": "k1" }), 409, "CONFLICT");
+    expect(conflict.errors![0]).toMatchObject({ field: "Idempotency-Key", code: "idempotency_key_reused" });
     expect((await s.send(body, { "Idempotency-Key": "k2" })).status).toBe(200);
     expect((await s.send(body)).status).toBe(200);
     expect(s.queue.messages).toHaveLength(3);
@@ -436,6 +436,16 @@ describe("POST /v1/send: Idempotency-Key", () => {
     for (const r of responses) expect(r.body.data.emails).toEqual(responses[0].body.data.emails);
     expect(s.queue.messages).toHaveLength(2);
     expect((await s.get<EmailList>("/emails")).body.data.total).toBe(2);
+  });
+
+  it("sends one of two different bodies arriving at once under one key: the other answers 409", async () => {
+    const s = await sendingSetup();
+    const body = (subject: string) => ({ to: "a@example.com", from: s.from, subject, body: "b" });
+    const responses = await Promise.all(["one", "two", "one", "two"].map((subject) => s.send(body(subject), { "Idempotency-Key": "race" })));
+    const won = responses.filter((r) => r.status === 200);
+    expect(responses.map((r) => r.status).sort()).toEqual([200, 200, 409, 409]);
+    expect(won[1].body).toEqual(won[0].body);
+    expect(s.queue.messages).toHaveLength(1);
   });
 
   it("accepts a key again once its record is older than 24 hours", async () => {

@@ -45,14 +45,12 @@ async function replayIdempotent(db: Database, projectId: string, key: string, ha
       .where(and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, key), eq(idempotencyKeys.requestHash, record.requestHash)));
     return null;
   }
+  // The key names one request: another body under it is a conflict (409, as Plunk answers), not a new send.
   if (record.requestHash !== hash) {
-    throw ApiError.validation([
-      {
-        field: "Idempotency-Key",
-        message: "This Idempotency-Key was used with a different request body",
-        code: "idempotency_key_reused",
-      },
-    ]);
+    throw new ApiError("CONFLICT", "This Idempotency-Key was used with a different request body", {
+      errors: [{ field: "Idempotency-Key", message: "This Idempotency-Key was used with a different request body", code: "idempotency_key_reused" }],
+      suggestion: "Use a new key for a different request; the same key with the same body within 24 hours replays the first answer.",
+    });
   }
   const stored = record.response as Pick<SendResult, "suppressed" | "timestamp">;
   const sent = await db
