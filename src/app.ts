@@ -7,6 +7,7 @@ import { authenticate, refuseWhileSendingPaused } from "./middleware/auth";
 import { ApiRateLeases, rateLimit } from "./middleware/rate-limit";
 import { Caches, type Clock } from "./lib/caches";
 import { requestId } from "./middleware/request-id";
+import { noStore } from "./middleware/no-store";
 import { contactImportsRouter } from "./routes/contact-imports";
 import { sendShape } from "./middleware/send-shape";
 import { contactsRouter } from "./routes/contacts";
@@ -70,6 +71,7 @@ export function createApp(options: AppOptions = {}) {
   const lookup = caches.get(cachedKeyLookup);
 
   app.use("*", requestId);
+  app.use("*", noStore);
   app.use("*", async (c, next) => {
     c.set("caches", caches);
     // Webhook events a request recorded go to the queue after the response, coalesced per isolate;
