@@ -8,6 +8,7 @@ import { reconcileUsageCounters, runRetention } from "./services/retention";
 import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 import { runWebhookJobs } from "./services/webhooks/outbox";
 import { runReputationCheck } from "./services/reputation";
+import { runImportJobs } from "./services/import-jobs";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]). */
 export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
@@ -28,6 +29,8 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   workflowTriggers: (env) => dispatchAllWorkflowTriggers(env),
   // Webhook events and deliveries whose hand-over or message was lost.
   webhooks: (env, now) => runWebhookJobs(env, now),
+  // Contact imports: dead uploads dropped, staged rows of failed imports deleted, lost chunks queued again.
+  imports: (env, now) => runImportJobs(env, now),
   // Pauses projects whose bounce or complaint rate passed the limit (one statement over the window's counters).
   reputation: (env, now) => runReputationCheck(env, now),
 };

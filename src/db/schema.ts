@@ -660,8 +660,19 @@ export const contactImports = sqliteTable(
     errors: json<{ row: number; message: string }[]>("errors").notNull().default([]),
     createdAt: createdAt(),
     finishedAt: timestamp("finished_at"),
+    /** Why a FAILED import failed (migration 0025). */
+    failureReason: text("failure_reason"),
+    /** The last time the upload staged rows or a chunk was applied (ms): the cron's measure of a stalled import. */
+    progressAt: integer("progress_at").notNull().default(0),
+    /** How far the cron's current re-queue round of a stalled import got (0: no round). */
+    resumeRow: integer("resume_row").notNull().default(0),
   },
-  (t) => [index("contact_imports_project_id_idx").on(t.projectId, t.id)],
+  (t) => [
+    index("contact_imports_project_id_idx").on(t.projectId, t.id),
+    // Partial (open imports only): the per-project cap and the cron's scan.
+    index("contact_imports_open_idx").on(t.projectId).where(sql`status IN ('PENDING', 'PROCESSING')`),
+    index("contact_imports_progress_idx").on(t.progressAt).where(sql`status IN ('PENDING', 'PROCESSING')`),
+  ],
 );
 
 /**

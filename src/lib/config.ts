@@ -89,6 +89,8 @@ const ConfigSchema = z.object({
   QUOTA_SEGMENTS: positive(500, { integer: true }),
   /** Stored versions of one workflow (unused old ones are pruned by the cron). */
   QUOTA_WORKFLOW_VERSIONS: positive(100, { integer: true }),
+  /** Contact imports PENDING or PROCESSING per project; past it POST /contacts/imports answers 409. */
+  MAX_ACTIVE_IMPORTS_PER_PROJECT: positive(2, { integer: true }),
   /** Workflow executions RUNNING or WAITING per project; past it a trigger starts nothing (skipped and logged). */
   MAX_ACTIVE_EXECUTIONS_PER_PROJECT: positive(10_000, { integer: true }),
   /** Days webhook deliveries (and their events) are kept. */

@@ -23,6 +23,10 @@ export const ImportJobSchema = z
       .openapi({ description: "The first 100 row errors, by row number" }),
     createdAt: z.string().datetime(),
     finishedAt: z.string().datetime().nullable(),
+    failureReason: z
+      .string()
+      .nullable()
+      .openapi({ description: "Why a FAILED import failed (its upload stopped, or it made no progress for 24 hours); null otherwise" }),
   })
   .openapi("ContactImport");
 export type ImportJobView = z.infer<typeof ImportJobSchema>;

@@ -19,26 +19,27 @@ import {
   completeIfDone,
   countChunk,
   dropImport,
-  failImport,
+  FINISH_WEBHOOK_AT,
   finishChunk,
   insertImport,
+  isChunkTaken,
   readChunk,
   readExisting,
   stageRows,
   startImport,
+  uploadProgress,
   type ChunkOutcome,
 } from "../store/imports";
 import type { ImportJobView } from "../schemas/imports";
-import { guardError, isUniqueViolation, MAX_CONTACT_DATA_BYTES, quotaExceeded, quotaGuard, storedBytesGuard } from "../store/guards";
+import { guardError, MAX_CONTACT_DATA_BYTES, quotaExceeded, quotaGuard, raisedGuard, storedBytesGuard } from "../store/guards";
+import { CHUNK_CHARS, CHUNK_ROWS, type ChunkRange, queueChunks, UPLOAD_DIED } from "./import-jobs";
 import { getSegment, segmentMembersWhere, storedCondition } from "./segments";
 
 /** Largest CSV accepted by POST /contacts/imports (bytes). */
 export const MAX_IMPORT_BYTES = 50 * 1024 * 1024;
 /** Largest CSV record (characters): a contact's data is at most 64 KB, so a longer row cannot be stored. */
 export const MAX_RECORD_CHARS = 128 * 1024;
-/** Rows per chunk, and characters of staged row JSON per chunk: one D1 statement and one queue message each. */
-export const CHUNK_ROWS = 500;
-const CHUNK_CHARS = 900_000;
+export { CHUNK_ROWS };
 /** Staging statements per D1 batch during the upload: fewer round trips (subrequests), at most ~7 MB held. */
 const STAGE_PER_BATCH = 8;
 /** Columns a header may have. */
@@ -61,6 +62,7 @@ export function toImportView(job: ContactImport): ImportJobView {
     errors: job.errors,
     createdAt: job.createdAt.toISOString(),
     finishedAt: job.finishedAt ? job.finishedAt.toISOString() : null,
+    failureReason: job.failureReason ?? null,
   };
 }
 
@@ -109,13 +111,25 @@ function csvError(err: CsvError): ApiError {
   ]);
 }
 
+/** 409 when the project has its maximum of imports open. */
+export const tooManyImports = (max: number) =>
+  new ApiError("CONFLICT", `This project already has ${max} imports in progress (PENDING or PROCESSING)`, {
+    suggestion: "Wait until one of them is COMPLETED or FAILED (GET /contacts/imports), then upload again. Nothing of this upload was kept.",
+  });
+
+/** The upload went on after the cron had dropped it as dead (no rows for UPLOAD_TIMEOUT_MS). */
+const uploadDropped = () => ApiError.invalidState(UPLOAD_DIED, "Upload the file again, without long pauses.");
+
 /**
  * POST /contacts/imports: reads the CSV as it arrives (never the whole file
- * at once), stages its rows in D1 in chunks of 500 (a later row with the
- * same address replacing the earlier one), then queues one message per chunk.
- * A file refused part way (malformed CSV, a row too long, past `maxBytes`:
+ * at once), stages its rows in D1 in chunks of 500 (a later row with the same
+ * address replacing the earlier one), then queues one message per chunk.
+ * The job row is only inserted while the project has fewer than
+ * MAX_ACTIVE_IMPORTS_PER_PROJECT open imports (409 otherwise). Staged rows count
+ * in the project's stored bytes: each staging batch ends with the stored-bytes
+ * guard. A file refused part way (malformed CSV, a row too long, past `maxBytes`:
  * counted here, since the app's body limit would buffer a body without a
- * Content-Length) leaves nothing.
+ * Content-Length; past QUOTA_STORED_BYTES) leaves nothing.
  */
 export async function createImport(
   db: Database,
@@ -131,26 +145,32 @@ export async function createImport(
     .pipeThrough(csvParser({ bom: true, relax_column_count: true, skip_empty_lines: true, max_record_size: MAX_RECORD_CHARS }))
     .getReader() as ReadableStreamDefaultReader<string[]>;
   let importId: string | null = null;
-  const chunks: { fromRow: number; toRow: number }[] = [];
+  const chunks: ChunkRange[] = [];
   try {
     const first = await records.read();
     if (first.done) throw ApiError.validation([{ field: "body", message: "The CSV is empty: it needs a header row naming an email column", code: "required" }]);
     const plan = planColumns(first.value);
-    importId = newId();
-    await insertImport(d1, { id: importId, projectId, columns: first.value, defaultSubscribed, now: Date.now() }).run();
+    const id = newId();
+    const maxOpen = readConfig(env).MAX_ACTIVE_IMPORTS_PER_PROJECT;
+    const inserted = await insertImport(d1, { id, projectId, columns: first.value, defaultSubscribed, now: Date.now(), maxOpen }).all();
+    if (inserted.results.length === 0) throw tooManyImports(maxOpen);
+    importId = id;
     let row = 0;
     let parts: string[] = [];
     let chars = 0;
     let fromRow = 1;
     let pending: D1PreparedStatement[] = [];
+    // One round trip: the staging statements, the upload's progress (nothing once the cron dropped it), the stored-bytes guard.
     const write = async () => {
-      if (pending.length > 0) await d1.batch(pending);
+      if (pending.length === 0) return;
+      const results = await d1.batch([...pending, uploadProgress(d1, id, Date.now()), storedBytesGuard(d1, env, projectId)]);
       pending = [];
+      if ((results[results.length - 2].results ?? []).length === 0) throw uploadDropped();
     };
     // A chunk's rows become one staging statement; STAGE_PER_BATCH of them go to D1 in one round trip.
     const flush = async () => {
       if (parts.length > 0) {
-        pending.push(stageRows(d1, importId!, `[${parts.join(",")}]`));
+        pending.push(stageRows(d1, id, `[${parts.join(",")}]`));
         chunks.push({ fromRow, toRow: row });
         parts = [];
         chars = 0;
@@ -171,28 +191,20 @@ export async function createImport(
     }
     await flush();
     await write();
-    const [started, imported] = await runStatements(db, [startImport(d1, importId), ...completeIfDone(d1, importId, newId(), Date.now())]);
+    const [started, imported] = await runStatements(db, [startImport(d1, id, Date.now()), ...completeIfDone(d1, id, newId(), Date.now())]);
+    if (started.length === 0) throw uploadDropped();
     await queueRecordedEvents(env, imported);
     const job = mapRow(contactImports, started[0]);
-    if (chunks.length > 0) await queueChunks(db, env, job, chunks);
-    return (await getImport(db, projectId, importId)) ?? job;
+    if (chunks.length > 0) {
+      // Staged and PROCESSING: chunks that could not be queued now are queued by the cron (runImportJobs) within minutes.
+      await queueChunks(env, id, projectId, chunks).catch((err) => console.error("queueing an import's chunks failed; the cron will", err));
+    }
+    return (await getImport(db, projectId, id)) ?? job;
   } catch (err) {
     records.cancel().catch(() => {});
     if (importId) await d1.batch(dropImport(d1, importId)).catch((e) => console.error("dropping a refused import failed", e));
     if (err instanceof CsvError) throw csvError(err);
-    throw err;
-  }
-}
-
-async function queueChunks(db: Database, env: Env, job: ContactImport, chunks: { fromRow: number; toRow: number }[]) {
-  try {
-    for (let i = 0; i < chunks.length; i += 100) {
-      await env.IMPORT_QUEUE.sendBatch(chunks.slice(i, i + 100).map((c) => ({ body: { importId: job.id, projectId: job.projectId, ...c } })));
-    }
-  } catch (err) {
-    console.error("queueing an import's chunks failed", err);
-    await db.$client.batch(failImport(db.$client, job.id, Date.now()));
-    throw new ApiError("SERVICE_UNAVAILABLE", "The import could not be queued; nothing was imported", { suggestion: "Try again in a moment." });
+    throw guardError(err, env) ?? err;
   }
 }
 
@@ -259,10 +271,13 @@ function readRow(job: ContactImport, plan: ReturnType<typeof planColumns>, email
  * over the contacts quota, data too large once merged, or written), and in
  * one D1 batch claims the chunk, advances the job's counters, upserts the
  * contacts, removes the workflow triggers they queued and the staged rows, and
- * completes the job when it was the last. A redelivered chunk's claim fails
- * and its batch writes nothing, so the counts stay exact.
+ * completes the job when it was the last. A redelivered or re-queued chunk
+ * whose rows were applied meanwhile fails its claim and its batch writes
+ * nothing, so the counts stay exact. `giveUp` (a reason) fails every row with it:
+ * the dead-letter queue's verdict, or the stored-bytes quota the chunk's
+ * contacts would pass.
  */
-export async function processChunk(db: Database, env: Env, message: ImportChunkMessage, giveUp = false): Promise<"done" | "already" | "quota-race"> {
+export async function processChunk(db: Database, env: Env, message: ImportChunkMessage, giveUp?: string): Promise<"done" | "already" | "quota-race"> {
   const d1 = db.$client;
   const { importId, projectId, fromRow, toRow } = message;
   const [jobRows, staged] = await runStatements(db, readChunk(d1, importId, projectId, fromRow, toRow));
@@ -271,7 +286,7 @@ export async function processChunk(db: Database, env: Env, message: ImportChunkM
   if (job.status !== "PROCESSING") return "already";
   const plan = planColumns(job.columns);
   const results: RowResult[] = staged.map((s) =>
-    giveUp ? { row: Number(s.row), error: GAVE_UP } : readRow(job, plan, String(s.email_key), Number(s.row), JSON.parse(String(s.cells)) as string[]),
+    giveUp ? { row: Number(s.row), error: giveUp } : readRow(job, plan, String(s.email_key), Number(s.row), JSON.parse(String(s.cells)) as string[]),
   );
 
   const candidates = results.filter((r): r is Extract<RowResult, { contact: unknown }> => "contact" in r);
@@ -314,19 +329,23 @@ export async function processChunk(db: Database, env: Env, message: ImportChunkM
     now: Date.now(),
   };
   const guard = emails.length > 0 ? quotaGuard(d1, env, projectId, { contacts: emails }) : null;
+  const head = [
+    claimChunk(d1, outcome),
+    ...(guard ? [guard] : []),
+    countChunk(d1, outcome),
+    ...upsertContacts(d1, projectId, write, { onExisting: "merge", subscribedByDefault: false, now: new Date(outcome.now) }).statements,
+  ];
   try {
-    const results = await d1.batch([
-      claimChunk(d1, outcome),
-      ...(guard ? [guard] : []),
-      countChunk(d1, outcome),
-      ...upsertContacts(d1, projectId, write, { onExisting: "merge", subscribedByDefault: false, now: new Date(outcome.now) }).statements,
-      ...(write.length > 0 ? [storedBytesGuard(d1, env, projectId)] : []),
-      ...finishChunk(d1, outcome),
-    ]);
-    // The last chunk's contacts.imported webhook event (completeIfDone's first statement); the cron re-queues it if this fails.
-    await queueRecordedEvents(env, (results[results.length - 3].results ?? []) as Record<string, unknown>[]);
+    // The stored-bytes guard goes last: after the chunk's staged rows are deleted, their bytes are given back first.
+    const results = await d1.batch([...head, ...finishChunk(d1, outcome), ...(write.length > 0 ? [storedBytesGuard(d1, env, projectId)] : [])]);
+    // The last chunk's contacts.imported webhook event; the cron re-queues it if this fails.
+    await queueRecordedEvents(env, (results[head.length + FINISH_WEBHOOK_AT].results ?? []) as Record<string, unknown>[]);
   } catch (err) {
-    if (isUniqueViolation(err, "contact_import_chunks")) return "already";
+    if (isChunkTaken(err)) return "already";
+    const raised = raisedGuard(err);
+    if (raised === "QUOTA_EXCEEDED:QUOTA_STORED_BYTES" && !giveUp) {
+      return processChunk(db, env, message, quotaExceeded("QUOTA_STORED_BYTES", readConfig(env).QUOTA_STORED_BYTES).message);
+    }
     if (guardError(err, env)) return "quota-race";
     throw err;
   }
@@ -344,7 +363,7 @@ export async function settleImportDeadLetters(messages: readonly QueuedMessage<u
   const verdicts: Verdict[] = [];
   for (const message of messages) {
     try {
-      await processChunk(db, env, message.body as ImportChunkMessage, true);
+      await processChunk(db, env, message.body as ImportChunkMessage, GAVE_UP);
       verdicts.push(ACK);
     } catch (err) {
       console.error("settling a dead import chunk failed; retrying it", err);

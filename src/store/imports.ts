@@ -1,39 +1,62 @@
 /**
  * The writer of the import tables (contact_imports, contact_import_rows,
  * contact_import_chunks): fixed SQL, returned as statements for one batch.
- * src/services/imports.ts orchestrates.
+ * src/services/imports.ts orchestrates the upload and the chunks,
+ * src/services/import-jobs.ts the cron's recovery. Staged rows and the job's
+ * header and errors count in projects.stored_bytes (triggers, migration 0025).
  */
 
-/** A new import, PENDING while its upload is read. */
+/** Open imports: those the per-project cap counts and the cron watches (the partial indexes' condition). */
+const OPEN = "status IN ('PENDING', 'PROCESSING')";
+
+/**
+ * A new import, PENDING while its upload is read, unless the project already
+ * has `maxOpen` open imports: one conditional INSERT, so two uploads racing for
+ * the last place cannot both get it. Returns `id` when inserted, nothing otherwise.
+ */
 export function insertImport(
   d1: D1Database,
-  job: { id: string; projectId: string; columns: string[]; defaultSubscribed?: boolean; now: number },
+  job: { id: string; projectId: string; columns: string[]; defaultSubscribed?: boolean; now: number; maxOpen: number },
 ): D1PreparedStatement {
   return d1
-    .prepare("INSERT INTO contact_imports (id, project_id, status, columns, default_subscribed, created_at) VALUES (?1, ?2, 'PENDING', ?3, ?4, ?5)")
-    .bind(job.id, job.projectId, JSON.stringify(job.columns), job.defaultSubscribed === undefined ? null : job.defaultSubscribed ? 1 : 0, job.now);
+    .prepare(INSERT_SQL)
+    .bind(job.id, job.projectId, JSON.stringify(job.columns), job.defaultSubscribed === undefined ? null : job.defaultSubscribed ? 1 : 0, job.now, job.maxOpen);
 }
+const INSERT_SQL = `INSERT INTO contact_imports (id, project_id, status, columns, default_subscribed, created_at, progress_at)
+  SELECT ?1, ?2, 'PENDING', ?3, ?4, ?5, ?5
+  WHERE (SELECT count(*) FROM contact_imports WHERE project_id = ?2 AND ${OPEN}) < ?6
+  RETURNING id`;
 
-/** Stages rows [emailKey, row, cellsJson] (one JSON parameter): a later row with the same key replaces the earlier one. */
+/**
+ * Stages rows [emailKey, row, cellsJson] (one JSON parameter): a later row with
+ * the same key replaces the earlier one. Only while the import is PENDING (the
+ * cron may have dropped a stalled upload).
+ */
 export function stageRows(d1: D1Database, importId: string, rowsJson: string): D1PreparedStatement {
   return d1.prepare(STAGE_ROWS_SQL).bind(importId, rowsJson);
 }
 const STAGE_ROWS_SQL = `INSERT INTO contact_import_rows (import_id, email_key, row, cells)
-  SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?2) WHERE true
+  SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?2)
+  WHERE EXISTS (SELECT 1 FROM contact_imports WHERE id = ?1 AND status = 'PENDING')
   ON CONFLICT (import_id, email_key) DO UPDATE SET row = excluded.row, cells = excluded.cells`;
 
-/** The upload is complete: the total is the distinct rows staged; PROCESSING (or COMPLETED when there are none). */
-export function startImport(d1: D1Database, importId: string): D1PreparedStatement {
-  return d1.prepare(START_SQL).bind(importId);
+/** The upload is alive (in each staging batch): returns `id` while the import is still PENDING, nothing once the cron dropped it. */
+export function uploadProgress(d1: D1Database, importId: string, now: number): D1PreparedStatement {
+  return d1.prepare("UPDATE contact_imports SET progress_at = ?2 WHERE id = ?1 AND status = 'PENDING' RETURNING id").bind(importId, now);
 }
-const START_SQL = `UPDATE contact_imports SET total = (SELECT count(*) FROM contact_import_rows WHERE import_id = ?1), status = 'PROCESSING'
-  WHERE id = ?1 RETURNING *`;
 
-/** Removes an import and whatever it staged (an upload refused part way). */
+/** The upload is complete: the total is the distinct rows staged; PROCESSING (or COMPLETED when there are none). Nothing when no longer PENDING. */
+export function startImport(d1: D1Database, importId: string, now: number): D1PreparedStatement {
+  return d1.prepare(START_SQL).bind(importId, now);
+}
+const START_SQL = `UPDATE contact_imports SET total = (SELECT count(*) FROM contact_import_rows WHERE import_id = ?1), status = 'PROCESSING', progress_at = ?2
+  WHERE id = ?1 AND status = 'PENDING' RETURNING *`;
+
+/** Removes an upload refused part way: what it staged, and the job while still PENDING (one the cron failed keeps its reason). */
 export function dropImport(d1: D1Database, importId: string): D1PreparedStatement[] {
   return [
     d1.prepare("DELETE FROM contact_import_rows WHERE import_id = ?1").bind(importId),
-    d1.prepare("DELETE FROM contact_imports WHERE id = ?1").bind(importId),
+    d1.prepare("DELETE FROM contact_imports WHERE id = ?1 AND status = 'PENDING'").bind(importId),
   ];
 }
 
@@ -67,7 +90,7 @@ export interface ChunkOutcome {
   projectId: string;
   fromRow: number;
   toRow: number;
-  /** Rows of the chunk (staged rows in the range). */
+  /** Rows of the chunk (staged rows in the range, as read). */
   processed: number;
   /** Addresses written (valid rows); created + updated = their count. */
   emailsJson: string;
@@ -80,23 +103,41 @@ export interface ChunkOutcome {
 }
 
 /**
- * A chunk's claim: the first statement of its batch. A second claim of the
- * same chunk (redelivery) fails on the primary key and its whole batch is
- * rolled back (isUniqueViolation in store/guards). Notes the workflow outbox's last id.
+ * A chunk's claim: the first statement of its batch, which it aborts when any
+ * of the rows read is no longer staged (another delivery applied it) or the
+ * same chunk was claimed before. Rows are only ever removed once staged, so
+ * "as many rows in the range as were read" means "the same rows": a row is
+ * applied once, whatever the overlap of redelivered and re-queued ranges.
+ * The abort is a NOT NULL failure (outbox_mark) or the primary key's
+ * (isChunkTaken). Notes the workflow outbox's last id.
  */
 export function claimChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatement {
-  return d1.prepare(CLAIM_SQL).bind(o.importId, o.fromRow);
+  return d1.prepare(CLAIM_SQL).bind(o.importId, o.fromRow, o.toRow, o.processed);
 }
 const CLAIM_SQL = `INSERT INTO contact_import_chunks (import_id, first_row, outbox_mark)
-  VALUES (?1, ?2, (SELECT coalesce(max(id), 0) FROM workflow_trigger_outbox))`;
+  VALUES (?1, ?2, CASE WHEN (SELECT count(*) FROM contact_import_rows WHERE import_id = ?1 AND row BETWEEN ?2 AND ?3) = ?4
+    THEN (SELECT coalesce(max(id), 0) FROM workflow_trigger_outbox) END)`;
+
+/** The message of `err` and of the errors in its `cause` chain. */
+function messagesOf(err: unknown): string[] {
+  const out: string[] = [];
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) out.push(e instanceof Error ? e.message : String(e));
+  return out;
+}
+
+/** Whether a chunk's batch was aborted by its claim: the chunk, or some of its rows, applied already. */
+export const isChunkTaken = (err: unknown) =>
+  messagesOf(err).some(
+    (m) => m.includes("UNIQUE constraint failed: contact_import_chunks") || m.includes("NOT NULL constraint failed: contact_import_chunks.outbox_mark"),
+  );
 
 /**
  * Counters before the contacts are written (in the same batch): updated = the
  * chunk's addresses that are contacts already, created = the rest. The first
- * 100 errors by row number are kept.
+ * 100 errors by row number are kept. The job's progress time moves.
  */
 export function countChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatement {
-  return d1.prepare(COUNT_SQL).bind(o.importId, o.projectId, o.processed, o.emailsJson, o.failed, o.errorsJson);
+  return d1.prepare(COUNT_SQL).bind(o.importId, o.projectId, o.processed, o.emailsJson, o.failed, o.errorsJson, o.now);
 }
 const COUNT_SQL = `UPDATE contact_imports SET
     processed = processed + ?3,
@@ -106,14 +147,16 @@ const COUNT_SQL = `UPDATE contact_imports SET
     errors = CASE WHEN json_array_length(?6) = 0 THEN errors ELSE (
       SELECT json_group_array(json(value)) FROM (
         SELECT value FROM (SELECT value FROM json_each(contact_imports.errors) UNION ALL SELECT value FROM json_each(?6))
-        ORDER BY json_extract(value, '$.row') LIMIT 100)) END
+        ORDER BY json_extract(value, '$.row') LIMIT 100)) END,
+    progress_at = ?7
   WHERE id = ?1`;
 
 /**
  * After the upsert: the workflow triggers its contacts queued (CONTACT_CREATED,
  * CONTACT_SUBSCRIBED: outbox rows past the claim's mark) are removed, the
  * chunk's staged rows deleted, and, when this chunk was the last, the import
- * COMPLETED with one `contacts.imported` event (contact_id NULL).
+ * COMPLETED with one `contacts.imported` event (contact_id NULL). The
+ * `contacts.imported` webhook statement is at index FINISH_WEBHOOK_AT.
  */
 export function finishChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatement[] {
   return [
@@ -122,6 +165,7 @@ export function finishChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatemen
     ...completeIfDone(d1, o.importId, o.eventId, o.now),
   ];
 }
+export const FINISH_WEBHOOK_AT = 2;
 const DROP_TRIGGERS_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id = ?1
   AND id > (SELECT outbox_mark FROM contact_import_chunks WHERE import_id = ?2 AND first_row = ?3)
   AND kind IN ('CONTACT_CREATED', 'CONTACT_SUBSCRIBED')
@@ -130,13 +174,16 @@ const DROP_TRIGGERS_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id 
 /**
  * The import's end, if every row is processed: the `contacts.imported` webhook
  * event (first: it returns `id, project_id` when an endpoint subscribes, for
- * queueRecordedEvents), the project event, then COMPLETED (each only once).
+ * queueRecordedEvents), the project event, then COMPLETED (each only once),
+ * then its chunk claims, which a finished import no longer needs (a late
+ * delivery finds it COMPLETED).
  */
 export function completeIfDone(d1: D1Database, importId: string, eventId: string, now: number): D1PreparedStatement[] {
   return [
     d1.prepare(WEBHOOK_EVENT_SQL).bind(importId, eventId, new Date(now).toISOString(), now),
     d1.prepare(EVENT_SQL).bind(importId, eventId, now),
     d1.prepare(COMPLETE_SQL).bind(importId, now),
+    d1.prepare(DROP_CLAIMS_SQL).bind(importId),
   ];
 }
 export const IMPORTED_EVENT = "contacts.imported";
@@ -153,13 +200,94 @@ const EVENT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, c
   SELECT ?2, project_id, NULL, '${IMPORTED_EVENT}',
     json_object('importId', id, 'total', total, 'created', created, 'updated', updated, 'failed', failed), ?3
   FROM contact_imports WHERE id = ?1 AND status = 'PROCESSING' AND processed >= total`;
-const COMPLETE_SQL = `UPDATE contact_imports SET status = 'COMPLETED', finished_at = ?2
+const COMPLETE_SQL = `UPDATE contact_imports SET status = 'COMPLETED', finished_at = ?2, resume_row = 0
   WHERE id = ?1 AND status = 'PROCESSING' AND processed >= total`;
+const DROP_CLAIMS_SQL = `DELETE FROM contact_import_chunks WHERE import_id = ?1
+  AND EXISTS (SELECT 1 FROM contact_imports WHERE id = ?1 AND status = 'COMPLETED')`;
 
-/** An import whose chunks could not be queued: FAILED, its staged rows dropped. */
-export function failImport(d1: D1Database, importId: string, now: number): D1PreparedStatement[] {
+// The cron (src/services/import-jobs.ts).
+
+/**
+ * Open imports without progress since `before`, in `status`, FAILED with
+ * `reason` (at most `limit`); their staged rows are left to sweepRows. Returns their ids.
+ */
+export function failStalled(d1: D1Database, status: "PENDING" | "PROCESSING", before: number, reason: string, now: number, limit: number): D1PreparedStatement {
+  return d1.prepare(FAIL_STALLED_SQL).bind(status, before, reason, now, limit);
+}
+const FAIL_STALLED_SQL = `UPDATE contact_imports SET status = 'FAILED', failure_reason = ?3, finished_at = ?4, resume_row = 0
+  WHERE id IN (SELECT id FROM contact_imports WHERE ${OPEN} AND status = ?1 AND progress_at < ?2 LIMIT ?5)
+  RETURNING id`;
+
+/**
+ * Imports that still have staged rows but are no longer open (failed by the
+ * cron or refused): a skip scan over the staging table's primary key, one
+ * index probe per import that has rows.
+ */
+export function leftoverImports(d1: D1Database, limit: number): D1PreparedStatement {
+  return d1.prepare(LEFTOVER_SQL).bind(limit);
+}
+const LEFTOVER_SQL = `WITH RECURSIVE staged(id) AS (
+    SELECT (SELECT min(import_id) FROM contact_import_rows)
+    UNION ALL SELECT (SELECT min(import_id) FROM contact_import_rows WHERE import_id > staged.id) FROM staged WHERE staged.id IS NOT NULL)
+  SELECT id FROM staged WHERE id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM contact_imports i WHERE i.id = staged.id AND i.${OPEN})
+  LIMIT ?1`;
+
+/** Deletes up to `limit` staged rows of an import (lowest rows first), counted first (`n`); the trigger gives their bytes back. */
+export function sweepRows(d1: D1Database, importId: string, limit: number): D1PreparedStatement[] {
   return [
-    d1.prepare("UPDATE contact_imports SET status = 'FAILED', finished_at = ?2 WHERE id = ?1").bind(importId, now),
-    d1.prepare("DELETE FROM contact_import_rows WHERE import_id = ?1").bind(importId),
+    d1.prepare("SELECT count(*) AS n FROM (SELECT 1 FROM contact_import_rows WHERE import_id = ?1 LIMIT ?2)").bind(importId, limit),
+    d1.prepare(SWEEP_SQL).bind(importId, limit),
   ];
 }
+const SWEEP_SQL = `DELETE FROM contact_import_rows WHERE import_id = ?1
+  AND row <= (SELECT max(row) FROM (SELECT row FROM contact_import_rows WHERE import_id = ?1 ORDER BY row LIMIT ?2))`;
+
+/**
+ * PROCESSING imports to re-queue: no chunk applied since `before` (their
+ * messages were lost), or a re-queue round under way (resume_row > 0).
+ */
+export function stalledImports(d1: D1Database, before: number, limit: number): D1PreparedStatement {
+  return d1.prepare(STALLED_SQL).bind(before, limit);
+}
+const STALLED_SQL = `SELECT id, project_id, resume_row FROM contact_imports INDEXED BY contact_imports_progress_idx
+  WHERE ${OPEN} AND status = 'PROCESSING' AND (progress_at < ?1 OR resume_row > 0)
+  ORDER BY progress_at LIMIT ?2`;
+
+/** An import's staged rows after `afterRow`, in row order: their numbers and sizes (for cutting chunks). */
+export function stagedRowsAfter(d1: D1Database, importId: string, afterRow: number, limit: number): D1PreparedStatement {
+  return d1.prepare(STAGED_AFTER_SQL).bind(importId, afterRow, limit);
+}
+const STAGED_AFTER_SQL = `SELECT row, length(CAST(cells AS BLOB)) + length(CAST(email_key AS BLOB)) AS size FROM contact_import_rows
+  WHERE import_id = ?1 AND row > ?2 ORDER BY row LIMIT ?3`;
+
+/**
+ * The re-queue round got to `resumeRow` (0: it is over; the progress time
+ * then restarts, so the next round only comes after another stall).
+ */
+export function markResumed(d1: D1Database, importId: string, resumeRow: number, now: number): D1PreparedStatement {
+  return d1.prepare(MARK_RESUMED_SQL).bind(importId, resumeRow, now);
+}
+const MARK_RESUMED_SQL = `UPDATE contact_imports SET resume_row = ?2, progress_at = CASE WHEN ?2 = 0 THEN ?3 ELSE progress_at END
+  WHERE id = ?1 AND status = 'PROCESSING'`;
+
+/** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
+export const FIXED_SQL = {
+  INSERT_SQL,
+  STAGE_ROWS_SQL,
+  START_SQL,
+  EXISTING_SQL,
+  CLAIM_SQL,
+  COUNT_SQL,
+  DROP_TRIGGERS_SQL,
+  WEBHOOK_EVENT_SQL,
+  EVENT_SQL,
+  COMPLETE_SQL,
+  DROP_CLAIMS_SQL,
+  FAIL_STALLED_SQL,
+  LEFTOVER_SQL,
+  SWEEP_SQL,
+  STALLED_SQL,
+  STAGED_AFTER_SQL,
+  MARK_RESUMED_SQL,
+};

@@ -44,6 +44,12 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   send_headers_bytes_insert: "AFTER INSERT ON send_headers",
   send_headers_bytes_delete: "AFTER DELETE ON send_headers",
   emails_send_headers_delete: "AFTER DELETE ON emails",
+  contact_import_rows_bytes_insert: "AFTER INSERT ON contact_import_rows",
+  contact_import_rows_bytes_update: "AFTER UPDATE OF cells ON contact_import_rows",
+  contact_import_rows_bytes_delete: "AFTER DELETE ON contact_import_rows",
+  contact_imports_bytes_insert: "AFTER INSERT ON contact_imports",
+  contact_imports_bytes_update: "AFTER UPDATE OF errors, failure_reason ON contact_imports",
+  contact_imports_bytes_delete: "AFTER DELETE ON contact_imports",
 };
 
 /** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */

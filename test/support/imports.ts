@@ -3,6 +3,7 @@ import { parse } from "csv-parse/sync";
 import { expect } from "vitest";
 import type { Env } from "../../src/env";
 import { IMPORT_QUEUE, type ImportChunkMessage } from "../../src/messages";
+import { runScheduledJobs } from "../../src/scheduled";
 import { recordingQueue } from "../fakes/queue";
 import { call, newProject } from "./http";
 import { runConsumer } from "./queues";
@@ -98,7 +99,65 @@ export async function importSetup(overrides: Partial<Env> = {}) {
     return String(res.body);
   }
 
-  return { project, queue, testEnv, request, upload, runChunks, takeChunks, pump, job, importCsv, contacts, exportCsv };
+  /** The project's stored bytes (projects.stored_bytes, kept by triggers). */
+  async function storedBytes(): Promise<number> {
+    const row = await env.DB.prepare("SELECT stored_bytes AS b FROM projects WHERE id = ?").bind(project.id).first<{ b: number }>();
+    return row!.b;
+  }
+
+  /** The project's staged rows: how many, and their bytes as the trigger counts them. */
+  async function staged(): Promise<{ rows: number; bytes: number }> {
+    const row = await env.DB.prepare(
+      `SELECT count(*) AS rows, coalesce(sum(length(CAST(r.cells AS BLOB)) + length(CAST(r.email_key AS BLOB))), 0) AS bytes
+       FROM contact_import_rows r JOIN contact_imports i ON i.id = r.import_id WHERE i.project_id = ?`,
+    )
+      .bind(project.id)
+      .first<{ rows: number; bytes: number }>();
+    return row!;
+  }
+
+  /** One cron tick (every scheduled job) at `atMs` from now, with this setup's queue. */
+  const cron = (atMs = 0) => runScheduledJobs(testEnv, { scheduledTime: Date.now() + atMs });
+
+  return { project, queue, testEnv, request, upload, runChunks, takeChunks, pump, job, importCsv, contacts, exportCsv, storedBytes, staged, cron };
+}
+
+/**
+ * A request body that sends `head` at once and the rest only when `release()`
+ * is called: an upload held open (a slow client, or one whose invocation is about to die).
+ */
+export function heldBody(head: string, rest = "") {
+  const encoder = new TextEncoder();
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let sent = false;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!sent) {
+        sent = true;
+        controller.enqueue(encoder.encode(head));
+        return;
+      }
+      await gate;
+      if (rest) controller.enqueue(encoder.encode(rest));
+      controller.close();
+    },
+  });
+  return { body, release };
+}
+
+/** Polls `check` until it passes (or fails after ~5 s). */
+export async function until<T>(check: () => Promise<T>, tries = 100): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await check();
+    } catch (err) {
+      if (i >= tries) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 
 /** The CSV's records, parsed by the library (header row first). */
