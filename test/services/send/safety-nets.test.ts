@@ -153,7 +153,7 @@ describe("Idempotency-Key records over time", () => {
 
     // 23 h 59 min after it was made, the purge keeps it: the key still names the first request.
     await s.tick(new Date(createdAt.getTime() + 24 * HOUR - MINUTE));
-    expectError(await s.send({ ...body, subject: "other" }, { "Idempotency-Key": "nightly" }), 422);
+    expectError(await s.send({ ...body, subject: "other" }, { "Idempotency-Key": "nightly" }), 409, "CONFLICT");
 
     // One minute past 24 hours it is gone, so the key is free for a new request.
     await s.tick(new Date(createdAt.getTime() + 24 * HOUR + MINUTE));
