@@ -94,10 +94,12 @@ export interface Env {
   AUTOMATIONS: Workflow<ExecutionParams>;
   /** Event webhooks: fan-out and delivery messages (src/services/webhooks/deliver.ts). */
   WEBHOOK_QUEUE: Queue<WebhookQueueMessage>;
-  /** Days webhook deliveries are kept (default 30); per-project caps (defaults 20 endpoints, 6000 attempts a minute). */
+  /** Days webhook deliveries are kept (default 30); per-project caps (defaults 20 endpoints, 1200 attempts a minute, 100,000 pending); the answer's headers within 3000 ms. */
   WEBHOOK_RETENTION_DAYS?: string;
   WEBHOOK_ENDPOINTS_PER_PROJECT?: string;
   WEBHOOK_DELIVERIES_PER_MINUTE?: string;
+  WEBHOOK_PENDING_PER_PROJECT?: string;
+  WEBHOOK_CONNECT_TIMEOUT_MS?: string;
   /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
   EMAIL_BULK_QUEUE: Queue<BulkMessage>;
   /** Contact import chunks (src/services/imports.ts). */

@@ -250,6 +250,8 @@ export const emails = sqliteTable(
     bouncedAt: timestamp("bounced_at"),
     complainedAt: timestamp("complained_at"),
     failedAt: timestamp("failed_at"),
+    /** QUEUED after a definite "not now" from the provider: when its retry is due (the sweep leaves it alone until then). */
+    retryAt: timestamp("retry_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -743,10 +745,16 @@ export const webhookEndpoints = sqliteTable(
     previousSecretExpiresAt: timestamp("previous_secret_expires_at"),
     /** Since when every attempt has failed (null after a success); 5 days of it disables the endpoint. */
     failingSince: timestamp("failing_since"),
+    /** The normalised URL (src/services/webhooks/url.ts): one endpoint per URL and project; null for a duplicate disabled by migration 0024. */
+    urlKey: text("url_key"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("webhook_endpoints_project_id_idx").on(t.projectId, t.id), index("webhook_endpoints_project_enabled_idx").on(t.projectId, t.enabled)],
+  (t) => [
+    index("webhook_endpoints_project_id_idx").on(t.projectId, t.id),
+    index("webhook_endpoints_project_enabled_idx").on(t.projectId, t.enabled),
+    uniqueIndex("webhook_endpoints_project_url_uq").on(t.projectId, t.urlKey),
+  ],
 );
 
 export const webhookEvents = sqliteTable(
@@ -784,6 +792,10 @@ export const webhookDeliveries = sqliteTable(
     lastError: text("last_error"),
     /** When the next attempt is due (PENDING); while an attempt runs, the end of its claim. */
     nextAttemptAt: timestamp("next_attempt_at"),
+    /** While an attempt runs: when it was claimed (an old claim never reported: the sweep counts it as failed). */
+    claimedAt: timestamp("claimed_at"),
+    /** When a queue message for it was last sent; null: it waits for the paced drain (over the per-minute cap). */
+    queuedAt: timestamp("queued_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -791,20 +803,22 @@ export const webhookDeliveries = sqliteTable(
     uniqueIndex("webhook_deliveries_webhook_event_uq").on(t.webhookId, t.eventId),
     index("webhook_deliveries_webhook_id_idx").on(t.webhookId, t.id),
     index("webhook_deliveries_webhook_status_id_idx").on(t.webhookId, t.status, t.id),
-    // The cron re-queues PENDING deliveries whose message was lost.
-    index("webhook_deliveries_pending_idx").on(t.nextAttemptAt).where(sql`status = 'PENDING'`),
+    // The cron's paced drain: a project's due PENDING deliveries.
+    index("webhook_deliveries_project_due_idx").on(t.projectId, t.nextAttemptAt).where(sql`status = 'PENDING'`),
+    // The sweep of attempts that never reported.
+    index("webhook_deliveries_claimed_idx").on(t.claimedAt).where(sql`claimed_at IS NOT NULL`),
   ],
 );
 
-/** Delivery attempts per project per minute (minute = ms / 60,000), for the per-minute cap; old minutes are pruned. */
-export const webhookMinuteUsage = sqliteTable(
-  "webhook_minute_usage",
+/** PENDING deliveries per project (kept by triggers, migration 0024) and when the drain last visited it. */
+export const webhookPending = sqliteTable(
+  "webhook_pending",
   {
-    projectId: text("project_id").notNull(),
-    minute: integer("minute").notNull(),
-    attempts: integer("attempts").notNull().default(0),
+    projectId: text("project_id").primaryKey(),
+    pending: integer("pending").notNull().default(0),
+    drainedAt: integer("drained_at").notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.minute] }), index("webhook_minute_usage_minute_idx").on(t.minute)],
+  (t) => [index("webhook_pending_drain_idx").on(t.drainedAt).where(sql`pending > 0`)],
 );
 
 export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;

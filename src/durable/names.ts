@@ -7,9 +7,10 @@ import type { Env } from "../env";
  *   deployed limiters already use);
  * - "public": the pk_ key limit of /v1/track, `public:<projectId>`;
  * - "send": the project's sending-rate bucket, `send:<projectId>`;
- * - "webhook": WEBHOOK step calls per minute, `webhook:<projectId>`.
+ * - "webhook": WEBHOOK step calls per minute, `webhook:<projectId>`;
+ * - "deliveries": event webhook delivery attempts per minute, `deliveries:<projectId>`.
  */
-export type LimiterPurpose = "api" | "public" | "send" | "webhook";
+export type LimiterPurpose = "api" | "public" | "send" | "webhook" | "deliveries";
 
 export function limiterName(purpose: LimiterPurpose, projectId: string): string {
   return purpose === "api" ? projectId : `${purpose}:${projectId}`;

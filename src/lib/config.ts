@@ -97,8 +97,12 @@ const ConfigSchema = z.object({
   WEBHOOK_RETENTION_DAYS: positive(30),
   /** Webhook endpoints per project. */
   WEBHOOK_ENDPOINTS_PER_PROJECT: positive(20, { integer: true }),
-  /** Webhook delivery attempts per project per minute; more wait for the next minute. */
-  WEBHOOK_DELIVERIES_PER_MINUTE: positive(6000, { integer: true }),
+  /** Webhook delivery attempts per project per minute (its ProjectLimiter, counted before each call); more wait for the paced drain. */
+  WEBHOOK_DELIVERIES_PER_MINUTE: positive(1200, { integer: true }),
+  /** PENDING webhook deliveries per project; past it a new event's deliveries are FAILED at once with the reason. */
+  WEBHOOK_PENDING_PER_PROJECT: positive(100_000, { integer: true }),
+  /** A webhook endpoint must send its answer's headers within this (ms); the whole answer within 10 s. */
+  WEBHOOK_CONNECT_TIMEOUT_MS: positive(3000, { integer: true, max: 10_000 }),
   // The reputation breaker (src/services/reputation.ts, docs/hardening-notes.md): a project whose
   // rates over the window pass a threshold, with at least the minimum volume sent, stops sending.
   /** Days (UTC, today included) the bounce and complaint rates are measured over. */

@@ -119,9 +119,26 @@ export interface QuotaUse {
    * At most the bytes the batch adds to what the 0019 triggers count: checked up front, the
    * project's stored bytes plus this against QUOTA_STORED_BYTES, in place of a storedBytesGuard
    * last in the batch (one statement fewer, for writes whose size is known before they run).
+   * With `contacts`, the contact.* webhook events the write may record are bounded here too
+   * (CONTACT_SNAPSHOT_BOUND): each a snapshot of the contact as the write leaves it.
    */
   storedBytesAtMost?: number;
 }
+
+/**
+ * The contact.* webhook events one contact write may store (W1), at most: when an enabled
+ * endpoint of the project subscribes to a contact.* type, two snapshots per named contact
+ * (contact.created or .updated, and .subscribed or .unsubscribed), each its data as stored
+ * plus the write's bytes (at most MAX_CONTACT_DATA_BYTES), its address and the payload's
+ * fixed fields (SNAPSHOT_OVERHEAD_BYTES). Parameters: project, max data, bytes added, overhead,
+ * addresses (JSON), project.
+ */
+const SNAPSHOT_OVERHEAD_BYTES = 300;
+const CONTACT_SNAPSHOT_BOUND = `CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ? AND w.enabled = 1
+      AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value LIKE 'contact.%')))
+    THEN 2 * (SELECT coalesce(sum(min(?, coalesce(length(CAST(c.data AS BLOB)), 2) + ?) + ? + length(CAST(a.value AS BLOB))), 0)
+      FROM json_each(?) AS a LEFT JOIN contacts c ON c.project_id = ? AND c.email = a.value)
+    ELSE 0 END`;
 
 /**
  * The quota checks of a write batch as one statement that goes first in it:
@@ -158,7 +175,20 @@ export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, 
       params.push(projectId, day, use.publicKey.events, config.QUOTA_PUBLIC_EVENTS_PER_DAY);
     }
   }
-  if (use.storedBytesAtMost !== undefined) {
+  if (use.storedBytesAtMost !== undefined && addresses.length > 0) {
+    quotas.push("QUOTA_STORED_BYTES_WITH_SNAPSHOTS");
+    params.push(
+      projectId,
+      use.storedBytesAtMost,
+      projectId,
+      MAX_CONTACT_DATA_BYTES,
+      use.storedBytesAtMost,
+      SNAPSHOT_OVERHEAD_BYTES,
+      JSON.stringify(addresses),
+      projectId,
+    );
+    params.push(config.QUOTA_STORED_BYTES);
+  } else if (use.storedBytesAtMost !== undefined) {
     quotas.push("QUOTA_STORED_BYTES");
     params.push(projectId, use.storedBytesAtMost, config.QUOTA_STORED_BYTES);
   }
@@ -166,7 +196,7 @@ export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, 
   return d1.prepare(quotaGuardSql(quotas)).bind(...params);
 }
 
-type GuardedQuota = Exclude<QuotaName, "QUOTA_DOMAINS" | CountedQuota>;
+type GuardedQuota = Exclude<QuotaName, "QUOTA_DOMAINS" | CountedQuota> | "QUOTA_STORED_BYTES_WITH_SNAPSHOTS";
 
 /** One (quota, used, limit) SELECT per quota, its parameters in quotaGuard's order. */
 const QUOTA_ROWS: Record<GuardedQuota, string> = {
@@ -180,6 +210,7 @@ const QUOTA_ROWS: Record<GuardedQuota, string> = {
   QUOTA_PUBLIC_EVENTS_PER_DAY:
     "SELECT 'QUOTA_PUBLIC_EVENTS_PER_DAY', coalesce((SELECT public_events FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
   QUOTA_STORED_BYTES: "SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ?, ?",
+  QUOTA_STORED_BYTES_WITH_SNAPSHOTS: `SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ? + ${CONTACT_SNAPSHOT_BOUND}, ?`,
 };
 
 /**
@@ -298,4 +329,5 @@ export const FIXED_SQL = {
   ...Object.fromEntries(Object.entries(COUNT_GUARD_SQL).map(([quota, text]) => [`COUNT_GUARD_SQL_${quota}`, text])),
   QUOTA_GUARD_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_EMAILS_PER_DAY"]),
   QUOTA_GUARD_PUBLIC_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_PUBLIC_CONTACTS_PER_DAY", "QUOTA_PUBLIC_EVENTS_PER_DAY"]),
+  QUOTA_GUARD_SNAPSHOTS_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_STORED_BYTES_WITH_SNAPSHOTS"]),
 };

@@ -1,6 +1,6 @@
 /**
  * The only writer of the webhook tables (webhook_endpoints, webhook_events,
- * webhook_deliveries, webhook_minute_usage). Every function returns D1
+ * webhook_deliveries; webhook_pending is kept by triggers). Every function returns D1
  * statements with fixed SQL, so a caller puts them in one batch with the
  * change they belong to.
  */
@@ -255,20 +255,50 @@ export function recordedEventIds(results: readonly (readonly Record<string, unkn
 
 // Endpoints -----------------------------------------------------------------
 
-const INSERT_ENDPOINT_SQL = `INSERT INTO webhook_endpoints (id, project_id, url, events, description, enabled, secret_encrypted, created_at, updated_at)
-  SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8
+const INSERT_ENDPOINT_SQL = `INSERT INTO webhook_endpoints (id, project_id, url, url_key, events, description, enabled, secret_encrypted, created_at, updated_at)
+  SELECT ?1, ?2, ?3, ?10, ?4, ?5, ?6, ?7, ?8, ?8
   WHERE (SELECT count(*) FROM webhook_endpoints WHERE project_id = ?2) < ?9
   RETURNING *`;
 
-/** A new endpoint, unless the project already has `cap` (then it returns no row). */
+/**
+ * A new endpoint, unless the project already has `cap` (then it returns no
+ * row). `urlKey` is unique per project (a duplicate fails on
+ * webhook_endpoints_project_url_uq).
+ */
 export function insertEndpoint(
   d1: D1Database,
-  row: { id: string; projectId: string; url: string; events: string[]; description: string | null; enabled: boolean; secretEncrypted: string; at: Date },
+  row: {
+    id: string;
+    projectId: string;
+    url: string;
+    urlKey: string;
+    events: string[];
+    description: string | null;
+    enabled: boolean;
+    secretEncrypted: string;
+    at: Date;
+  },
   cap: number,
 ): D1PreparedStatement {
   return d1
     .prepare(INSERT_ENDPOINT_SQL)
-    .bind(row.id, row.projectId, row.url, JSON.stringify(row.events), row.description, row.enabled ? 1 : 0, row.secretEncrypted, row.at.getTime(), cap);
+    .bind(
+      row.id,
+      row.projectId,
+      row.url,
+      JSON.stringify(row.events),
+      row.description,
+      row.enabled ? 1 : 0,
+      row.secretEncrypted,
+      row.at.getTime(),
+      cap,
+      row.urlKey,
+    );
+}
+
+/** The project's endpoints' ids and URLs (at most the endpoint cap), for the one-endpoint-per-URL check. */
+export function endpointUrls(d1: D1Database, projectId: string): D1PreparedStatement {
+  return d1.prepare("SELECT id, url, url_key, enabled FROM webhook_endpoints WHERE project_id = ?1").bind(projectId);
 }
 
 const UPDATE_ENDPOINT_SQL = `UPDATE webhook_endpoints SET
@@ -279,15 +309,17 @@ const UPDATE_ENDPOINT_SQL = `UPDATE webhook_endpoints SET
     -- Enabling again clears the reason and the failure streak.
     disabled_reason = CASE WHEN ?7 = 1 THEN NULL ELSE disabled_reason END,
     failing_since = CASE WHEN ?7 = 1 THEN NULL ELSE failing_since END,
+    url_key = coalesce(?9, url_key),
     updated_at = ?8
   WHERE id = ?1 AND project_id = ?2
   RETURNING *`;
 
+/** Changes the fields given; `urlKey` with a new URL (or to give a keyless duplicate its key when enabled). */
 export function updateEndpoint(
   d1: D1Database,
   projectId: string,
   id: string,
-  set: { url?: string; events?: string[]; description?: string | null; enabled?: boolean },
+  set: { url?: string; urlKey?: string; events?: string[]; description?: string | null; enabled?: boolean },
   at: Date,
 ): D1PreparedStatement {
   return d1
@@ -301,6 +333,7 @@ export function updateEndpoint(
       set.description ?? null,
       set.enabled === undefined ? null : set.enabled ? 1 : 0,
       at.getTime(),
+      set.urlKey ?? null,
     );
 }
 
@@ -332,86 +365,135 @@ export function markEventsFannedOut(d1: D1Database, eventIds: string[]): D1Prepa
   return d1.prepare("UPDATE webhook_events SET fanned_out = 1 WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(eventIds));
 }
 
-const INSERT_DELIVERIES_SQL = `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, type, status, attempts, next_attempt_at, created_at, updated_at)
+/**
+ * How a fan-out creates a delivery: `claimed`, its first attempt made now by
+ * the caller (attempts 1, as claimDeliveries would); `queued`, a message for
+ * its first attempt is sent; `parked`, it waits for the paced drain (over the
+ * per-minute cap); `refused`, FAILED at once with the reason (over the
+ * project's pending cap).
+ */
+export type NewDeliveryMode = "claimed" | "queued" | "parked" | "refused";
+
+const INSERT_DELIVERIES_SQL = `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, type, status, attempts, last_error,
+    next_attempt_at, claimed_at, queued_at, created_at, updated_at)
   SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
-         json_extract(value, '$[4]'), 'PENDING', ?3, coalesce(?4, ?2), ?2, ?2
+         json_extract(value, '$[4]'),
+         CASE json_extract(value, '$[5]') WHEN 'refused' THEN 'FAILED' ELSE 'PENDING' END,
+         CASE json_extract(value, '$[5]') WHEN 'claimed' THEN 1 ELSE 0 END,
+         CASE json_extract(value, '$[5]') WHEN 'refused' THEN ?4 END,
+         CASE json_extract(value, '$[5]') WHEN 'refused' THEN NULL WHEN 'claimed' THEN ?3 ELSE ?2 END,
+         CASE json_extract(value, '$[5]') WHEN 'claimed' THEN ?2 END,
+         CASE json_extract(value, '$[5]') WHEN 'queued' THEN ?2 END,
+         ?2, ?2
   FROM json_each(?1) WHERE true
   ON CONFLICT (webhook_id, event_id) DO NOTHING
   RETURNING *`;
 
 /**
- * One PENDING delivery per (event, endpoint); a pair that has one already is
- * left alone. With `claimUntil`, each is created with its first attempt
- * claimed (attempts 1, as store.claimDeliveries would), for the caller to make
- * now; without, unattempted (attempts 0), for a queued first attempt. Returns
+ * One delivery per (event, endpoint), each created as its `mode` says; a pair
+ * that has one already is left alone. `claimUntil` ends the claim of the
+ * `claimed` ones; `refusal` is the lastError of the `refused` ones. Returns
  * the deliveries it created (none for pairs that had one).
  */
 export function insertDeliveries(
   d1: D1Database,
-  rows: { id: string; projectId: string; webhookId: string; eventId: string; type: string }[],
+  rows: { id: string; projectId: string; webhookId: string; eventId: string; type: string; mode: NewDeliveryMode }[],
   at: Date,
-  claimUntil: Date | null,
+  claimUntil: Date,
+  refusal: string | null,
 ): D1PreparedStatement {
-  const values = rows.map((r) => [r.id, r.projectId, r.webhookId, r.eventId, r.type]);
-  return d1.prepare(INSERT_DELIVERIES_SQL).bind(JSON.stringify(values), at.getTime(), claimUntil ? 1 : 0, claimUntil?.getTime() ?? null);
+  const values = rows.map((r) => [r.id, r.projectId, r.webhookId, r.eventId, r.type, r.mode]);
+  return d1.prepare(INSERT_DELIVERIES_SQL).bind(JSON.stringify(values), at.getTime(), claimUntil.getTime(), refusal);
 }
 
-/** What attempting deliveries needs besides the deliveries, as reads for their batch: payloads, endpoints, this minute's counters. */
-export function attemptInputs(
-  d1: D1Database,
-  input: { eventIds: string[]; webhookIds: string[]; projectIds: string[]; minute: number },
-): D1PreparedStatement[] {
+/** The projects' PENDING deliveries (webhook_pending, kept by triggers), for the pending cap. */
+export function pendingCounts(d1: D1Database, projectIds: string[]): D1PreparedStatement {
+  return d1.prepare("SELECT project_id, pending FROM webhook_pending WHERE project_id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(projectIds));
+}
+
+/** What attempting deliveries needs besides the deliveries, as reads for their batch: payloads and endpoints. */
+export function attemptInputs(d1: D1Database, input: { eventIds: string[]; webhookIds: string[] }): D1PreparedStatement[] {
   return [
     d1.prepare("SELECT id, payload FROM webhook_events WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(input.eventIds)),
     d1.prepare("SELECT * FROM webhook_endpoints WHERE id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(input.webhookIds)),
-    d1
-      .prepare("SELECT project_id, attempts FROM webhook_minute_usage WHERE minute = ?2 AND project_id IN (SELECT value FROM json_each(?1))")
-      .bind(JSON.stringify(input.projectIds), input.minute),
   ];
 }
 
-const CLAIM_SQL = `UPDATE webhook_deliveries SET attempts = json_extract(?1, '$."' || id || '"'), next_attempt_at = ?2, updated_at = ?3
-  WHERE id IN (SELECT key FROM json_each(?1)) AND status = 'PENDING'
-    AND (attempts + 1 = json_extract(?1, '$."' || id || '"')
-         -- The same attempt again once its claim ran out: the consumer died after claiming.
-         OR (attempts = json_extract(?1, '$."' || id || '"') AND next_attempt_at <= ?3))
+/** The same reads for deliveries named by id (a queued attempt's batch). */
+export function attemptInputsOf(d1: D1Database, deliveryIds: string[]): D1PreparedStatement[] {
+  const ids = JSON.stringify(deliveryIds);
+  return [
+    d1
+      .prepare("SELECT id, payload FROM webhook_events WHERE id IN (SELECT event_id FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?1)))")
+      .bind(ids),
+    d1
+      .prepare("SELECT * FROM webhook_endpoints WHERE id IN (SELECT webhook_id FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?1)))")
+      .bind(ids),
+  ];
+}
+
+/** The attempt a delivery's message carries is the next one: ?1 maps delivery ids to attempt numbers. */
+const NEXT_ATTEMPT = `id IN (SELECT key FROM json_each(?1)) AND status = 'PENDING' AND claimed_at IS NULL
+    AND attempts + 1 = json_extract(?1, '$."' || id || '"')`;
+
+const CLAIM_SQL = `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?2, claimed_at = ?3, queued_at = NULL, updated_at = ?3
+  WHERE ${NEXT_ATTEMPT}
   RETURNING *`;
 
 /**
  * Claims deliveries for an attempt before anything is sent: `attempts` maps a
- * delivery id to the attempt number its message carries. Only a PENDING
- * delivery whose previous attempt is exactly the one before is claimed (the
- * attempt counter moves on atomically), so a redelivered or stale message
- * claims nothing and sends nothing; a claim lasts until `claimUntil`.
+ * delivery id to the attempt number its message carries. Only a PENDING,
+ * unclaimed delivery whose previous attempt is exactly the one before is
+ * claimed (the attempt counter moves on atomically: the attempt counts from
+ * here, whatever becomes of the call), so a redelivered or stale message
+ * claims nothing and sends nothing. A claim older than its lease never
+ * reported: sweepDeadClaims counts it as a failed attempt.
  */
 export function claimDeliveries(d1: D1Database, attempts: Record<string, number>, claimUntil: Date, at: Date): D1PreparedStatement {
   return d1.prepare(CLAIM_SQL).bind(JSON.stringify(attempts), claimUntil.getTime(), at.getTime());
 }
 
+/** Attempts over the per-minute cap: no message any more, left to the paced drain (their due time kept). */
+export function parkDeliveries(d1: D1Database, attempts: Record<string, number>, at: Date): D1PreparedStatement {
+  return d1.prepare(`UPDATE webhook_deliveries SET queued_at = NULL, updated_at = ?2 WHERE ${NEXT_ATTEMPT}`).bind(JSON.stringify(attempts), at.getTime());
+}
+
 export interface DeliveryOutcome {
   id: string;
+  /** The attempt number this outcome belongs to (its claim): a later claim's row is left alone. */
+  attempt: number;
   status: "PENDING" | "SUCCEEDED" | "FAILED";
   statusCode: number | null;
   error: string | null;
   /** PENDING: when the next attempt is due. */
   nextAttemptAt: Date | null;
-  /** The attempt is given back (not counted), e.g. over the per-minute cap. */
-  release?: boolean;
+  /** A message for the next attempt is sent (else the drain queues it when due). */
+  queued?: boolean;
 }
 
 const OUTCOMES_SQL = `UPDATE webhook_deliveries SET
     status = json_extract(o.value, '$[1]'),
-    last_status_code = CASE WHEN json_extract(o.value, '$[5]') THEN last_status_code ELSE json_extract(o.value, '$[2]') END,
-    last_error = CASE WHEN json_extract(o.value, '$[5]') THEN last_error ELSE json_extract(o.value, '$[3]') END,
+    last_status_code = json_extract(o.value, '$[2]'),
+    last_error = json_extract(o.value, '$[3]'),
     next_attempt_at = json_extract(o.value, '$[4]'),
-    attempts = attempts - CASE WHEN json_extract(o.value, '$[5]') THEN 1 ELSE 0 END,
+    claimed_at = NULL,
+    queued_at = CASE WHEN json_extract(o.value, '$[5]') THEN ?2 END,
     updated_at = ?2
   FROM json_each(?1) AS o
-  WHERE webhook_deliveries.id = json_extract(o.value, '$[0]')`;
+  WHERE webhook_deliveries.id = json_extract(o.value, '$[0]') AND webhook_deliveries.attempts = json_extract(o.value, '$[6]')
+    AND webhook_deliveries.claimed_at IS NOT NULL`;
 
-/** Records what the attempts did, in one statement. */
+/** Records what the attempts did, in one statement (only while each is still the claimed attempt). */
 export function recordDeliveryOutcomes(d1: D1Database, outcomes: DeliveryOutcome[], at: Date): D1PreparedStatement {
-  const values = outcomes.map((o) => [o.id, o.status, o.statusCode, o.error?.slice(0, 1000) ?? null, o.nextAttemptAt?.getTime() ?? null, o.release ? 1 : 0]);
+  const values = outcomes.map((o) => [
+    o.id,
+    o.status,
+    o.statusCode,
+    o.error?.slice(0, 1000) ?? null,
+    o.nextAttemptAt?.getTime() ?? null,
+    o.queued ? 1 : 0,
+    o.attempt,
+  ]);
   return d1.prepare(OUTCOMES_SQL).bind(JSON.stringify(values), at.getTime());
 }
 
@@ -441,16 +523,6 @@ export function endpointsFailed(d1: D1Database, webhookIds: string[], at: Date, 
   ];
 }
 
-/** Counts attempts toward the project's per-minute cap. */
-export function countAttempts(d1: D1Database, projectId: string, minute: number, n: number): D1PreparedStatement {
-  return d1
-    .prepare(
-      `INSERT INTO webhook_minute_usage (project_id, minute, attempts) VALUES (?1, ?2, ?3)
-       ON CONFLICT (project_id, minute) DO UPDATE SET attempts = attempts + excluded.attempts`,
-    )
-    .bind(projectId, minute, n);
-}
-
 /**
  * Sends a delivery again now: PENDING, due now. Returns the delivery (with the
  * attempt number the retry carries: attempts + 1), or no row.
@@ -458,7 +530,7 @@ export function countAttempts(d1: D1Database, projectId: string, minute: number,
 export function requeueDelivery(d1: D1Database, projectId: string, webhookId: string, id: string, at: Date): D1PreparedStatement {
   return d1
     .prepare(
-      `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at = ?4, updated_at = ?4
+      `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at = ?4, queued_at = ?4, updated_at = ?4
        WHERE id = ?1 AND project_id = ?2 AND webhook_id = ?3
        RETURNING *`,
     )
@@ -477,8 +549,8 @@ export function recordTestDelivery(
       .bind(input.eventId, input.projectId, input.payload, at),
     d1
       .prepare(
-        `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, type, status, attempts, next_attempt_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, 'webhook.test', 'PENDING', 0, ?5, ?5, ?5) RETURNING *`,
+        `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, type, status, attempts, next_attempt_at, queued_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, 'webhook.test', 'PENDING', 0, ?5, ?5, ?5, ?5) RETURNING *`,
       )
       .bind(input.deliveryId, input.projectId, input.webhookId, input.eventId, at),
   ];
@@ -515,18 +587,59 @@ export function unclaimOutboxEvents(d1: D1Database, eventIds: string[]): D1Prepa
 }
 
 /**
- * PENDING deliveries overdue by more than the grace (their message was lost,
- * or their consumer died after claiming): pushed `claimFor` ahead, returned
- * with the attempt number to queue.
+ * Attempts claimed before `claimedBefore` that never reported (their
+ * invocation ended): each counts as a failed attempt, so the retry schedule
+ * (`schedule`, seconds after attempt n at index n - 1) and the failure streak
+ * apply as after any failure: PENDING due after its delay, or FAILED past the
+ * schedule. At most `limit`; returns the deliveries with their endpoints.
  */
-export function claimOverdueDeliveries(d1: D1Database, at: Date, overdueBefore: Date, claimUntil: Date, limit: number): D1PreparedStatement {
+export function sweepDeadClaims(d1: D1Database, at: Date, claimedBefore: Date, schedule: readonly number[], error: string, limit: number) {
+  return d1.prepare(SWEEP_DEAD_SQL).bind(at.getTime(), claimedBefore.getTime(), JSON.stringify(schedule), error, limit);
+}
+const DELAY_AFTER = `json_extract(?3, '$[' || (attempts - 1) || ']')`;
+const SWEEP_DEAD_SQL = `UPDATE webhook_deliveries SET
+    status = CASE WHEN ${DELAY_AFTER} IS NULL THEN 'FAILED' ELSE 'PENDING' END,
+    next_attempt_at = CASE WHEN ${DELAY_AFTER} IS NULL THEN NULL ELSE ?1 + ${DELAY_AFTER} * 1000 END,
+    last_status_code = NULL, last_error = ?4, claimed_at = NULL, queued_at = NULL, updated_at = ?1
+  WHERE id IN (SELECT id FROM webhook_deliveries WHERE claimed_at IS NOT NULL AND claimed_at < ?2 ORDER BY claimed_at LIMIT ?5)
+  RETURNING id, project_id, webhook_id, status`;
+
+/** A project's deliveries the drain may queue (?1 project, ?2 now, ?3 overdue-before): due, unclaimed, and no message on its way. */
+const DRAINABLE = `project_id = ?1 AND status = 'PENDING' AND next_attempt_at <= ?2 AND claimed_at IS NULL
+    AND (queued_at IS NULL OR next_attempt_at < ?3)`;
+
+/**
+ * Projects with deliveries for the paced drain (parked over the per-minute
+ * cap, or whose message was lost: due before `overdueBefore` and never
+ * claimed), the least recently drained first, at most `limit`.
+ */
+export function projectsToDrain(d1: D1Database, at: Date, overdueBefore: Date, limit: number): D1PreparedStatement {
   return d1
     .prepare(
-      `UPDATE webhook_deliveries SET next_attempt_at = ?3
-       WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at < ?2 ORDER BY next_attempt_at LIMIT ?4)
-       RETURNING id, project_id, attempts`,
+      `SELECT p.project_id FROM webhook_pending p WHERE p.pending > 0
+         AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE ${DRAINABLE.replaceAll("?1", "p.project_id")})
+       ORDER BY p.drained_at LIMIT ?4`,
     )
-    .bind(at.getTime(), overdueBefore.getTime(), claimUntil.getTime(), limit);
+    .bind(null, at.getTime(), overdueBefore.getTime(), limit);
+}
+
+/**
+ * Up to `limit` of a project's drainable deliveries, oldest due first, marked
+ * queued now (due now: if the message is lost, the drain takes them again
+ * after the grace); returned with the attempt number to queue. The project
+ * moves to the back of the drain's rotation.
+ */
+export function drainDeliveries(d1: D1Database, projectId: string, at: Date, overdueBefore: Date, limit: number): D1PreparedStatement[] {
+  return [
+    d1
+      .prepare(
+        `UPDATE webhook_deliveries SET queued_at = ?2, next_attempt_at = ?2, updated_at = ?2
+         WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${DRAINABLE} ORDER BY next_attempt_at LIMIT ?4)
+         RETURNING id, project_id, attempts`,
+      )
+      .bind(projectId, at.getTime(), overdueBefore.getTime(), limit),
+    d1.prepare("UPDATE webhook_pending SET drained_at = ?2 WHERE project_id = ?1").bind(projectId, at.getTime()),
+  ];
 }
 
 // Retention -----------------------------------------------------------------
@@ -545,9 +658,4 @@ export function pruneWebhookHistory(d1: D1Database, before: Date, limit: number)
       .prepare("DELETE FROM webhook_events WHERE id IN (SELECT id FROM webhook_events WHERE id < ?1 ORDER BY id LIMIT ?2)")
       .bind(idBefore(new Date(before.getTime() - 86_400_000)), limit),
   ];
-}
-
-/** Per-minute counters of minutes before `minute`. */
-export function pruneMinuteUsage(d1: D1Database, minute: number): D1PreparedStatement {
-  return d1.prepare("DELETE FROM webhook_minute_usage WHERE minute < ?1").bind(minute);
 }

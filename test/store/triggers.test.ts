@@ -50,6 +50,15 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   contact_imports_bytes_insert: "AFTER INSERT ON contact_imports",
   contact_imports_bytes_update: "AFTER UPDATE OF errors, failure_reason ON contact_imports",
   contact_imports_bytes_delete: "AFTER DELETE ON contact_imports",
+  webhook_events_bytes_insert: "AFTER INSERT ON webhook_events",
+  webhook_events_bytes_update: "AFTER UPDATE OF payload ON webhook_events",
+  webhook_events_bytes_delete: "AFTER DELETE ON webhook_events",
+  webhook_deliveries_bytes_insert: "AFTER INSERT ON webhook_deliveries",
+  webhook_deliveries_bytes_update: "AFTER UPDATE OF last_error ON webhook_deliveries",
+  webhook_deliveries_bytes_delete: "AFTER DELETE ON webhook_deliveries",
+  webhook_deliveries_pending_insert: "AFTER INSERT ON webhook_deliveries",
+  webhook_deliveries_pending_update: "AFTER UPDATE OF status ON webhook_deliveries",
+  webhook_deliveries_pending_delete: "AFTER DELETE ON webhook_deliveries",
 };
 
 /** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */

@@ -1,48 +1,58 @@
 import { fromRow } from "../../db/client";
 import { webhookDeliveries, webhookEndpoints, type WebhookDelivery, type WebhookEndpoint } from "../../db/schema";
+import { projectLimiter } from "../../durable/names";
 import type { Env, WebhookQueueMessage } from "../../env";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { newId } from "../../lib/ids";
-import { mapLimited } from "../../lib/limited";
 import { ACK, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import { signWebhook } from "../../lib/standard-webhooks";
 import * as store from "../../store/webhooks";
 import { decryptPrivateKey } from "../domains/dkim";
 import { outboundTargetProblem, type TargetProblem } from "../outbound-url";
+import { runLanes } from "./lanes";
 
 export type { WebhookQueueMessage };
 
 /**
  * Event webhooks' queue (edge-mail-webhooks), two kinds of message:
- * - `event`: a recorded event; its consumer makes one PENDING delivery per
- *   enabled, subscribed endpoint (a unique (endpoint, event) pair, so a
- *   redelivered message makes none twice) and queues their first attempts;
- * - `delivery`: one attempt of one delivery. The attempt is claimed in D1
- *   before anything is sent (see store.claimDeliveries), so a redelivered or
- *   stale message sends nothing; the outcome is written after the call, and a
- *   failure queues the next attempt with the schedule's delay.
+ * - `event`: a recorded event; its consumer makes one delivery per enabled,
+ *   subscribed endpoint (a unique (endpoint, event) pair, so a redelivered
+ *   message makes none twice) and makes or queues their first attempts;
+ * - `delivery`: one attempt of one delivery.
+ * Every attempt is claimed in D1 (attempts + 1) and counted against the
+ * project's per-minute cap (its ProjectLimiter) before anything is sent, so a
+ * redelivered or stale message sends nothing, and an attempt whose invocation
+ * dies still counts: the cron's sweep turns its claim into a failed attempt.
+ * Attempts past the cap send no message again: they wait PENDING for the
+ * cron's paced drain (src/services/webhooks/outbox.ts). Calls run in one lane
+ * per project (runLanes), so a slow endpoint delays only its own project.
  */
 
 /** Seconds before attempt n+1 after attempt n failed (n = 1..10); after the 11th the delivery is FAILED. */
 export const RETRY_SCHEDULE_SECONDS = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 28_800] as const;
-/** A receiver must answer 2xx within this. */
+/** A receiver must answer within this (its headers within WEBHOOK_CONNECT_TIMEOUT_MS, default 3 s). */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 /** An endpoint whose every attempt failed for this long is disabled. */
 export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
-/** How long a claimed attempt may run before another message may take it over (far above the timeout). */
-const CLAIM_MS = 60_000;
 /**
- * Endpoint calls in flight per invocation: a Worker keeps at most 6 outgoing
- * connections open at once, and a call waiting for one would spend its 10 s
- * timeout waiting.
+ * How long a claimed attempt may go without an outcome before the sweep counts
+ * it as failed: above a full batch's worst case (100 calls, 2 at a time per
+ * project, each at most the connect timeout plus ERROR_BODY_MS).
  */
+export const CLAIM_MS = 5 * 60_000;
+/** The lastError of an attempt that never reported. */
+export const DEAD_ATTEMPT_ERROR = "No outcome: the attempt's invocation ended before it reported (counted as a failed attempt)";
+/** Calls in flight per invocation (a Worker keeps at most 6 outgoing connections open), and per project. */
 const CALL_CONCURRENCY = 6;
+const PROJECT_CONCURRENCY = 2;
 /** First attempts a fan-out makes itself (the rest are queued): the queue's max_batch_size, inside the subrequest limit. */
 const INLINE_ATTEMPTS = 100;
-/** Characters of a receiver's answer kept in lastError. */
+/** Of a failing answer's body: at most this many bytes are read, for at most this long, and this many characters kept in lastError. */
+const ERROR_BODY_BYTES = 1024;
+const ERROR_BODY_MS = 1000;
 const ERROR_BODY_CHARS = 200;
 
-/** Hands messages to the queue, 100 per sendBatch. Failures are logged: the cron's sweep re-queues what is overdue. */
+/** Hands messages to the queue, 100 per sendBatch. Failures are logged: the cron's drain queues what is overdue. */
 async function sendMessages(env: Env, messages: { body: WebhookQueueMessage; delaySeconds?: number }[]): Promise<boolean> {
   let ok = true;
   for (let i = 0; i < messages.length; i += 100) {
@@ -62,6 +72,25 @@ export function queueDeliveries(env: Env, items: { deliveryId: string; projectId
     env,
     items.map(({ delaySeconds, ...item }) => ({ body: { kind: "delivery", ...item }, ...(delaySeconds ? { delaySeconds } : {}) })),
   );
+}
+
+/**
+ * Attempts the project may make now, of `want`: its ProjectLimiter's window of
+ * WEBHOOK_DELIVERIES_PER_MINUTE, counted there as granted (one Durable Object
+ * request runs at a time, so concurrent invocations never pass the cap together).
+ */
+export async function leaseAttempts(env: Env, projectId: string, want: number, now = Date.now()): Promise<number> {
+  if (want <= 0) return 0;
+  const limit = readConfig(env).WEBHOOK_DELIVERIES_PER_MINUTE;
+  const { granted } = await projectLimiter(env, "deliveries", projectId).leaseApi(limit, now, want);
+  return granted;
+}
+
+/** What the project's limiter has left this minute (nothing taken), for the drain. */
+export async function attemptsLeft(env: Env, projectId: string, now: number): Promise<number> {
+  const limit = readConfig(env).WEBHOOK_DELIVERIES_PER_MINUTE;
+  const { remaining } = await projectLimiter(env, "deliveries", projectId).leaseApi(limit, now, 0);
+  return remaining;
 }
 
 /** Rounds of hand-over one request sends for the requests that arrive while it sends, before it lets the next one take over. */
@@ -137,13 +166,35 @@ export function queueRecordedEvents(env: Env, rows: readonly Record<string, unkn
 
 const subscribes = (endpoint: { events: string[] | null }, type: string) => !endpoint.events?.length || endpoint.events.includes(type);
 
+/** Groups items by a key, keeping their order. */
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}
+
 /**
- * Fan-out: one delivery per event and subscribed endpoint, and their first
- * attempts made here at once (claimed as they are created, so a redelivered
- * message makes and sends none twice); past INLINE_ATTEMPTS, first attempts
- * are queued instead.
+ * Fan-out: one delivery per event and subscribed endpoint. Per project, past
+ * WEBHOOK_PENDING_PER_PROJECT PENDING deliveries a new one is FAILED at once
+ * with the reason; of the first INLINE_ATTEMPTS, those the per-minute cap
+ * allows are claimed as they are created and attempted here, the others wait
+ * for the drain; the rest are queued.
  */
-async function fanOut(env: Env, eventIds: string[]): Promise<void> {
+/** Claimed attempts and what their calls need (rows as D1 returns them). */
+interface Claimed {
+  rows: Record<string, unknown>[];
+  payloads: Record<string, unknown>[];
+  endpoints: Record<string, unknown>[];
+}
+const NONE: Claimed = { rows: [], payloads: [], endpoints: [] };
+
+async function fanOut(env: Env, eventIds: string[]): Promise<Claimed> {
+  const config = readConfig(env);
   const ids = JSON.stringify(eventIds);
   const [events, endpoints] = await env.DB.batch<{ id: string; project_id: string; type: string; events?: string }>([
     env.DB.prepare("SELECT id, project_id, type FROM webhook_events WHERE id IN (SELECT value FROM json_each(?1))").bind(ids),
@@ -156,34 +207,57 @@ async function fanOut(env: Env, eventIds: string[]): Promise<void> {
   const rows = events.results.flatMap((event) =>
     targets
       .filter((t) => t.projectId === event.project_id && subscribes(t, event.type))
-      .map((t) => ({ id: newId(), projectId: event.project_id, webhookId: t.id, eventId: event.id, type: event.type })),
+      .map((t) => ({
+        id: newId(),
+        projectId: event.project_id,
+        webhookId: t.id,
+        eventId: event.id,
+        type: event.type,
+        mode: "queued" as store.NewDeliveryMode,
+      })),
   );
   const now = new Date();
-  const minute = Math.floor(now.getTime() / 60_000);
-  const inline = rows.slice(0, INLINE_ATTEMPTS);
-  const queued = rows.slice(INLINE_ATTEMPTS);
-  // ~100 bytes per row as JSON: well inside D1's statement size at 500 a statement.
-  const inserts = (list: typeof rows, claimUntil: Date | null) => {
-    const out: D1PreparedStatement[] = [];
-    for (let i = 0; i < list.length; i += 500) out.push(store.insertDeliveries(env.DB, list.slice(i, i + 500), now, claimUntil));
-    return out;
-  };
-  const claimed = inserts(inline, new Date(now.getTime() + CLAIM_MS));
-  const unclaimed = inserts(queued, null);
+  const byProject = groupBy(rows, (r) => r.projectId);
+  const pending = rows.length > 0 ? (await store.pendingCounts(env.DB, [...byProject.keys()]).all<{ project_id: string; pending: number }>()).results : [];
+  const pendingOf = new Map(pending.map((r) => [r.project_id, r.pending]));
+  let inlineLeft = INLINE_ATTEMPTS;
+  await Promise.all(
+    [...byProject].map(async ([projectId, list]) => {
+      let room = Math.max(0, config.WEBHOOK_PENDING_PER_PROJECT - (pendingOf.get(projectId) ?? 0));
+      const accepted = [];
+      for (const r of list) {
+        if (room > 0) {
+          room--;
+          accepted.push(r);
+        } else r.mode = "refused";
+      }
+      const inline = accepted.slice(0, Math.max(0, inlineLeft));
+      inlineLeft -= inline.length;
+      const granted = await leaseAttempts(env, projectId, inline.length, now.getTime());
+      inline.forEach((r, i) => {
+        r.mode = i < granted ? "claimed" : "parked";
+      });
+    }),
+  );
+  const refusal = `Not sent: the project had ${config.WEBHOOK_PENDING_PER_PROJECT} deliveries pending (WEBHOOK_PENDING_PER_PROJECT)`;
+  // ~110 bytes per row as JSON: well inside D1's statement size at 500 a statement.
+  const inserts: D1PreparedStatement[] = [];
+  for (let i = 0; i < rows.length; i += 500)
+    inserts.push(store.insertDeliveries(env.DB, rows.slice(i, i + 500), now, new Date(now.getTime() + CLAIM_MS), refusal));
+  const claimedRows = rows.filter((r) => r.mode === "claimed");
   const reads = store.attemptInputs(env.DB, {
-    eventIds: [...new Set(inline.map((r) => r.eventId))],
-    webhookIds: [...new Set(inline.map((r) => r.webhookId))],
-    projectIds: [...new Set(inline.map((r) => r.projectId))],
-    minute,
+    eventIds: [...new Set(claimedRows.map((r) => r.eventId))],
+    webhookIds: [...new Set(claimedRows.map((r) => r.webhookId))],
   });
-  const results = await env.DB.batch<Record<string, unknown>>([store.markEventsFannedOut(env.DB, eventIds), ...claimed, ...unclaimed, ...reads]);
-  const created = (from: number, n: number) => results.slice(from, from + n).flatMap((r) => r.results);
-  const [payloads, endpointRows, usage] = results.slice(results.length - reads.length);
+  const results = await env.DB.batch<Record<string, unknown>>([store.markEventsFannedOut(env.DB, eventIds), ...inserts, ...reads]);
+  const created = results.slice(1, 1 + inserts.length).flatMap((r) => r.results);
+  const [payloads, endpointRows] = results.slice(1 + inserts.length);
+  const modeOf = new Map(rows.map((r) => [r.id, r.mode]));
   await queueDeliveries(
     env,
-    created(1 + claimed.length, unclaimed.length).map((d) => ({ deliveryId: d.id as string, projectId: d.project_id as string, attempt: 1 })),
+    created.filter((d) => modeOf.get(d.id as string) === "queued").map((d) => ({ deliveryId: d.id as string, projectId: d.project_id as string, attempt: 1 })),
   );
-  await runAttempts(env, created(1, claimed.length), { payloads: payloads.results, endpoints: endpointRows.results, usage: usage.results }, now, minute);
+  return { rows: created.filter((d) => modeOf.get(d.id as string) === "claimed"), payloads: payloads.results, endpoints: endpointRows.results };
 }
 
 interface Attempt {
@@ -195,40 +269,92 @@ interface Attempt {
 /** What one call did: a status code, or an error before any answer. */
 type CallResult = { ok: true; statusCode: number } | { ok: false; statusCode: number | null; error: string };
 
+/**
+ * At most ERROR_BODY_BYTES of a body, for at most `ms`, then the rest is
+ * cancelled: a receiver's answer is never buffered whole (W2), and a body that
+ * trickles costs at most `ms`.
+ */
+export async function readBodyPrefix(body: ReadableStream<Uint8Array> | null, ms: number): Promise<string> {
+  if (!body) return "";
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ms);
+  });
+  try {
+    while (size < ERROR_BODY_BYTES) {
+      const next = await Promise.race([reader.read(), late]);
+      if (next === "late" || next.done) break;
+      chunks.push(next.value.subarray(0, ERROR_BODY_BYTES - size));
+      size += Math.min(next.value.byteLength, ERROR_BODY_BYTES - size);
+    }
+  } catch {
+    // what was read is enough
+  } finally {
+    clearTimeout(timer);
+    reader.cancel().catch(() => undefined);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes).slice(0, ERROR_BODY_CHARS);
+}
+
 async function callEndpoint(
   endpoint: WebhookEndpoint,
   secrets: string[],
   deliveryId: string,
   payload: string,
   targetProblem: TargetProblem | null,
+  connectMs: number,
 ): Promise<CallResult> {
   if (targetProblem) return { ok: false, statusCode: null, error: `Refused: ${targetProblem.reason}` };
   // One webhook-id per event and endpoint: the delivery's id, the same on every attempt.
   const headers = new Headers({ "content-type": "application/json", "user-agent": "edge-mail-webhooks/1" });
   for (const [name, value] of Object.entries(await signWebhook(secrets, `msg_${deliveryId}`, Math.floor(Date.now() / 1000), payload))) headers.set(name, value);
-  let response: Response;
+  const started = Date.now();
+  // Two deadlines: the answer's headers within connectMs, all of it within WEBHOOK_TIMEOUT_MS.
+  const controller = new AbortController();
+  let timedOut: string | null = null;
+  let abortedNow: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    abortedNow = () => reject(new Error(timedOut ?? "aborted"));
+  });
+  aborted.catch(() => undefined);
+  const expire = (what: string) => () => {
+    timedOut = what;
+    controller.abort();
+    abortedNow();
+  };
+  const headersTimer = setTimeout(expire(`No answer within ${connectMs / 1000} s`), connectMs);
+  const answerTimer = setTimeout(expire(`No answer within ${WEBHOOK_TIMEOUT_MS / 1000} s`), WEBHOOK_TIMEOUT_MS);
   try {
-    response = await fetch(endpoint.url, { method: "POST", headers, body: payload, redirect: "manual", signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS) });
-  } catch (err) {
-    const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
-    return {
-      ok: false,
-      statusCode: null,
-      error: timedOut ? `No answer within ${WEBHOOK_TIMEOUT_MS / 1000} s` : `Request failed: ${err instanceof Error ? err.message : String(err)}`,
-    };
+    let response: Response;
+    try {
+      response = await Promise.race([fetch(endpoint.url, { method: "POST", headers, body: payload, redirect: "manual", signal: controller.signal }), aborted]);
+    } catch (err) {
+      if (timedOut) return { ok: false, statusCode: null, error: timedOut };
+      return { ok: false, statusCode: null, error: `Request failed: ${err instanceof Error ? err.message : String(err)}` };
+    } finally {
+      clearTimeout(headersTimer);
+    }
+    if (response.status >= 200 && response.status < 300) {
+      // Nothing of a success's body is needed.
+      response.body?.cancel().catch(() => undefined);
+      return { ok: true, statusCode: response.status };
+    }
+    const text = await readBodyPrefix(response.body, Math.max(0, Math.min(ERROR_BODY_MS, WEBHOOK_TIMEOUT_MS - (Date.now() - started))));
+    const what = response.status >= 300 && response.status < 400 ? `Redirects are not followed (HTTP ${response.status})` : `HTTP ${response.status}`;
+    return { ok: false, statusCode: response.status, error: text ? `${what}: ${text}` : what };
+  } finally {
+    clearTimeout(headersTimer);
+    clearTimeout(answerTimer);
   }
-  if (response.status >= 200 && response.status < 300) {
-    await response.body?.cancel().catch(() => undefined);
-    return { ok: true, statusCode: response.status };
-  }
-  let text = "";
-  try {
-    text = (await response.text()).slice(0, ERROR_BODY_CHARS);
-  } catch {
-    // the status says enough
-  }
-  const what = response.status >= 300 && response.status < 400 ? `Redirects are not followed (HTTP ${response.status})` : `HTTP ${response.status}`;
-  return { ok: false, statusCode: response.status, error: text ? `${what}: ${text}` : what };
 }
 
 /** The secrets an endpoint signs with now: the current one, and the previous one during a rotation's overlap. */
@@ -242,145 +368,134 @@ async function signingSecrets(env: Env, endpoint: WebhookEndpoint, now: Date): P
   return secrets;
 }
 
-/** Attempts of queued deliveries: claim (with what the calls need, one batch), then runAttempts. */
-async function attempt(env: Env, items: { deliveryId: string; attempt: number }[]): Promise<void> {
+/**
+ * Attempts of queued deliveries: per project, the attempts its per-minute cap
+ * allows are claimed (with what the calls need, one batch) and made; the
+ * others send no message again and wait for the drain.
+ */
+async function attempt(env: Env, items: { deliveryId: string; projectId: string; attempt: number }[]): Promise<Claimed> {
   const now = new Date();
-  const minute = Math.floor(now.getTime() / 60_000);
-  const wanted: Record<string, number> = {};
-  for (const item of items) wanted[item.deliveryId] = Math.max(wanted[item.deliveryId] ?? 0, item.attempt);
-  const ids = JSON.stringify(Object.keys(wanted));
-  const [claimed, payloads, endpointRows, usage] = await env.DB.batch<Record<string, unknown>>([
-    store.claimDeliveries(env.DB, wanted, new Date(now.getTime() + CLAIM_MS), now),
-    env.DB.prepare(
-      `SELECT id, payload FROM webhook_events WHERE id IN (SELECT event_id FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?1)))`,
-    ).bind(ids),
-    env.DB.prepare(
-      `SELECT * FROM webhook_endpoints WHERE id IN (SELECT webhook_id FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?1)))`,
-    ).bind(ids),
-    env.DB.prepare(
-      `SELECT project_id, attempts FROM webhook_minute_usage WHERE minute = ?2
-         AND project_id IN (SELECT project_id FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?1)))`,
-    ).bind(ids, minute),
-  ]);
-  await runAttempts(env, claimed.results, { payloads: payloads.results, endpoints: endpointRows.results, usage: usage.results }, now, minute);
+  const wanted = new Map<string, { projectId: string; attempt: number }>();
+  for (const item of items) {
+    const seen = wanted.get(item.deliveryId);
+    if (!seen || seen.attempt < item.attempt) wanted.set(item.deliveryId, { projectId: item.projectId, attempt: item.attempt });
+  }
+  const claim: Record<string, number> = {};
+  const park: Record<string, number> = {};
+  const byProject = groupBy([...wanted], ([, w]) => w.projectId);
+  await Promise.all(
+    [...byProject].map(async ([projectId, list]) => {
+      const granted = await leaseAttempts(env, projectId, list.length, now.getTime());
+      list.forEach(([id, w], i) => {
+        (i < granted ? claim : park)[id] = w.attempt;
+      });
+    }),
+  );
+  const claimIds = Object.keys(claim);
+  const statements: D1PreparedStatement[] = [store.claimDeliveries(env.DB, claim, new Date(now.getTime() + CLAIM_MS), now)];
+  if (Object.keys(park).length > 0) statements.push(store.parkDeliveries(env.DB, park, now));
+  const reads = claimIds.length > 0 ? store.attemptInputsOf(env.DB, claimIds) : [];
+  const results = await env.DB.batch<Record<string, unknown>>([...statements, ...reads]);
+  if (claimIds.length === 0) return NONE;
+  const [payloads, endpointRows] = results.slice(statements.length);
+  return { rows: results[0].results, payloads: payloads.results, endpoints: endpointRows.results };
 }
 
 /**
- * Claimed attempts (delivery rows): call the endpoints (CALL_CONCURRENCY at a
- * time), record every outcome in one batch, queue the next attempts.
+ * Claimed attempts (delivery rows): call the endpoints in one lane per
+ * project (PROJECT_CONCURRENCY each, CALL_CONCURRENCY in all), and as each
+ * lane finishes, record its outcomes in one batch and queue its retries.
  */
-async function runAttempts(
-  env: Env,
-  claimedRows: Record<string, unknown>[],
-  inputs: { payloads: Record<string, unknown>[]; endpoints: Record<string, unknown>[]; usage: Record<string, unknown>[] },
-  now: Date,
-  minute: number,
-): Promise<void> {
+async function runAttempts(env: Env, claimed: Claimed, now: Date): Promise<void> {
+  const { rows: claimedRows, ...inputs } = claimed;
   if (claimedRows.length === 0) return;
-  const config = readConfig(env);
+  const connectMs = readConfig(env).WEBHOOK_CONNECT_TIMEOUT_MS;
   const payloadOf = new Map(inputs.payloads.map((r) => [r.id as string, r.payload as string]));
   const endpointOf = new Map(inputs.endpoints.map((r) => [r.id as string, fromRow(webhookEndpoints, r) as WebhookEndpoint]));
-  const used = new Map(inputs.usage.map((r) => [r.project_id as string, r.attempts as number]));
-
   const attempts: Attempt[] = claimedRows.map((r) => {
     const delivery = fromRow(webhookDeliveries, r) as WebhookDelivery;
     return { delivery, endpoint: endpointOf.get(delivery.webhookId), payload: payloadOf.get(delivery.eventId) };
   });
 
-  // Per-minute cap: attempts past it are given back and wait for the next minute.
-  const nextMinute = new Date((minute + 1) * 60_000);
-  const toCall: Attempt[] = [];
-  const outcomes: store.DeliveryOutcome[] = [];
-  const followUps: { deliveryId: string; projectId: string; attempt: number; delaySeconds?: number }[] = [];
-  const counted = new Map<string, number>();
-  for (const a of attempts) {
-    const projectId = a.delivery.projectId;
-    const n = (used.get(projectId) ?? 0) + (counted.get(projectId) ?? 0);
-    if (!a.endpoint || !a.payload) {
-      outcomes.push({
-        id: a.delivery.id,
-        status: "FAILED",
-        statusCode: null,
-        error: a.endpoint ? "The event is no longer stored" : "The webhook was deleted",
-        nextAttemptAt: null,
-      });
-    } else if (!a.endpoint.enabled) {
-      outcomes.push({
-        id: a.delivery.id,
-        status: "FAILED",
-        statusCode: null,
-        error: `The webhook is disabled${a.endpoint.disabledReason ? `: ${a.endpoint.disabledReason}` : ""}`,
-        nextAttemptAt: null,
-      });
-    } else if (n >= config.WEBHOOK_DELIVERIES_PER_MINUTE) {
-      outcomes.push({ id: a.delivery.id, status: "PENDING", statusCode: null, error: null, nextAttemptAt: nextMinute, release: true });
-      followUps.push({
-        deliveryId: a.delivery.id,
-        projectId,
-        attempt: a.delivery.attempts,
-        delaySeconds: Math.ceil((nextMinute.getTime() - now.getTime()) / 1000),
-      });
-    } else {
-      counted.set(projectId, (counted.get(projectId) ?? 0) + 1);
-      toCall.push(a);
-    }
-  }
-
   // Each host resolved once per batch, each endpoint's secrets decrypted once.
   const targetChecks = new Map<string, Promise<TargetProblem | null>>();
   const secretsOf = new Map<string, Promise<string[]>>();
-  const results = await mapLimited(toCall, CALL_CONCURRENCY, async (a) => {
-    const endpoint = a.endpoint!;
-    if (!targetChecks.has(endpoint.url)) targetChecks.set(endpoint.url, outboundTargetProblem(endpoint.url, env));
-    if (!secretsOf.has(endpoint.id)) secretsOf.set(endpoint.id, signingSecrets(env, endpoint, now));
-    const [problem, secrets] = await Promise.all([targetChecks.get(endpoint.url)!, secretsOf.get(endpoint.id)!]);
-    return callEndpoint(endpoint, secrets, a.delivery.id, a.payload!, problem);
-  });
-
-  const done = new Date();
-  const succeededEndpoints = new Set<string>();
-  const failedEndpoints = new Set<string>();
-  toCall.forEach((a, i) => {
-    const result = results[i];
-    const n = a.delivery.attempts;
-    if (result.ok) {
-      succeededEndpoints.add(a.delivery.webhookId);
-      outcomes.push({ id: a.delivery.id, status: "SUCCEEDED", statusCode: result.statusCode, error: null, nextAttemptAt: null });
-      return;
+  const call = async (a: Attempt): Promise<CallResult> => {
+    if (!a.endpoint || !a.payload) return { ok: false, statusCode: null, error: a.endpoint ? "The event is no longer stored" : "The webhook was deleted" };
+    const endpoint = a.endpoint;
+    if (!endpoint.enabled) {
+      return { ok: false, statusCode: null, error: `The webhook is disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ""}` };
     }
-    failedEndpoints.add(a.delivery.webhookId);
-    const delay = RETRY_SCHEDULE_SECONDS[n - 1];
-    if (delay === undefined) {
-      outcomes.push({ id: a.delivery.id, status: "FAILED", statusCode: result.statusCode, error: result.error, nextAttemptAt: null });
-    } else {
-      outcomes.push({
-        id: a.delivery.id,
-        status: "PENDING",
-        statusCode: result.statusCode,
-        error: result.error,
-        nextAttemptAt: new Date(done.getTime() + delay * 1000),
+    try {
+      if (!targetChecks.has(endpoint.url)) targetChecks.set(endpoint.url, outboundTargetProblem(endpoint.url, env));
+      if (!secretsOf.has(endpoint.id)) secretsOf.set(endpoint.id, signingSecrets(env, endpoint, now));
+      const [problem, secrets] = await Promise.all([targetChecks.get(endpoint.url)!, secretsOf.get(endpoint.id)!]);
+      return await callEndpoint(endpoint, secrets, a.delivery.id, a.payload, problem, connectMs);
+    } catch (err) {
+      return { ok: false, statusCode: null, error: `Request failed: ${err instanceof Error ? err.message : String(err)}` };
+    }
+  };
+  const final = (a: Attempt) => !a.endpoint || !a.payload || !a.endpoint.enabled;
+
+  await runLanes(
+    groupBy(attempts, (a) => a.delivery.projectId),
+    { perLane: PROJECT_CONCURRENCY, total: CALL_CONCURRENCY },
+    call,
+    async (_projectId, lane, results) => {
+      const done = new Date();
+      const outcomes: store.DeliveryOutcome[] = [];
+      const followUps: { deliveryId: string; projectId: string; attempt: number; delaySeconds?: number }[] = [];
+      const succeededEndpoints = new Set<string>();
+      const failedEndpoints = new Set<string>();
+      lane.forEach((a, i) => {
+        const result = results[i];
+        const n = a.delivery.attempts;
+        const base = { id: a.delivery.id, attempt: n };
+        if (result.ok) {
+          succeededEndpoints.add(a.delivery.webhookId);
+          outcomes.push({ ...base, status: "SUCCEEDED", statusCode: result.statusCode, error: null, nextAttemptAt: null });
+          return;
+        }
+        // No endpoint, no event or a disabled endpoint: nothing to retry, no streak to count.
+        if (final(a)) {
+          outcomes.push({ ...base, status: "FAILED", statusCode: null, error: result.error, nextAttemptAt: null });
+          return;
+        }
+        failedEndpoints.add(a.delivery.webhookId);
+        const delay = RETRY_SCHEDULE_SECONDS[n - 1];
+        if (delay === undefined) {
+          outcomes.push({ ...base, status: "FAILED", statusCode: result.statusCode, error: result.error, nextAttemptAt: null });
+        } else {
+          outcomes.push({
+            ...base,
+            status: "PENDING",
+            statusCode: result.statusCode,
+            error: result.error,
+            nextAttemptAt: new Date(done.getTime() + delay * 1000),
+            queued: true,
+          });
+          followUps.push({ deliveryId: a.delivery.id, projectId: a.delivery.projectId, attempt: n + 1, delaySeconds: delay });
+        }
       });
-      followUps.push({ deliveryId: a.delivery.id, projectId: a.delivery.projectId, attempt: n + 1, delaySeconds: delay });
-    }
-  });
-  for (const id of succeededEndpoints) failedEndpoints.delete(id);
+      for (const id of succeededEndpoints) failedEndpoints.delete(id);
+      const writes: D1PreparedStatement[] = [store.recordDeliveryOutcomes(env.DB, outcomes, done)];
+      if (succeededEndpoints.size > 0) writes.push(store.endpointsSucceeded(env.DB, [...succeededEndpoints]));
+      if (failedEndpoints.size > 0) writes.push(...endpointsFailedStatements(env, [...failedEndpoints], done));
+      await env.DB.batch(writes);
+      await queueDeliveries(env, followUps);
+    },
+  );
+}
 
-  const writes: D1PreparedStatement[] = [store.recordDeliveryOutcomes(env.DB, outcomes, done)];
-  if (succeededEndpoints.size > 0) writes.push(store.endpointsSucceeded(env.DB, [...succeededEndpoints]));
-  if (failedEndpoints.size > 0) {
-    writes.push(
-      ...store.endpointsFailed(
-        env.DB,
-        [...failedEndpoints],
-        done,
-        new Date(done.getTime() - DISABLE_AFTER_MS),
-        "Every delivery failed for 5 days; fix the endpoint and enable it again (PATCH enabled: true)",
-      ),
-    );
-  }
-  for (const [projectId, n] of counted) writes.push(store.countAttempts(env.DB, projectId, minute, n));
-  await env.DB.batch(writes);
-  await queueDeliveries(env, followUps);
+/** The failure streak of these endpoints, and their auto-disable after DISABLE_AFTER_MS of it. */
+export function endpointsFailedStatements(env: Env, webhookIds: string[], at: Date): D1PreparedStatement[] {
+  return store.endpointsFailed(
+    env.DB,
+    webhookIds,
+    at,
+    new Date(at.getTime() - DISABLE_AFTER_MS),
+    "Every delivery failed for 5 days; fix the endpoint and enable it again (PATCH enabled: true)",
+  );
 }
 
 /**
@@ -391,8 +506,19 @@ async function runAttempts(
  */
 export async function consumeWebhookMessages(messages: readonly QueuedMessage<WebhookQueueMessage>[], env: Env): Promise<Verdict[]> {
   const events = messages.flatMap((m) => (m.body.kind === "event" ? [m.body.eventId] : []));
-  const deliveries = messages.flatMap((m) => (m.body.kind === "delivery" ? [{ deliveryId: m.body.deliveryId, attempt: m.body.attempt }] : []));
-  if (events.length > 0) await fanOut(env, [...new Set(events)]);
-  if (deliveries.length > 0) await attempt(env, deliveries);
+  const deliveries = messages.flatMap((m) =>
+    m.body.kind === "delivery" ? [{ deliveryId: m.body.deliveryId, projectId: m.body.projectId, attempt: m.body.attempt }] : [],
+  );
+  const now = new Date();
+  const [fanned, queued] = await Promise.all([
+    events.length > 0 ? fanOut(env, [...new Set(events)]) : NONE,
+    deliveries.length > 0 ? attempt(env, deliveries) : NONE,
+  ]);
+  // One set of lanes for both: the invocation's connections are shared.
+  await runAttempts(
+    env,
+    { rows: [...fanned.rows, ...queued.rows], payloads: [...fanned.payloads, ...queued.payloads], endpoints: [...fanned.endpoints, ...queued.endpoints] },
+    now,
+  );
   return messages.map(() => ACK);
 }

@@ -15,10 +15,12 @@ import type {
   WebhookView,
   WebhookWithSecretView,
 } from "../../schemas/webhooks";
+import { isUniqueViolation } from "../../store/guards";
 import * as store from "../../store/webhooks";
 import { decryptPrivateKey, encryptPrivateKey } from "../domains/dkim";
 import { outboundUrlProblem } from "../outbound-url";
 import { queueDeliveries } from "./deliver";
+import { webhookUrlKey } from "./url";
 
 /** After a rotation the previous secret keeps signing this long. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -64,10 +66,42 @@ function assertCallableUrl(env: Env, url: string) {
   if (problem) throw ApiError.validation([{ field: "url", message: problem, code: "invalid_url" }]);
 }
 
+/** 409 naming the project's endpoint that already has this URL (normalised: webhookUrlKey). */
+function duplicateUrl(existingId: string): ApiError {
+  return new ApiError("CONFLICT", `This project already has an endpoint for this URL (${existingId})`, {
+    errors: [{ field: "url", message: `Webhook ${existingId} has this URL`, code: "duplicate_url" }],
+    suggestion: `One endpoint per URL: subscribe webhook ${existingId} to more event types (PATCH /webhooks/${existingId} events) instead.`,
+  });
+}
+
+/**
+ * Throws the 409 when another endpoint of the project has this URL. Read in
+ * the app (at most the endpoint cap of rows) so keys stored before migration
+ * 0024 compare normalised too; the unique index catches a concurrent twin.
+ */
+async function assertUniqueUrl(env: Env, projectId: string, key: string, self?: string) {
+  const { results } = await store.endpointUrls(env.DB, projectId).all<{ id: string; url: string }>();
+  const twin = results.find((r) => r.id !== self && webhookUrlKey(r.url) === key);
+  if (twin) throw duplicateUrl(twin.id);
+}
+
+/** Runs an endpoint write, turning the URL's unique index into the 409. */
+async function uniqueUrlWrite<T>(env: Env, projectId: string, key: string, self: string | undefined, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isUniqueViolation(err, "webhook_endpoints")) throw err;
+    await assertUniqueUrl(env, projectId, key, self);
+    throw duplicateUrl("another endpoint");
+  }
+}
+
 const first = <T>(rows: Record<string, unknown>[][], table: Parameters<typeof fromRow>[0]) => (rows[0]?.[0] ? (fromRow(table, rows[0][0]) as T) : null);
 
 export async function createWebhook(env: Env, projectId: string, input: CreateWebhookRequest): Promise<WebhookWithSecretView> {
   assertCallableUrl(env, input.url);
+  const urlKey = webhookUrlKey(input.url);
+  await assertUniqueUrl(env, projectId, urlKey);
   const id = newId();
   const secret = newWebhookSecret();
   const cap = readConfig(env).WEBHOOK_ENDPOINTS_PER_PROJECT;
@@ -77,6 +111,7 @@ export async function createWebhook(env: Env, projectId: string, input: CreateWe
       id,
       projectId,
       url: input.url,
+      urlKey,
       events: input.events ?? [],
       description: input.description ?? null,
       enabled: input.enabled ?? true,
@@ -85,7 +120,10 @@ export async function createWebhook(env: Env, projectId: string, input: CreateWe
     },
     cap,
   );
-  const row = first<WebhookEndpoint>([(await statement.all<Record<string, unknown>>()).results], webhookEndpoints);
+  const row = first<WebhookEndpoint>(
+    [(await uniqueUrlWrite(env, projectId, urlKey, undefined, () => statement.all<Record<string, unknown>>())).results],
+    webhookEndpoints,
+  );
   if (!row) {
     throw new ApiError("QUOTA_EXCEEDED", `This project has reached its limit of ${cap} webhook endpoints`, {
       suggestion: "Delete an endpoint you no longer use, or subscribe one endpoint to several event types.",
@@ -107,7 +145,18 @@ export async function listWebhooks(db: Database, projectId: string, page: { limi
 
 export async function updateWebhook(env: Env, projectId: string, id: string, input: UpdateWebhookRequest): Promise<WebhookEndpoint> {
   if (input.url !== undefined) assertCallableUrl(env, input.url);
-  const { results } = await store.updateEndpoint(env.DB, projectId, id, input, new Date()).all<Record<string, unknown>>();
+  let urlKey: string | undefined;
+  if (input.url !== undefined || input.enabled === true) {
+    // A new URL, or enabling: the endpoint takes its URL's key (a duplicate disabled by migration 0024 has none).
+    const { results: rows } = await store.endpointUrls(env.DB, projectId).all<{ id: string; url: string }>();
+    const current = rows.find((r) => r.id === id);
+    if (!current) throw ApiError.notFound("Webhook");
+    urlKey = webhookUrlKey(input.url ?? current.url);
+    const twin = rows.find((r) => r.id !== id && webhookUrlKey(r.url) === urlKey);
+    if (twin) throw duplicateUrl(twin.id);
+  }
+  const statement = store.updateEndpoint(env.DB, projectId, id, { ...input, urlKey }, new Date());
+  const { results } = await uniqueUrlWrite(env, projectId, urlKey ?? "", id, () => statement.all<Record<string, unknown>>());
   const row = first<WebhookEndpoint>([results], webhookEndpoints);
   if (!row) throw ApiError.notFound("Webhook");
   return row;

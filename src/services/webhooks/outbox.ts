@@ -1,14 +1,19 @@
 import type { Env } from "../../env";
 import { readConfig } from "../../lib/config";
 import * as store from "../../store/webhooks";
-import { queueDeliveries, queueWebhookEvents } from "./deliver";
+import { attemptsLeft, CLAIM_MS, DEAD_ATTEMPT_ERROR, endpointsFailedStatements, queueDeliveries, queueWebhookEvents, RETRY_SCHEDULE_SECONDS } from "./deliver";
 
 /**
- * The cron's safety nets for event webhooks, each bounded per tick:
+ * The cron's jobs for event webhooks, each bounded per tick:
  * - recorded events never handed to the queue (the request or invocation that
  *   recorded them died before its hand-over) or handed over and lost;
- * - PENDING deliveries long overdue (their message was lost, or the consumer
- *   died after claiming an attempt);
+ * - attempts claimed and never reported (the invocation died mid-call): each
+ *   counts as a failed attempt, so every delivery reaches SUCCEEDED or FAILED
+ *   by itself (at most CLAIM_MS plus a tick after a crash, then the schedule);
+ * - the paced drain: per project, due deliveries with no message on its way
+ *   (parked over the per-minute cap, or their message was lost) are queued, as
+ *   many as the project's cap has left this minute, so queue messages follow
+ *   the calls made, not the backlog;
  * - retention: deliveries older than WEBHOOK_RETENTION_DAYS.
  */
 const PAGE = 100;
@@ -17,8 +22,13 @@ const PAGES_PER_TICK = 10;
 const HANDOVER_GRACE_MS = 30_000;
 /** An event queued this long ago and still not fanned out is queued again. */
 const REQUEUE_AFTER_MS = 5 * 60_000;
-/** A delivery this far past its due time is queued again. */
+/** A delivery whose message is this far past its due time is taken as lost and queued again. */
 const OVERDUE_MS = 2 * 60_000;
+/** The drain's bounds per tick: projects visited, messages per project and in all. */
+const DRAIN_PROJECTS_PER_TICK = 50;
+const DRAIN_PER_PROJECT = 1000;
+const DRAIN_MESSAGES_PER_TICK = 5000;
+const DEAD_CLAIMS_PER_TICK = 1000;
 const PRUNE_ROWS_PER_TICK = 2000;
 
 export async function drainWebhookOutbox(env: Env, now = new Date()): Promise<number> {
@@ -42,30 +52,45 @@ export async function drainWebhookOutbox(env: Env, now = new Date()): Promise<nu
   return total;
 }
 
-export async function sweepOverdueDeliveries(env: Env, now = new Date()): Promise<number> {
+/** Attempts that never reported, as failed attempts (the schedule and the endpoints' failure streak apply). */
+export async function sweepDeadAttempts(env: Env, now = new Date()): Promise<number> {
   const { results } = await store
-    .claimOverdueDeliveries(env.DB, now, new Date(now.getTime() - OVERDUE_MS), new Date(now.getTime() + OVERDUE_MS), PAGE * PAGES_PER_TICK)
-    .all<{ id: string; project_id: string; attempts: number }>();
-  // The attempt after the last one claimed: a claimed-then-abandoned attempt is taken over (store.claimDeliveries).
-  await queueDeliveries(
-    env,
-    results.map((r) => ({ deliveryId: r.id, projectId: r.project_id, attempt: r.attempts + 1 })),
-  );
+    .sweepDeadClaims(env.DB, now, new Date(now.getTime() - CLAIM_MS), RETRY_SCHEDULE_SECONDS, DEAD_ATTEMPT_ERROR, DEAD_CLAIMS_PER_TICK)
+    .all<{ id: string; webhook_id: string }>();
+  const webhookIds = [...new Set(results.map((r) => r.webhook_id))];
+  if (webhookIds.length > 0) await env.DB.batch(endpointsFailedStatements(env, webhookIds, now));
   return results.length;
 }
 
-/** Deliveries (and their events) past WEBHOOK_RETENTION_DAYS, and old per-minute counters. */
+/** The paced drain: per project, what its per-minute cap has left of its due deliveries, queued. */
+export async function drainDueDeliveries(env: Env, now = new Date()): Promise<number> {
+  const overdueBefore = new Date(now.getTime() - OVERDUE_MS);
+  const { results: projects } = await store.projectsToDrain(env.DB, now, overdueBefore, DRAIN_PROJECTS_PER_TICK).all<{ project_id: string }>();
+  let total = 0;
+  for (const { project_id: projectId } of projects) {
+    const take = Math.min(await attemptsLeft(env, projectId, now.getTime()), DRAIN_PER_PROJECT, DRAIN_MESSAGES_PER_TICK - total);
+    const [drained] = await env.DB.batch<{ id: string; attempts: number }>(store.drainDeliveries(env.DB, projectId, now, overdueBefore, take));
+    await queueDeliveries(
+      env,
+      drained.results.map((r) => ({ deliveryId: r.id, projectId, attempt: r.attempts + 1 })),
+    );
+    total += drained.results.length;
+    if (total >= DRAIN_MESSAGES_PER_TICK) break;
+  }
+  return total;
+}
+
+/** Deliveries (and their events) past WEBHOOK_RETENTION_DAYS. */
 export async function pruneWebhookDeliveries(env: Env, now = new Date()) {
   const days = readConfig(env).WEBHOOK_RETENTION_DAYS;
   const before = new Date(now.getTime() - days * 86_400_000);
-  const results = await env.DB.batch([
-    ...store.pruneWebhookHistory(env.DB, before, PRUNE_ROWS_PER_TICK),
-    store.pruneMinuteUsage(env.DB, Math.floor(now.getTime() / 60_000) - 1),
-  ]);
+  const results = await env.DB.batch(store.pruneWebhookHistory(env.DB, before, PRUNE_ROWS_PER_TICK));
   return { deliveries: results[0].meta.changes ?? 0, events: results[1].meta.changes ?? 0 };
 }
 
-/** The cron job: outbox, overdue deliveries. */
+/** The cron job: outbox, attempts that never reported, the paced drain. */
 export async function runWebhookJobs(env: Env, now = new Date()) {
-  return { events: await drainWebhookOutbox(env, now), overdue: await sweepOverdueDeliveries(env, now) };
+  const events = await drainWebhookOutbox(env, now);
+  const dead = await sweepDeadAttempts(env, now);
+  return { events, dead, drained: await drainDueDeliveries(env, now) };
 }

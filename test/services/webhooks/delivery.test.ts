@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../../src/env";
+import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/deliver";
 import { eventually, heldQueue, receiver, webhookProject } from "../../support/webhooks";
 import type { WebhookDelivery } from "../../support/api";
 
@@ -32,7 +33,7 @@ describe("delivery through the real queue", () => {
     expect(body).toEqual({ type: "webhook.test", timestamp: expect.any(String), data: expect.objectContaining({ webhookId: hook.id }) });
     expect(Math.abs(Number(received.headers["webhook-timestamp"]) - Date.now() / 1000)).toBeLessThan(60);
     // Another secret, or a changed body, does not verify.
-    const other = await p.createWebhook({ url: URL_ });
+    const other = await p.createWebhook({ url: `${URL_}/other` });
     expect(() => new Webhook(other.secret).verify(received.body, received.headers)).toThrow();
     expect(() => new Webhook(hook.secret).verify(received.body.replace("webhook.test", "webhook.tesT"), received.headers)).toThrow();
   });
@@ -175,7 +176,7 @@ describe("at least once, never twice", () => {
     for (const hook of hooks) expect((await p.deliveries(hook.id))[0]).toMatchObject({ status: "SUCCEEDED", attempts: 1 });
   });
 
-  it("an attempt whose consumer died after claiming is taken over once its claim ran out (cron sweep)", async () => {
+  it("an attempt whose consumer died after claiming counts as a failed attempt (cron sweep), and the next one follows the schedule", async () => {
     const { calls } = receiver();
     const p = await webhookProject();
     const hook = await p.createWebhook({ url: URL_ });
@@ -202,14 +203,18 @@ describe("at least once, never twice", () => {
     expect(calls).toHaveLength(1);
     const [pending] = await p.deliveries(hook.id);
     expect(pending).toMatchObject({ status: "PENDING", attempts: 1 });
-    // Minutes later the cron finds it overdue and queues the next attempt.
+    // Minutes later the cron counts the silent attempt as failed: due again after the schedule's first delay.
     const { runScheduledJobs } = await import("../../../src/scheduled");
     const later = Date.now() + 10 * 60_000;
     await runScheduledJobs(q.env, { scheduledTime: later });
-    // (Other tests' overdue deliveries in this file's D1 are swept too: only this one's calls count.)
+    const [failedOnce] = await p.deliveries(hook.id);
+    expect(failedOnce).toMatchObject({ status: "PENDING", attempts: 1, lastError: DEAD_ATTEMPT_ERROR, lastStatusCode: null });
+    expect(Date.parse(failedOnce.nextAttemptAt!)).toBe(later + 5000);
+    // The next tick's drain queues attempt 2.
+    await runScheduledJobs(q.env, { scheduledTime: later + 60_000 });
     await q.deliver(q.take());
     const mine = calls.filter((c) => c.headers["webhook-id"] === calls[0].headers["webhook-id"]);
     expect(mine).toHaveLength(2);
-    expect((await p.deliveries(hook.id))[0]).toMatchObject({ status: "SUCCEEDED" });
+    expect((await p.deliveries(hook.id))[0]).toMatchObject({ status: "SUCCEEDED", attempts: 2 });
   });
 });

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../../src/env";
 import { newId } from "../../../src/lib/ids";
 import { runScheduledJobs } from "../../../src/scheduled";
+import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/deliver";
 import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
 
@@ -149,8 +150,10 @@ describe("the cron", () => {
     await q.deliver(again);
     expect(mine()).toHaveLength(0);
     expect(await p.deliveries(hook.id)).toHaveLength(1);
-    // Minutes later the cron finds it overdue and queues its next attempt.
+    // Minutes later the cron counts the silent attempt as failed, and the next tick queues attempt 2.
     await runScheduledJobs(q.env, { scheduledTime: Date.now() + 10 * MINUTE });
+    expect(await p.deliveries(hook.id)).toMatchObject([{ status: "PENDING", attempts: 1, lastError: DEAD_ATTEMPT_ERROR }]);
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + 11 * MINUTE });
     await q.drain();
     expect(await p.deliveries(hook.id)).toMatchObject([{ status: "SUCCEEDED", attempts: 2 }]);
     expect(mine()).toHaveLength(1);
@@ -174,24 +177,24 @@ describe("the cron", () => {
 });
 
 describe("the per-minute cap", () => {
-  it("attempts past WEBHOOK_DELIVERIES_PER_MINUTE wait for the next minute without counting as an attempt", async () => {
+  it("attempts past WEBHOOK_DELIVERIES_PER_MINUTE are not counted, send no message, and the next minute's drain queues them", async () => {
     const { calls } = receiver();
     const p = await webhookProject();
     const hook = await p.createWebhook({ url: URL_ });
     const q = heldQueue();
-    const capped = { ...q.env, WEBHOOK_DELIVERIES_PER_MINUTE: "2" };
+    const capped = { ...q.env, WEBHOOK_DELIVERIES_PER_MINUTE: "2" } as Env;
     for (let i = 0; i < 3; i++) await p.call("POST", `/webhooks/${hook.id}/test`, undefined, q.env);
     await q.deliver(q.take(), { env: capped });
     expect(calls).toHaveLength(2);
-    const waiting = q.take();
-    expect(waiting).toHaveLength(1);
-    expect(waiting[0].delaySeconds).toBeGreaterThan(0);
-    expect(waiting[0].delaySeconds).toBeLessThanOrEqual(60);
+    // Nothing goes round the queue: the third waits PENDING, unattempted.
+    expect(q.take()).toEqual([]);
     const pending = await p.deliveries(hook.id, "?status=PENDING");
     expect(pending).toMatchObject([{ attempts: 0, lastError: null }]);
-    // A minute later (its counter pruned, as the next minute has none) the message comes back and is sent.
-    await env.DB.prepare("DELETE FROM webhook_minute_usage WHERE project_id = ?1").bind(p.id).run();
-    await q.deliver(waiting, { env: capped });
+    // The next minute's tick queues it (the cap's new window), and it is sent.
+    await runScheduledJobs(capped, { scheduledTime: Date.now() + MINUTE });
+    const drained = q.take().filter((m) => m.body.kind === "delivery" && m.body.projectId === p.id);
+    expect(drained.map((m) => m.body)).toEqual([{ kind: "delivery", deliveryId: pending[0].id, projectId: p.id, attempt: 1 }]);
+    await q.deliver(drained, { env: capped });
     expect(calls).toHaveLength(3);
     expect(await p.deliveries(hook.id, "?status=SUCCEEDED")).toHaveLength(3);
   });

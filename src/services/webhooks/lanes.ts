@@ -1,0 +1,61 @@
+/**
+ * Runs every lane's items (a lane: one project's calls) with at most `perLane`
+ * of one lane and `total` in all in flight, starting the next item from the
+ * lanes in turn: a lane of slow calls holds at most `perLane` of the slots, so
+ * it delays only itself. `laneDone` runs as soon as a lane's last item
+ * finished, with its results in the items' order; the returned promise settles
+ * when every lane is done (rejects with the first failure of `work` or `laneDone`).
+ */
+export function runLanes<K, T, R>(
+  lanes: ReadonlyMap<K, readonly T[]>,
+  limits: { perLane: number; total: number },
+  work: (item: T) => Promise<R>,
+  laneDone: (key: K, items: readonly T[], results: R[]) => Promise<void>,
+): Promise<void> {
+  const state = [...lanes].map(([key, items]) => ({ key, items, next: 0, inFlight: 0, finished: 0, results: new Array<R>(items.length) }));
+  const pending = state.filter((lane) => lane.items.length > 0);
+  if (pending.length === 0) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    let inFlight = 0;
+    let turn = 0;
+    let lanesLeft = pending.length;
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      reject(err);
+    };
+    const pump = () => {
+      while (!failed && inFlight < limits.total) {
+        let lane: (typeof pending)[number] | undefined;
+        for (let i = 0; i < pending.length && !lane; i++) {
+          const candidate = pending[(turn + i) % pending.length];
+          if (candidate.next < candidate.items.length && candidate.inFlight < limits.perLane) {
+            lane = candidate;
+            turn = (turn + i + 1) % pending.length;
+          }
+        }
+        if (!lane) return;
+        const current = lane;
+        const index = current.next++;
+        current.inFlight++;
+        inFlight++;
+        work(current.items[index]).then(
+          (result) => {
+            current.results[index] = result;
+            current.inFlight--;
+            inFlight--;
+            if (++current.finished === current.items.length) {
+              laneDone(current.key, current.items, current.results).then(() => {
+                if (--lanesLeft === 0 && !failed) resolve();
+              }, fail);
+            }
+            pump();
+          },
+          (err) => fail(err),
+        );
+      }
+    };
+    pump();
+  });
+}
