@@ -12,15 +12,18 @@ const UNDOCUMENTED = [
 ];
 
 /** Every concrete route the app registers, as "METHOD /path/{param}". */
-function registeredRoutes(): string[] {
+async function registeredRoutes(): Promise<string[]> {
   const routes = new Set<string>();
-  for (const route of createApp().routes) {
+  for (const route of (await everyRoute()).routes) {
     if (route.method === "ALL" || route.path.includes("*")) continue; // middleware
     if (UNDOCUMENTED.some((u) => u.pattern.test(route.path))) continue;
     routes.add(`${route.method} ${route.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`);
   }
   return [...routes].sort();
 }
+
+/** The app of every route (the one /openapi.json is served from). */
+const everyRoute = () => createApp().appFor("/openapi.json");
 
 describe("GET /health", () => {
   it("answers without a key", async () => {
@@ -137,7 +140,7 @@ describe("API reference", () => {
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const method of Object.keys(item)) documented.add(`${method.toUpperCase()} ${path}`);
     }
-    const registered = registeredRoutes();
+    const registered = await registeredRoutes();
     expect(registered).toEqual(
       expect.arrayContaining(["GET /health", "GET /contacts", "POST /contacts", "GET /contacts/{id}", "PATCH /contacts/{id}", "DELETE /contacts/{id}"]),
     );
@@ -183,5 +186,95 @@ describe("API reference", () => {
     for (const url of urls) expect(url, url).toMatch(/^\/[^/]/);
     expect(res.body).not.toMatch(/<script>|<script [^>]*>[^<]/); // no inline script
     // The files themselves come from Workers static assets, which this pool does not serve: test/browser/docs.browser.test.ts loads them.
+  });
+});
+
+describe("route groups (each built on its first request)", () => {
+  type Route = { method: string; path: string };
+  const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+  const pattern = (path: string) =>
+    new RegExp(
+      `^${path
+        .replace(/:[A-Za-z0-9_]+/g, "[^/]+")
+        .replace(/\/\*$/, "(?:/.*)?")
+        .replace(/\*/g, ".*")}$`,
+    );
+  /** What runs for `method path`, in order: every middleware and route whose pattern matches it. */
+  const chain = (routes: Route[], method: string, path: string) =>
+    routes.filter((r) => (r.method === "ALL" || r.method === method) && pattern(r.path).test(path)).map((r) => `${r.method} ${r.path}`);
+
+  it("every path meets the same middleware and routes, in the same order, as in the app of every route", async () => {
+    const all = await everyRoute();
+    const lazy = createApp();
+    // Each route's own path, and paths beside them that no route or only a neighbour's route matches.
+    const paths = new Set([
+      "/",
+      "/nope",
+      "/v1",
+      "/v1/other",
+      "/contacts/",
+      "/contacts/imports/x/y",
+      "/contacts/exports",
+      "/webhooks/ses/x",
+      "/app/x/y",
+      "/t/x",
+    ]);
+    for (const r of all.routes) paths.add(r.path.replace(/:[A-Za-z0-9_]+/g, "x").replace(/\*/g, "x"));
+    let compared = 0;
+    for (const path of paths) {
+      const group = await lazy.appFor(path);
+      for (const method of METHODS) {
+        const expected = chain(all.routes, method, path);
+        expect(chain(group.routes, method, path), `${method} ${path}`).toEqual(expected);
+        if (expected.some((r) => !r.startsWith("ALL "))) compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(80);
+  });
+
+  it("answers as the app of every route does: 404s, wrong methods, neighbouring routes, CORS preflight", async () => {
+    const p = await newProject();
+    const all = await everyRoute();
+    const requests: [string, string, Record<string, string>?][] = [
+      ["GET", "/nope"],
+      ["GET", "/v1/other"],
+      ["DELETE", "/contacts/imports", { Authorization: `Bearer ${p.secretKey}` }],
+      ["GET", "/contacts/imports", { Authorization: `Bearer ${p.secretKey}` }],
+      ["GET", "/contacts/export", { Authorization: `Bearer ${p.secretKey}` }],
+      ["PUT", "/contacts/abc", { Authorization: `Bearer ${p.secretKey}` }],
+      ["GET", "/contacts/x/y"],
+      ["GET", "/webhooks/ses"],
+      ["GET", "/webhooks", { Authorization: `Bearer ${p.publicKey}` }],
+      ["OPTIONS", "/v1/track", { Origin: "https://site.example", "Access-Control-Request-Method": "POST" }],
+      ["POST", "/v1/send"],
+      ["GET", "/health"],
+    ];
+    // Both apps count in the same project window: RateLimit-Remaining differs by the other's requests.
+    const headersSeen = (res: Response) =>
+      [...res.headers]
+        .filter(([name]) => !["x-request-id", "ratelimit-remaining", "ratelimit-reset", "date"].includes(name))
+        .sort(([a], [b]) => a.localeCompare(b));
+    const bodySeen = (text: string) => text.replace(/"(requestId|timestamp)":"[^"]*"/g, "");
+    for (const [method, path, headers] of requests) {
+      const lazy = createApp();
+      const request = () => new Request(`http://edge-mail.test${path}`, { method, headers });
+      const [expected, got] = [await all.fetch(request(), env), await lazy.fetch(request(), env)];
+      expect(got.status, `${method} ${path}`).toBe(expected.status);
+      expect(headersSeen(got), `${method} ${path}`).toEqual(headersSeen(expected));
+      expect(bodySeen(await got.text()), `${method} ${path}`).toBe(bodySeen(await expected.text()));
+    }
+  });
+
+  it("a request builds its own group only; /openapi.json builds every route", async () => {
+    const p = await newProject();
+    const app = createApp();
+    expect((await call("GET", "/health", { handler: app.fetch })).status).toBe(200);
+    expect(app.built()).toEqual(["health"]);
+    expect((await call("GET", "/contacts", { key: p.secretKey, handler: app.fetch })).status).toBe(200);
+    expect((await call("GET", "/contacts/abc", { key: p.secretKey, handler: app.fetch })).status).toBe(404);
+    expect(app.built()).toEqual(["health", "contacts"]);
+    expect((await call("GET", "/openapi.json", { handler: app.fetch })).status).toBe(200);
+    expect(app.built()).toHaveLength(3);
+    expect(app.built()[2].split(",")).toEqual(expect.arrayContaining(["health", "contacts", "send", "webhooks", "docs"]));
   });
 });

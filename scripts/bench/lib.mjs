@@ -30,6 +30,7 @@ export const settings = {
   priorityContacts: num("BENCH_PRIORITY_CONTACTS", 10_000),
   priorityStateDir: ".wrangler/bench-priority-state",
   startupRuns: num("BENCH_STARTUP_RUNS", 5),
+  startupStateDir: process.env.BENCH_STARTUP_STATE ?? ".wrangler/bench-startup-state",
   domain: "bench.test",
   page: 20,
   /** BENCH_PROFILE=<file.cpuprofile>: a CPU profile of the Worker's isolate while the sections run (unminified; needs the inspector). */
@@ -51,15 +52,32 @@ export function run(cmd, args, cwd = undefined) {
   return execFileSync(cmd, args, { cwd, encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
 }
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
+/** Whether `port` (0: any) can be bound on 127.0.0.1; the bound port, or null. */
+function tryPort(port) {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
+    server.once("error", () => resolve(null));
+    server.listen(port, "127.0.0.1", () => {
+      const bound = server.address().port;
+      server.close(() => resolve(bound));
     });
   });
+}
+
+// BENCH_PORTS=<first>-<last>: take ports from that range only, in turn (a machine shared with
+// other runs hands each its own range); otherwise any free port.
+const portRange = /^(\d+)-(\d+)$/.exec(process.env.BENCH_PORTS ?? "");
+let nextPort = portRange ? Number(portRange[1]) : 0;
+
+export async function freePort() {
+  if (!portRange) return tryPort(0);
+  const [first, last] = [Number(portRange[1]), Number(portRange[2])];
+  for (let tries = 0; tries <= last - first; tries++) {
+    const port = nextPort;
+    nextPort = port >= last ? first : port + 1;
+    if ((await tryPort(port)) !== null) return port;
+  }
+  throw new Error(`BENCH_PORTS: no free port in ${first}-${last}`);
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -280,7 +298,8 @@ async function waitForHealth(base, child, timeoutMs = 90_000) {
  * and send rate limits lifted and the capture provider; `vars` override. `config`
  * runs another wrangler.toml (the bare Hono worker). Resolves once /health answers.
  * `timeFirstRequest`: wait for wrangler's "Ready on" line instead of polling, then time
- * the isolate's first GET /health (`firstRequestMs`) and the one after it (`secondRequestMs`).
+ * the isolate's first GET /health (`firstRequestMs`) and the one after it (`secondRequestMs`);
+ * `{ path, key }` times that GET instead (with the key as its Bearer token).
  */
 export async function startServer(stateDir, vars = {}, { config, defaults = true, timeFirstRequest = false, cwd } = {}) {
   const port = await freePort();
@@ -362,12 +381,14 @@ export async function startServer(stateDir, vars = {}, { config, defaults = true
         if (child.exitCode !== null || Date.now() > deadline) throw new Error("wrangler dev did not print its Ready line");
         await sleep(20);
       }
+      const { path = "/health", key } = timeFirstRequest === true ? {} : timeFirstRequest;
+      const headers = key ? { Authorization: `Bearer ${key}` } : {};
       for (const field of ["firstRequestMs", "secondRequestMs"]) {
         const t0 = performance.now();
-        const res = await fetch(`${base}/health`);
+        const res = await fetch(`${base}${path}`, { headers });
         await res.text();
         handle[field] = performance.now() - t0;
-        if (!res.ok) throw new Error(`GET /health answered ${res.status}`);
+        if (!res.ok) throw new Error(`GET ${path} answered ${res.status}`);
       }
     } else {
       await waitForHealth(base, child);
