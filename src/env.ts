@@ -56,8 +56,17 @@ export interface Env {
   SES_ACCESS_KEY_ID?: string;
   /** Secret: AWS secret access key for SES. */
   SES_SECRET_ACCESS_KEY?: string;
-  /** Milliseconds a provider call may take before it counts as failed and is retried (default 30000, at most 120000; far below the 15-minute claim lease). */
+  /**
+   * Milliseconds a provider call may take; past it the outcome is unknown and the email is not sent again
+   * (docs/reliability.md). Default 30000; at most 20000 is used, so every call ends inside the 60 s claim lease.
+   */
   SES_TIMEOUT_MS?: string;
+  /**
+   * Local development only (ENVIRONMENT=development; ignored anywhere else): the origin that serves SNS
+   * signing certificates in place of https://sns.<region>.amazonaws.com, for a local fake SNS (test/faults).
+   * The certificate URL a message names is still checked as in production; only where it is fetched changes.
+   */
+  SNS_DEV_CERT_ORIGIN?: string;
   /** SES configuration set for sends (event publishing to SNS for bounces/complaints). */
   SES_CONFIGURATION_SET?: string;
   /** Days email HTML is kept (default 30); the record and its status stay. */

@@ -7,6 +7,7 @@ import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/op
 import { createRouter } from "../lib/router";
 import { applySesFeedback } from "../services/feedback/ses";
 import {
+  devCertificateFetcher,
   failedCertificates,
   isSnsUrl,
   parseSnsMessage,
@@ -26,7 +27,7 @@ const sesRoute = createRoute({
   description: [
     "Subscribe this URL (HTTPS) to the SNS topic of an SES configuration set's event destination (or of an identity's Delivery/Bounce/Complaint notifications). Needs no key: only topics listed in `SES_SNS_TOPIC_ARNS` are accepted (while it is empty, every message is refused), and every message's SNS signature is verified (SignatureVersion 1 and 2), with the signing certificate only fetched from https `sns.<region>.amazonaws.com` for the region of the message's TopicArn.",
     "",
-    "SNS posts JSON with `Content-Type: text/plain`. A SubscriptionConfirmation is confirmed by fetching its SubscribeURL. Notifications: Delivery marks the email DELIVERED; a permanent Bounce marks it BOUNCED, suppresses the address and unsubscribes the contact (`email.bounced`); a transient bounce only records `email.bounced`; a Complaint marks it COMPLAINED, suppresses the address and unsubscribes the contact (`email.complained`). Unknown message ids are acknowledged.",
+    "SNS posts JSON with `Content-Type: text/plain`. A SubscriptionConfirmation is confirmed by fetching its SubscribeURL. Notifications: Send (event publishing) only reconciles an email whose SendEmail call had no answer, found by the message tags it was sent with (`em_email`, `em_project`); Delivery marks the email DELIVERED; a permanent Bounce that names the email's recipient in `bouncedRecipients` marks it BOUNCED, suppresses the address and unsubscribes the contact (`email.bounced`; a bounce naming only other addresses changes nothing); a transient bounce only records `email.bounced`; a Complaint marks it COMPLAINED, suppresses the address and unsubscribes the contact (`email.complained`). Unknown message ids are acknowledged.",
   ].join("\n"),
   request: {
     body: {
@@ -93,8 +94,11 @@ sesFeedbackRouter.post("/webhooks/ses", async (c) => {
       throw new ApiError("FORBIDDEN", "SNS message rejected: the topic is not in SES_SNS_TOPIC_ARNS");
     }
     // Only a certificate URL not cached makes this Worker fetch: that is limited per client.
+    const devOrigin = readConfig(c.env).development ? c.env.SNS_DEV_CERT_ORIGIN : undefined;
     await verifySnsMessage(message, {
       failed: c.get("caches").get(failedCertificates),
+      // Local development only: a fake SNS's certificate (see Env.SNS_DEV_CERT_ORIGIN).
+      ...(devOrigin ? { fetcher: devCertificateFetcher(devOrigin) } : {}),
       beforeFetch: () => assertClientWithinLimit(c.env, "sns-certificate", c.req.raw.headers),
     });
   } catch (err) {

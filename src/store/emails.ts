@@ -359,38 +359,79 @@ export async function claimEmails(
 export type Outcome =
   | { emailId: string; status: "SENT"; providerMessageId: string | null }
   | { emailId: string; status: "FAILED"; error: string }
-  | { emailId: string; status: "QUEUED"; error: string };
+  | { emailId: string; status: "QUEUED"; error: string; retryAt?: number };
 
-// `+status`: emails are looked up by id (the JSON rows), not through the status index.
+// `+status`: emails are looked up by id (the JSON rows), not through the status index. A SENT outcome also
+// applies to an email the sweep settled meanwhile as an unknown outcome (error ?3...): the provider's answer came after all.
 const RECORD_OUTCOMES_SQL = `UPDATE emails SET
     status = o.status,
     sent_at = CASE WHEN o.status = 'SENT' THEN ?1 ELSE emails.sent_at END,
-    failed_at = CASE WHEN o.status = 'FAILED' THEN ?1 ELSE emails.failed_at END,
+    failed_at = CASE WHEN o.status = 'FAILED' THEN ?1 WHEN o.status = 'SENT' THEN NULL ELSE emails.failed_at END,
     provider_message_id = COALESCE(o.provider_message_id, emails.provider_message_id),
     error = o.error,
+    retry_at = o.retry_at,
     updated_at = ?1
   FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS status,
-          json_extract(value, '$[2]') AS provider_message_id, json_extract(value, '$[3]') AS error
+          json_extract(value, '$[2]') AS provider_message_id, json_extract(value, '$[3]') AS error, json_extract(value, '$[4]') AS retry_at
         FROM json_each(?2)) AS o
-  WHERE emails.id = o.id AND +emails.status = 'SENDING'`;
+  WHERE emails.id = o.id AND (+emails.status = 'SENDING'
+    OR (o.status = 'SENT' AND +emails.status = 'FAILED' AND emails.provider_message_id IS NULL AND emails.error LIKE ?3))`;
 
-/** The outcomes as statements for one batch, applied only to emails still SENDING. */
-export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], now = Date.now()): D1PreparedStatement[] {
+/**
+ * The outcomes as statements for one batch, applied only to emails still SENDING (and a SENT one also
+ * to an email settled as an unknown outcome, whose error starts with `unknownPrefix`).
+ */
+export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], unknownPrefix: string, now = Date.now()): D1PreparedStatement[] {
   return chunks(outcomes, IDS_PER_JSON_STATEMENT).map((chunk) =>
     d1
       .prepare(RECORD_OUTCOMES_SQL)
       .bind(
         now,
-        JSON.stringify(chunk.map((o) => [o.emailId, o.status, o.status === "SENT" ? o.providerMessageId || null : null, o.status === "SENT" ? null : o.error])),
+        JSON.stringify(
+          chunk.map((o) => [
+            o.emailId,
+            o.status,
+            o.status === "SENT" ? o.providerMessageId || null : null,
+            o.status === "SENT" ? null : o.error,
+            o.status === "QUEUED" ? (o.retryAt ?? null) : null,
+          ]),
+        ),
+        `${likeEscape(unknownPrefix)}%`,
       ),
   );
 }
 
-/** Gives claims back (SENDING -> QUEUED, the attempt not counted) with a fresh updatedAt, as statements for one batch. */
-export function deferClaims(d1: D1Database, emailIds: readonly string[], now = Date.now()): D1PreparedStatement[] {
-  return chunks(emailIds, IDS_PER_JSON_STATEMENT).map((chunk) => d1.prepare(DEFER_CLAIMS_SQL).bind(now, JSON.stringify(chunk)));
+/** A LIKE pattern's literal text (no wildcards in it; the prefixes here have none, this keeps it so). */
+const likeEscape = (text: string) => text.replace(/[%_]/g, "");
+
+/**
+ * Reconciliation: the provider's own event names this email (by its tags) and the message id it took it
+ * under, while the email is still SENDING or was settled as an unknown outcome (FAILED, error starting with
+ * `unknownPrefix`, no provider message id). It becomes SENT with that id, so the event can then apply to
+ * it as to any sent email. Returns the id when it applied.
+ */
+export function reconcileUnknownOutcome(
+  d1: D1Database,
+  input: { emailId: string; projectId: string; providerMessageId: string; sentAt: number; now: number; unknownPrefix: string },
+): D1PreparedStatement {
+  return d1
+    .prepare(RECONCILE_SQL)
+    .bind(input.emailId, input.projectId, input.providerMessageId, input.sentAt, input.now, `${likeEscape(input.unknownPrefix)}%`);
 }
-const DEFER_CLAIMS_SQL = `UPDATE emails SET status = 'QUEUED', sending_at = NULL, updated_at = ?1, attempts = MAX(0, attempts - 1)
+const RECONCILE_SQL = `UPDATE emails SET status = 'SENT', provider_message_id = ?3, sent_at = COALESCE(sent_at, ?4), failed_at = NULL,
+    error = NULL, updated_at = ?5
+  WHERE id = ?1 AND project_id = ?2 AND provider_message_id IS NULL
+    AND (status = 'SENDING' OR (status = 'FAILED' AND error LIKE ?6))
+  RETURNING id`;
+
+/**
+ * Gives claims back (SENDING -> QUEUED, the attempt not counted) with a fresh updatedAt and their message
+ * due at `retryAt`, as statements for one batch.
+ */
+export function deferClaims(d1: D1Database, emailIds: readonly string[], now = Date.now(), retryAt = now): D1PreparedStatement[] {
+  return chunks(emailIds, IDS_PER_JSON_STATEMENT).map((chunk) => d1.prepare(DEFER_CLAIMS_SQL).bind(now, JSON.stringify(chunk), retryAt));
+}
+const DEFER_CLAIMS_SQL = `UPDATE emails SET status = 'QUEUED', sending_at = NULL, updated_at = ?1, retry_at = ?3, attempts = MAX(0, attempts - 1)
   WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING'`;
 
 /** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's parameter limit. */
@@ -450,4 +491,5 @@ export const FIXED_SQL = {
   EMAIL_BODIES_SQL,
   RECORD_OUTCOMES_SQL,
   DEFER_CLAIMS_SQL,
+  RECONCILE_SQL,
 };

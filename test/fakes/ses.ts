@@ -35,6 +35,8 @@ export interface SesCall {
   from: string;
   to: string[];
   configurationSet?: string;
+  /** EmailTags as sent: name -> value (SES event publishing hands them back in mail.tags). */
+  tags: Record<string, string>;
   raw: string;
   mime: ParsedMime;
 }
@@ -47,8 +49,11 @@ export interface SesIdentity {
   via: "create" | "elsewhere";
 }
 
-/** A scripted answer: an HTTP error, or `network: true` for a connection that fails before any answer. */
-type Scripted = { status: number; errorType?: string; message?: string } | { network: true };
+/**
+ * A scripted answer: an HTTP error, `network: true` for a connection that fails before any answer, or
+ * `hang: true` for a request SES takes (the message is accepted, kept in `calls`) but never answers.
+ */
+type Scripted = { status: number; errorType?: string; message?: string } | { network: true } | { hang: true };
 
 const awsError = (status: number, type: string, message: string) =>
   Response.json({ message }, { status, headers: { "x-amzn-ErrorType": `${type}:http://internal.amazon.com/coral/com.amazonaws.sesv2/` } });
@@ -63,6 +68,8 @@ export function fakeSes() {
   const identities = new Map<string, SesIdentity>();
   const script: Scripted[] = [];
   let counter = 0;
+  // SES's ids are unique across its whole account: tests sharing one database must not reuse them.
+  const run = crypto.randomUUID().slice(0, 8);
 
   /** A request we should never have sent: fails the test, and answers as SES would (4xx). */
   function violation(status: number, type: string, message: string): Response {
@@ -119,7 +126,30 @@ export function fakeSes() {
     if (to.length === 0 || to.map((a) => a.toLowerCase()).join(",") !== headerTo.join(",")) {
       return violation(400, "BadRequestException", `Destination ${JSON.stringify(to)} is not the message's To (${mime.headers.to})`);
     }
+    // MessageTag: name and value each 1-256 of [A-Za-z0-9_-] (SES refuses anything else with a 400).
+    const tags: Record<string, string> = {};
+    for (const tag of payload.EmailTags ?? []) {
+      const ok = (v: unknown) => typeof v === "string" && /^[A-Za-z0-9_-]{1,256}$/.test(v);
+      if (!ok(tag?.Name) || !ok(tag?.Value)) return violation(400, "BadRequestException", `EmailTags entry ${JSON.stringify(tag)} is not a valid MessageTag`);
+      tags[tag.Name] = tag.Value;
+    }
     const next = script.shift();
+    if (next && "hang" in next) {
+      // The request reached SES, which takes the message but never answers (the caller times out).
+      const messageId = `ses-${++counter}-${run}`;
+      calls.push({
+        messageId,
+        authorization: request.headers.get("authorization") ?? "",
+        from,
+        to,
+        configurationSet: payload.ConfigurationSetName,
+        tags,
+        raw,
+        mime,
+      });
+      entry.status = 0;
+      return new Promise<Response>((_, reject) => request.signal.addEventListener("abort", () => reject(request.signal.reason)));
+    }
     if (next && "network" in next) {
       entry.status = 0;
       throw new TypeError("Network connection lost.");
@@ -131,8 +161,17 @@ export function fakeSes() {
         { status: next.status, headers: next.errorType ? { "x-amzn-ErrorType": `${next.errorType}:http://internal.amazon.com/` } : {} },
       );
     }
-    const messageId = `ses-${++counter}`;
-    calls.push({ messageId, authorization: request.headers.get("authorization") ?? "", from, to, configurationSet: payload.ConfigurationSetName, raw, mime });
+    const messageId = `ses-${++counter}-${run}`;
+    calls.push({
+      messageId,
+      authorization: request.headers.get("authorization") ?? "",
+      from,
+      to,
+      configurationSet: payload.ConfigurationSetName,
+      tags,
+      raw,
+      mime,
+    });
     return Response.json({ MessageId: messageId });
   }
 
@@ -147,6 +186,8 @@ export function fakeSes() {
     } catch (err) {
       // A scripted network failure is meant to reach the Worker; anything else thrown here is a fake's assertion.
       if (err instanceof TypeError && err.message === "Network connection lost.") throw err;
+      // A scripted hang ends when the caller gives up (its timeout aborts the request).
+      if (request.signal.aborted) throw err;
       response = violation(400, "BadRequestException", `the fake could not read the request: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (entry.status === 200) entry.status = response.status;

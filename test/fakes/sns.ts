@@ -81,3 +81,47 @@ export function snsHandler(request: Request): Response | undefined {
   if (request.url === CERT_URL) return new Response(certPem);
   return undefined;
 }
+
+/**
+ * An SES event-publishing event (through a configuration set) for a message the fake SES accepted: its
+ * MessageId and the EmailTags it was sent with (`mail.tags`, name -> [value]), as SES hands them back.
+ */
+export function sesEvent(
+  eventType: "Send" | "Delivery" | "Bounce" | "Complaint",
+  call: { messageId: string; to: string[]; tags: Record<string, string> },
+  bounce?: { recipients: string[]; type?: "Permanent" | "Transient" },
+) {
+  const timestamp = new Date().toISOString();
+  const mail = {
+    timestamp,
+    messageId: call.messageId,
+    source: "sender@example.com",
+    destination: call.to,
+    tags: Object.fromEntries(Object.entries(call.tags).map(([name, value]) => [name, [value]])),
+  };
+  if (eventType === "Send") return { eventType, mail, send: {} };
+  if (eventType === "Delivery") return { eventType, mail, delivery: { timestamp, recipients: call.to, smtpResponse: "250 ok" } };
+  if (eventType === "Complaint") {
+    return {
+      eventType,
+      mail,
+      complaint: { complainedRecipients: call.to.map((emailAddress) => ({ emailAddress })), timestamp, feedbackId: `fb-${crypto.randomUUID()}` },
+    };
+  }
+  return {
+    eventType,
+    mail,
+    bounce: {
+      bounceType: bounce?.type ?? "Permanent",
+      bounceSubType: "General",
+      bouncedRecipients: (bounce?.recipients ?? call.to).map((emailAddress) => ({
+        emailAddress,
+        action: "failed",
+        status: "5.1.1",
+        diagnosticCode: `smtp; 550 5.1.1 <${emailAddress}> user unknown`,
+      })),
+      timestamp,
+      feedbackId: `fb-${crypto.randomUUID()}`,
+    },
+  };
+}

@@ -3,7 +3,8 @@ import { runStatements, type Database } from "../../db/client";
 import { emails, events, type JsonObject } from "../../db/schema";
 import type { ConfigInput } from "../../lib/config";
 import { unsubscribeContactOf } from "../../store/contacts";
-import { advanceStatusSql, updateEmail } from "../../store/emails";
+import { advanceStatusSql, reconcileUnknownOutcome, updateEmail } from "../../store/emails";
+import { OUTCOME_UNKNOWN_PREFIX } from "../send/records";
 import { insertEmailEvent } from "../../store/events";
 import { buildSuppression } from "../suppressions";
 import { newId } from "../../lib/ids";
@@ -28,26 +29,64 @@ import { contactWriteEvents } from "../webhooks/record";
  * redeliveries change nothing.
  */
 
-export type FeedbackOutcome = "delivered" | "bounced" | "transient-bounce" | "complained" | "failed" | "delayed" | "unknown-email" | "ignored";
+export type FeedbackOutcome =
+  | "sent"
+  | "delivered"
+  | "bounced"
+  | "transient-bounce"
+  | "complained"
+  | "failed"
+  | "delayed"
+  | "unknown-email"
+  | "not-recipient"
+  | "ignored";
 
-export type Feedback =
-  | { kind: "delivered"; providerMessageId: string; at?: Date }
-  | {
-      kind: "bounce";
-      providerMessageId: string;
-      permanent: boolean;
-      /** Stored with the event; redeliveries with the same id add nothing. */
-      feedbackId: string;
-      /** The event's data (bounceType, diagnosticCode, ...); feedbackId is added. */
-      data: JsonObject;
-      /** The email's error text for a permanent bounce. */
-      reason: string;
-      at?: Date;
-    }
-  | { kind: "complaint"; providerMessageId: string; feedbackId: string; data: JsonObject; detail: string; at?: Date }
-  | { kind: "failed"; providerMessageId: string; reason: string; at?: Date }
-  /** A temporary delay reported by the provider: only the email.delivery_delayed webhook event. */
-  | { kind: "delayed"; providerMessageId: string; delayType?: string; at?: Date };
+/** The email a provider event names by the tags we sent it with (SES message tags), for reconciliation. */
+export interface EmailRef {
+  emailId: string;
+  projectId: string;
+}
+
+/** A recipient a bounce names, with what the provider said about it. */
+export interface BouncedRecipient {
+  /** Lower case. */
+  address: string;
+  diagnosticCode?: string;
+  smtpStatus?: string;
+}
+
+/** What every feedback may carry besides its kind: the email's tags, when the provider hands them back. */
+interface Tagged {
+  ref?: EmailRef;
+}
+
+export type Feedback = Tagged &
+  (
+    | { kind: "delivered"; providerMessageId: string; at?: Date }
+    /** The provider took the message (SES's Send event): only reconciles an email whose call had no answer. */
+    | { kind: "sent"; providerMessageId: string; at?: Date }
+    | {
+        kind: "bounce";
+        providerMessageId: string;
+        permanent: boolean;
+        /**
+         * The recipients the bounce names (SES: bouncedRecipients). When given, the bounce applies only if
+         * the email's own recipient is among them, with that recipient's diagnostic; never another's.
+         */
+        recipients?: BouncedRecipient[];
+        /** Stored with the event; redeliveries with the same id add nothing. */
+        feedbackId: string;
+        /** The event's data (bounceType, diagnosticCode, ...); feedbackId is added. */
+        data: JsonObject;
+        /** The email's error text for a permanent bounce. */
+        reason: string;
+        at?: Date;
+      }
+    | { kind: "complaint"; providerMessageId: string; feedbackId: string; data: JsonObject; detail: string; at?: Date }
+    | { kind: "failed"; providerMessageId: string; reason: string; at?: Date }
+    /** A temporary delay reported by the provider: only the email.delivery_delayed webhook event. */
+    | { kind: "delayed"; providerMessageId: string; delayType?: string; at?: Date }
+  );
 
 /** Hands webhook events a feedback batch recorded to the webhook queue. */
 export type WebhookHandOver = (projectId: string, eventIds: string[]) => Promise<unknown>;
@@ -77,14 +116,11 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
 export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput, handOver?: WebhookHandOver): Promise<FeedbackOutcome> {
   // An empty id (e.g. "<>" once normalised) names no email: mail sent without one stores NULL.
   if (!feedback.providerMessageId.trim()) return "ignored";
-  const [email] = await db
-    .select({ id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress })
-    .from(emails)
-    .where(eq(emails.providerMessageId, feedback.providerMessageId))
-    .limit(1);
-  if (!email) return "unknown-email";
   const now = new Date();
   const when = feedback.at ?? now;
+  const email = await feedbackEmail(db, feedback, when, now, handOver);
+  if (!email) return "unknown-email";
+  if (feedback.kind === "sent") return "sent";
   const d1 = db.$client;
   const hook = (item: Omit<EmailEventItem, "id" | "emailId">) => recordEmailWebhookEvents(d1, [{ id: newId(), emailId: email.id, ...item }], when);
   const unsubscribed = contactWriteEvents(d1, {
@@ -128,7 +164,16 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
   }
 
   if (feedback.kind === "bounce") {
-    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env);
+    let { data, reason } = feedback;
+    if (feedback.recipients) {
+      // Only a bounce that names this email's recipient applies to it, with that recipient's own diagnostic.
+      const recipient = feedback.recipients.find((r) => r.address === email.toAddress.toLowerCase());
+      if (!recipient) return "not-recipient";
+      const { diagnosticCode, smtpStatus } = recipient;
+      data = { ...data, ...(diagnosticCode ? { diagnosticCode } : {}), ...(smtpStatus ? { smtpStatus } : {}) };
+      reason = diagnosticCode ?? reason;
+    }
+    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...data, feedbackId: feedback.feedbackId }, now, env);
     if (!feedback.permanent) {
       const results = await runStatements(db, [event, hook({ type: "email.bounced", extra: { bounceType: "SOFT" } })]);
       await handOverFrom(results, [1]);
@@ -142,10 +187,10 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
       updateEmail(db, email.id, {
         status: advanceStatusSql("BOUNCED"),
         bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`,
-        error: feedback.reason,
+        error: reason,
         updatedAt: now,
       }),
-      buildSuppression(db, email.projectId, email.toAddress, "BOUNCE", feedback.reason),
+      buildSuppression(db, email.projectId, email.toAddress, "BOUNCE", reason),
       unsubscribeContactOf(db, email, now),
       ...unsubscribed.after,
     ]);
@@ -175,4 +220,40 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
     Array.from({ length: n + 1 }, (_, i) => i),
   );
   return "complained";
+}
+
+type FeedbackEmail = { id: string; projectId: string; contactId: string | null; toAddress: string };
+
+/**
+ * The email a feedback is about: by the provider's message id, or else (an email whose provider call had no
+ * answer, so no id was recorded) by its tags, reconciled first: it becomes SENT with the provider's message id
+ * (store/emails reconcileUnknownOutcome, with its email.sent webhook event), so the feedback then applies to
+ * it as to any sent email. docs/reliability.md.
+ */
+async function feedbackEmail(db: Database, feedback: Feedback, when: Date, now: Date, handOver?: WebhookHandOver): Promise<FeedbackEmail | undefined> {
+  const columns = { id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress };
+  const [known] = await db.select(columns).from(emails).where(eq(emails.providerMessageId, feedback.providerMessageId)).limit(1);
+  if (known || !feedback.ref) return known;
+  const { emailId, projectId } = feedback.ref;
+  const d1 = db.$client;
+  const [reconciled, events] = await runStatements(db, [
+    reconcileUnknownOutcome(d1, {
+      emailId,
+      projectId,
+      providerMessageId: feedback.providerMessageId,
+      sentAt: when.getTime(),
+      now: now.getTime(),
+      unknownPrefix: OUTCOME_UNKNOWN_PREFIX,
+    }),
+    recordEmailWebhookEvents(d1, [{ id: newId(), emailId, type: "email.sent", when: "set:sent_at" }], when),
+  ]);
+  if (reconciled.length === 0) return undefined;
+  const ids = recordedEventIds([events]);
+  if (handOver && ids.length > 0) await handOver(projectId, ids);
+  const [email] = await db
+    .select(columns)
+    .from(emails)
+    .where(and(eq(emails.id, emailId), eq(emails.projectId, projectId)))
+    .limit(1);
+  return email;
 }

@@ -1,14 +1,16 @@
-import { eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { emails } from "../../db/schema";
 import type { ConfigInput } from "../../lib/config";
-import { applyFeedback, type FeedbackOutcome, type WebhookHandOver } from "./apply";
+import { EMAIL_TAG, PROJECT_TAG } from "../providers/ses";
+import { applyFeedback, type EmailRef, type FeedbackOutcome, type WebhookHandOver } from "./apply";
 
 /**
  * SES feedback (delivered through SNS): Delivery, Bounce and Complaint, in
  * both of SES's formats, "notifications" (`notificationType`) and "event
  * publishing" through a configuration set (`eventType`). The email record is
- * found by SES's message id (emails.provider_message_id).
+ * found by SES's message id (emails.provider_message_id), or, for an email whose
+ * SendEmail call had no answer (no id recorded), by the message tags it was sent
+ * with (event publishing only), which reconciles it (./apply.ts); a Send event
+ * does only that.
  *
  * What each one does to the email, its contact and the suppression list is
  * the same for every provider: see ./apply.ts. Each bounce/complaint event is
@@ -19,6 +21,8 @@ export type { FeedbackOutcome } from "./apply";
 
 interface SesMail {
   messageId?: unknown;
+  timestamp?: unknown;
+  tags?: unknown;
 }
 
 interface SesBounceRecipient {
@@ -56,41 +60,45 @@ export async function applySesFeedback(
   const kind = str(message.notificationType) ?? str(message.eventType);
   const mail = isObj(message.mail) ? (message.mail as SesMail) : undefined;
   const providerMessageId = str(mail?.messageId);
-  if (!kind || !providerMessageId || !["Delivery", "Bounce", "Complaint", "DeliveryDelay"].includes(kind)) return "ignored";
+  if (!kind || !providerMessageId || !["Send", "Delivery", "Bounce", "Complaint", "DeliveryDelay"].includes(kind)) return "ignored";
+  const ref = emailRefOf(mail);
+
+  if (kind === "Send") {
+    // SES took the message: only reconciles an email whose provider call had no answer.
+    if (!ref) return "ignored";
+    return applyFeedback(db, { kind: "sent", providerMessageId, ref, at: at(mail?.timestamp) }, env, handOver);
+  }
 
   if (kind === "Delivery") {
     const delivery = isObj(message.delivery) ? message.delivery : {};
-    return applyFeedback(db, { kind: "delivered", providerMessageId, at: at(delivery.timestamp) }, env, handOver);
+    return applyFeedback(db, { kind: "delivered", providerMessageId, ref, at: at(delivery.timestamp) }, env, handOver);
   }
 
   if (kind === "DeliveryDelay") {
     const delay = isObj(message.deliveryDelay) ? message.deliveryDelay : {};
-    return applyFeedback(db, { kind: "delayed", providerMessageId, delayType: str(delay.delayType), at: at(delay.timestamp) }, env, handOver);
+    return applyFeedback(db, { kind: "delayed", providerMessageId, ref, delayType: str(delay.delayType), at: at(delay.timestamp) }, env, handOver);
   }
 
   if (kind === "Bounce") {
     const bounce = isObj(message.bounce) ? message.bounce : {};
     const bounceType = str(bounce.bounceType) ?? "Undetermined";
     const bounceSubType = str(bounce.bounceSubType);
+    // Only the recipients SES names: a bounce that does not name the email's own recipient changes nothing.
     const recipients = (Array.isArray(bounce.bouncedRecipients) ? bounce.bouncedRecipients : []).filter(isObj) as SesBounceRecipient[];
-    // The email's own recipient when SES lists several.
-    const to = await recipientOf(db, providerMessageId);
-    const recipient = recipients.find((r) => str(r.emailAddress)?.toLowerCase() === to) ?? recipients[0];
-    const diagnosticCode = str(recipient?.diagnosticCode);
     return applyFeedback(
       db,
       {
         kind: "bounce",
         providerMessageId,
+        ref,
         permanent: bounceType === "Permanent",
         feedbackId: str(bounce.feedbackId) ?? snsMessageId,
-        data: {
-          bounceType,
-          ...(bounceSubType ? { bounceSubType } : {}),
-          ...(diagnosticCode ? { diagnosticCode } : {}),
-          ...(str(recipient?.status) ? { smtpStatus: str(recipient?.status)! } : {}),
-        },
-        reason: diagnosticCode ?? `Permanent bounce${bounceSubType ? ` (${bounceSubType})` : ""}`,
+        recipients: recipients.flatMap((r) => {
+          const address = str(r.emailAddress)?.toLowerCase();
+          return address ? [{ address: bareAddress(address), diagnosticCode: str(r.diagnosticCode), smtpStatus: str(r.status) }] : [];
+        }),
+        data: { bounceType, ...(bounceSubType ? { bounceSubType } : {}) },
+        reason: `Permanent bounce${bounceSubType ? ` (${bounceSubType})` : ""}`,
         at: at(bounce.timestamp),
       },
       env,
@@ -106,6 +114,7 @@ export async function applySesFeedback(
     {
       kind: "complaint",
       providerMessageId,
+      ref,
       feedbackId: str(complaint.feedbackId) ?? snsMessageId,
       data: complaintFeedbackType ? { complaintFeedbackType } : {},
       detail: `Complaint${complaintFeedbackType ? ` (${complaintFeedbackType})` : ""}`,
@@ -116,7 +125,21 @@ export async function applySesFeedback(
   );
 }
 
-async function recipientOf(db: Database, providerMessageId: string): Promise<string | undefined> {
-  const [email] = await db.select({ toAddress: emails.toAddress }).from(emails).where(eq(emails.providerMessageId, providerMessageId)).limit(1);
-  return email?.toAddress.toLowerCase();
+/** "Name <a@b>" or "a@b" -> "a@b" (SES lists bounced recipients as plain addresses, but a display name costs nothing to drop). */
+const bareAddress = (value: string) => /<([^>]+)>\s*$/.exec(value)?.[1]?.trim() ?? value.trim();
+
+/**
+ * The email and project our SendEmail tagged the message with (EmailTags em_email, em_project; see
+ * providers/ses.ts), as SES event publishing hands them back: `mail.tags` maps each name to a list of values.
+ * Only events through a configuration set carry tags; identity notifications do not.
+ */
+function emailRefOf(mail: SesMail | undefined): EmailRef | undefined {
+  const tags = isObj(mail?.tags) ? mail.tags : undefined;
+  const first = (name: string) => {
+    const value = tags?.[name];
+    return str(Array.isArray(value) ? value[0] : value);
+  };
+  const emailId = first(EMAIL_TAG);
+  const projectId = first(PROJECT_TAG);
+  return emailId && projectId ? { emailId, projectId } : undefined;
 }

@@ -318,3 +318,16 @@ export async function verifySnsMessage(
   const ok = await crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, signature, new TextEncoder().encode(stringToSign(m)));
   if (!ok) throw new SnsVerificationError("forged", "The SNS signature does not match");
 }
+
+/**
+ * Local development only: a fetcher that fetches a checked SNS certificate URL
+ * (https://sns.<region>.amazonaws.com/<path>) from `origin` + <path> instead, so a
+ * local fake SNS can sign notifications `wrangler dev` verifies without the internet.
+ * The route uses it only with ENVIRONMENT=development and SNS_DEV_CERT_ORIGIN set.
+ */
+export function devCertificateFetcher(origin: string): typeof fetch {
+  return (input, init) => {
+    const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
+    return fetch(`${origin.replace(/\/+$/, "")}${url.pathname}`, init);
+  };
+}

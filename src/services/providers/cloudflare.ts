@@ -1,6 +1,7 @@
 import type { Env } from "../../env";
 import { base64ToBytes } from "../../lib/base64";
-import { ProviderError, type EmailProvider, type OutgoingMessage } from "./types";
+import { readConfig } from "../../lib/config";
+import { ProviderError, providerCallTimeoutMs, type EmailProvider, type OutgoingMessage } from "./types";
 
 /**
  * Cloudflare Email Service through the Worker's `send_email` binding
@@ -13,7 +14,7 @@ export class CloudflareEmailProvider implements EmailProvider {
   readonly name = "cloudflare";
   private readonly binding: SendEmail;
 
-  constructor(env: Env) {
+  constructor(private readonly env: Env) {
     // A deployment problem, not a message problem: retried, and each email record says what to add.
     if (!env.EMAIL) throw new ProviderError(CLOUDFLARE_NOT_CONFIGURED, true);
     this.binding = env.EMAIL;
@@ -22,29 +23,40 @@ export class CloudflareEmailProvider implements EmailProvider {
   async send(message: OutgoingMessage) {
     const { parts } = message;
     let result: EmailSendResult;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      result = await this.binding.send({
-        from: parts.fromName ? { email: message.from, name: parts.fromName } : message.from,
-        to: parts.toName ? { email: message.to, name: parts.toName } : message.to,
-        subject: message.subject,
-        html: parts.html,
-        text: parts.text,
-        ...(parts.replyTo ? { replyTo: parts.replyTo } : {}),
-        ...(Object.keys(parts.headers).length > 0 ? { headers: parts.headers } : {}),
-        ...(parts.attachments.length > 0
-          ? {
-              // Bytes, not a string: the service reads a string as either base64 or raw text depending on the release.
-              attachments: parts.attachments.map((a) => ({
-                disposition: "attachment" as const,
-                filename: a.filename,
-                type: a.contentType,
-                content: base64ToBytes(a.content),
-              })),
-            }
-          : {}),
+      // Bounded like an SES call, so the claim is settled inside its lease; no answer in time is an unknown outcome.
+      const timeoutMs = providerCallTimeoutMs(readConfig(this.env).SES_TIMEOUT_MS);
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(ProviderError.unknown(`Cloudflare Email Service gave no answer within ${timeoutMs} ms`)), timeoutMs);
       });
+      result = await Promise.race([
+        timeout,
+        this.binding.send({
+          from: parts.fromName ? { email: message.from, name: parts.fromName } : message.from,
+          to: parts.toName ? { email: message.to, name: parts.toName } : message.to,
+          subject: message.subject,
+          html: parts.html,
+          text: parts.text,
+          ...(parts.replyTo ? { replyTo: parts.replyTo } : {}),
+          ...(Object.keys(parts.headers).length > 0 ? { headers: parts.headers } : {}),
+          ...(parts.attachments.length > 0
+            ? {
+                // Bytes, not a string: the service reads a string as either base64 or raw text depending on the release.
+                attachments: parts.attachments.map((a) => ({
+                  disposition: "attachment" as const,
+                  filename: a.filename,
+                  type: a.contentType,
+                  content: base64ToBytes(a.content),
+                })),
+              }
+            : {}),
+        }),
+      ]);
     } catch (err) {
-      throw classifyEmailServiceError(err);
+      throw err instanceof ProviderError ? err : classifyEmailServiceError(err);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
     }
     // Accepted: never retried from here on, even if the answer lacks an id.
     return { providerMessageId: typeof result?.messageId === "string" ? normalizeMessageId(result.messageId) || null : null };
@@ -77,7 +89,8 @@ export function classifyEmailServiceError(err: unknown): ProviderError {
   }
   // Without a code: `wrangler dev`'s local simulation refuses senders/recipients
   // outside the binding's allow-lists with "email from|to <x> not allowed";
-  // anything else (a dropped RPC connection, an outage) is worth retrying.
-  const refused = /\bnot allowed\b/i.test(text);
-  return new ProviderError(`Cloudflare Email Service: ${text}`, !refused);
+  // anything else (a dropped RPC connection) says nothing about whether the
+  // service took the message: an unknown outcome, never sent again.
+  if (/\bnot allowed\b/i.test(text)) return new ProviderError(`Cloudflare Email Service: ${text}`, false);
+  return ProviderError.unknown(`Cloudflare Email Service gave no answer: ${text}`);
 }

@@ -2,7 +2,7 @@ import type { Env } from "../../env";
 import { utf8ToBase64 } from "../../lib/base64";
 import { readConfig } from "../../lib/config";
 import { sesApi, sesErrorMessage, sesErrorType, SES_NOT_CONFIGURED, type SesApi } from "./ses-client";
-import { ProviderError, type EmailProvider, type OutgoingMessage } from "./types";
+import { ProviderError, providerCallTimeoutMs, type EmailProvider, type OutgoingMessage } from "./types";
 
 /**
  * AWS SES v2 `SendEmail` with raw content (POST /v2/email/outbound-emails),
@@ -21,7 +21,8 @@ export class SesProvider implements EmailProvider {
   }
 
   async send(message: OutgoingMessage) {
-    const { SES_CONFIGURATION_SET: configurationSet, SES_TIMEOUT_MS: timeoutMs } = readConfig(this.env);
+    const { SES_CONFIGURATION_SET: configurationSet, SES_TIMEOUT_MS: configured } = readConfig(this.env);
+    const timeoutMs = providerCallTimeoutMs(configured);
     const payload = {
       FromEmailAddress: message.from,
       Destination: { ToAddresses: [message.to] },
@@ -29,6 +30,8 @@ export class SesProvider implements EmailProvider {
       // takes it directly; that matters for 10 MB messages.
       Content: { Raw: { Data: /^[\x00-\x7f]*$/.test(message.raw) ? btoa(message.raw) : utf8ToBase64(message.raw) } },
       ...(configurationSet ? { ConfigurationSetName: configurationSet } : {}),
+      // Carried into SES's event publishing (mail.tags): an email whose call had no answer is found by them (reconciliation).
+      EmailTags: emailTags(message),
     };
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -51,7 +54,10 @@ export class SesProvider implements EmailProvider {
         }),
       ]);
     } catch (err) {
-      throw new ProviderError(`SES unreachable: ${err instanceof Error ? err.message : String(err)}`, true);
+      // No answer: a timeout, or a connection that failed. workerd reports a refused connection and one lost
+      // after the request was written alike ("Network connection lost."), so neither may be retried: SES may
+      // have the message (docs/reliability.md).
+      throw ProviderError.unknown(`SES gave no answer: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       if (timer !== undefined) clearTimeout(timer);
     }
@@ -63,4 +69,18 @@ export class SesProvider implements EmailProvider {
     const retryable = response.status === 429 || response.status >= 500 || sesErrorType(response) === "TooManyRequestsException";
     throw new ProviderError(await sesErrorMessage(response), retryable, response.status);
   }
+}
+
+/** Message tag names: the email and its project, as SES event publishing hands them back in `mail.tags`. */
+export const EMAIL_TAG = "em_email";
+export const PROJECT_TAG = "em_project";
+/** What SES allows in a tag's name and value. */
+const TAG_VALUE = /^[A-Za-z0-9_-]{1,256}$/;
+
+/** The SendEmail EmailTags of a message (ids are UUIDs; a value SES would refuse is left out rather than failing the send). */
+function emailTags(message: OutgoingMessage): { Name: string; Value: string }[] {
+  return [
+    { Name: EMAIL_TAG, Value: message.emailId },
+    { Name: PROJECT_TAG, Value: message.projectId },
+  ].filter((tag) => TAG_VALUE.test(tag.Value));
 }

@@ -32,18 +32,28 @@ export interface ProviderResult {
 }
 
 /**
- * A provider failure. `retryable` (throttling, 5xx, network) means "try the
- * same email again later"; otherwise the provider rejected this message and
- * retrying cannot help.
+ * A provider failure, one of three (docs/reliability.md):
+ * - refused (`retryable` false): a definite answer for this message (4xx other than throttling); retrying cannot help;
+ * - retryable (`retryable` true): a definite "not now" (429, 5xx, throttling, a deployment problem): the same email again later;
+ * - outcome unknown (`outcomeUnknown` true): the request may have reached the provider (a timeout after it was
+ *   sent, a connection lost); the call is never made again, the email is reconciled from the provider's events.
  */
 export class ProviderError extends Error {
+  readonly outcomeUnknown: boolean;
   constructor(
     message: string,
     readonly retryable: boolean,
     readonly status?: number,
+    options: { outcomeUnknown?: boolean } = {},
   ) {
     super(message);
     this.name = "ProviderError";
+    this.outcomeUnknown = options.outcomeUnknown === true;
+  }
+
+  /** A call whose outcome cannot be known: never retried. */
+  static unknown(message: string): ProviderError {
+    return new ProviderError(message, false, undefined, { outcomeUnknown: true });
   }
 }
 
@@ -56,3 +66,11 @@ export interface EmailProvider {
   readonly maxConcurrency?: number;
   send(message: OutgoingMessage): Promise<ProviderResult>;
 }
+
+/**
+ * The longest a provider call may take, whatever SES_TIMEOUT_MS says: a call must end (or be given up as
+ * unknown) well inside the claim lease (CLAIM_LEASE_MS, send/records.ts), so a live consumer always
+ * records its outcome before the sweep could settle the claim.
+ */
+export const MAX_PROVIDER_CALL_MS = 20_000;
+export const providerCallTimeoutMs = (configured: number) => Math.min(configured, MAX_PROVIDER_CALL_MS);

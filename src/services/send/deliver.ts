@@ -16,7 +16,16 @@ import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
-import { emailIdsOf, LAPSED_RECIPIENT_REASON, PROJECT_DISABLED_REASON, SENDING_PAUSED_REASON, updateEmailsById } from "./records";
+import {
+  CALL_DEADLINE_MS,
+  emailIdsOf,
+  LAPSED_RECIPIENT_REASON,
+  OUTCOME_UNKNOWN_PREFIX,
+  outcomeUnknownReason,
+  PROJECT_DISABLED_REASON,
+  SENDING_PAUSED_REASON,
+  updateEmailsById,
+} from "./records";
 
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
@@ -72,8 +81,7 @@ interface Slot {
  * claim is never taken over: whether its provider call happened is unknown,
  * so the sweep settles it (sweep.ts).
  */
-async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean }): Promise<ClaimedEmail[]> {
-  const now = Date.now();
+async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean }, now: number): Promise<ClaimedEmail[]> {
   const { claimed, alongside } = await claimEmails(
     env.DB,
     slots.map((slot) => slot.body),
@@ -223,8 +231,17 @@ function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], maxEmails: 
 
 type BodyOf = (email: ClaimedEmail) => Promise<EmailBody | undefined>;
 
-/** Sends one claimed email; returns its outcome (nothing is written here). */
-async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail, bodyOf: BodyOf): Promise<Outcome> {
+/** What became of one claimed email: an outcome, or its claim given back untouched (the batch's call deadline passed). */
+type Attempt = Outcome | { emailId: string; status: "RELEASED" };
+
+/**
+ * Sends one claimed email; returns its outcome (nothing is written here). No call starts after `deadline`
+ * (the claim is given back instead), so no claim outlives its lease. The provider call is made at most once:
+ * a definite refusal is FAILED, a definite "not now" goes back to QUEUED for a retry, and no answer (timeout,
+ * connection lost) is FAILED as an unknown outcome, never retried (docs/reliability.md).
+ */
+async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail, bodyOf: BodyOf, deadline: number): Promise<Attempt> {
+  if (Date.now() > deadline) return { emailId: email.id, status: "RELEASED" };
   try {
     const body = await bodyOf(email);
     if (!body) return { emailId: email.id, status: "FAILED", error: "The email record is gone" };
@@ -243,29 +260,31 @@ async function deliverOne(db: Database, env: Env, provider: EmailProvider, email
       parts: composed.parts,
     };
     raw = null;
+    if (Date.now() > deadline) return { emailId: email.id, status: "RELEASED" };
     const { providerMessageId } = await provider.send(outgoing);
     return { emailId: email.id, status: "SENT", providerMessageId };
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
+    if (err instanceof ProviderError && err.outcomeUnknown) return { emailId: email.id, status: "FAILED", error: outcomeUnknownReason(reason) };
     if (err instanceof ProviderError && !err.retryable) return { emailId: email.id, status: "FAILED", error: reason };
-    // The claim is given back so the retry can take it again. This is the one
-    // at-least-once path left: a provider call that timed out or lost its
-    // connection may still have been accepted (SES has no idempotency key).
+    // A definite "not now" (throttling, 5xx), or a failure before any call (composing, reading the body):
+    // the claim is given back so the retry can take it again.
     return { emailId: email.id, status: "QUEUED", error: reason };
   }
 }
 
 /**
  * Records a batch's outcomes in one statement (per IDS_PER_JSON_STATEMENT ids), only
- * on emails still SENDING. Once the provider has a message it must never be
- * sent again, so when any was SENT the write is tried three times; a write
- * that still fails leaves those emails SENDING, and the sweep settles them as
- * "Outcome unknown" rather than sending them twice.
+ * on emails still SENDING (or, for SENT, settled meanwhile as unknown). Once the provider
+ * has a message it must never be sent again, so when any was SENT the write is tried
+ * three times; a write that still fails leaves those emails SENDING, and the sweep
+ * settles them as "Outcome unknown" (then reconciled from the provider's events)
+ * rather than sending them twice.
  */
 async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[], hooked: ReadonlySet<string>): Promise<Record<string, unknown>[]> {
   if (outcomes.length === 0) return [];
   const now = Date.now();
-  const statements = recordOutcomes(d1, outcomes, now);
+  const statements = recordOutcomes(d1, outcomes, OUTCOME_UNKNOWN_PREFIX, now);
   // Their webhook events (rows of id, project_id) in the same batch: only for emails whose project had an endpoint at the claim.
   const events = outcomeEvents(
     d1,
@@ -302,9 +321,13 @@ export interface DeliveryOptions {
  * claim back (which also touches the record, so the sweep does not queue a
  * copy) and are put back on the queue with a delay, as new messages, so
  * waiting for the rate never uses up delivery retries. The rest go to the
- * provider in parallel (PROVIDER_CONCURRENCY) and their outcomes are written
- * in one statement: SENT and permanent failures are acked, retryable failures
- * go back to QUEUED and their messages are retried with back-off.
+ * provider in parallel (PROVIDER_CONCURRENCY), each call at most once, and
+ * their outcomes are written in one statement: SENT, refusals and unknown
+ * outcomes (no answer: FAILED "Outcome unknown", reconciled from the
+ * provider's events) are acked, definite "not now" answers go back to QUEUED
+ * and their messages are retried with back-off. No call starts later than
+ * CALL_DEADLINE_MS after the claim: claims left then are given back and
+ * re-queued, so no claim outlives its lease (docs/reliability.md).
  *
  * Memory: emails with attachments (up to ~10 MB each once encoded, held
  * several times while the message is built and signed) go one at a time, so
@@ -337,7 +360,8 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   if (slots.length === 0) return verdicts;
 
   // Unclaimed emails (already sent, being sent, failed; or settled by the claim) are acked.
-  const claimed = await claimBatch(env, slots, { checkAudience: options.kind === "bulk" });
+  const claimedAt = Date.now();
+  const claimed = await claimBatch(env, slots, { checkAudience: options.kind === "bulk" }, claimedAt);
   const slotOf = new Map(slots.map((slot) => [slot.body.emailId, slot]));
   const byProject = new Map<string, ClaimedEmail[]>();
   for (const email of claimed) {
@@ -376,18 +400,32 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   const withAttachments = toSend.filter((email) => email.hasAttachments);
   const plainBody = bodyReader(env.DB, plain, plain.length);
   const attachmentBody = bodyReader(env.DB, withAttachments, 1);
+  const deadline = claimedAt + CALL_DEADLINE_MS;
   const [plainOutcomes, attachmentOutcomes] = await Promise.all([
-    mapLimited(plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, (email) => deliverOne(db, env, provider, email, plainBody)),
-    mapLimited(withAttachments, 1, (email) => deliverOne(db, env, provider, email, attachmentBody)),
+    mapLimited(plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, (email) => deliverOne(db, env, provider, email, plainBody, deadline)),
+    mapLimited(withAttachments, 1, (email) => deliverOne(db, env, provider, email, attachmentBody, deadline)),
     ...deferrals,
   ]);
-  const outcomes = [...plainOutcomes, ...attachmentOutcomes];
-  const hooked = new Set(toSend.filter((email) => email.webhooks).map((email) => email.id));
-  await queueRecordedEvents(env, await recordBatchOutcomes(env.DB, outcomes, hooked));
+  const attempts = [...plainOutcomes, ...attachmentOutcomes];
+  const outcomes = attempts.filter((a): a is Outcome => a.status !== "RELEASED");
+  // A retry's delay is written with it: the sweep leaves the email alone until then.
+  const delays = new Map<string, number>();
   for (const outcome of outcomes) {
-    const slot = slotOf.get(outcome.emailId)!;
-    if (outcome.status === "QUEUED") verdicts[slot.index] = retryAfter(backoffSeconds(slot.attempts));
+    if (outcome.status !== "QUEUED") continue;
+    const delay = backoffSeconds(slotOf.get(outcome.emailId)!.attempts);
+    delays.set(outcome.emailId, delay);
+    outcome.retryAt = Date.now() + delay * 1000;
   }
+  const released = attempts.filter((a) => a.status === "RELEASED").map((a) => slotOf.get(a.emailId)!);
+  const hooked = new Set(toSend.filter((email) => email.webhooks).map((email) => email.id));
+  const [recorded, releaseVerdict] = await Promise.all([
+    recordBatchOutcomes(env.DB, outcomes, hooked),
+    // Past the deadline: the claims untouched by any call go back to QUEUED, their messages re-queued at once.
+    released.length > 0 ? deferClaimed(env.DB, options.requeue, released, 0) : undefined,
+  ]);
+  for (const slot of released) verdicts[slot.index] = releaseVerdict!;
+  await queueRecordedEvents(env, recorded);
+  for (const [emailId, delay] of delays) verdicts[slotOf.get(emailId)!.index] = retryAfter(delay);
   return verdicts;
 }
 
@@ -400,13 +438,14 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
  * queued, retried when queueing failed.
  */
 async function deferClaimed(d1: D1Database, requeue: Queue<SendEmailMessage>, slots: Slot[], retryAfterMs: number): Promise<Verdict> {
-  const delaySeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const delaySeconds = Math.max(retryAfterMs === 0 ? 0 : 1, Math.ceil(retryAfterMs / 1000));
   const now = Date.now();
   await d1.batch(
     deferClaims(
       d1,
       slots.map((slot) => slot.body.emailId),
       now,
+      now + delaySeconds * 1000,
     ),
   );
   try {

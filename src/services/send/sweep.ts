@@ -1,54 +1,82 @@
-import { and, eq, lt } from "drizzle-orm";
+import { and, eq, isNull, lt, or } from "drizzle-orm";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
-import { getDb } from "../../db/client";
-import { emails, type EmailStatus } from "../../db/schema";
+import { getDb, runStatements } from "../../db/client";
+import { emails } from "../../db/schema";
 import type { Env } from "../../env";
-import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, updateEmailsById } from "./records";
+import { newId } from "../../lib/ids";
+import { updateEmailsById } from "../../store/emails";
+import { recordEmailWebhookEvents } from "../../store/webhooks";
+import { queueRecordedEvents } from "../webhooks/deliver";
+import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS, updateEmailsById as touchEmails } from "./records";
 
 /**
- * Scheduled sweep, bounded to `limit` records of each kind per run:
- * - QUEUED past the lease (their enqueue was lost): enqueued again and touched,
- *   so the next sweep waits another lease. Claims make a duplicate message harmless.
- * - SENDING past the lease (their consumer died or hung after claiming):
- *   never sent again. Whether the provider got the message cannot be known,
- *   so the record is settled as FAILED with an explicit "Outcome unknown"
- *   reason. Every provider call times out well inside the lease
- *   (SES_TIMEOUT_MS), so a live consumer always records its outcome first.
+ * Scheduled sweep (every cron tick, so within a lease plus a minute), bounded to `limit` records of each
+ * kind per run:
+ * - QUEUED untouched for QUEUED_LEASE_MS (and not waiting for a retry's back-off, retry_at): their queue
+ *   message was lost; enqueued again and touched, so the next sweep waits another lease. Claims make a
+ *   duplicate message harmless.
+ * - SENDING past CLAIM_LEASE_MS: their invocation died after claiming (a live consumer never holds a claim
+ *   that long, see deliverBatch). Never sent again: whether the provider got the message cannot be known, so
+ *   it is settled as FAILED with the "Outcome unknown" reason, as a provider call without an answer is, and
+ *   reconciled from the provider's events if it did (feedback/reconcile.ts).
  */
 export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500): Promise<number> {
   const db = getDb(env.DB);
-  const cutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
-  const stale = (status: EmailStatus) =>
+  const queuedCutoff = new Date(now.getTime() - QUEUED_LEASE_MS);
+  const claimCutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
+  const columns = { id: emails.id, projectId: emails.projectId, bulk: emails.bulk, campaignId: emails.campaignId };
+  const [queued, sending] = await db.batch([
     db
-      .select({ id: emails.id, projectId: emails.projectId, bulk: emails.bulk })
+      .select(columns)
       .from(emails)
-      .where(and(eq(emails.status, status), lt(emails.updatedAt, cutoff)))
-      .limit(limit);
-  const [queued, sending] = await db.batch([stale("QUEUED"), stale("SENDING")]);
-  await updateEmailsById(
-    db,
-    sending.map((e) => e.id),
-    ["SENDING"],
-    {
-      status: "FAILED",
-      failedAt: now,
-      updatedAt: now,
-      error: OUTCOME_UNKNOWN_REASON,
-    },
-  );
+      .where(and(eq(emails.status, "QUEUED"), lt(emails.updatedAt, queuedCutoff), or(isNull(emails.retryAt), lt(emails.retryAt, queuedCutoff))))
+      .limit(limit),
+    db
+      .select(columns)
+      .from(emails)
+      .where(and(eq(emails.status, "SENDING"), lt(emails.updatedAt, claimCutoff)))
+      .limit(limit),
+  ]);
+  if (sending.length > 0) {
+    const ids = sending.map((e) => e.id);
+    // The settle and its email.failed events (each only for an email this write failed: failed_at = now) in one batch.
+    const results = await runStatements(db, [
+      ...updateEmailsById(db, ids, ["SENDING"], { status: "FAILED", failedAt: now, updatedAt: now, error: OUTCOME_UNKNOWN_REASON }),
+      recordEmailWebhookEvents(
+        env.DB,
+        ids.map((emailId) => ({
+          id: newId(),
+          emailId,
+          type: "email.failed",
+          when: "set:failed_at",
+          error: OUTCOME_UNKNOWN_REASON,
+          extra: { reason: OUTCOME_UNKNOWN_REASON },
+        })),
+        now,
+      ),
+    ]);
+    await queueRecordedEvents(env, results[results.length - 1]);
+  }
   // Bulk mail goes back on the bulk queue, so it keeps yielding to transactional mail.
   for (const [queue, list] of [
     [env.EMAIL_QUEUE, queued.filter((e) => !e.bulk)],
     [env.EMAIL_BULK_QUEUE, queued.filter((e) => e.bulk)],
   ] as const) {
-    for (const batch of chunks(list, QUEUE_BATCH)) await queue.sendBatch(batch.map((e) => ({ body: { emailId: e.id, projectId: e.projectId } })));
+    for (const batch of chunks(list, QUEUE_BATCH)) {
+      // A campaign email keeps its campaignId, so the batch that sends it also finishes the campaign.
+      await queue.sendBatch(
+        batch.map((e) => ({
+          body: e.campaignId ? { emailId: e.id, projectId: e.projectId, campaignId: e.campaignId } : { emailId: e.id, projectId: e.projectId },
+        })),
+      );
+    }
   }
   // Touch them so the next sweep waits another lease before trying again.
-  await updateEmailsById(
+  await touchEmails(
     db,
     queued.map((e) => e.id),
     ["QUEUED"],
-    { updatedAt: now },
+    { updatedAt: now, retryAt: null },
   );
   return queued.length + sending.length;
 }

@@ -147,13 +147,16 @@ describe("EMAIL_PROVIDER=cloudflare", () => {
     expect(await status(s, id)).toMatchObject({ status: "SENT", attempts: 4, error: null });
   });
 
-  it("a dropped binding call without a code is retried", async () => {
+  it("a dropped binding call without a code is an unknown outcome (the service may have the message): FAILED, never retried", async () => {
     const s = await cloudflareSetup();
     const id = await sendOne(s);
     s.service.failNext({ message: "Network connection lost." });
     const result = await s.deliver();
-    expect(result.retryMessages).toHaveLength(1);
-    expect(await status(s, id)).toMatchObject({ status: "QUEUED", error: "Cloudflare Email Service: Network connection lost." });
+    expect(result.retryMessages).toHaveLength(0);
+    expect(await status(s, id)).toMatchObject({
+      status: "FAILED",
+      error: expect.stringMatching(/^Outcome unknown: Cloudflare Email Service gave no answer: Network connection lost\./),
+    });
   });
 
   it("without the EMAIL binding the mail is kept QUEUED with an error naming the binding, and retried", async () => {

@@ -60,7 +60,7 @@ describe("no second delivery from the sweep", () => {
     expect(s.ses.requests).toHaveLength(0);
   });
 
-  it("a provider call that hangs times out well inside the lease: the email goes back to QUEUED with the reason and is retried", async () => {
+  it("a provider call that hangs times out well inside the lease: an unknown outcome, FAILED with the reason, never retried", async () => {
     const s = await sendingSetup({ SES_TIMEOUT_MS: "200" });
     const [id] = await sendTo(s, ["ada@example.com"]);
     // SES never answers; the only way out is the Worker's own timeout, which aborts the request.
@@ -72,12 +72,16 @@ describe("no second delivery from the sweep", () => {
           reject(request.signal.reason);
         }),
       );
+    const messages = s.queue.messages.map((m) => m.body);
     const result = await s.deliver();
     expect(aborts).toEqual(["AbortError"]);
-    expect(result.retryMessages).toHaveLength(1);
+    expect(result.retryMessages).toHaveLength(0);
     const row = await statusOf(id);
-    expect(row.status).toBe("QUEUED");
-    expect(row.error).toMatch(/no answer within 200 ms/);
+    expect(row.status).toBe("FAILED");
+    expect(row.error).toMatch(/^Outcome unknown: SES gave no answer: no answer within 200 ms/);
+    // The message, redelivered, makes no second call.
+    await s.deliver(messages);
+    expect(aborts).toHaveLength(1);
   });
 });
 
