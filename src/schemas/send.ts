@@ -134,7 +134,7 @@ export const SendRequestSchema = z
       headers.length = 0; // one error for the field, not one per header
     }
     for (const [name, value] of headers) {
-      const problem = headerNameProblem(name) ?? headerValueProblem(value);
+      const problem = headerNameProblem(name) ?? headerValueProblem(value, name);
       if (problem) ctx.addIssue({ code: "custom", path: ["headers", name], message: problem });
     }
     const total = (req.attachments ?? []).reduce((sum, a) => sum + (base64DecodedSize(a.content) ?? 0), 0);

@@ -2,6 +2,7 @@ import { compile } from "html-to-text";
 import { createMimeMessage, Mailbox } from "mimetext/browser";
 import type { Email } from "../../db/schema";
 import { utf8ToBase64 } from "../../lib/base64";
+import { foldHeaderValue } from "../../schemas/headers";
 import type { StoredAttachment } from "./attachments";
 
 /** Base64 body lines of at most 76 characters (RFC 2045). */
@@ -14,26 +15,92 @@ function wrap76(base64: string): string {
 
 /**
  * A header value as RFC 2047 encoded-words of at most 75 characters, folded
- * onto continuation lines, so long or non-ASCII subjects stay within line limits.
+ * onto continuation lines, so long or non-ASCII subjects stay within line
+ * limits: every line within 78 octets when `prefix` (what precedes the value
+ * on its first line, such as "Subject: ") leaves room for a word.
  */
-export function encodeHeaderWords(text: string): string {
+export function encodeHeaderWords(text: string, prefix = 0): string {
   const words: string[] = [];
   let chunk = "";
   let chunkBytes = 0;
+  // 45 bytes of UTF-8 encode to 60 base64 characters: " =?utf-8?B?" + 60 + "?=" = 73. The first word gets what the prefix leaves.
+  let budget = Math.min(45, Math.max(3, Math.floor((78 - prefix - 12) / 4) * 3));
   for (const ch of text) {
     const cp = ch.codePointAt(0)!;
     const bytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-    // 45 bytes of UTF-8 encode to 60 base64 characters: "=?utf-8?B?" + 60 + "?=" = 72.
-    if (chunkBytes + bytes > 45) {
+    if (chunk && chunkBytes + bytes > budget) {
       words.push(chunk);
       chunk = "";
       chunkBytes = 0;
+      budget = 45;
     }
     chunk += ch;
     chunkBytes += bytes;
   }
   if (chunk || words.length === 0) words.push(chunk);
   return words.map((w) => `=?utf-8?B?${utf8ToBase64(w)}?=`).join("\r\n ");
+}
+
+/**
+ * A custom header's value as written after `Name: `: folded at its whitespace,
+ * or, when a word is too long for a 998-octet line, as encoded-words. The API
+ * lets such a word only into unstructured (X-) fields, where encoded-words are
+ * allowed (schemas/headers.ts); the fallback keeps any older record within the limit too.
+ */
+export function headerFieldValue(name: string, value: string): string {
+  return foldHeaderValue(name, value) ?? encodeHeaderWords(value, name.length + 2);
+}
+
+/** Characters RFC 2231 leaves as they are in a parameter value: ASCII except space, controls, "*", "'", "%" and tspecials. */
+const ATTRIBUTE_CHAR = /^[A-Za-z0-9!#$&+.^_`|~-]$/;
+const utf8 = new TextEncoder();
+
+/**
+ * One MIME parameter (RFC 2045, RFC 2231) as the sections to write: `name="value"`
+ * for printable ASCII; otherwise UTF-8, percent-encoded, as `name*=utf-8''...`, split
+ * into `name*0*=utf-8''...`, `name*1*=...` sections (between characters) when one
+ * line would pass 78 octets. Never an encoded-word inside quotes (RFC 2047 section 5).
+ */
+export function mimeParameterSections(attribute: string, value: string): string[] {
+  if (/^[\x20-\x7e]*$/.test(value) && !/["\\]/.test(value)) return [`${attribute}="${value}"`];
+  const encoded = Array.from(value, (ch) =>
+    ATTRIBUTE_CHAR.test(ch) ? ch : Array.from(utf8.encode(ch), (byte) => `%${byte.toString(16).toUpperCase().padStart(2, "0")}`).join(""),
+  );
+  const whole = `${attribute}*=utf-8''${encoded.join("")}`;
+  if (whole.length + 2 <= 78) return [whole];
+  // " name*NN*=utf-8''" + section + ";" within 78 octets.
+  const room = 78 - (attribute.length + 15);
+  const sections: string[] = [];
+  let section = "";
+  for (const e of encoded) {
+    if (section && section.length + e.length > room) {
+      sections.push(section);
+      section = "";
+    }
+    section += e;
+  }
+  sections.push(section);
+  return sections.map((text, i) => `${attribute}*${i}*=${i === 0 ? "utf-8''" : ""}${text}`);
+}
+
+/** `value; param; param` for a header named `name`: on one line when it fits in 78 octets, else one parameter section per folded line. */
+function withParameters(name: string, value: string, params: string[]): string {
+  const line = [value, ...params].join("; ");
+  return name.length + 2 + line.length <= 78 ? line : [value, ...params].join(";\r\n ");
+}
+
+type MailboxValue = { name: string; addr: string; dump(): string };
+
+/**
+ * A mailbox with its display name as encoded-words of at most 75 characters,
+ * folded (mimetext writes one word of any length), the address on the last
+ * word's line while that stays within 78 octets.
+ */
+function dumpMailbox(mailbox: MailboxValue, prefix: number): string {
+  if (mailbox.name.length === 0) return mailbox.dump();
+  const words = encodeHeaderWords(mailbox.name, prefix);
+  const lastLine = words.includes("\n") ? words.length - words.lastIndexOf("\n") - 1 : prefix + words.length;
+  return `${words}${lastLine + mailbox.addr.length + 3 <= 78 ? " " : "\r\n "}<${mailbox.addr}>`;
 }
 
 /** What a message is built from: the email record's addresses, subject, Message-ID and custom headers. */
@@ -78,22 +145,29 @@ export function buildMime(email: MimeEmail, options: MimeOptions): string {
   msg.setTo(email.toName ? { name: email.toName, addr: email.toAddress } : email.toAddress);
   if (email.replyTo) msg.setHeader("Reply-To", new Mailbox(email.replyTo));
   msg.setSubject(email.subject);
-  // mimetext encodes the subject as one encoded-word; long subjects need folding.
-  const subjectField = (msg.headers as unknown as { fields: { name: string; dump?: (v: unknown) => string }[] }).fields.find((f) => f.name === "Subject");
-  if (subjectField) subjectField.dump = (value) => encodeHeaderWords(String(value));
+  // mimetext writes the subject and each display name as one encoded-word of any length: ours are
+  // words of at most 75 characters on folded lines, so every line stays within 998 octets.
+  const fields = (msg.headers as unknown as { fields: { name: string; dump?: (v: unknown) => string }[] }).fields;
+  for (const field of fields) {
+    const prefix = field.name.length + 2;
+    if (field.name === "Subject") field.dump = (value) => encodeHeaderWords(String(value), prefix);
+    if (field.name === "From" || field.name === "Reply-To" || field.name === "To") {
+      field.dump = (value) => (Array.isArray(value) ? value : [value]).map((m: MailboxValue, i) => dumpMailbox(m, i === 0 ? prefix : 1)).join(",\r\n ");
+    }
+  }
   msg.setHeader("Message-ID", `<${email.messageId}>`);
-  for (const [name, value] of Object.entries(messageHeaders(email, options))) msg.setHeader(name, value);
+  for (const [name, value] of Object.entries(messageHeaders(email, options))) msg.setHeader(name, headerFieldValue(name, value));
   const text = options.text ?? plainTextOf(options.html);
   msg.addMessage({ contentType: "text/plain", data: wrap76(utf8ToBase64(text)), encoding: "base64" });
   msg.addMessage({ contentType: "text/html", data: wrap76(utf8ToBase64(options.html)), encoding: "base64" });
   for (const attachment of options.attachments) {
-    msg.addAttachment({
-      // Non-ASCII filenames as an encoded-word inside the quoted parameter, as common mail clients write them.
-      filename: /^[\x20-\x7e]*$/.test(attachment.filename) ? attachment.filename : encodeHeaderWords(attachment.filename).replace(/\r\n /g, ""),
-      contentType: attachment.contentType,
-      data: wrap76(attachment.content),
-      encoding: "base64",
-    });
+    const part = msg.addAttachment({ filename: "", contentType: attachment.contentType, data: wrap76(attachment.content), encoding: "base64" });
+    // The file name as an RFC 2231 parameter, in both places readers look for it.
+    part.setHeader("Content-Type", withParameters("Content-Type", attachment.contentType, mimeParameterSections("name", attachment.filename)));
+    part.setHeader("Content-Disposition", withParameters("Content-Disposition", "attachment", mimeParameterSections("filename", attachment.filename)));
+    // mimetext calls a part inline when its Content-Disposition merely contains "inline" (a file named
+    // "inline.pdf"), which would write it twice; every part here is an attachment.
+    part.isInlineAttachment = () => false;
   }
   return msg.asRaw();
 }
