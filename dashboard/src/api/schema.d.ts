@@ -45,6 +45,10 @@ export interface paths {
          *     Imported contacts start no CONTACT_CREATED / CONTACT_SUBSCRIBED workflows; when the job completes one `contacts.imported` event is recorded (no contact, data `{importId, total, created, updated, failed}`).
          *
          *     A malformed file (unbalanced quotes, a row over 128 KB) is refused with 422 and nothing is imported.
+         *
+         *     While an import is open its staged rows count in the project's stored bytes: an upload that would pass `QUOTA_STORED_BYTES` is refused part way with 403 `QUOTA_EXCEEDED` and leaves no job and no rows. A project may have 2 imports `PENDING` or `PROCESSING` at once (`MAX_ACTIVE_IMPORTS_PER_PROJECT`); the next upload is refused with 409 `CONFLICT` and nothing is kept.
+         *
+         *     After a crash an import finishes by itself: an upload that stops sending for 15 minutes becomes `FAILED` with `failureReason`; chunks whose queue messages were lost are queued again by the cron after a minute without progress.
          */
         post: operations["importContacts"];
         delete?: never;
@@ -2440,7 +2444,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Public key used where a secret key is needed, or the project is disabled */
+            /** @description Public key, disabled project, or QUOTA_EXCEEDED: the staged rows would pass the project's stored bytes quota */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2451,6 +2455,15 @@ export interface operations {
             };
             /** @description Unknown id, or an id that belongs to another project */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT: the project already has its maximum of imports PENDING or PROCESSING */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
