@@ -6,6 +6,7 @@ import { ApiError, handleError, handleNotFound } from "./lib/errors";
 import { createRouter, lazyGroups, lazyMiddleware, once } from "./lib/router";
 import { Caches, type Clock } from "./lib/caches";
 import { requestId } from "./middleware/request-id";
+import { noStore } from "./middleware/no-store";
 
 // Routes, their zod schemas and the services behind them are imported when a
 // request first needs them: each path reaches one group of route modules, and
@@ -131,6 +132,7 @@ const PARTS = {
     });
     app.doc31("/openapi.json", {
       openapi: "3.1.0",
+      servers: [{ url: "/", description: "This deployment: paths are relative to the origin serving this document" }],
       info: {
         title: "Edge Mail API",
         version: "1.0.0",
@@ -239,6 +241,7 @@ export function createApp(options: AppOptions = {}) {
     const app = createRouter();
 
     app.use("*", requestId);
+    app.use("*", noStore);
     app.use("*", async (c, next) => {
       c.set("caches", caches);
       // Webhook events a request recorded go to the queue after the response, coalesced per isolate;
