@@ -99,6 +99,32 @@ describe("the /webhooks resource", () => {
     expect((await p.call<WebhookList>("GET", "/webhooks?limit=100")).body.data.total).toBe(20);
   });
 
+  it("one endpoint per URL: a second one on the same normalised URL is 409 naming the first, at create and at update", async () => {
+    const p = await webhookProject();
+    const other = await webhookProject("other");
+    const first = await p.createWebhook({ url: URL_, events: ["email.sent"] });
+    for (const twin of [URL_, "https://HOOKS.example.net:443/in", "https://hooks.example.net./in#frag", ` ${URL_} `]) {
+      const res = expectError(await p.call("POST", "/webhooks", { url: twin, events: ["email.bounced"] }), 409, "CONFLICT");
+      expect(res.message).toContain(first.id);
+      expect(res.errors).toEqual([{ field: "url", message: `Webhook ${first.id} has this URL`, code: "duplicate_url" }]);
+    }
+    // Another path or query is another URL; another project may use the same one.
+    const second = await p.createWebhook({ url: `${URL_}?kind=bounces` });
+    await other.createWebhook({ url: URL_ });
+    expectError(await p.call("PATCH", `/webhooks/${second.id}`, { url: "https://hooks.example.net/in" }), 409, "CONFLICT");
+    expect((await p.call<WebhookView>("GET", `/webhooks/${second.id}`)).body.url).toBe(`${URL_}?kind=bounces`);
+    // Its own URL again, or other fields, are fine.
+    expect((await p.call("PATCH", `/webhooks/${first.id}`, { url: URL_, description: "same" })).status).toBe(200);
+    expect((await p.call<WebhookList>("GET", "/webhooks")).body.data.total).toBe(2);
+    // Concurrent creates of one URL: the unique index lets one through.
+    const url = "https://hooks.example.net/race";
+    const answers = await Promise.all([0, 1, 2, 3].map(() => p.call("POST", "/webhooks", { url })));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409, 409]);
+    // Deleting the first frees its URL.
+    expect((await p.call("DELETE", `/webhooks/${first.id}`)).status).toBe(204);
+    expect((await p.call("PATCH", `/webhooks/${second.id}`, { url: URL_ })).status).toBe(200);
+  });
+
   it("lists deliveries newest first with cursor pages and a status filter", async () => {
     receiver();
     const p = await webhookProject();
