@@ -239,6 +239,7 @@ export const emails = sqliteTable(
     opens: integer("opens").notNull().default(0),
     clicks: integer("clicks").notNull().default(0),
     queuedAt: timestamp("queued_at"),
+    /** When its provider call started (set just before the call; NULL while claimed without one): the sweep tells a dead claim's two cases apart by it. */
     sendingAt: timestamp("sending_at"),
     sentAt: timestamp("sent_at"),
     deliveredAt: timestamp("delivered_at"),

@@ -223,7 +223,7 @@ const CLAIM_SQL = `UPDATE emails SET
     status = CASE WHEN m.settle IS NULL THEN 'SENDING' ELSE 'FAILED' END,
     error = COALESCE(m.settle, emails.error),
     failed_at = CASE WHEN m.settle IS NULL THEN emails.failed_at ELSE ?1 END,
-    sending_at = CASE WHEN m.settle IS NULL THEN ?1 ELSE emails.sending_at END,
+    sending_at = NULL,
     attempts = emails.attempts + (m.settle IS NULL),
     updated_at = ?1
   FROM (SELECT e.id AS id,
@@ -354,6 +354,18 @@ export async function claimEmails(
     alongside: results.slice(claims.length).map((r) => r.results),
   };
 }
+
+/**
+ * Marks claimed emails' provider calls as started (sending_at), just before they are made, in one
+ * statement: only emails still SENDING; returns their ids (only those may be called). A claim without it
+ * had no call, so the sweep may give it back to QUEUED; one with it has an unknown outcome if its
+ * invocation died.
+ */
+export async function markCallsStarted(d1: D1Database, emailIds: readonly string[], now: number): Promise<Set<string>> {
+  const { results } = await d1.prepare(MARK_CALLS_STARTED_SQL).bind(now, JSON.stringify(emailIds)).all<{ id: string }>();
+  return new Set(results.map((r) => r.id));
+}
+const MARK_CALLS_STARTED_SQL = `UPDATE emails SET sending_at = ?1 WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING' RETURNING id`;
 
 /** What happened to one claimed email. */
 export type Outcome =
@@ -492,4 +504,5 @@ export const FIXED_SQL = {
   RECORD_OUTCOMES_SQL,
   DEFER_CLAIMS_SQL,
   RECONCILE_SQL,
+  MARK_CALLS_STARTED_SQL,
 };

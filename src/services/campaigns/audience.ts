@@ -14,8 +14,12 @@ import { queueRecordedEvents } from "../webhooks/deliver";
 
 /** Contacts walked per audience page (one queue message). */
 export const PAGE_SIZE = 500;
-/** A SENDING campaign whose walk has not moved for this long gets its next page queued again (a lost message). */
-export const STALLED_WALK_MS = 5 * 60 * 1000;
+/**
+ * A SENDING campaign whose walk has not moved for this long gets its next page queued again (a lost
+ * message; a page takes seconds, and a page queued twice writes nothing twice). Short enough that a walk
+ * killed mid-way resumes within about two minutes (docs/reliability.md).
+ */
+export const STALLED_WALK_MS = 90 * 1000;
 /** Campaigns handled per cron tick and job (each costs a few statements). */
 const CRON_LIMIT = 25;
 

@@ -7,10 +7,18 @@ import type { SendKind } from "../../durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, readConfig, requireSecret } from "../../lib/config";
 import { chunks, QUEUE_BATCH } from "../../lib/chunks";
-import { mapLimited } from "../../lib/limited";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
-import { claimEmails, deferClaims, readEmailBodies, recordOutcomes, type ClaimedEmail, type EmailBody, type Outcome } from "../../store/emails";
-import { getProvider, ProviderError, type EmailProvider } from "../providers";
+import {
+  claimEmails,
+  deferClaims,
+  markCallsStarted,
+  readEmailBodies,
+  recordOutcomes,
+  type ClaimedEmail,
+  type EmailBody,
+  type Outcome,
+} from "../../store/emails";
+import { getProvider, ProviderError, type EmailProvider, type OutgoingMessage } from "../providers";
 import type { MessageParts } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
@@ -234,43 +242,94 @@ type BodyOf = (email: ClaimedEmail) => Promise<EmailBody | undefined>;
 /** What became of one claimed email: an outcome, or its claim given back untouched (the batch's call deadline passed). */
 type Attempt = Outcome | { emailId: string; status: "RELEASED" };
 
-/**
- * Sends one claimed email; returns its outcome (nothing is written here). No call starts after `deadline`
- * (the claim is given back instead), so no claim outlives its lease. The provider call is made at most once:
- * a definite refusal is FAILED, a definite "not now" goes back to QUEUED for a retry, and no answer (timeout,
- * connection lost) is FAILED as an unknown outcome, never retried (docs/reliability.md).
- */
-async function deliverOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail, bodyOf: BodyOf, deadline: number): Promise<Attempt> {
-  if (Date.now() > deadline) return { emailId: email.id, status: "RELEASED" };
+/** A claimed email ready for its provider call, or what became of it before any call. */
+type Prepared = { emailId: string; outgoing: OutgoingMessage } | { emailId: string; outcome: Outcome };
+
+/** Composes one claimed email for its call (nothing is written here); a failure here is before any call, so retrying it is safe. */
+async function prepareOne(db: Database, env: Env, email: ClaimedEmail, bodyOf: BodyOf): Promise<Prepared> {
   try {
     const body = await bodyOf(email);
-    if (!body) return { emailId: email.id, status: "FAILED", error: "The email record is gone" };
+    if (!body) return { emailId: email.id, outcome: { emailId: email.id, status: "FAILED", error: "The email record is gone" } };
     const composed = await composeMessage(db, env, { ...email, ...body }, email.trackingEnabled);
-    let raw: string | null = composed.raw;
-    if (raw.length > MAX_RAW_MESSAGE_BYTES) {
-      throw new ProviderError(`The message is ${raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`, false);
+    if (composed.raw.length > MAX_RAW_MESSAGE_BYTES) {
+      const error = `The message is ${composed.raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`;
+      return { emailId: email.id, outcome: { emailId: email.id, status: "FAILED", error } };
     }
-    const outgoing = {
+    return {
       emailId: email.id,
-      projectId: email.projectId,
-      from: email.fromAddress,
-      to: email.toAddress,
-      subject: email.subject,
-      raw,
-      parts: composed.parts,
+      outgoing: {
+        emailId: email.id,
+        projectId: email.projectId,
+        from: email.fromAddress,
+        to: email.toAddress,
+        subject: email.subject,
+        raw: composed.raw,
+        parts: composed.parts,
+      },
     };
-    raw = null;
-    if (Date.now() > deadline) return { emailId: email.id, status: "RELEASED" };
+  } catch (err) {
+    return { emailId: email.id, outcome: { emailId: email.id, status: "QUEUED", error: err instanceof Error ? err.message : String(err) } };
+  }
+}
+
+/**
+ * The provider call, at most once: a definite refusal is FAILED, a definite "not now" goes back to QUEUED
+ * for a retry, and no answer (timeout, connection lost) is FAILED as an unknown outcome, never retried
+ * (docs/reliability.md).
+ */
+async function callProvider(provider: EmailProvider, outgoing: OutgoingMessage): Promise<Outcome> {
+  const emailId = outgoing.emailId;
+  try {
     const { providerMessageId } = await provider.send(outgoing);
-    return { emailId: email.id, status: "SENT", providerMessageId };
+    return { emailId, status: "SENT", providerMessageId };
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
-    if (err instanceof ProviderError && err.outcomeUnknown) return { emailId: email.id, status: "FAILED", error: outcomeUnknownReason(reason) };
-    if (err instanceof ProviderError && !err.retryable) return { emailId: email.id, status: "FAILED", error: reason };
-    // A definite "not now" (throttling, 5xx), or a failure before any call (composing, reading the body):
-    // the claim is given back so the retry can take it again.
-    return { emailId: email.id, status: "QUEUED", error: reason };
+    if (err instanceof ProviderError && err.outcomeUnknown) return { emailId, status: "FAILED", error: outcomeUnknownReason(reason) };
+    if (err instanceof ProviderError && !err.retryable) return { emailId, status: "FAILED", error: reason };
+    // A definite "not now" (throttling, 5xx): the claim is given back so the retry can take it again.
+    return { emailId, status: "QUEUED", error: reason };
   }
+}
+
+/**
+ * Sends claimed emails in waves of `width`: each wave is composed, then its calls are marked as started
+ * (markCallsStarted, one statement: emails.sending_at) and made together. So a claim whose invocation dies
+ * is known to have had its call started or not: the sweep gives a claim without one back to QUEUED (sent
+ * later, once) and settles only the started ones as unknown. No wave starts after `deadline` (its claims
+ * are given back instead), so no claim outlives its lease.
+ */
+async function sendInWaves(
+  db: Database,
+  env: Env,
+  provider: EmailProvider,
+  emails: readonly ClaimedEmail[],
+  width: number,
+  bodyOf: BodyOf,
+  deadline: number,
+): Promise<Attempt[]> {
+  const attempts: Attempt[] = [];
+  for (let i = 0; i < emails.length; i += width) {
+    if (Date.now() > deadline) {
+      attempts.push(...emails.slice(i).map((email) => ({ emailId: email.id, status: "RELEASED" as const })));
+      break;
+    }
+    const prepared = await Promise.all(emails.slice(i, i + width).map((email) => prepareOne(db, env, email, bodyOf)));
+    const ready = prepared.filter((p): p is Extract<Prepared, { outgoing: OutgoingMessage }> => "outgoing" in p);
+    attempts.push(...prepared.flatMap((p) => ("outcome" in p ? [p.outcome] : [])));
+    if (ready.length === 0) continue;
+    if (Date.now() > deadline) {
+      attempts.push(...ready.map((p) => ({ emailId: p.emailId, status: "RELEASED" as const })));
+      continue;
+    }
+    // Only emails still SENDING are called (a claim the sweep settled meanwhile is not).
+    const started = await markCallsStarted(
+      env.DB,
+      ready.map((p) => p.emailId),
+      Date.now(),
+    );
+    attempts.push(...(await Promise.all(ready.filter((p) => started.has(p.emailId)).map((p) => callProvider(provider, p.outgoing)))));
+  }
+  return attempts;
 }
 
 /**
@@ -402,8 +461,8 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   const attachmentBody = bodyReader(env.DB, withAttachments, 1);
   const deadline = claimedAt + CALL_DEADLINE_MS;
   const [plainOutcomes, attachmentOutcomes] = await Promise.all([
-    mapLimited(plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, (email) => deliverOne(db, env, provider, email, plainBody, deadline)),
-    mapLimited(withAttachments, 1, (email) => deliverOne(db, env, provider, email, attachmentBody, deadline)),
+    sendInWaves(db, env, provider, plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, plainBody, deadline),
+    sendInWaves(db, env, provider, withAttachments, 1, attachmentBody, deadline),
     ...deferrals,
   ]);
   const attempts = [...plainOutcomes, ...attachmentOutcomes];

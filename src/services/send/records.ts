@@ -29,7 +29,7 @@ export const SENDING_PAUSED_REASON = "Not sent: sending is paused for the projec
 /**
  * Every unknown outcome's error starts with this (FAILED, no provider message id): the provider call may
  * have reached the provider, so it is never made again; the provider's own events reconcile it
- * (feedback/reconcile.ts). docs/reliability.md.
+ * (feedback/apply.ts). docs/reliability.md.
  */
 export const OUTCOME_UNKNOWN_PREFIX = "Outcome unknown:";
 /** The reason stored on an email whose consumer stopped after claiming it (see sweepStuckEmails). */

@@ -4,10 +4,16 @@ import { getDb, runStatements } from "../../db/client";
 import { emails } from "../../db/schema";
 import type { Env } from "../../env";
 import { newId } from "../../lib/ids";
-import { updateEmailsById } from "../../store/emails";
+import { deferClaims, updateEmailsById } from "../../store/emails";
 import { recordEmailWebhookEvents } from "../../store/webhooks";
 import { queueRecordedEvents } from "../webhooks/deliver";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS, updateEmailsById as touchEmails } from "./records";
+
+/**
+ * Records of each kind one sweep handles at most: a crash that lost a 2,000-email backlog is queued
+ * again in one tick (about 20 sendBatch calls and a few statements).
+ */
+export const SWEEP_LIMIT = 2_000;
 
 /**
  * Scheduled sweep (every cron tick, so within a lease plus a minute), bounded to `limit` records of each
@@ -16,16 +22,17 @@ import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS, updateEmailsBy
  *   message was lost; enqueued again and touched, so the next sweep waits another lease. Claims make a
  *   duplicate message harmless.
  * - SENDING past CLAIM_LEASE_MS: their invocation died after claiming (a live consumer never holds a claim
- *   that long, see deliverBatch). Never sent again: whether the provider got the message cannot be known, so
- *   it is settled as FAILED with the "Outcome unknown" reason, as a provider call without an answer is, and
- *   reconciled from the provider's events if it did (feedback/reconcile.ts).
+ *   that long, see deliverBatch). One whose call had not started (sending_at NULL) goes back to QUEUED and is
+ *   queued again. One whose call had started is never sent again: whether the provider got the message
+ *   cannot be known, so it is settled as FAILED with the "Outcome unknown" reason, as a provider call
+ *   without an answer is, and reconciled from the provider's events if it did (feedback/apply.ts).
  */
-export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500): Promise<number> {
+export async function sweepStuckEmails(env: Env, now = new Date(), limit = SWEEP_LIMIT): Promise<number> {
   const db = getDb(env.DB);
   const queuedCutoff = new Date(now.getTime() - QUEUED_LEASE_MS);
   const claimCutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
-  const columns = { id: emails.id, projectId: emails.projectId, bulk: emails.bulk, campaignId: emails.campaignId };
-  const [queued, sending] = await db.batch([
+  const columns = { id: emails.id, projectId: emails.projectId, bulk: emails.bulk, campaignId: emails.campaignId, sendingAt: emails.sendingAt };
+  const [waiting, claims] = await db.batch([
     db
       .select(columns)
       .from(emails)
@@ -37,6 +44,20 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = 500):
       .where(and(eq(emails.status, "SENDING"), lt(emails.updatedAt, claimCutoff)))
       .limit(limit),
   ]);
+  // A dead claim whose call never started is given back (its attempt not counted) and queued again with the lost mail.
+  const unstarted = claims.filter((e) => e.sendingAt === null);
+  const sending = claims.filter((e) => e.sendingAt !== null);
+  if (unstarted.length > 0) {
+    await db.$client.batch(
+      deferClaims(
+        db.$client,
+        unstarted.map((e) => e.id),
+        now.getTime(),
+        now.getTime(),
+      ),
+    );
+  }
+  const queued = [...waiting, ...unstarted];
   if (sending.length > 0) {
     const ids = sending.map((e) => e.id);
     // The settle and its email.failed events (each only for an email this write failed: failed_at = now) in one batch.

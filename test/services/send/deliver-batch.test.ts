@@ -46,10 +46,12 @@ describe("the send consumer works per batch, not per email", () => {
     const rows = await db().select({ status: emails.status }).from(emails).where(inArray(emails.id, ids));
     expect(rows.every((r) => r.status === "SENT")).toBe(true);
 
-    // The claim (small bodies included) and the events of mail it settles, one batch; the outcomes' UPDATE
-    // (no webhook endpoint, so no events to look for), one batch.
-    expect(single.statements).toBe(2 + 1);
-    expect(hundred.statements).toBe(2 + 1);
+    // The claim (small bodies included) and the events of mail it settles, one batch; one mark of the calls
+    // started per wave of PROVIDER_CONCURRENCY calls (docs/reliability.md); the outcomes' UPDATE (no webhook
+    // endpoint, so no events to look for), one batch.
+    const waves = Math.ceil(100 / PROVIDER_CONCURRENCY);
+    expect(single.statements).toBe(2 + 1 + 1);
+    expect(hundred.statements).toBe(2 + waves + 1);
 
     // With an enabled endpoint the outcomes' batch also records their webhook events (INSERT ... SELECT).
     // (development: the endpoint's host needs no public DNS here; it is never called in this test)
@@ -59,7 +61,7 @@ describe("the send consumer works per batch, not per email", () => {
     await sendTo(hooked, addresses(100, "hooked"));
     const withEvents = await statementsFor(hooked);
     expect(withEvents.result.explicitAcks).toHaveLength(100);
-    expect(withEvents.statements).toBe(2 + 2);
+    expect(withEvents.statements).toBe(2 + waves + 2);
     const events = await env.DB.prepare("SELECT count(*) AS n FROM webhook_events WHERE project_id = ? AND type = 'email.sent'")
       .bind(hooked.project.id)
       .first<{ n: number }>();
@@ -76,8 +78,9 @@ describe("the send consumer works per batch, not per email", () => {
       { status: 500, errorType: "InternalFailure", message: "boom" },
     );
     const { statements, result } = await statementsFor(s, messages);
-    // The claim (with the three small bodies) and its settled mail's events, one batch; the outcomes, one batch.
-    expect(statements).toBe(3);
+    // The claim (with the three small bodies) and its settled mail's events, one batch; the mark of the wave's
+    // three calls; the outcomes, one batch.
+    expect(statements).toBe(4);
     expect(result.explicitAcks).toHaveLength(2);
     expect(result.retryMessages).toHaveLength(1);
     expect(s.ses.calls).toHaveLength(1);

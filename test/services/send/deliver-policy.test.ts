@@ -157,6 +157,41 @@ describe("unknown outcomes are never sent again, and SES's events reconcile them
   });
 });
 
+describe("a claim whose invocation died", () => {
+  it("is given back and sent once when its call had not started; settled as unknown when it had", async () => {
+    const s = await setup();
+    const [waiting, started] = await sendTo(s, ["waiting@example.com", "started@example.com"]);
+    s.queue.take();
+    // A consumer claimed both, marked one call as started (sending_at) and died.
+    const claimedAt = new Date(Date.now() - CLAIM_LEASE_MS - 1_000);
+    await db().update(emails).set({ status: "SENDING", sendingAt: null, updatedAt: claimedAt, attempts: 1 }).where(eq(emails.id, waiting));
+    await db().update(emails).set({ status: "SENDING", sendingAt: claimedAt, updatedAt: claimedAt, attempts: 1 }).where(eq(emails.id, started));
+    expect(await sweepStuckEmails(s.env)).toBeGreaterThanOrEqual(2);
+    expect(await emailOf(s, started)).toMatchObject({ status: "FAILED", error: OUTCOME_UNKNOWN_REASON });
+    expect(await emailOf(s, waiting)).toMatchObject({ status: "QUEUED", attempts: 0 });
+    const requeued = s.queue.take().filter((m) => [waiting, started].includes(m.body.emailId));
+    expect(requeued.map((m) => m.body.emailId)).toEqual([waiting]);
+    await s.deliver(requeued.map((m) => m.body));
+    expect(s.ses.calls.map((c) => c.to)).toEqual([["waiting@example.com"]]);
+    expect((await emailOf(s, waiting)).status).toBe("SENT");
+  });
+
+  it("the consumer marks each call as started just before it makes it", async () => {
+    const s = await setup();
+    const [id] = await sendTo(s, ["ada@example.com"]);
+    const handle = s.ses.handle;
+    const seen: (Date | null)[] = [];
+    s.ses.handle = async (request: Request) => {
+      const [row] = await db().select({ sendingAt: emails.sendingAt, status: emails.status }).from(emails).where(eq(emails.id, id));
+      seen.push(row.status === "SENDING" ? row.sendingAt : null);
+      return handle(request);
+    };
+    await s.deliver();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeInstanceOf(Date);
+  });
+});
+
 describe("no claim outlives its lease", () => {
   it("past the batch's call deadline the remaining claims go back to QUEUED before any call, their messages re-queued", async () => {
     const s = await setup();
