@@ -125,6 +125,16 @@ describe("the /webhooks resource", () => {
     expect((await p.call("PATCH", `/webhooks/${second.id}`, { url: URL_ })).status).toBe(200);
   });
 
+  it("/openapi.json documents the 409 of create and update", async () => {
+    const doc = await call<{ paths: Record<string, Record<string, { responses: Record<string, { description: string }>; description?: string }>> }>(
+      "GET",
+      "/openapi.json",
+    );
+    expect(doc.body.paths["/webhooks"].post.responses["409"].description).toContain("CONFLICT");
+    expect(doc.body.paths["/webhooks/{id}"].patch.responses["409"].description).toContain("CONFLICT");
+    expect(doc.body.paths["/webhooks"].post.description).toContain("One endpoint per URL");
+  });
+
   it("lists deliveries newest first with cursor pages and a status filter", async () => {
     receiver();
     const p = await webhookProject();
