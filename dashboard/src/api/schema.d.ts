@@ -788,7 +788,9 @@ export interface paths {
          *
          *     Event types: `email.sent`, `email.delivered`, `email.delivery_delayed`, `email.bounced`, `email.complained`, `email.opened`, `email.clicked`, `email.failed`, `email.suppressed`, `contact.created`, `contact.updated`, `contact.deleted`, `contact.subscribed`, `contact.unsubscribed`, `campaign.sent`, `domain.verified`, `domain.failed`, `workflow.execution.completed`, `workflow.execution.failed`, `contacts.imported`, `webhook.test`.
          *
-         *     A 2xx within 10 s is success; anything else (redirects are not followed) is retried after about 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 8 h, then the delivery is FAILED. An endpoint whose every delivery failed for 5 days is disabled (`enabled: false`, `disabledReason`). At most 20 endpoints per project; attempts past the project's per-minute cap (default 6000) wait for the next minute. Deliveries are kept 30 days.
+         *     A 2xx is success when its headers arrive within 3 s (`WEBHOOK_CONNECT_TIMEOUT_MS`; acknowledge at once, process later) and the answer within 10 s; anything else (redirects are not followed) is retried after about 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 8 h, then the delivery is FAILED. Of a failing answer only its first 200 characters are kept (`lastError`); the rest of the body is not read. An attempt counts when it starts: one whose outcome was never recorded counts as failed after 5 minutes. An endpoint whose every delivery failed for 5 days is disabled (`enabled: false`, `disabledReason`).
+         *
+         *     Per project: at most 20 endpoints, one per URL (409 CONFLICT for a second); attempts past the per-minute cap (default 1200) wait PENDING and are sent at the cap's pace; past 100,000 PENDING deliveries a new event's deliveries are FAILED at once with the reason in `lastError`. A slow endpoint delays only its own project's deliveries. Events and deliveries count in the project's stored bytes (`QUOTA_STORED_BYTES`). Deliveries are kept 30 days.
          *
          *     Newest first, cursor pagination. The secret is never shown here.
          */
@@ -796,7 +798,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint
-         * @description The answer carries `secret` (`whsec_...`), shown only here and on rotation: keep it to verify signatures. `events` omitted or `[]`: every type; an unknown type is a 422 naming `events.<i>`. Outside development the URL must be https (port 443, 80 or 8443) on a public host: private, loopback, link-local and other internal addresses are refused in every IPv4 and IPv6 spelling, here and again before every call (after DNS resolution). 403 QUOTA_EXCEEDED past 20 endpoints.
+         * @description The answer carries `secret` (`whsec_...`), shown only here and on rotation: keep it to verify signatures. `events` omitted or `[]`: every type; an unknown type is a 422 naming `events.<i>`. Outside development the URL must be https (port 443, 80 or 8443) on a public host: private, loopback, link-local and other internal addresses are refused in every IPv4 and IPv6 spelling, here and again before every call (after DNS resolution). One endpoint per URL and project: a URL another endpoint of the project has (compared normalised: scheme and host case, default port, trailing dot and fragment ignored) is 409 CONFLICT naming that endpoint in `message` and `errors[0]` (`url`, `duplicate_url`); subscribe it to more types instead. 403 QUOTA_EXCEEDED past 20 endpoints.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -825,7 +827,7 @@ export interface paths {
         head?: never;
         /**
          * Update a webhook endpoint
-         * @description Only the fields given change. `enabled: true` enables a disabled endpoint again and clears `disabledReason`.
+         * @description Only the fields given change. `enabled: true` enables a disabled endpoint again and clears `disabledReason`. A `url` another endpoint of the project has (normalised as on create) is 409 CONFLICT naming it, and so is enabling an endpoint that was disabled as a duplicate of another.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -7798,6 +7800,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description CONFLICT: another endpoint of the project has this URL (normalised); the message and errors[0] name it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body too large */
             413: {
                 headers: {
@@ -8075,6 +8086,15 @@ export interface operations {
             };
             /** @description Unknown id, or an id that belongs to another project */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CONFLICT: another endpoint of the project has this URL (normalised); the message and errors[0] name it */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
