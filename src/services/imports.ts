@@ -39,7 +39,6 @@ import { getSegment, segmentMembersWhere, storedCondition } from "./segments";
 export const MAX_IMPORT_BYTES = 50 * 1024 * 1024;
 /** Largest CSV record (characters): a contact's data is at most 64 KB, so a longer row cannot be stored. */
 export const MAX_RECORD_CHARS = 128 * 1024;
-export { CHUNK_ROWS };
 /** Staging statements per D1 batch during the upload: fewer round trips (subrequests), at most ~7 MB held. */
 const STAGE_PER_BATCH = 8;
 /** Columns a header may have. */
