@@ -23,7 +23,7 @@ const createRouteDef = createRoute({
     "Imported contacts start no CONTACT_CREATED / CONTACT_SUBSCRIBED workflows; when the job completes one `contacts.imported` event is recorded (no contact, data `{importId, total, created, updated, failed}`).",
     "A malformed file (unbalanced quotes, a row over 128 KB) is refused with 422 and nothing is imported.",
     "While an import is open its staged rows count in the project's stored bytes: an upload that would pass `QUOTA_STORED_BYTES` is refused part way with 403 `QUOTA_EXCEEDED` and leaves no job and no rows. A project may have 2 imports `PENDING` or `PROCESSING` at once (`MAX_ACTIVE_IMPORTS_PER_PROJECT`); the next upload is refused with 409 `CONFLICT` and nothing is kept.",
-    "After a crash an import finishes by itself: an upload that stops sending for 15 minutes becomes `FAILED` with `failureReason`; chunks whose queue messages were lost are queued again by the cron after a minute without progress.",
+    "After a crash an import finishes by itself: an upload that stops sending for 3 minutes becomes `FAILED` with `failureReason`; chunks whose queue messages were lost are queued again by the cron after a minute without progress.",
   ].join("\n\n"),
   security: securityScheme,
   request: {

@@ -12,7 +12,7 @@ import { failStalled, leftoverImports, markResumed, stagedRowsAfter, stalledImpo
 export const CHUNK_ROWS = 500;
 export const CHUNK_CHARS = 900_000;
 /** An upload that staged nothing for this long is dead (its invocation ended): FAILED, its rows dropped. */
-export const UPLOAD_TIMEOUT_MS = 15 * 60_000;
+export const UPLOAD_TIMEOUT_MS = 3 * 60_000;
 /** A PROCESSING import with no chunk applied for this long has lost messages: its remaining rows are queued again. */
 export const STALL_MS = 60_000;
 /** A PROCESSING import without progress for this long (the queue itself failing) is given up: FAILED, its rows dropped. */
@@ -23,7 +23,7 @@ const SWEEP_ROWS_PER_TICK = 50_000;
 const IMPORTS_PER_TICK = 20;
 
 export const UPLOAD_DIED =
-  "The upload stopped: no rows arrived for 15 minutes (the request was cut off or its Worker invocation ended); nothing was imported. Upload the file again.";
+  "The upload stopped: no rows arrived for 3 minutes (the request was cut off or its Worker invocation ended); nothing was imported. Upload the file again.";
 const ABANDONED = "The import made no progress for 24 hours; the rows not yet processed were dropped. Import the file again.";
 
 export type ChunkRange = Pick<ImportChunkMessage, "fromRow" | "toRow">;

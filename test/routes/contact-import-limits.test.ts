@@ -157,7 +157,7 @@ describe("open imports per project (MAX_ACTIVE_IMPORTS_PER_PROJECT, default 2)",
 });
 
 describe("the cron finishes what a crash left", () => {
-  it("an upload that staged nothing for 15 minutes is FAILED with its reason, its rows deleted and its bytes given back; a late rest of it is refused", async () => {
+  it("an upload that staged nothing for 3 minutes is FAILED with its reason, its rows deleted and its bytes given back; a late rest of it is refused", async () => {
     const s = await importSetup({ MAX_ACTIVE_IMPORTS_PER_PROJECT: "1" } as Partial<Env>);
     const before = await s.storedBytes();
     // 4,500 rows: the first 4,000 are staged in one round trip, then the client goes silent.
@@ -169,8 +169,8 @@ describe("the cron finishes what a crash left", () => {
     expect(list.body.data.items[0]).toMatchObject({ status: "PENDING", failureReason: null });
     expect(await s.storedBytes()).toBeGreaterThan(before + 4000 * 30);
 
-    // Five minutes of silence is not yet dead.
-    await s.cron(5 * MINUTE);
+    // Two minutes of silence is not yet dead.
+    await s.cron(2 * MINUTE);
     expect((await s.job(id)).status).toBe("PENDING");
     expect((await s.staged()).rows).toBe(4000);
 
@@ -178,7 +178,7 @@ describe("the cron finishes what a crash left", () => {
     expect(tick.imports).toMatchObject({ expired: 1, swept: 4000 });
     const failed = await s.job(id);
     expect(failed).toMatchObject({ status: "FAILED", processed: 0, created: 0 });
-    expect(failed.failureReason).toContain("no rows arrived for 15 minutes");
+    expect(failed.failureReason).toContain("no rows arrived for 3 minutes");
     expect(failed.finishedAt).not.toBeNull();
     expect(await s.staged()).toEqual({ rows: 0, bytes: 0 });
     expect(await s.storedBytes()).toBe(before + (await jobBytes(s.project.id)));
@@ -188,7 +188,7 @@ describe("the cron finishes what a crash left", () => {
     // The client wakes up: its upload is refused and stages nothing; the job keeps its reason.
     held.release();
     const late = await upload;
-    expect(expectError(late, 400, "INVALID_STATE").message).toContain("no rows arrived for 15 minutes");
+    expect(expectError(late, 400, "INVALID_STATE").message).toContain("no rows arrived for 3 minutes");
     expect(await s.job(id)).toMatchObject({ status: "FAILED", failureReason: failed.failureReason });
     expect(await s.staged()).toEqual({ rows: 0, bytes: 0 });
     expect(s.takeChunks()).toEqual([]);
