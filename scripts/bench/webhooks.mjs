@@ -13,14 +13,23 @@
 //    delivered per second from the first change to the last arrival (bounded by the writes'
 //    own rate), the backlog's rate once the writes stopped, and the delay from each change
 //    (the event's `timestamp`) to its arrival at the receiver.
+// 3. Noisy neighbours (issue 38, W2/W5), on a server and state of their own: project A's one
+//    endpoint answers 204 at once; project B's two endpoints answer 500 with a 100 MB body, and
+//    500 headers then one byte a second (a tar pit). A's changes, one a second, with B quiet and
+//    then with B writing 4 changes a second (each a delivery to both of its endpoints, retried):
+//    A's median delay, change to arrival, with and without them (goal: within 2 s).
 // Environment: BENCH_WEBHOOK_EVENTS, BENCH_WEBHOOK_PAIRS (20), BENCH_WEBHOOK_WINDOW (2 s),
-// BENCH_WEBHOOK_CONCURRENCY (16). `npm run bench:webhooks` runs only this section.
+// BENCH_WEBHOOK_CONCURRENCY (16), BENCH_WEBHOOK_PARTS ("throughput,neighbours": which parts),
+// BENCH_WEBHOOK_STATE (the state directory), BENCH_WEBHOOK_NEIGHBOUR_CHANGES (20 of A's changes
+// per phase). `npm run bench:webhooks` runs only this section.
 import { createServer } from "node:http";
 import { performance } from "node:perf_hooks";
 import { Webhook } from "standardwebhooks";
-import { applyMigrations, check, createProject, fmt, freePort, log, report, send, serverCpuMs, sleep, startServer } from "./lib.mjs";
+import { applyMigrations, check, createProject, fmt, freePort, log, report, send, serverCpuMs, sleep, startServer, workerdRss } from "./lib.mjs";
 
-const STATE_DIR = ".wrangler/bench-webhooks-state";
+const STATE_DIR = process.env.BENCH_WEBHOOK_STATE ?? ".wrangler/bench-webhooks-state";
+const PARTS = new Set((process.env.BENCH_WEBHOOK_PARTS ?? "throughput,neighbours").split(",").map((p) => p.trim()));
+const NEIGHBOUR_CHANGES = Number(process.env.BENCH_WEBHOOK_NEIGHBOUR_CHANGES ?? 20);
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const PAIRS = Number(process.env.BENCH_WEBHOOK_PAIRS ?? 20);
 const WINDOW_S = Number(process.env.BENCH_WEBHOOK_WINDOW ?? 2);
@@ -120,10 +129,157 @@ async function alternating(server, receiver, kinds) {
 
 const percentile = (sorted, p) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 
+/**
+ * Loopback receiver for the neighbours part: /a answers 204 and records the arrival; /big answers
+ * 500 and then up to 100 MB (as fast as the client reads, counting what it took); /tarpit answers
+ * 500 headers at once, then one byte a second for a minute.
+ */
+async function startNoisyReceiver() {
+  const port = await freePort();
+  const arrivals = [];
+  const counts = { big: 0, tarpit: 0, bigBytes: 0, tarpitSeconds: 0 };
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      if (req.url === "/a") {
+        const event = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+        arrivals.push({ email: event.data?.email, changedAt: Date.parse(event.timestamp), arrived: Date.now() });
+        res.writeHead(204).end();
+      } else if (req.url === "/big") {
+        counts.big++;
+        res.writeHead(500, { "content-type": "text/plain" });
+        const chunk = Buffer.alloc(1024 * 1024, "A");
+        let sent = 0;
+        let closed = false;
+        res.on("close", () => {
+          closed = true;
+        });
+        const pump = () => {
+          while (!closed && sent < 100) {
+            sent++;
+            counts.bigBytes += chunk.length;
+            if (!res.write(chunk)) return res.once("drain", pump);
+          }
+          if (!closed) res.end();
+        };
+        pump();
+      } else if (req.url === "/tarpit") {
+        counts.tarpit++;
+        res.writeHead(500, { "content-type": "text/plain" });
+        res.flushHeaders();
+        let seconds = 0;
+        const timer = setInterval(() => {
+          if (++seconds > 60) {
+            clearInterval(timer);
+            res.end();
+            return;
+          }
+          counts.tarpitSeconds++;
+          res.write("x");
+        }, 1000);
+        res.on("close", () => clearInterval(timer));
+      } else res.writeHead(404).end();
+    });
+  });
+  server.on("clientError", () => undefined);
+  await new Promise((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return { base: `http://127.0.0.1:${port}`, arrivals, counts, close: () => server.close() };
+}
+
+/** Part 3: A's delivery delay with B's 100 MB error body and tar pit beside it, and without. */
+async function neighbours() {
+  const stateDir = `${STATE_DIR}-neighbours`;
+  log(`neighbours: applying migrations into ${stateDir}`);
+  applyMigrations(stateDir);
+  const a = createProject("neighbours-a", stateDir);
+  const b = createProject("neighbours-b", stateDir);
+  const receiver = await startNoisyReceiver();
+  const server = await startServer(stateDir, { WEBHOOK_DELIVERIES_PER_MINUTE: "100000000", QUOTA_CONTACTS: "100000000" });
+  try {
+    const { base } = server;
+    for (const [project, path] of [
+      [a, "/a"],
+      [b, "/big"],
+      [b, "/tarpit"],
+    ]) {
+      const res = await send(base, {
+        method: "POST",
+        path: "/webhooks",
+        key: project.secretKey,
+        body: { url: receiver.base + path, events: ["contact.created"] },
+      });
+      if (res.status !== 201) throw new Error(`POST /webhooks answered ${res.status}: ${res.text.slice(0, 200)}`);
+    }
+    let n = 0;
+    const change = async (project, tag) => {
+      const email = `${tag}-${n++}-${Date.now()}@bench.test`;
+      const res = await send(base, { method: "POST", path: "/contacts", key: project.secretKey, body: { email } });
+      if (res.status !== 201) throw new Error(`POST /contacts answered ${res.status}: ${res.text.slice(0, 200)}`);
+      return email;
+    };
+    // A's changes one a second; each one's delay from its event's timestamp to its arrival at /a.
+    const phase = async (label) => {
+      const emails = [];
+      for (let i = 0; i < NEIGHBOUR_CHANGES; i++) {
+        emails.push(await change(a, `a-${label}`));
+        await sleep(1000);
+      }
+      await waitFor(() => emails.every((e) => receiver.arrivals.some((r) => r.email === e)), 600_000, `A's ${label} deliveries`);
+      const delays = emails.map((e) => receiver.arrivals.find((r) => r.email === e)).map((r) => r.arrived - r.changedAt);
+      return delays.sort((x, y) => x - y);
+    };
+    await change(a, "warm");
+    await waitFor(() => receiver.arrivals.length >= 1, 60_000, "the first delivery");
+    const without = await phase("quiet");
+
+    // B: four changes a second, each two deliveries its endpoints fail slowly or hugely (and retry).
+    let noisy = true;
+    let bChanges = 0;
+    const rssBefore = workerdRss(server.child.pid);
+    let rssPeak = rssBefore ?? 0;
+    const noise = (async () => {
+      while (noisy) {
+        await change(b, "b");
+        bChanges++;
+        const rss = workerdRss(server.child.pid);
+        if (rss !== null) rssPeak = Math.max(rssPeak, rss);
+        await sleep(250);
+      }
+    })();
+    await sleep(5000);
+    const withNoise = await phase("noisy");
+    noisy = false;
+    await noise;
+    const med = (sorted) => percentile(sorted, 50);
+    const diff = med(withNoise) - med(without);
+    report("webhook delay of project A beside B's 100 MB error body and tar pit (median)", `${fmt(med(withNoise) / 1000, 2)} s`, {
+      goal: "within 2 s of A's delay without them",
+      met: diff <= 2000,
+      shape: `${NEIGHBOUR_CHANGES} POST /contacts of A one a second, while B writes 4 contacts a second whose contact.created goes to a 500 + 100 MB body endpoint and a 500 + 1 byte/s endpoint (retried on the schedule); loopback receiver, local queue`,
+      detail:
+        `without B: median ${fmt(med(without) / 1000, 2)} s (p90 ${fmt(percentile(without, 90) / 1000, 2)} s); with B: p90 ${fmt(percentile(withNoise, 90) / 1000, 2)} s, max ${fmt(withNoise.at(-1) / 1000, 2)} s; ` +
+        `difference ${fmt(diff / 1000, 2)} s; B: ${bChanges} changes, ${receiver.counts.big} calls to the 100 MB endpoint (${fmt(receiver.counts.bigBytes / 1024 / 1024, 0)} MB written before the client hung up), ${receiver.counts.tarpit} to the tar pit; ` +
+        `workerd RSS ${rssBefore === null ? "n/a" : `${fmt(rssBefore / 1024 / 1024, 0)} MB before, peak ${fmt(rssPeak / 1024 / 1024, 0)} MB`}`,
+    });
+  } finally {
+    await server.stop();
+    receiver.close();
+  }
+}
+
 export const webhooksSection = {
   key: "webhooks",
   title: "Event webhooks (local queue, local receiver)",
   async run() {
+    if (PARTS.has("throughput")) await throughputParts();
+    if (PARTS.has("neighbours")) await neighbours();
+  },
+};
+
+/** Parts 1 and 2. */
+async function throughputParts() {
+  {
     log(`applying migrations into ${STATE_DIR}`);
     applyMigrations(STATE_DIR);
     const none = createProject("webhooks-none", STATE_DIR);
@@ -272,5 +428,5 @@ export const webhooksSection = {
       await server.stop();
       receiver.close();
     }
-  },
-};
+  }
+}

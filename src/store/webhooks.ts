@@ -406,9 +406,14 @@ export function insertDeliveries(
   return d1.prepare(INSERT_DELIVERIES_SQL).bind(JSON.stringify(values), at.getTime(), claimUntil.getTime(), refusal);
 }
 
-/** The projects' PENDING deliveries (webhook_pending, kept by triggers), for the pending cap. */
-export function pendingCounts(d1: D1Database, projectIds: string[]): D1PreparedStatement {
-  return d1.prepare("SELECT project_id, pending FROM webhook_pending WHERE project_id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(projectIds));
+/** The PENDING deliveries (webhook_pending, kept by triggers) of the projects of these events, for the pending cap. */
+export function pendingCounts(d1: D1Database, eventIds: string[]): D1PreparedStatement {
+  return d1
+    .prepare(
+      `SELECT project_id, pending FROM webhook_pending WHERE project_id IN
+         (SELECT project_id FROM webhook_events WHERE id IN (SELECT value FROM json_each(?1)))`,
+    )
+    .bind(JSON.stringify(eventIds));
 }
 
 /** What attempting deliveries needs besides the deliveries, as reads for their batch: payloads and endpoints. */
@@ -469,12 +474,15 @@ export interface DeliveryOutcome {
   nextAttemptAt: Date | null;
   /** A message for the next attempt is sent (else the drain queues it when due). */
   queued?: boolean;
+  /** The attempt was not made: given back (attempts - 1, nothing else recorded), due at nextAttemptAt for the drain. */
+  release?: boolean;
 }
 
 const OUTCOMES_SQL = `UPDATE webhook_deliveries SET
     status = json_extract(o.value, '$[1]'),
-    last_status_code = json_extract(o.value, '$[2]'),
-    last_error = json_extract(o.value, '$[3]'),
+    last_status_code = CASE WHEN json_extract(o.value, '$[7]') THEN last_status_code ELSE json_extract(o.value, '$[2]') END,
+    last_error = CASE WHEN json_extract(o.value, '$[7]') THEN last_error ELSE json_extract(o.value, '$[3]') END,
+    attempts = attempts - json_extract(o.value, '$[7]'),
     next_attempt_at = json_extract(o.value, '$[4]'),
     claimed_at = NULL,
     queued_at = CASE WHEN json_extract(o.value, '$[5]') THEN ?2 END,
@@ -493,6 +501,7 @@ export function recordDeliveryOutcomes(d1: D1Database, outcomes: DeliveryOutcome
     o.nextAttemptAt?.getTime() ?? null,
     o.queued ? 1 : 0,
     o.attempt,
+    o.release ? 1 : 0,
   ]);
   return d1.prepare(OUTCOMES_SQL).bind(JSON.stringify(values), at.getTime());
 }

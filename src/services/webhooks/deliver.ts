@@ -42,9 +42,19 @@ export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 export const CLAIM_MS = 5 * 60_000;
 /** The lastError of an attempt that never reported. */
 export const DEAD_ATTEMPT_ERROR = "No outcome: the attempt's invocation ended before it reported (counted as a failed attempt)";
-/** Calls in flight per invocation (a Worker keeps at most 6 outgoing connections open), and per project. */
+/** Calls in flight per invocation (a Worker keeps at most 6 outgoing connections open), and at least this many per project. */
 const CALL_CONCURRENCY = 6;
 const PROJECT_CONCURRENCY = 2;
+/**
+ * A failure that took this long (no headers in time, a body that trickles)
+ * marks its endpoint slow in this isolate for SLOW_ENDPOINT_MS: its further
+ * attempts are not made but given back, due when that ends (one probe per
+ * batch after it), so a batch never waits on it call after call.
+ */
+const SLOW_FAILURE_MS = 1000;
+export const SLOW_ENDPOINT_MS = 10_000;
+const slowEndpoints = new Map<string, number>();
+const SLOW_ENDPOINTS_KEPT = 10_000;
 /** First attempts a fan-out makes itself (the rest are queued): the queue's max_batch_size, inside the subrequest limit. */
 const INLINE_ATTEMPTS = 100;
 /** Of a failing answer's body: at most this many bytes are read, for at most this long, and this many characters kept in lastError. */
@@ -196,12 +206,13 @@ const NONE: Claimed = { rows: [], payloads: [], endpoints: [] };
 async function fanOut(env: Env, eventIds: string[]): Promise<Claimed> {
   const config = readConfig(env);
   const ids = JSON.stringify(eventIds);
-  const [events, endpoints] = await env.DB.batch<{ id: string; project_id: string; type: string; events?: string }>([
+  const [events, endpoints, pending] = await env.DB.batch<{ id: string; project_id: string; type: string; events?: string; pending: number }>([
     env.DB.prepare("SELECT id, project_id, type FROM webhook_events WHERE id IN (SELECT value FROM json_each(?1))").bind(ids),
     env.DB.prepare(
       `SELECT id, project_id, events FROM webhook_endpoints WHERE enabled = 1 AND project_id IN
          (SELECT project_id FROM webhook_events WHERE id IN (SELECT value FROM json_each(?1)))`,
     ).bind(ids),
+    store.pendingCounts(env.DB, eventIds),
   ]);
   const targets = endpoints.results.map((e) => ({ id: e.id, projectId: e.project_id, events: JSON.parse(e.events ?? "[]") as string[] }));
   const rows = events.results.flatMap((event) =>
@@ -218,8 +229,7 @@ async function fanOut(env: Env, eventIds: string[]): Promise<Claimed> {
   );
   const now = new Date();
   const byProject = groupBy(rows, (r) => r.projectId);
-  const pending = rows.length > 0 ? (await store.pendingCounts(env.DB, [...byProject.keys()]).all<{ project_id: string; pending: number }>()).results : [];
-  const pendingOf = new Map(pending.map((r) => [r.project_id, r.pending]));
+  const pendingOf = new Map(pending.results.map((r) => [r.project_id, r.pending]));
   let inlineLeft = INLINE_ATTEMPTS;
   await Promise.all(
     [...byProject].map(async ([projectId, list]) => {
@@ -436,11 +446,34 @@ async function runAttempts(env: Env, claimed: Claimed, now: Date): Promise<void>
     }
   };
   const final = (a: Attempt) => !a.endpoint || !a.payload || !a.endpoint.enabled;
+  // A slow endpoint's attempts are given back while it is marked; once marked time ran out, one probe per batch.
+  const probed = new Set<string>();
+  const shouldStart = (a: Attempt) => {
+    const until = a.endpoint && !final(a) ? slowEndpoints.get(a.endpoint.id) : undefined;
+    if (until === undefined) return true;
+    if (Date.now() < until || probed.has(a.endpoint!.id)) return false;
+    probed.add(a.endpoint!.id);
+    return true;
+  };
+  const timedCall = async (a: Attempt) => {
+    const started = Date.now();
+    const result = await call(a);
+    if (a.endpoint && !final(a)) {
+      if (result.ok) slowEndpoints.delete(a.endpoint.id);
+      else if (Date.now() - started >= SLOW_FAILURE_MS) {
+        if (slowEndpoints.size >= SLOW_ENDPOINTS_KEPT) slowEndpoints.clear();
+        slowEndpoints.set(a.endpoint.id, Date.now() + SLOW_ENDPOINT_MS);
+      }
+    }
+    return result;
+  };
+  const lanes = groupBy(attempts, (a) => a.delivery.projectId);
 
   await runLanes(
-    groupBy(attempts, (a) => a.delivery.projectId),
-    { perLane: PROJECT_CONCURRENCY, total: CALL_CONCURRENCY },
-    call,
+    lanes,
+    // A project alone in the batch may use every connection; with others, its share (at least PROJECT_CONCURRENCY).
+    { perLane: Math.max(PROJECT_CONCURRENCY, Math.ceil(CALL_CONCURRENCY / lanes.size)), total: CALL_CONCURRENCY },
+    timedCall,
     async (_projectId, lane, results) => {
       const done = new Date();
       const outcomes: store.DeliveryOutcome[] = [];
@@ -451,6 +484,12 @@ async function runAttempts(env: Env, claimed: Claimed, now: Date): Promise<void>
         const result = results[i];
         const n = a.delivery.attempts;
         const base = { id: a.delivery.id, attempt: n };
+        if (result === undefined) {
+          // Not made (its endpoint is marked slow): given back, due when the mark ends.
+          const due = new Date(slowEndpoints.get(a.endpoint!.id) ?? done.getTime());
+          outcomes.push({ ...base, status: "PENDING", statusCode: null, error: null, nextAttemptAt: due, release: true });
+          return;
+        }
         if (result.ok) {
           succeededEndpoints.add(a.delivery.webhookId);
           outcomes.push({ ...base, status: "SUCCEEDED", statusCode: result.statusCode, error: null, nextAttemptAt: null });
@@ -484,6 +523,7 @@ async function runAttempts(env: Env, claimed: Claimed, now: Date): Promise<void>
       await env.DB.batch(writes);
       await queueDeliveries(env, followUps);
     },
+    shouldStart,
   );
 }
 

@@ -5,14 +5,17 @@
  * it delays only itself. `laneDone` runs as soon as a lane's last item
  * finished, with its results in the items' order; the returned promise settles
  * when every lane is done (rejects with the first failure of `work` or `laneDone`).
+ * An item `shouldStart` refuses when its turn comes is skipped: its result is
+ * undefined and it takes no slot.
  */
 export function runLanes<K, T, R>(
   lanes: ReadonlyMap<K, readonly T[]>,
   limits: { perLane: number; total: number },
   work: (item: T) => Promise<R>,
-  laneDone: (key: K, items: readonly T[], results: R[]) => Promise<void>,
+  laneDone: (key: K, items: readonly T[], results: (R | undefined)[]) => Promise<void>,
+  shouldStart: (item: T) => boolean = () => true,
 ): Promise<void> {
-  const state = [...lanes].map(([key, items]) => ({ key, items, next: 0, inFlight: 0, finished: 0, results: new Array<R>(items.length) }));
+  const state = [...lanes].map(([key, items]) => ({ key, items, next: 0, inFlight: 0, finished: 0, results: new Array<R | undefined>(items.length) }));
   const pending = state.filter((lane) => lane.items.length > 0);
   if (pending.length === 0) return Promise.resolve();
   return new Promise<void>((resolve, reject) => {
@@ -24,6 +27,11 @@ export function runLanes<K, T, R>(
       if (failed) return;
       failed = true;
       reject(err);
+    };
+    const finish = (lane: (typeof pending)[number]) => {
+      laneDone(lane.key, lane.items, lane.results).then(() => {
+        if (--lanesLeft === 0 && !failed) resolve();
+      }, fail);
     };
     const pump = () => {
       while (!failed && inFlight < limits.total) {
@@ -38,6 +46,10 @@ export function runLanes<K, T, R>(
         if (!lane) return;
         const current = lane;
         const index = current.next++;
+        if (!shouldStart(current.items[index])) {
+          if (++current.finished === current.items.length) finish(current);
+          continue;
+        }
         current.inFlight++;
         inFlight++;
         work(current.items[index]).then(
@@ -45,11 +57,7 @@ export function runLanes<K, T, R>(
             current.results[index] = result;
             current.inFlight--;
             inFlight--;
-            if (++current.finished === current.items.length) {
-              laneDone(current.key, current.items, current.results).then(() => {
-                if (--lanesLeft === 0 && !failed) resolve();
-              }, fail);
-            }
+            if (++current.finished === current.items.length) finish(current);
             pump();
           },
           (err) => fail(err),
