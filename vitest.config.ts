@@ -79,6 +79,24 @@ export default defineConfig(async () => {
             testTimeout: 60_000,
           },
         },
+        // Fault tests (test/faults): kill a real `wrangler dev` and start it again; minutes each, so only with
+        // `npm run test:faults` (FAULTS=1), which .ci/run runs after the suites above.
+        ...(process.env.FAULTS === "1"
+          ? [
+              {
+                test: {
+                  name: "faults",
+                  sequence: { groupOrder: 2 },
+                  include: ["test/faults/**/*.faults.test.ts"],
+                  environment: "node",
+                  // Two files at a time: each has its own ports and state, and most of a file's time is waiting for a lease.
+                  maxWorkers: 2,
+                  hookTimeout: 300_000,
+                  testTimeout: 480_000,
+                },
+              },
+            ]
+          : []),
       ],
     },
   };

@@ -252,10 +252,7 @@ export async function runCampaignJobs(env: Env, now = new Date()) {
   }
   const sending = await db.select().from(campaigns).where(eq(campaigns.status, "SENDING")).orderBy(asc(campaigns.updatedAt)).limit(CRON_LIMIT);
   const stalled = sending.filter((c) => !c.audienceDone && c.updatedAt.getTime() < now.getTime() - STALLED_WALK_MS);
-  for (const campaign of stalled) {
-    await db.update(campaigns).set({ updatedAt: now }).where(eq(campaigns.id, campaign.id));
-    await enqueueCampaignPage(env, campaign, campaign.sendCursor);
-  }
+  for (const campaign of stalled) await requeueNextPage(db, env, campaign, now);
   await finalizeCampaigns(
     db,
     env,
@@ -290,4 +287,26 @@ async function audienceOf(db: Database, campaign: Campaign): Promise<Condition |
     : undefined;
   if (!segment) return { logic: "AND", groups: [{ filters: [{ field: "email", operator: "notExists" }] }] };
   return ConditionSchema.parse(segment.condition);
+}
+
+async function requeueNextPage(db: Database, env: Env, campaign: Campaign, now: Date) {
+  await db.update(campaigns).set({ updatedAt: now }).where(eq(campaigns.id, campaign.id));
+  await enqueueCampaignPage(env, campaign, campaign.sendCursor);
+}
+
+/**
+ * The stuck-mail sweep found queued emails of these campaigns whose messages were lost: the queue lost
+ * what it held (a crash), so the walk's next page, queued with them, is likely lost too. Each campaign
+ * still walking its audience gets its next page queued again now rather than after STALLED_WALK_MS (a
+ * page queued twice writes nothing twice).
+ */
+export async function resumeWalks(env: Env, campaignIds: string[], now = new Date()): Promise<number> {
+  if (campaignIds.length === 0) return 0;
+  const db = getDb(env.DB);
+  const walking = await db
+    .select()
+    .from(campaigns)
+    .where(and(inArray(campaigns.id, campaignIds.slice(0, CRON_LIMIT)), eq(campaigns.status, "SENDING"), eq(campaigns.audienceDone, false)));
+  for (const campaign of walking) await requeueNextPage(db, env, campaign, now);
+  return walking.length;
 }

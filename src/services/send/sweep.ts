@@ -7,6 +7,7 @@ import { newId } from "../../lib/ids";
 import { deferClaims, updateEmailsById } from "../../store/emails";
 import { recordEmailWebhookEvents } from "../../store/webhooks";
 import { queueRecordedEvents } from "../webhooks/deliver";
+import { resumeWalks } from "../campaigns/audience";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS, updateEmailsById as touchEmails } from "./records";
 
 /**
@@ -92,6 +93,8 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = SWEEP
       );
     }
   }
+  // Their campaigns' audience walks lost their next page message with them: queued again at once.
+  await resumeWalks(env, [...new Set(waiting.flatMap((e) => (e.campaignId ? [e.campaignId] : [])))], now);
   // Touch them so the next sweep waits another lease before trying again.
   await touchEmails(
     db,
