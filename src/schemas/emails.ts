@@ -18,9 +18,10 @@ export const EmailRecordSchema = z
     replyTo: z.string().nullable(),
     subject: z.string(),
     status: z.enum(EMAIL_STATUSES).openapi({
-      description: "QUEUED -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED; BOUNCED, COMPLAINED and FAILED are final outcomes",
+      description:
+        "QUEUED -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED; BOUNCED, COMPLAINED and FAILED are final outcomes. FAILED with an `error` starting `Outcome unknown:` means the provider call got no answer (or its sender stopped after the call started): it is never sent again, and becomes SENT (then DELIVERED, BOUNCED, ...) if the provider's events show it took the message (docs/reliability.md).",
     }),
-    error: z.string().nullable().openapi({ description: "Why the email failed or was last retried" }),
+    error: z.string().nullable().openapi({ description: "Why the email failed or was last retried (`Outcome unknown: ...`: see status)" }),
     messageId: z.string().openapi({ description: "Message-ID header (without angle brackets)" }),
     providerMessageId: z.string().nullable(),
     attempts: z.number().int(),

@@ -1291,11 +1291,11 @@ export interface components {
             replyTo: string | null;
             subject: string;
             /**
-             * @description QUEUED -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED; BOUNCED, COMPLAINED and FAILED are final outcomes
+             * @description QUEUED -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED; BOUNCED, COMPLAINED and FAILED are final outcomes. FAILED with an `error` starting `Outcome unknown:` means the provider call got no answer (or its sender stopped after the call started): it is never sent again, and becomes SENT (then DELIVERED, BOUNCED, ...) if the provider's events show it took the message (docs/reliability.md).
              * @enum {string}
              */
             status: "QUEUED" | "SENDING" | "SENT" | "DELIVERED" | "OPENED" | "CLICKED" | "BOUNCED" | "COMPLAINED" | "FAILED";
-            /** @description Why the email failed or was last retried */
+            /** @description Why the email failed or was last retried (`Outcome unknown: ...`: see status) */
             error: string | null;
             /** @description Message-ID header (without angle brackets) */
             messageId: string;
