@@ -80,9 +80,17 @@ function duplicateUrl(existingId: string): ApiError {
  * 0024 compare normalised too; the unique index catches a concurrent twin.
  */
 async function assertUniqueUrl(env: Env, projectId: string, key: string, self?: string) {
-  const { results } = await store.endpointUrls(env.DB, projectId).all<{ id: string; url: string }>();
-  const twin = results.find((r) => r.id !== self && webhookUrlKey(r.url) === key);
+  const { results } = await store.endpointUrls(env.DB, projectId).all<EndpointUrl>();
+  const twin = twinOf(results, key, self);
   if (twin) throw duplicateUrl(twin.id);
+}
+
+type EndpointUrl = { id: string; url: string; url_key: string | null };
+
+/** Another endpoint with this URL key: the one holding the key first (a duplicate disabled by migration 0024 holds none). */
+function twinOf(rows: EndpointUrl[], key: string, self?: string): EndpointUrl | undefined {
+  const twins = rows.filter((r) => r.id !== self && webhookUrlKey(r.url) === key);
+  return twins.find((r) => r.url_key !== null) ?? twins[0];
 }
 
 /** Runs an endpoint write, turning the URL's unique index into the 409. */
@@ -148,11 +156,11 @@ export async function updateWebhook(env: Env, projectId: string, id: string, inp
   let urlKey: string | undefined;
   if (input.url !== undefined || input.enabled === true) {
     // A new URL, or enabling: the endpoint takes its URL's key (a duplicate disabled by migration 0024 has none).
-    const { results: rows } = await store.endpointUrls(env.DB, projectId).all<{ id: string; url: string }>();
+    const { results: rows } = await store.endpointUrls(env.DB, projectId).all<EndpointUrl>();
     const current = rows.find((r) => r.id === id);
     if (!current) throw ApiError.notFound("Webhook");
     urlKey = webhookUrlKey(input.url ?? current.url);
-    const twin = rows.find((r) => r.id !== id && webhookUrlKey(r.url) === urlKey);
+    const twin = twinOf(rows, urlKey, id);
     if (twin) throw duplicateUrl(twin.id);
   }
   const statement = store.updateEndpoint(env.DB, projectId, id, { ...input, urlKey }, new Date());
