@@ -6,9 +6,10 @@ import type { ExecutionParams } from "./services/workflows/executions";
 export { ProjectLimiter } from "./durable/project-limiter";
 
 // Worker startup evaluates this module and the small Durable Object only. Each entry
-// point imports its code (the HTTP routes and their zod schemas, the queue consumers,
-// the cron jobs, the workflow steps) on its first invocation in an isolate, so a queue,
-// cron, rate-limiter or workflow isolate never builds the HTTP app (docs/performance.md).
+// point imports its code (the HTTP app, the queue consumers, the cron jobs, the workflow
+// steps) on its first invocation in an isolate, so a queue, cron, rate-limiter or workflow
+// isolate never builds the HTTP app; the HTTP app in turn imports a path's routes and their
+// zod schemas on that path's first request (src/app.ts, docs/performance.md).
 
 let httpApp: Promise<ReturnType<typeof import("./app").createApp>> | undefined;
 const app = () =>
