@@ -217,9 +217,15 @@ export async function allEmails(base: string, key: string, query = ""): Promise<
 
 const FINAL_AFTER_SEND = new Set(["SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"]);
 
-/** What the records say against what the provider saw, per email. */
+/**
+ * What the records say against what the provider saw, per email. `unknownNotTaken`: unknown outcomes
+ * (FAILED "Outcome unknown: ...") the provider never got: the at-most-once policy's one loss, a call marked
+ * as started when the runtime died before its request reached the provider (docs/reliability.md); the record
+ * agrees (it claims nothing was delivered). `lost`: any other final record the provider never had nor refused.
+ */
 export function audit(rows: EmailRow[], fake: FakeSes) {
   let lost = 0;
+  let unknownNotTaken = 0;
   let twice = 0;
   let disagree = 0;
   let pending = 0;
@@ -232,23 +238,27 @@ export function audit(rows: EmailRow[], fake: FakeSes) {
       twice++;
       problems.push(`${row.id} sent ${taken.length} times`);
     }
+    const unknown = row.status === "FAILED" && (row.error ?? "").startsWith("Outcome unknown:");
     if (taken.length === 0 && refusedCount === 0 && row.status !== "QUEUED" && row.status !== "SENDING") {
       // Final without the provider having it or having refused it.
-      lost++;
-      problems.push(`${row.id} ${row.status} (${row.error}) but never reached the provider`);
+      if (unknown) unknownNotTaken++;
+      else {
+        lost++;
+        problems.push(`${row.id} ${row.status} (${row.error}) but never reached the provider`);
+      }
     }
     const agrees =
       taken.length > 0
         ? FINAL_AFTER_SEND.has(row.status) && row.providerMessageId === taken[taken.length - 1]
         : refusedCount > 0
           ? row.status === "FAILED"
-          : row.status === "QUEUED" || row.status === "SENDING";
+          : row.status === "QUEUED" || row.status === "SENDING" || unknown;
     if (!agrees) {
       disagree++;
       if (taken.length > 0) problems.push(`${row.id}: provider has ${taken.join(",")}, record ${row.status} ${row.providerMessageId} (${row.error})`);
     }
   }
-  return { lost, twice, disagree, pending, problems };
+  return { lost, unknownNotTaken, twice, disagree, pending, problems };
 }
 
 /** Polls `check` until it returns true or `ms` pass; returns the milliseconds it took (Infinity when it never did). */

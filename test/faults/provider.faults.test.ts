@@ -72,6 +72,7 @@ async function settle(scenario: string, ids: string[], started: number, limitMs 
   const line = report(scenario, {
     emails: ids.length,
     "emails lost": last.lost,
+    "unknown outcomes the provider never got": last.unknownNotTaken,
     "emails sent twice": last.twice,
     "records disagreeing with the provider": last.disagree,
     "still pending": last.pending,
@@ -79,6 +80,7 @@ async function settle(scenario: string, ids: string[], started: number, limitMs 
   });
   expect(last.problems.slice(0, 10), line).toEqual([]);
   expect(last.lost).toBe(0);
+  expect(last.unknownNotTaken).toBe(0);
   expect(last.twice).toBe(0);
   expect(last.disagree).toBe(0);
   expect(took).toBeLessThan(limitMs);

@@ -21,6 +21,11 @@ export class SesProvider implements EmailProvider {
   }
 
   async send(message: OutgoingMessage) {
+    return (await this.prepare(message))();
+  }
+
+  /** Builds and signs the SendEmail request; the function it returns makes the call. */
+  async prepare(message: OutgoingMessage): Promise<() => Promise<{ providerMessageId: string | null }>> {
     const { SES_CONFIGURATION_SET: configurationSet, SES_TIMEOUT_MS: configured } = readConfig(this.env);
     const timeoutMs = providerCallTimeoutMs(configured);
     const payload = {
@@ -34,18 +39,23 @@ export class SesProvider implements EmailProvider {
       EmailTags: emailTags(message),
     };
     const controller = new AbortController();
+    const signed = await this.ses.client.sign(`${this.ses.baseUrl}/v2/email/outbound-emails`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(payload),
+      signal: controller.signal,
+    });
+    return () => this.call(signed, controller, timeoutMs);
+  }
+
+  private async call(signed: Request, controller: AbortController, timeoutMs: number) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let response: Response;
     try {
       // Raced as well as aborted: the answer must come well inside the claim
       // lease whether or not the HTTP stack honours the signal.
       response = await Promise.race([
-        this.ses.client.fetch(`${this.ses.baseUrl}/v2/email/outbound-emails`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(payload),
-          signal: controller.signal,
-        }),
+        fetch(signed),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
             controller.abort();

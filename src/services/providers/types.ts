@@ -65,6 +65,12 @@ export interface EmailProvider {
    */
   readonly maxConcurrency?: number;
   send(message: OutgoingMessage): Promise<ProviderResult>;
+  /**
+   * Optional: everything before the call (building and signing the request), so the call itself is all
+   * that is left once the consumer has marked it as started (keeps the window in which a crash leaves a
+   * call marked but not made as short as possible). Without it the consumer calls send().
+   */
+  prepare?(message: OutgoingMessage): Promise<() => Promise<ProviderResult>>;
 }
 
 /**

@@ -19,7 +19,7 @@ import {
   type Outcome,
 } from "../../store/emails";
 import { getProvider, ProviderError, type EmailProvider, type OutgoingMessage } from "../providers";
-import type { MessageParts } from "../providers/types";
+import type { MessageParts, ProviderResult } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
@@ -242,11 +242,15 @@ type BodyOf = (email: ClaimedEmail) => Promise<EmailBody | undefined>;
 /** What became of one claimed email: an outcome, or its claim given back untouched (the batch's call deadline passed). */
 type Attempt = Outcome | { emailId: string; status: "RELEASED" };
 
-/** A claimed email ready for its provider call, or what became of it before any call. */
-type Prepared = { emailId: string; outgoing: OutgoingMessage } | { emailId: string; outcome: Outcome };
+type Call = () => Promise<ProviderResult>;
+/** A claimed email ready for its provider call (composed, the request built and signed), or what became of it before any call. */
+type Prepared = { emailId: string; call: Call } | { emailId: string; outcome: Outcome };
 
-/** Composes one claimed email for its call (nothing is written here); a failure here is before any call, so retrying it is safe. */
-async function prepareOne(db: Database, env: Env, email: ClaimedEmail, bodyOf: BodyOf): Promise<Prepared> {
+/**
+ * Composes one claimed email and prepares its call (nothing is written here); a failure here is before any
+ * call, so retrying it is safe.
+ */
+async function prepareOne(db: Database, env: Env, provider: EmailProvider, email: ClaimedEmail, bodyOf: BodyOf): Promise<Prepared> {
   try {
     const body = await bodyOf(email);
     if (!body) return { emailId: email.id, outcome: { emailId: email.id, status: "FAILED", error: "The email record is gone" } };
@@ -255,18 +259,16 @@ async function prepareOne(db: Database, env: Env, email: ClaimedEmail, bodyOf: B
       const error = `The message is ${composed.raw.length} bytes, over the provider's limit of ${MAX_RAW_MESSAGE_BYTES} bytes`;
       return { emailId: email.id, outcome: { emailId: email.id, status: "FAILED", error } };
     }
-    return {
+    const outgoing: OutgoingMessage = {
       emailId: email.id,
-      outgoing: {
-        emailId: email.id,
-        projectId: email.projectId,
-        from: email.fromAddress,
-        to: email.toAddress,
-        subject: email.subject,
-        raw: composed.raw,
-        parts: composed.parts,
-      },
+      projectId: email.projectId,
+      from: email.fromAddress,
+      to: email.toAddress,
+      subject: email.subject,
+      raw: composed.raw,
+      parts: composed.parts,
     };
+    return { emailId: email.id, call: provider.prepare ? await provider.prepare(outgoing) : () => provider.send(outgoing) };
   } catch (err) {
     return { emailId: email.id, outcome: { emailId: email.id, status: "QUEUED", error: err instanceof Error ? err.message : String(err) } };
   }
@@ -277,10 +279,9 @@ async function prepareOne(db: Database, env: Env, email: ClaimedEmail, bodyOf: B
  * for a retry, and no answer (timeout, connection lost) is FAILED as an unknown outcome, never retried
  * (docs/reliability.md).
  */
-async function callProvider(provider: EmailProvider, outgoing: OutgoingMessage): Promise<Outcome> {
-  const emailId = outgoing.emailId;
+async function callProvider(emailId: string, call: Call): Promise<Outcome> {
   try {
-    const { providerMessageId } = await provider.send(outgoing);
+    const { providerMessageId } = await call();
     return { emailId, status: "SENT", providerMessageId };
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
@@ -313,8 +314,8 @@ async function sendInWaves(
       attempts.push(...emails.slice(i).map((email) => ({ emailId: email.id, status: "RELEASED" as const })));
       break;
     }
-    const prepared = await Promise.all(emails.slice(i, i + width).map((email) => prepareOne(db, env, email, bodyOf)));
-    const ready = prepared.filter((p): p is Extract<Prepared, { outgoing: OutgoingMessage }> => "outgoing" in p);
+    const prepared = await Promise.all(emails.slice(i, i + width).map((email) => prepareOne(db, env, provider, email, bodyOf)));
+    const ready = prepared.filter((p): p is Extract<Prepared, { call: Call }> => "call" in p);
     attempts.push(...prepared.flatMap((p) => ("outcome" in p ? [p.outcome] : [])));
     if (ready.length === 0) continue;
     if (Date.now() > deadline) {
@@ -327,7 +328,7 @@ async function sendInWaves(
       ready.map((p) => p.emailId),
       Date.now(),
     );
-    attempts.push(...(await Promise.all(ready.filter((p) => started.has(p.emailId)).map((p) => callProvider(provider, p.outgoing)))));
+    attempts.push(...(await Promise.all(ready.filter((p) => started.has(p.emailId)).map((p) => callProvider(p.emailId, p.call)))));
   }
   return attempts;
 }
