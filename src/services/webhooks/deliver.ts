@@ -188,13 +188,6 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, 
   return out;
 }
 
-/**
- * Fan-out: one delivery per event and subscribed endpoint. Per project, past
- * WEBHOOK_PENDING_PER_PROJECT PENDING deliveries a new one is FAILED at once
- * with the reason; of the first INLINE_ATTEMPTS, those the per-minute cap
- * allows are claimed as they are created and attempted here, the others wait
- * for the drain; the rest are queued.
- */
 /** Claimed attempts and what their calls need (rows as D1 returns them). */
 interface Claimed {
   rows: Record<string, unknown>[];
@@ -203,6 +196,14 @@ interface Claimed {
 }
 const NONE: Claimed = { rows: [], payloads: [], endpoints: [] };
 
+/**
+ * Fan-out: one delivery per event and subscribed endpoint. Per project, past
+ * WEBHOOK_PENDING_PER_PROJECT PENDING deliveries a new one is FAILED at once
+ * with the reason; of the first INLINE_ATTEMPTS, those the per-minute cap
+ * allows are claimed as they are created and attempted here, the others wait
+ * for the drain; the rest are queued. The pending count is read before the
+ * inserts, so concurrent fan-outs may pass the cap by at most their batches.
+ */
 async function fanOut(env: Env, eventIds: string[]): Promise<Claimed> {
   const config = readConfig(env);
   const ids = JSON.stringify(eventIds);
