@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Env } from "../env";
 import { ApiError } from "./errors";
 

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "./zod";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "./zod";
 import { ErrorEnvelopeSchema } from "./errors";
 
 const errorResponse = (description: string) => ({

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "./zod";
 import { and, count, desc, lt, type InferSelectModel, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";

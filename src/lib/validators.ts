@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "./zod";
 
 /**
  * Field validators shared by the resources' schemas (src/schemas): addresses,

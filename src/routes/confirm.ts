@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import type { Context } from "hono";
 import { getDb } from "../db/client";
 import type { AppBindings } from "../env";

@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { getDb } from "../db/client";
 import { ApiError } from "../lib/errors";
 import { commonErrors, errorResponse, jsonResponse, listEnvelope, securityScheme, success } from "../lib/openapi";

@@ -1,4 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { createRouter } from "../lib/router";
 import { jsonResponse } from "../lib/openapi";
 

@@ -1,5 +1,5 @@
 import { PaginationQuerySchema } from "../lib/pagination";
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { successEnvelope } from "../lib/openapi";
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from "../db/schema";
 import { EmailAddressSchema, headerText } from "../lib/validators";

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { MAX_EVENT_NAME } from "./events";
 
 export { MAX_EVENT_NAME };

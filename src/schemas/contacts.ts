@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { DataObjectSchema, EmailAddressSchema } from "../lib/validators";
 

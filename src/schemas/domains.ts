@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { DOMAIN_STATUSES } from "../db/schema";
 import { listEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";

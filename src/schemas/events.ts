@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { EVENT_SOURCES } from "../db/schema";
 import { listEnvelope, successEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
@@ -65,11 +65,9 @@ export type TrackEventRequest = z.infer<typeof TrackEventRequestSchema>;
 
 export const TrackEventResponseSchema = successEnvelope(
   z.object({
-    contact: z
-      .string()
-      .openapi({
-        description: "The contact's id; for a public key (pk_) the event's id, which equals the contact's id only when this event created the contact",
-      }),
+    contact: z.string().openapi({
+      description: "The contact's id; for a public key (pk_) the event's id, which equals the contact's id only when this event created the contact",
+    }),
     event: z.string().openapi({ description: "Event id" }),
     timestamp: z.string().datetime(),
   }),

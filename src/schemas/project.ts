@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 
 /** The variable a double opt-in template must use: the signed confirm link. */
 export const CONFIRM_URL_VARIABLE = "confirmUrl";

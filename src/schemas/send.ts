@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { successEnvelope } from "../lib/openapi";
 import { DataObjectSchema, EmailAddressSchema, headerText } from "../lib/validators";
 import { base64DecodedSize, blockedExtension, CONTENT_TYPE_PATTERN, FILENAME_PATTERN, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from "./attachments";

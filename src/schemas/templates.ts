@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { listEnvelope } from "../lib/openapi";
 import { EmailAddressSchema, headerText } from "../lib/validators";
 

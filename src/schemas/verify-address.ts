@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { successEnvelope } from "../lib/openapi";
 
 /** POST /v1/verify: address verification (not the DNS checks of sending domains, see schemas/domains). */

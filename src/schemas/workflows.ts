@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "../lib/zod";
 import { WORKFLOW_EXECUTION_STATUSES } from "../db/schema";
 import { listEnvelope } from "../lib/openapi";
 import { DataObjectSchema, headerText } from "../lib/validators";

@@ -5,7 +5,7 @@ import { upsertContacts } from "../store/contacts";
 import { insertEvent, workflowTriggersPendingOf } from "../store/events";
 import { quotaGuard, runGuarded } from "../store/guards";
 import { dropContactCreatedTrigger } from "../store/workflows";
-import type { z } from "@hono/zod-openapi";
+import type * as z from "../lib/zod";
 import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
 import { ApiError } from "../lib/errors";
 import { jsonByteLength } from "../lib/validators";
