@@ -323,11 +323,20 @@ async function sendInWaves(
       continue;
     }
     // Only emails still SENDING are called (a claim the sweep settled meanwhile is not).
-    const started = await markCallsStarted(
-      env.DB,
-      ready.map((p) => p.emailId),
-      Date.now(),
-    );
+    let started: Set<string>;
+    try {
+      started = await markCallsStarted(
+        env.DB,
+        ready.map((p) => p.emailId),
+        Date.now(),
+      );
+    } catch (err) {
+      // No mark, no call: this wave and the rest are given back; the outcomes so far are still recorded.
+      console.error("marking provider calls as started failed; giving the rest of the batch back", err);
+      const rest = [...ready.map((p) => p.emailId), ...emails.slice(i + width).map((email) => email.id)];
+      attempts.push(...rest.map((emailId) => ({ emailId, status: "RELEASED" as const })));
+      break;
+    }
     attempts.push(...(await Promise.all(ready.filter((p) => started.has(p.emailId)).map((p) => callProvider(p.emailId, p.call)))));
   }
   return attempts;

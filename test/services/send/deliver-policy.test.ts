@@ -11,6 +11,8 @@ import { emails, suppressions } from "../../../src/db/schema";
 import { clearSnsKeyCache } from "../../../src/services/feedback/sns";
 import { CALL_DEADLINE_MS, CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS } from "../../../src/services/send/records";
 import { sweepStuckEmails } from "../../../src/services/send/sweep";
+import { PROVIDER_CONCURRENCY } from "../../../src/services/send/deliver";
+import { FIXED_SQL } from "../../../src/store/emails";
 import { notification, sesEvent, sign, snsHandler } from "../../fakes/sns";
 import { call } from "../../support/http";
 import { sendingSetup } from "../../support/sending";
@@ -189,6 +191,39 @@ describe("a claim whose invocation died", () => {
     await s.deliver();
     expect(seen).toHaveLength(1);
     expect(seen[0]).toBeInstanceOf(Date);
+  });
+});
+
+describe("no mark, no call", () => {
+  it("when marking a wave as started fails, that wave and the rest are given back to QUEUED without a call; earlier outcomes are kept", async () => {
+    let marks = 0;
+    const failing = new Proxy(env.DB, {
+      get(target, property) {
+        if (property === "prepare")
+          return (sql: string) => {
+            // The second wave's mark fails (D1 unavailable for a moment).
+            if (sql === FIXED_SQL.MARK_CALLS_STARTED_SQL && ++marks === 2) throw new Error("D1 is unavailable");
+            return target.prepare(sql);
+          };
+        const value = Reflect.get(target, property);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const s = await setup({ DB: failing });
+    const ids = await sendTo(
+      s,
+      Array.from({ length: 10 }, (_, i) => `m${i}@example.com`),
+    );
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const result = await s.deliver();
+    errors.mockRestore();
+    expect(s.ses.calls).toHaveLength(PROVIDER_CONCURRENCY);
+    const rows = await db().select({ status: emails.status, attempts: emails.attempts }).from(emails).where(inArray(emails.id, ids));
+    expect(rows.filter((r) => r.status === "SENT")).toHaveLength(PROVIDER_CONCURRENCY);
+    expect(rows.filter((r) => r.status === "QUEUED")).toHaveLength(10 - PROVIDER_CONCURRENCY);
+    expect(rows.filter((r) => r.status === "QUEUED").every((r) => r.attempts === 0)).toBe(true);
+    expect(result.retryMessages).toHaveLength(0);
+    expect(s.queue.take()).toHaveLength(10 - PROVIDER_CONCURRENCY);
   });
 });
 
