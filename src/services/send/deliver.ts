@@ -41,8 +41,9 @@ import {
  *   small mail (INLINE_BODY_CHARS each),
  * - one read of the larger bodies per group (BODY_CHARS_PER_READ), made as the send lanes reach it,
  * - one Durable Object call per project in the batch (sending-rate tokens),
- * - N provider calls, at most PROVIDER_CONCURRENCY at a time (or the provider's
- *   own maxConcurrency; one at a time for mail with attachments),
+ * - N provider calls in waves of PROVIDER_CONCURRENCY (or the provider's own
+ *   maxConcurrency; one at a time for mail with attachments), each wave marked as
+ *   started in one statement just before its calls (docs/reliability.md),
  * - one statement with every outcome, and one with their webhook events when a
  *   claimed email's project has an enabled endpoint (1 round trip),
  * plus, only when some mail is over the sending rate, one statement and one
