@@ -310,12 +310,17 @@ async function sendInWaves(
   deadline: number,
 ): Promise<Attempt[]> {
   const attempts: Attempt[] = [];
+  const prepareWave = (from: number) => Promise.all(emails.slice(from, from + width).map((email) => prepareOne(db, env, provider, email, bodyOf)));
+  // The next wave is composed while this one's calls are out (not for mail with attachments: one large message at a time).
+  const ahead = width > 1;
+  let next: Promise<Prepared[]> | undefined;
   for (let i = 0; i < emails.length; i += width) {
     if (Date.now() > deadline) {
       attempts.push(...emails.slice(i).map((email) => ({ emailId: email.id, status: "RELEASED" as const })));
       break;
     }
-    const prepared = await Promise.all(emails.slice(i, i + width).map((email) => prepareOne(db, env, provider, email, bodyOf)));
+    const prepared = await (next ?? prepareWave(i));
+    next = undefined;
     const ready = prepared.filter((p): p is Extract<Prepared, { call: Call }> => "call" in p);
     attempts.push(...prepared.flatMap((p) => ("outcome" in p ? [p.outcome] : [])));
     if (ready.length === 0) continue;
@@ -338,7 +343,9 @@ async function sendInWaves(
       attempts.push(...rest.map((emailId) => ({ emailId, status: "RELEASED" as const })));
       break;
     }
-    attempts.push(...(await Promise.all(ready.filter((p) => started.has(p.emailId)).map((p) => callProvider(p.emailId, p.call)))));
+    const calls = Promise.all(ready.filter((p) => started.has(p.emailId)).map((p) => callProvider(p.emailId, p.call)));
+    if (ahead && i + width < emails.length) next = prepareWave(i + width);
+    attempts.push(...(await calls));
   }
   return attempts;
 }
