@@ -367,6 +367,18 @@ export async function markCallsStarted(d1: D1Database, emailIds: readonly string
 }
 const MARK_CALLS_STARTED_SQL = `UPDATE emails SET sending_at = ?1 WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING' RETURNING id`;
 
+/**
+ * The dead-letter queue's settle of claims whose messages gave up: a claim whose call never started is
+ * FAILED "Gave up after N attempts: <last error>"; one whose call started (sending_at) is an unknown outcome
+ * (`unknownReason`), as the sweep would settle it, so the provider's events can still reconcile it.
+ */
+export function settleDeadClaims(d1: D1Database, emailIds: readonly string[], now: number, unknownReason: string): D1PreparedStatement[] {
+  return chunks(emailIds, IDS_PER_JSON_STATEMENT).map((chunk) => d1.prepare(SETTLE_DEAD_CLAIMS_SQL).bind(now, JSON.stringify(chunk), unknownReason));
+}
+const SETTLE_DEAD_CLAIMS_SQL = `UPDATE emails SET status = 'FAILED', failed_at = ?1, updated_at = ?1,
+    error = CASE WHEN sending_at IS NULL THEN 'Gave up after ' || attempts || ' attempts' || COALESCE(': ' || error, '') ELSE ?3 END
+  WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING'`;
+
 /** What happened to one claimed email. */
 export type Outcome =
   | { emailId: string; status: "SENT"; providerMessageId: string | null }
@@ -505,4 +517,5 @@ export const FIXED_SQL = {
   DEFER_CLAIMS_SQL,
   RECONCILE_SQL,
   MARK_CALLS_STARTED_SQL,
+  SETTLE_DEAD_CLAIMS_SQL,
 };

@@ -1,23 +1,31 @@
 import { sql } from "drizzle-orm";
-import { getDb } from "../../db/client";
+import { getDb, runStatements } from "../../db/client";
 import { emails } from "../../db/schema";
 import type { Env } from "../../env";
 import { ACK, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
-import { emailIdsOf, updateEmailsById } from "./records";
+import { settleDeadClaims, updateEmailsById } from "../../store/emails";
+import { emailIdsOf, OUTCOME_UNKNOWN_REASON } from "./records";
 
 /**
  * Dead-letter consumer: a message that exhausted its retries marks its email
  * FAILED with how many attempts were made and the last reason (unless it is
- * done already: SENT mail is never touched). Every message is acked.
+ * done already: SENT mail is never touched). A claim whose provider call had
+ * started is settled as an unknown outcome instead, as the sweep would, so the
+ * provider's events can still reconcile it (docs/reliability.md). Every
+ * message is acked.
  */
 export async function settleDeadLetters(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
   const db = getDb(env.DB);
   const now = new Date();
-  await updateEmailsById(db, emailIdsOf(messages.map((m) => m.body)), ["QUEUED", "SENDING"], {
-    status: "FAILED",
-    failedAt: now,
-    updatedAt: now,
-    error: sql`'Gave up after ' || ${emails.attempts} || ' attempts' || COALESCE(': ' || ${emails.error}, '')`,
-  });
+  const ids = emailIdsOf(messages.map((m) => m.body));
+  await runStatements(db, [
+    ...updateEmailsById(db, ids, ["QUEUED"], {
+      status: "FAILED",
+      failedAt: now,
+      updatedAt: now,
+      error: sql`'Gave up after ' || ${emails.attempts} || ' attempts' || COALESCE(': ' || ${emails.error}, '')`,
+    }),
+    ...settleDeadClaims(env.DB, ids, now.getTime(), OUTCOME_UNKNOWN_REASON),
+  ]);
   return messages.map(() => ACK);
 }
