@@ -599,8 +599,9 @@ export function unclaimOutboxEvents(d1: D1Database, eventIds: string[]): D1Prepa
  * Attempts claimed before `claimedBefore` that never reported (their
  * invocation ended): each counts as a failed attempt, so the retry schedule
  * (`schedule`, seconds after attempt n at index n - 1) and the failure streak
- * apply as after any failure: PENDING due after its delay, or FAILED past the
- * schedule. At most `limit`; returns the deliveries with their endpoints.
+ * apply as after any failure: PENDING due after its delay (marked queued: the
+ * caller sends its message), or FAILED past the schedule. At most `limit`;
+ * returns the deliveries with their endpoints, attempts and due times.
  */
 export function sweepDeadClaims(d1: D1Database, at: Date, claimedBefore: Date, schedule: readonly number[], error: string, limit: number) {
   return d1.prepare(SWEEP_DEAD_SQL).bind(at.getTime(), claimedBefore.getTime(), JSON.stringify(schedule), error, limit);
@@ -609,9 +610,9 @@ const DELAY_AFTER = `json_extract(?3, '$[' || (attempts - 1) || ']')`;
 const SWEEP_DEAD_SQL = `UPDATE webhook_deliveries SET
     status = CASE WHEN ${DELAY_AFTER} IS NULL THEN 'FAILED' ELSE 'PENDING' END,
     next_attempt_at = CASE WHEN ${DELAY_AFTER} IS NULL THEN NULL ELSE ?1 + ${DELAY_AFTER} * 1000 END,
-    last_status_code = NULL, last_error = ?4, claimed_at = NULL, queued_at = NULL, updated_at = ?1
+    last_status_code = NULL, last_error = ?4, claimed_at = NULL, queued_at = ?1, updated_at = ?1
   WHERE id IN (SELECT id FROM webhook_deliveries WHERE claimed_at IS NOT NULL AND claimed_at < ?2 ORDER BY claimed_at LIMIT ?5)
-  RETURNING id, project_id, webhook_id, status`;
+  RETURNING id, project_id, webhook_id, status, attempts, next_attempt_at`;
 
 /** A project's deliveries the drain may queue (?1 project, ?2 now, ?3 overdue-before): due, unclaimed, and no message on its way. */
 const DRAINABLE = `project_id = ?1 AND status = 'PENDING' AND next_attempt_at <= ?2 AND claimed_at IS NULL

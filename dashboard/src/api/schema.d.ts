@@ -48,7 +48,7 @@ export interface paths {
          *
          *     While an import is open its staged rows count in the project's stored bytes: an upload that would pass `QUOTA_STORED_BYTES` is refused part way with 403 `QUOTA_EXCEEDED` and leaves no job and no rows. A project may have 2 imports `PENDING` or `PROCESSING` at once (`MAX_ACTIVE_IMPORTS_PER_PROJECT`); the next upload is refused with 409 `CONFLICT` and nothing is kept.
          *
-         *     After a crash an import finishes by itself: an upload that stops sending for 15 minutes becomes `FAILED` with `failureReason`; chunks whose queue messages were lost are queued again by the cron after a minute without progress.
+         *     After a crash an import finishes by itself: an upload that stops sending for 3 minutes becomes `FAILED` with `failureReason`; chunks whose queue messages were lost are queued again by the cron after a minute without progress.
          */
         post: operations["importContacts"];
         delete?: never;
@@ -788,7 +788,7 @@ export interface paths {
          *
          *     Event types: `email.sent`, `email.delivered`, `email.delivery_delayed`, `email.bounced`, `email.complained`, `email.opened`, `email.clicked`, `email.failed`, `email.suppressed`, `contact.created`, `contact.updated`, `contact.deleted`, `contact.subscribed`, `contact.unsubscribed`, `campaign.sent`, `domain.verified`, `domain.failed`, `workflow.execution.completed`, `workflow.execution.failed`, `contacts.imported`, `webhook.test`.
          *
-         *     A 2xx is success when its headers arrive within 3 s (`WEBHOOK_CONNECT_TIMEOUT_MS`; acknowledge at once, process later) and the answer within 10 s; anything else (redirects are not followed) is retried after about 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 8 h, then the delivery is FAILED. Of a failing answer only its first 200 characters are kept (`lastError`); the rest of the body is not read. An attempt counts when it starts: one whose outcome was never recorded counts as failed after 5 minutes. An endpoint whose every delivery failed for 5 days is disabled (`enabled: false`, `disabledReason`).
+         *     A 2xx is success when its headers arrive within 3 s (`WEBHOOK_CONNECT_TIMEOUT_MS`; acknowledge at once, process later) and the answer within 10 s; anything else (redirects are not followed) is retried after about 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 8 h, then the delivery is FAILED. Of a failing answer only its first 200 characters are kept (`lastError`); the rest of the body is not read. An attempt counts when it starts: one whose outcome was never recorded (the invocation died) counts as failed about 2 minutes later. An endpoint whose every delivery failed for 5 days is disabled (`enabled: false`, `disabledReason`).
          *
          *     Per project: at most 20 endpoints, one per URL (409 CONFLICT for a second); attempts past the per-minute cap (default 1200) wait PENDING and are sent at the cap's pace; past 100,000 PENDING deliveries a new event's deliveries are FAILED at once with the reason in `lastError`. A slow endpoint delays only its own project's deliveries. Events and deliveries count in the project's stored bytes (`QUOTA_STORED_BYTES`). Deliveries are kept 30 days.
          *

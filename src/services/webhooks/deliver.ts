@@ -36,10 +36,12 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 /**
  * How long a claimed attempt may go without an outcome before the sweep counts
- * it as failed: above a full batch's worst case (100 calls, 2 at a time per
- * project, each at most the connect timeout plus ERROR_BODY_MS).
+ * it as failed: above a full batch's worst case (100 calls, 6 at a time, each
+ * at most the connect timeout: a slow failure marks its endpoint and the rest
+ * of its attempts are given back), so a crash is counted within 1.5 minutes
+ * plus a cron tick.
  */
-export const CLAIM_MS = 5 * 60_000;
+export const CLAIM_MS = 90_000;
 /** The lastError of an attempt that never reported. */
 export const DEAD_ATTEMPT_ERROR = "No outcome: the attempt's invocation ended before it reported (counted as a failed attempt)";
 /** Calls in flight per invocation (a Worker keeps at most 6 outgoing connections open), and at least this many per project. */
@@ -472,8 +474,8 @@ async function runAttempts(env: Env, claimed: Claimed, now: Date): Promise<void>
 
   await runLanes(
     lanes,
-    // A project alone in the batch may use every connection; with others, its share (at least PROJECT_CONCURRENCY).
-    { perLane: Math.max(PROJECT_CONCURRENCY, Math.ceil(CALL_CONCURRENCY / lanes.size)), total: CALL_CONCURRENCY },
+    // Each project its share of the connections (at least PROJECT_CONCURRENCY); a lane left alone may use them all.
+    { perLane: PROJECT_CONCURRENCY, total: CALL_CONCURRENCY },
     timedCall,
     async (_projectId, lane, results) => {
       const done = new Date();

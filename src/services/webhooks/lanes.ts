@@ -1,8 +1,9 @@
 /**
- * Runs every lane's items (a lane: one project's calls) with at most `perLane`
- * of one lane and `total` in all in flight, starting the next item from the
- * lanes in turn: a lane of slow calls holds at most `perLane` of the slots, so
- * it delays only itself. `laneDone` runs as soon as a lane's last item
+ * Runs every lane's items (a lane: one project's calls) with `total` in all in
+ * flight and each lane at most its share of them (`total` over the lanes that
+ * still have items to start, at least `perLane`), starting the next item from
+ * the lanes in turn: a lane of slow calls holds at most its share of the
+ * slots, so it delays only itself; a lane left alone may use them all. `laneDone` runs as soon as a lane's last item
  * finished, with its results in the items' order; the returned promise settles
  * when every lane is done (rejects with the first failure of `work` or `laneDone`).
  * An item `shouldStart` refuses when its turn comes is skipped: its result is
@@ -35,10 +36,12 @@ export function runLanes<K, T, R>(
     };
     const pump = () => {
       while (!failed && inFlight < limits.total) {
+        const starting = pending.filter((l) => l.next < l.items.length).length;
+        const share = Math.max(limits.perLane, Math.ceil(limits.total / Math.max(1, starting)));
         let lane: (typeof pending)[number] | undefined;
         for (let i = 0; i < pending.length && !lane; i++) {
           const candidate = pending[(turn + i) % pending.length];
-          if (candidate.next < candidate.items.length && candidate.inFlight < limits.perLane) {
+          if (candidate.next < candidate.items.length && candidate.inFlight < share) {
             lane = candidate;
             turn = (turn + i + 1) % pending.length;
           }

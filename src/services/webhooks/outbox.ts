@@ -8,8 +8,9 @@ import { attemptsLeft, CLAIM_MS, DEAD_ATTEMPT_ERROR, endpointsFailedStatements, 
  * - recorded events never handed to the queue (the request or invocation that
  *   recorded them died before its hand-over) or handed over and lost;
  * - attempts claimed and never reported (the invocation died mid-call): each
- *   counts as a failed attempt, so every delivery reaches SUCCEEDED or FAILED
- *   by itself (at most CLAIM_MS plus a tick after a crash, then the schedule);
+ *   counts as a failed attempt and its next one is queued with the schedule's
+ *   delay, so every delivery reaches SUCCEEDED or FAILED by itself (the crash
+ *   is counted at most CLAIM_MS plus a tick after it, then the schedule goes on);
  * - the paced drain: per project, due deliveries with no message on its way
  *   (parked over the per-minute cap, or their message was lost) are queued, as
  *   many as the project's cap has left this minute, so queue messages follow
@@ -56,9 +57,21 @@ export async function drainWebhookOutbox(env: Env, now = new Date()): Promise<nu
 export async function sweepDeadAttempts(env: Env, now = new Date()): Promise<number> {
   const { results } = await store
     .sweepDeadClaims(env.DB, now, new Date(now.getTime() - CLAIM_MS), RETRY_SCHEDULE_SECONDS, DEAD_ATTEMPT_ERROR, DEAD_CLAIMS_PER_TICK)
-    .all<{ id: string; webhook_id: string }>();
+    .all<{ id: string; project_id: string; webhook_id: string; status: string; attempts: number; next_attempt_at: number | null }>();
   const webhookIds = [...new Set(results.map((r) => r.webhook_id))];
   if (webhookIds.length > 0) await env.DB.batch(endpointsFailedStatements(env, webhookIds, now));
+  // The next attempts go with the schedule's delay at once (if this send fails, the drain takes them once overdue).
+  await queueDeliveries(
+    env,
+    results
+      .filter((r) => r.status === "PENDING" && r.next_attempt_at !== null)
+      .map((r) => ({
+        deliveryId: r.id,
+        projectId: r.project_id,
+        attempt: r.attempts + 1,
+        delaySeconds: Math.max(0, Math.ceil((r.next_attempt_at! - now.getTime()) / 1000)),
+      })),
+  );
   return results.length;
 }
 

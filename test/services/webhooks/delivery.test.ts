@@ -203,16 +203,22 @@ describe("at least once, never twice", () => {
     expect(calls).toHaveLength(1);
     const [pending] = await p.deliveries(hook.id);
     expect(pending).toMatchObject({ status: "PENDING", attempts: 1 });
-    // Minutes later the cron counts the silent attempt as failed: due again after the schedule's first delay.
+    // A minute on, the claim (90 s) still holds; the tick after it counts the silent attempt as failed,
+    // due again after the schedule's first delay, and queues attempt 2 with that delay.
     const { runScheduledJobs } = await import("../../../src/scheduled");
-    const later = Date.now() + 10 * 60_000;
+    await runScheduledJobs(q.env, { scheduledTime: Date.now() + 60_000 });
+    expect((await p.deliveries(hook.id))[0]).toMatchObject({ status: "PENDING", attempts: 1, lastError: null });
+    const later = Date.now() + 120_000;
     await runScheduledJobs(q.env, { scheduledTime: later });
     const [failedOnce] = await p.deliveries(hook.id);
     expect(failedOnce).toMatchObject({ status: "PENDING", attempts: 1, lastError: DEAD_ATTEMPT_ERROR, lastStatusCode: null });
     expect(Date.parse(failedOnce.nextAttemptAt!)).toBe(later + 5000);
-    // The next tick's drain queues attempt 2.
+    const next = q.take().filter((m) => m.body.kind === "delivery" && m.body.deliveryId === failedOnce.id);
+    expect(next).toEqual([{ body: { kind: "delivery", deliveryId: failedOnce.id, projectId: p.id, attempt: 2 }, delaySeconds: 5 }]);
+    // The next tick adds no second message; attempt 2 succeeds.
     await runScheduledJobs(q.env, { scheduledTime: later + 60_000 });
-    await q.deliver(q.take());
+    expect(q.take().filter((m) => m.body.kind === "delivery" && m.body.deliveryId === failedOnce.id)).toEqual([]);
+    await q.deliver(next);
     const mine = calls.filter((c) => c.headers["webhook-id"] === calls[0].headers["webhook-id"]);
     expect(mine).toHaveLength(2);
     expect((await p.deliveries(hook.id))[0]).toMatchObject({ status: "SUCCEEDED", attempts: 2 });

@@ -314,7 +314,7 @@ describe("W5: one lane per project", () => {
     const bDeliveries = await b.deliveries(hookB.id, "?limit=100");
     const tried = bDeliveries.filter((d) => d.attempts === 1);
     expect(tried.length).toBe(silentCalls);
-    expect(silentCalls).toBeLessThanOrEqual(3);
+    expect(silentCalls).toBeLessThanOrEqual(6);
     for (const d of tried) expect(d.lastError).toBe("No answer within 1 s");
     // The rest were not attempted: given back, due when B's endpoint is tried again (10 s).
     const waiting = bDeliveries.filter((d) => d.attempts === 0);
@@ -329,7 +329,7 @@ describe("W5: one lane per project", () => {
     const t1 = Date.now();
     await q.deliver(q.take(), { env: quick });
     expect(Date.now() - t1).toBeLessThan(1000);
-    expect(silentCalls).toBeLessThanOrEqual(3);
+    expect(silentCalls).toBeLessThanOrEqual(6);
     expect(await a.deliveries(hookA.id, "?status=SUCCEEDED")).toHaveLength(2);
   });
 });
