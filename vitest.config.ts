@@ -59,7 +59,7 @@ export default defineConfig(async () => {
             name: "workers",
             sequence: { groupOrder: 0 },
             include: ["test/**/*.test.ts"],
-            exclude: [...configDefaults.exclude, "test/browser/**", "test/scripts/**", "test/**/*.e2e.test.ts"],
+            exclude: [...configDefaults.exclude, "test/browser/**", "test/scripts/**", "test/faults/**", "test/**/*.e2e.test.ts"],
             setupFiles: ["./test/setup.ts"],
             // Tests wait on events and injected clocks, never on wall time; this only
             // bounds a hung test, generously, since CI runners are shared and slow.
