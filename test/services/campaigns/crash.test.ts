@@ -9,6 +9,9 @@ import { QUEUED_LEASE_MS } from "../../../src/services/send/records";
 import { BULK_QUEUE, callsPerAddress, campaignSetup } from "../../support/campaigns";
 import type { CampaignResponse } from "../../support/api";
 
+/** A bulk queue message as the test reads it: a campaign email or an audience page. */
+type BulkBody = { emailId?: string; campaignId?: string; kind?: string; after?: string };
+
 afterEach(() => vi.restoreAllMocks());
 
 describe("a campaign after its queue lost every message", () => {
@@ -25,13 +28,13 @@ describe("a campaign after its queue lost every message", () => {
     await s.runBatch(BULK_QUEUE, [firstPage]);
     const queued = s.bulk.take();
     const emails = queued.filter((m) => m.body.emailId);
-    expect(emails.every((m) => m.body.campaignId === campaign.id)).toBe(true);
+    expect(emails.every((m) => (m.body as BulkBody).campaignId === campaign.id)).toBe(true);
     await s.runBatch(BULK_QUEUE, emails.slice(0, 50));
     expect(s.ses.calls).toHaveLength(50);
     s.bulk.take();
 
     await s.tick(new Date(Date.now() + QUEUED_LEASE_MS + 1_000));
-    const requeued = s.bulk.messages.map((m) => m.body);
+    const requeued = s.bulk.messages.map((m) => m.body as BulkBody);
     expect(requeued.filter((b) => b.emailId)).toHaveLength(PAGE_SIZE - 50);
     expect(requeued.filter((b) => b.emailId).every((b) => b.campaignId === campaign.id)).toBe(true);
     expect(requeued.filter((b) => b.kind === "campaign-page")).toEqual([
