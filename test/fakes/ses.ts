@@ -133,9 +133,8 @@ export function fakeSes() {
       if (!ok(tag?.Name) || !ok(tag?.Value)) return violation(400, "BadRequestException", `EmailTags entry ${JSON.stringify(tag)} is not a valid MessageTag`);
       tags[tag.Name] = tag.Value;
     }
-    const next = script.shift();
-    if (next && "hang" in next) {
-      // The request reached SES, which takes the message but never answers (the caller times out).
+    /** SES takes the message: recorded as a call, its new MessageId returned. */
+    const accept = () => {
       const messageId = `ses-${++counter}-${run}`;
       calls.push({
         messageId,
@@ -147,6 +146,12 @@ export function fakeSes() {
         raw,
         mime,
       });
+      return messageId;
+    };
+    const next = script.shift();
+    if (next && "hang" in next) {
+      // The request reached SES, which takes the message but never answers (the caller times out).
+      accept();
       entry.status = 0;
       return new Promise<Response>((_, reject) => request.signal.addEventListener("abort", () => reject(request.signal.reason)));
     }
@@ -161,18 +166,7 @@ export function fakeSes() {
         { status: next.status, headers: next.errorType ? { "x-amzn-ErrorType": `${next.errorType}:http://internal.amazon.com/` } : {} },
       );
     }
-    const messageId = `ses-${++counter}-${run}`;
-    calls.push({
-      messageId,
-      authorization: request.headers.get("authorization") ?? "",
-      from,
-      to,
-      configurationSet: payload.ConfigurationSetName,
-      tags,
-      raw,
-      mime,
-    });
-    return Response.json({ MessageId: messageId });
+    return Response.json({ MessageId: accept() });
   }
 
   async function handle(request: Request): Promise<Response> {
