@@ -3,8 +3,8 @@
  * runtime SIGKILLed while deliveries are in flight (their queue messages and claims die with it), started
  * again on the same state. Every event must reach the endpoint (none lost); a delivery whose call's outcome
  * died with the runtime may arrive twice (at least once, same webhook-id: docs/webhooks.md), no other;
- * every delivery ends SUCCEEDED by itself. The time is reported: a claim whose invocation died is
- * counted as failed after 5 minutes (the webhook consumer's own lease), then retried.
+ * every delivery ends SUCCEEDED by itself within 3 minutes: a claim whose invocation died is counted as
+ * failed 90 s after it was made (the webhook consumer's own lease), then retried.
  */
 import { rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -94,10 +94,11 @@ describe("faults: webhook deliveries killed mid-way", () => {
     const waited = await timeUntil(async () => endpoint.state.received >= Math.floor(EVENTS / 4), 120_000, 50);
     expect(waited).toBeLessThan(Number.POSITIVE_INFINITY);
     const receivedAtKill = endpoint.state.received;
-    const reachedAtKill = new Set([...endpoint.seen.keys(), ...endpoint.inFlight]);
     await runtime.kill();
     runtime = null;
     await sleep(1_000);
+    // Every call the runtime wrote before it died has reached the endpoint by now (it can send nothing after).
+    const reachedAtKill = new Set([...endpoint.seen.keys(), ...endpoint.inFlight]);
     // Calls whose outcome died with the runtime: the endpoint got them (or was answering), the database does not
     // say SUCCEEDED. At least once: only these may be made again (the webhook-id is the delivery's id).
     const recorded = new Set(
@@ -153,6 +154,7 @@ describe("faults: webhook deliveries killed mid-way", () => {
     expect(failed).toBe(0);
     // At least once (docs/webhooks.md): only a call whose outcome died with the runtime may be made again.
     expect(twice).toBeLessThanOrEqual(outcomeLost);
-    expect(took).toBeLessThan(Number.POSITIVE_INFINITY);
+    // A dead claim is counted after 90 s (docs/webhooks.md), then retried: a final state within 3 minutes.
+    expect(took).toBeLessThan(180_000);
   }, 600_000);
 });
