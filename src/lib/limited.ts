@@ -11,3 +11,16 @@ export async function mapLimited<T, R>(items: readonly T[], limit: number, work:
   await Promise.all(lanes);
   return results;
 }
+
+/** `work`'s outcome, or the error `onTimeout` returns once `ms` pass without one; the timer is cleared either way. */
+export async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

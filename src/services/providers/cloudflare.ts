@@ -1,6 +1,7 @@
 import type { Env } from "../../env";
 import { base64ToBytes } from "../../lib/base64";
 import { readConfig } from "../../lib/config";
+import { withDeadline } from "../../lib/limited";
 import { ProviderError, providerCallTimeoutMs, type EmailProvider, type OutgoingMessage } from "./types";
 
 /**
@@ -23,15 +24,10 @@ export class CloudflareEmailProvider implements EmailProvider {
   async send(message: OutgoingMessage) {
     const { parts } = message;
     let result: EmailSendResult;
-    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       // Bounded like an SES call, so the claim is settled inside its lease; no answer in time is an unknown outcome.
       const timeoutMs = providerCallTimeoutMs(readConfig(this.env).SES_TIMEOUT_MS);
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(ProviderError.unknown(`Cloudflare Email Service gave no answer within ${timeoutMs} ms`)), timeoutMs);
-      });
-      result = await Promise.race([
-        timeout,
+      result = await withDeadline(
         this.binding.send({
           from: parts.fromName ? { email: message.from, name: parts.fromName } : message.from,
           to: parts.toName ? { email: message.to, name: parts.toName } : message.to,
@@ -52,11 +48,11 @@ export class CloudflareEmailProvider implements EmailProvider {
               }
             : {}),
         }),
-      ]);
+        timeoutMs,
+        () => ProviderError.unknown(`Cloudflare Email Service gave no answer within ${timeoutMs} ms`),
+      );
     } catch (err) {
       throw err instanceof ProviderError ? err : classifyEmailServiceError(err);
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
     }
     // Accepted: never retried from here on, even if the answer lacks an id.
     return { providerMessageId: typeof result?.messageId === "string" ? normalizeMessageId(result.messageId) || null : null };

@@ -1,6 +1,7 @@
 import type { Env } from "../../env";
 import { utf8ToBase64 } from "../../lib/base64";
 import { readConfig } from "../../lib/config";
+import { withDeadline } from "../../lib/limited";
 import { sesApi, sesErrorMessage, sesErrorType, SES_NOT_CONFIGURED, type SesApi } from "./ses-client";
 import { ProviderError, providerCallTimeoutMs, type EmailProvider, type OutgoingMessage } from "./types";
 
@@ -49,27 +50,19 @@ export class SesProvider implements EmailProvider {
   }
 
   private async call(signed: Request, controller: AbortController, timeoutMs: number) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
     let response: Response;
     try {
       // Raced as well as aborted: the answer must come well inside the claim
       // lease whether or not the HTTP stack honours the signal.
-      response = await Promise.race([
-        fetch(signed),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            controller.abort();
-            reject(new Error(`no answer within ${timeoutMs} ms`));
-          }, timeoutMs);
-        }),
-      ]);
+      response = await withDeadline(fetch(signed), timeoutMs, () => {
+        controller.abort();
+        return new Error(`no answer within ${timeoutMs} ms`);
+      });
     } catch (err) {
       // No answer: a timeout, or a connection that failed. workerd reports a refused connection and one lost
       // after the request was written alike ("Network connection lost."), so neither may be retried: SES may
       // have the message (docs/reliability.md).
       throw ProviderError.unknown(`SES gave no answer: ${err instanceof Error ? err.message : String(err)}`);
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
     }
     if (response.ok) {
       // SES accepted the message: never retry it, even if the body is odd.
