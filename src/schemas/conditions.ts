@@ -1,7 +1,20 @@
 import * as z from "../lib/zod";
-import { MAX_EVENT_NAME } from "./events";
+import { FIELD_HELP, OPERATOR_VALUES, OPERATORS, parseField, TIME_UNITS, timestampOf, UNIT_MS } from "./condition-grammar";
 
-export { MAX_EVENT_NAME };
+// The grammar (fields, operators, value kinds) is zod-free in condition-grammar.ts, shared with the dashboard.
+export {
+  EMAIL_ACTIVITIES,
+  type EmailActivity,
+  type FieldRef,
+  MAX_EVENT_NAME,
+  type Operator,
+  OPERATORS,
+  parseField,
+  TIME_UNITS,
+  type TimeUnit,
+  timestampOf,
+  UNIT_MS,
+} from "./condition-grammar";
 
 /** Limits that keep a compiled condition under D1's 100 bound parameters (at most 4 per filter). */
 export const MAX_GROUPS = 10;
@@ -11,99 +24,6 @@ export const MAX_DEPTH = 3;
 export const MAX_STRING_VALUE = 1000;
 /** A relative time span may reach back at most ten years. */
 const MAX_SPAN_DAYS = 3650;
-
-export const OPERATORS = [
-  "equals",
-  "notEquals",
-  "contains",
-  "notContains",
-  "greaterThan",
-  "lessThan",
-  "greaterThanOrEqual",
-  "lessThanOrEqual",
-  "exists",
-  "notExists",
-  "within",
-  "olderThan",
-  "triggered",
-  "notTriggered",
-  "triggeredWithin",
-  "triggeredOlderThan",
-] as const;
-export type Operator = (typeof OPERATORS)[number];
-
-export const TIME_UNITS = ["minutes", "hours", "days"] as const;
-export type TimeUnit = (typeof TIME_UNITS)[number];
-export const UNIT_MS: Record<TimeUnit, number> = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 };
-
-export const EMAIL_ACTIVITIES = ["sent", "delivered", "opened", "clicked", "bounced", "complained"] as const;
-export type EmailActivity = (typeof EMAIL_ACTIVITIES)[number];
-
-/** `data.<key>`: letters, digits, `_` and `-`, with `.` for nesting. */
-const DATA_FIELD = /^data\.([A-Za-z0-9_-]{1,64})(\.[A-Za-z0-9_-]{1,64}){0,7}$/;
-
-/** What a filter's `field` names, once parsed. */
-export type FieldRef =
-  | { kind: "email" }
-  | { kind: "subscribed" }
-  | { kind: "timestamp"; column: "createdAt" | "updatedAt" }
-  | { kind: "data"; path: string[] }
-  | { kind: "event"; name: string }
-  | { kind: "activity"; activity: EmailActivity };
-
-export function parseField(field: string): FieldRef | undefined {
-  if (field === "email") return { kind: "email" };
-  if (field === "subscribed") return { kind: "subscribed" };
-  if (field === "createdAt" || field === "updatedAt") return { kind: "timestamp", column: field };
-  if (DATA_FIELD.test(field)) return { kind: "data", path: field.slice(5).split(".") };
-  if (field.startsWith("event.")) {
-    const name = field.slice(6).trim();
-    if (name.length >= 1 && name.length <= MAX_EVENT_NAME && !/[\u0000-\u001f\u007f]/.test(name)) return { kind: "event", name };
-    return undefined;
-  }
-  if (field.startsWith("email.")) {
-    const activity = field.slice(6);
-    if ((EMAIL_ACTIVITIES as readonly string[]).includes(activity)) return { kind: "activity", activity: activity as EmailActivity };
-  }
-  return undefined;
-}
-
-type ValueKind = "none" | "string" | "boolean" | "scalar" | "ordered" | "date" | "span";
-
-/** Which operators each kind of field takes, and what `value` each expects. */
-const OPERATOR_VALUES: Record<FieldRef["kind"], Partial<Record<Operator, ValueKind>>> = {
-  email: { equals: "string", notEquals: "string", contains: "string", notContains: "string", exists: "none", notExists: "none" },
-  subscribed: { equals: "boolean", notEquals: "boolean", exists: "none", notExists: "none" },
-  timestamp: {
-    equals: "date",
-    notEquals: "date",
-    greaterThan: "date",
-    lessThan: "date",
-    greaterThanOrEqual: "date",
-    lessThanOrEqual: "date",
-    exists: "none",
-    notExists: "none",
-    within: "span",
-    olderThan: "span",
-  },
-  data: {
-    equals: "scalar",
-    notEquals: "scalar",
-    contains: "string",
-    notContains: "string",
-    greaterThan: "ordered",
-    lessThan: "ordered",
-    greaterThanOrEqual: "ordered",
-    lessThanOrEqual: "ordered",
-    exists: "none",
-    notExists: "none",
-  },
-  event: { triggered: "none", notTriggered: "none", triggeredWithin: "span", triggeredOlderThan: "span" },
-  activity: { triggered: "none", notTriggered: "none", triggeredWithin: "span", triggeredOlderThan: "span" },
-};
-
-const FIELD_HELP =
-  "email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>";
 
 export const FilterSchema = z
   .object({
@@ -162,14 +82,6 @@ export const FilterSchema = z
         break;
     }
   });
-
-/** A date value as milliseconds since the epoch: an ISO 8601 string or a number of milliseconds. */
-export function timestampOf(value: unknown): number | undefined {
-  if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
-  if (typeof value !== "string" || !/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value)) return undefined;
-  const ms = Date.parse(value);
-  return Number.isFinite(ms) ? ms : undefined;
-}
 
 export type Filter = z.infer<typeof FilterSchema>;
 export interface ConditionGroup {
