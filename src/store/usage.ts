@@ -61,3 +61,12 @@ const FIX_DAILY_SQL = `INSERT INTO project_daily_usage (project_id, day, events,
      OR m.n != coalesce((SELECT emails FROM project_daily_usage WHERE project_id = ?1 AND day = ?2), 0)
   ON CONFLICT (project_id, day) DO UPDATE SET events = excluded.events, emails = excluded.emails
   RETURNING project_id AS projectId, events, emails`;
+
+/** Deletes up to `limit` daily counter rows of days before `beforeDay` (the cron; the quotas read only today's). */
+export function pruneDailyCounters(d1: D1Database, beforeDay: number, limit: number): D1PreparedStatement {
+  return d1.prepare(PRUNE_DAILY_SQL).bind(beforeDay, limit);
+}
+const PRUNE_DAILY_SQL = "DELETE FROM project_daily_usage WHERE rowid IN (SELECT rowid FROM project_daily_usage WHERE day < ?1 LIMIT ?2)";
+
+/** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
+export const FIXED_SQL = { USAGE_PAGE_SQL, FIX_CONTACTS_SQL, FIX_DAILY_SQL, PRUNE_DAILY_SQL };

@@ -669,3 +669,22 @@ export function pruneWebhookHistory(d1: D1Database, before: Date, limit: number)
       .bind(idBefore(new Date(before.getTime() - 86_400_000)), limit),
   ];
 }
+
+/** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
+export const FIXED_SQL = {
+  RECORD_EVENT_SQL,
+  CAMPAIGN_SENT_SQL,
+  EMAIL_EVENTS_SQL,
+  CONTACT_BEFORE_SQL,
+  CONTACT_AFTER_SQL,
+  CONTACTS_WRITTEN_SQL,
+  CONTACT_SNAPSHOT_SQL,
+  EXECUTION_EVENT_SQL,
+  INSERT_ENDPOINT_SQL,
+  UPDATE_ENDPOINT_SQL,
+  ROTATE_SQL,
+  INSERT_DELIVERIES_SQL,
+  CLAIM_SQL,
+  OUTCOMES_SQL,
+  SWEEP_DEAD_SQL,
+};
