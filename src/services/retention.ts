@@ -1,8 +1,7 @@
 import { and, eq, inArray, lt, sql } from "drizzle-orm";
 import { getDb, runBatch, type Database } from "../db/client";
-import { blobChunks, capturedMessages, emailAttachments, emails, projectDailyUsage } from "../db/schema";
+import { capturedMessages, emailAttachments, emails } from "../db/schema";
 import type { Env } from "../env";
-import { chunks, IN_LIST_IDS } from "../lib/chunks";
 import { readConfig } from "../lib/config";
 import { idAtTime } from "../lib/ids";
 import { pruneWebhookDeliveries } from "./webhooks/outbox";
@@ -10,7 +9,9 @@ import { deleteOldEmails, dropOldHtml } from "../store/emails";
 import { pruneEvents } from "../store/events";
 import { utcDayNumber } from "../store/guards";
 import { pruneFinishedExecutions, pruneWorkflowVersions } from "../store/workflows";
-import { countProjects, fixContactsCounter, fixDailyCounters, usagePage, type UsageCounters } from "../store/usage";
+import { countProjects, fixContactsCounter, fixDailyCounters, pruneDailyCounters, usagePage, type UsageCounters } from "../store/usage";
+import { deleteAttachments } from "../store/attachments";
+import { deleteCapturedMessages } from "../store/captured";
 
 /**
  * Retention, run by the cron in bounded batches so one tick never does
@@ -54,13 +55,14 @@ export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT
     })
     .from(emailAttachments)
     .where(inArray(emailAttachments.sendId, sendIds));
-  await runBatch(db, [
-    ...chunks(
+  await runBatch(
+    db,
+    deleteAttachments(
+      db.$client,
+      sendIds,
       attachments.map((a) => a.blobId),
-      IN_LIST_IDS,
-    ).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
-    ...chunks(sendIds, IN_LIST_IDS).map((ids) => db.delete(emailAttachments).where(inArray(emailAttachments.sendId, ids))),
-  ]);
+    ),
+  );
   return sendIds.length;
 }
 
@@ -107,24 +109,13 @@ export async function pruneCapturedMail(db: Database, env: Env, now = new Date()
     .where(lt(capturedMessages.id, cutoff))
     .limit(limit);
   if (rows.length === 0) return 0;
-  await runBatch(db, [
-    ...chunks(
-      rows.map((r) => r.blobId),
-      IN_LIST_IDS,
-    ).map((ids) => db.delete(blobChunks).where(inArray(blobChunks.blobId, ids))),
-    ...chunks(
-      rows.map((r) => r.id),
-      IN_LIST_IDS,
-    ).map((ids) => db.delete(capturedMessages).where(inArray(capturedMessages.id, ids))),
-  ]);
+  await runBatch(db, deleteCapturedMessages(db.$client, rows));
   return rows.length;
 }
 
 /** Daily usage counters of days before yesterday (the quotas read only today's). */
 export async function pruneDailyUsage(db: Database, now = new Date(), limit = USAGE_ROWS_PER_TICK) {
-  const result = await db.run(
-    sql`DELETE FROM ${projectDailyUsage} WHERE rowid IN (SELECT rowid FROM ${projectDailyUsage} WHERE ${projectDailyUsage.day} < ${utcDayNumber(now) - 1} LIMIT ${limit})`,
-  );
+  const result = await pruneDailyCounters(db.$client, utcDayNumber(now) - 1, limit).run();
   return result.meta.changes ?? 0;
 }
 

@@ -1,8 +1,8 @@
 import { asc, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emailAttachments } from "../../db/schema";
-import { newId } from "../../lib/ids";
-import { buildBlobInsert, readBlob } from "../blobs";
+import { readBlob } from "../blobs";
+import { insertAttachments } from "../../store/attachments";
 import { base64DecodedSize } from "../../schemas/attachments";
 
 export interface AttachmentInput {
@@ -18,24 +18,16 @@ export interface StoredAttachment {
   content: string;
 }
 
-/** Queries that store a send's attachments once, shared by all its recipients. */
+/** Statements that store a send's attachments once, shared by all its recipients (for the send's batch). */
 export function buildAttachmentInserts(db: Database, sendId: string, attachments: AttachmentInput[]) {
-  return attachments.flatMap((attachment, position) => {
-    const content = attachment.content.replace(/\s+/g, "");
-    const blob = buildBlobInsert(db, content);
-    return [
-      db.insert(emailAttachments).values({
-        id: newId(),
-        sendId,
-        position,
-        filename: attachment.filename,
-        contentType: attachment.contentType.toLowerCase(),
-        size: base64DecodedSize(content) ?? 0,
-        blobId: blob.blobId,
-      }),
-      ...blob.queries,
-    ];
-  });
+  return insertAttachments(
+    db.$client,
+    sendId,
+    attachments.map((attachment) => {
+      const content = attachment.content.replace(/\s+/g, "");
+      return { filename: attachment.filename, contentType: attachment.contentType.toLowerCase(), content, size: base64DecodedSize(content) ?? 0 };
+    }),
+  );
 }
 
 export async function loadAttachments(db: Database, sendId: string): Promise<StoredAttachment[]> {
