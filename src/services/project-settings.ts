@@ -4,6 +4,7 @@ import { projects, templates, type Template } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { CONFIRM_URL_VARIABLE, type ProjectSettingsView, type UpdateProjectSettingsRequest } from "../schemas/project";
 import { findSendingDomain } from "./domains";
+import { setProjectSettings } from "../store/projects";
 
 /** GET/PATCH /project: the settings a project's owner changes through the API. */
 
@@ -59,12 +60,12 @@ export async function updateProjectSettings(db: Database, projectId: string, inp
     const problem = await confirmationTemplateProblem(db, projectId, template);
     if (problem) throw invalid(problem);
   }
-  const set: Partial<typeof projects.$inferInsert> = {};
+  const set: Parameters<typeof setProjectSettings>[2] = {};
   if (input.trackingEnabled !== undefined) set.trackingEnabled = input.trackingEnabled;
   if (input.doubleOptIn !== undefined) set.doubleOptIn = input.doubleOptIn;
   if (input.doubleOptInTemplateId !== undefined) set.doubleOptInTemplateId = input.doubleOptInTemplateId;
   if (Object.keys(set).length === 0) return current;
   set.updatedAt = new Date();
-  const [row] = await db.update(projects).set(set).where(eq(projects.id, projectId)).returning(columns);
+  const [row] = await setProjectSettings(db.$client, projectId, set).returning(columns);
   return view(row);
 }

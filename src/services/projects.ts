@@ -1,7 +1,8 @@
-import { and, eq, inArray, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { apiKeys, projectReputation, projects, workflowExecutions, workflows } from "../db/schema";
 import { newId } from "../lib/ids";
+import { insertApiKeys, insertProject, revokeApiKeys, setProjectDisabled, setProjectSettings } from "../store/projects";
+import { operatorResume } from "../store/reputation";
+import { cancelProjectExecutions } from "../store/workflows";
 import { generateApiKey, type GeneratedKey } from "./api-keys";
 
 /**
@@ -28,10 +29,7 @@ export async function buildProjectCreation(db: Database, name: string) {
     project: { id, name },
     secretKey: secret.key,
     publicKey: pub.key,
-    queries: [
-      db.insert(projects).values({ id, name, createdAt: now, updatedAt: now }),
-      db.insert(apiKeys).values([keyRow(id, secret, now), keyRow(id, pub, now)]),
-    ] as const,
+    queries: [insertProject(db.$client, { id, name, now }), insertApiKeys(db.$client, [keyRow(id, secret, now), keyRow(id, pub, now)])] as const,
   };
 }
 
@@ -43,41 +41,25 @@ export async function buildKeyRotation(db: Database, projectId: string) {
   return {
     secretKey: secret.key,
     publicKey: pub.key,
-    queries: [
-      db
-        .update(apiKeys)
-        .set({ revokedAt: now })
-        .where(and(eq(apiKeys.projectId, projectId), isNull(apiKeys.revokedAt))),
-      db.insert(apiKeys).values([keyRow(projectId, secret, now), keyRow(projectId, pub, now)]),
-    ] as const,
+    queries: [revokeApiKeys(db.$client, projectId, now), insertApiKeys(db.$client, [keyRow(projectId, secret, now), keyRow(projectId, pub, now)])] as const,
   };
 }
 
 export function buildSetProjectDisabled(db: Database, projectId: string, disabled: boolean) {
-  return db.update(projects).set({ disabled, updatedAt: new Date() }).where(eq(projects.id, projectId));
+  return setProjectDisabled(db.$client, projectId, disabled);
 }
 
 /**
  * With disabling: the project's running and waiting workflow executions
- * become CANCELLED (by workflow, on the workflow/status index). Their
- * instances stop at their next step, which checks the execution first.
+ * become CANCELLED; their instances stop at their next step.
  */
 export function buildCancelProjectExecutions(db: Database, projectId: string) {
-  const now = new Date();
-  return db
-    .update(workflowExecutions)
-    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: "The project is disabled", updatedAt: now })
-    .where(
-      and(
-        inArray(workflowExecutions.workflowId, db.select({ id: workflows.id }).from(workflows).where(eq(workflows.projectId, projectId))),
-        inArray(workflowExecutions.status, ["RUNNING", "WAITING"]),
-      ),
-    );
+  return cancelProjectExecutions(db.$client, projectId);
 }
 
 /** Open and click tracking on or off for a project (on by default). */
 export function buildSetProjectTracking(db: Database, projectId: string, enabled: boolean) {
-  return db.update(projects).set({ trackingEnabled: enabled, updatedAt: new Date() }).where(eq(projects.id, projectId));
+  return setProjectSettings(db.$client, projectId, { trackingEnabled: enabled, updatedAt: new Date() });
 }
 
 /** Creates a project with one secret and one public key; the keys are returned once and stored only as hashes. */
@@ -94,8 +76,5 @@ export async function createProject(db: Database, name: string) {
  * owner's POST /project/sending/resume.
  */
 export function buildResumeSending(db: Database, projectId: string) {
-  return [
-    db.update(projects).set({ sendingPausedAt: null, sendingPausedReason: null, updatedAt: new Date() }).where(eq(projects.id, projectId)),
-    db.delete(projectReputation).where(eq(projectReputation.projectId, projectId)),
-  ] as const;
+  return operatorResume(db.$client, projectId);
 }

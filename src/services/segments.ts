@@ -9,6 +9,7 @@ import { compileCondition, ConditionSchema, type Condition } from "./conditions"
 import type { CreateSegmentRequest, SegmentView, UpdateSegmentRequest } from "../schemas/segments";
 import { toContactView } from "./contacts";
 import { countGuard, runGuarded } from "../store/guards";
+import { deleteSegment as deleteSegmentRow, insertSegment, type SegmentChange, updateSegment as updateSegmentRow } from "../store/segments";
 
 /** A stored condition was validated on write; parsing again only fills defaults of older rows. */
 export const storedCondition = (raw: unknown): Condition => ConditionSchema.parse(raw);
@@ -52,10 +53,15 @@ export async function viewOf(db: Database, segment: Segment): Promise<SegmentVie
 /** Within QUOTA_SEGMENTS (checked in the insert's batch). */
 export async function createSegment(db: Database, env: ConfigInput, projectId: string, input: CreateSegmentRequest): Promise<Segment> {
   const now = new Date();
-  const insert = db
-    .insert(segments)
-    .values({ id: newId(), projectId, name: input.name, description: input.description ?? null, condition: input.condition, createdAt: now, updatedAt: now })
-    .returning();
+  const insert = insertSegment(db.$client, {
+    id: newId(),
+    projectId,
+    name: input.name,
+    description: input.description ?? null,
+    condition: input.condition,
+    createdAt: now,
+    updatedAt: now,
+  });
   const [, rows] = await runGuarded(env, () => runStatements(db, [countGuard(db.$client, env, "QUOTA_SEGMENTS", projectId), insert]));
   return fromRow(segments, rows[0]);
 }
@@ -67,17 +73,13 @@ export async function getSegment(db: Database, projectId: string, id: string): P
 }
 
 export async function updateSegment(db: Database, projectId: string, id: string, input: UpdateSegmentRequest): Promise<Segment> {
-  const set: Partial<typeof segments.$inferInsert> = {};
+  const set: SegmentChange = {};
   if (input.name !== undefined) set.name = input.name;
   if (input.description !== undefined) set.description = input.description;
   if (input.condition !== undefined) set.condition = input.condition;
   if (Object.keys(set).length === 0) return getSegment(db, projectId, id);
   set.updatedAt = new Date();
-  const [segment] = await db
-    .update(segments)
-    .set(set)
-    .where(and(eq(segments.id, id), eq(segments.projectId, projectId)))
-    .returning();
+  const [segment] = await updateSegmentRow(db.$client, projectId, id, set);
   if (!segment) throw ApiError.notFound("Segment");
   return segment;
 }
@@ -96,7 +98,7 @@ export async function deleteSegment(db: Database, projectId: string, id: string)
       "Point the campaign at another audience, or delete it, before deleting the segment.",
     );
   }
-  await db.delete(segments).where(and(eq(segments.id, id), eq(segments.projectId, projectId)));
+  await deleteSegmentRow(db.$client, projectId, id);
 }
 
 export async function listSegments(db: Database, projectId: string, page: { limit: number; cursor?: string }) {

@@ -1,8 +1,8 @@
 import type { Database } from "../db/client";
 import { suppressionsOf } from "../store/guards";
-import { suppressions } from "../db/schema";
+import { insertSuppression, type SuppressionReason } from "../store/suppressions";
 
-export type SuppressionReason = "BOUNCE" | "COMPLAINT";
+export type { SuppressionReason };
 
 /**
  * Which of `emails` are suppressed in the project (permanent bounce or
@@ -16,8 +16,5 @@ export async function findSuppressed(db: Database, projectId: string, emails: st
 
 /** Adds an address to the project's suppression list; the first reason recorded is kept. */
 export function buildSuppression(db: Database, projectId: string, email: string, reason: SuppressionReason, detail?: string | null) {
-  return db
-    .insert(suppressions)
-    .values({ projectId, email: email.trim().toLowerCase(), reason, detail: detail ?? null, createdAt: new Date() })
-    .onConflictDoNothing({ target: [suppressions.projectId, suppressions.email] });
+  return insertSuppression(db.$client, projectId, email, reason, detail ?? null);
 }

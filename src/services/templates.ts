@@ -1,6 +1,6 @@
-import { and, eq, not, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { fromRow, type Database } from "../db/client";
-import { projects, templates, type Template } from "../db/schema";
+import { templates, type Template } from "../db/schema";
 import type { ConfigInput } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -8,6 +8,7 @@ import { assertTemplateSyntax } from "./send/render";
 import { listNewestFirst } from "../lib/pagination";
 import type { CreateTemplateRequest, TemplateView, UpdateTemplateRequest } from "../schemas/templates";
 import { writeWithinQuotas } from "./quotas";
+import { deleteTemplateUnlessConfirmation, insertTemplate, type TemplateChange, updateTemplate as updateTemplateRow } from "../store/templates";
 
 export type TemplateType = Template["type"];
 
@@ -36,22 +37,19 @@ async function assertRenderable(input: { subject?: string; body?: string }) {
 export async function createTemplate(db: Database, env: ConfigInput, projectId: string, input: CreateTemplateRequest): Promise<Template> {
   await assertRenderable(input);
   const now = new Date();
-  const insert = db
-    .insert(templates)
-    .values({
-      id: newId(),
-      projectId,
-      name: input.name,
-      subject: input.subject,
-      body: input.body,
-      type: input.type,
-      from: input.from ?? null,
-      fromName: input.fromName ?? null,
-      replyTo: input.replyTo ?? null,
-      createdAt: now,
-      updatedAt: now,
-    })
-    .returning();
+  const insert = insertTemplate(db.$client, {
+    id: newId(),
+    projectId,
+    name: input.name,
+    subject: input.subject,
+    body: input.body,
+    type: input.type,
+    from: input.from ?? null,
+    fromName: input.fromName ?? null,
+    replyTo: input.replyTo ?? null,
+    createdAt: now,
+    updatedAt: now,
+  });
   const [rows] = await writeWithinQuotas(db, env, projectId, [insert], { quota: "QUOTA_TEMPLATES" });
   return fromRow(templates, rows[0]);
 }
@@ -67,7 +65,7 @@ export async function getTemplate(db: Database, projectId: string, id: string): 
 /** Applies only the fields given; an empty update returns the template unchanged. */
 export async function updateTemplate(db: Database, env: ConfigInput, projectId: string, id: string, input: UpdateTemplateRequest): Promise<Template> {
   await assertRenderable(input);
-  const set: Partial<typeof templates.$inferInsert> = {};
+  const set: TemplateChange = {};
   if (input.name !== undefined) set.name = input.name;
   if (input.subject !== undefined) set.subject = input.subject;
   if (input.body !== undefined) set.body = input.body;
@@ -77,11 +75,7 @@ export async function updateTemplate(db: Database, env: ConfigInput, projectId: 
   if (input.replyTo !== undefined) set.replyTo = input.replyTo;
   if (Object.keys(set).length === 0) return getTemplate(db, projectId, id);
   set.updatedAt = new Date();
-  const update = db
-    .update(templates)
-    .set(set)
-    .where(and(eq(templates.id, id), eq(templates.projectId, projectId)))
-    .returning();
+  const update = updateTemplateRow(db.$client, projectId, id, set);
   const [rows] = await writeWithinQuotas(db, env, projectId, [update]);
   if (!rows[0]) throw ApiError.notFound("Template");
   return fromRow(templates, rows[0]);
@@ -89,11 +83,7 @@ export async function updateTemplate(db: Database, env: ConfigInput, projectId: 
 
 /** Deletes the template, unless it is the project's double opt-in confirmation while that is on (400 INVALID_STATE). */
 export async function deleteTemplate(db: Database, projectId: string, id: string): Promise<void> {
-  const inUse = sql`EXISTS (SELECT 1 FROM ${projects} WHERE ${projects.id} = ${projectId} AND ${projects.doubleOptIn} = 1 AND ${projects.doubleOptInTemplateId} = ${id})`;
-  const deleted = await db
-    .delete(templates)
-    .where(and(eq(templates.id, id), eq(templates.projectId, projectId), not(inUse)))
-    .returning({ id: templates.id });
+  const deleted = await deleteTemplateUnlessConfirmation(db.$client, projectId, id);
   if (deleted.length > 0) return;
   await getTemplate(db, projectId, id);
   throw ApiError.invalidState(

@@ -1,3 +1,7 @@
+import { eq } from "drizzle-orm";
+import { getDb } from "../db/client";
+import { projectReputation, projects } from "../db/schema";
+
 /**
  * The reputation breaker's SQL (project_reputation and the projects' sending
  * pause). The counters themselves are written by triggers on emails
@@ -76,6 +80,19 @@ const CLEAR_AFTER_OWNER_RESUME_SQL = `DELETE FROM project_reputation
 
 export function ownerResume(d1: D1Database, projectId: string, now: number, notResumedSince: number): D1PreparedStatement[] {
   return [d1.prepare(OWNER_RESUME_SQL).bind(projectId, now, notResumedSince), d1.prepare(CLEAR_AFTER_OWNER_RESUME_SQL).bind(projectId, now)];
+}
+
+/**
+ * The operator's resume (`npm run project -- resume <id>`), not limited:
+ * sending works again with a fresh window (the counters are cleared).
+ * Statements for one batch, built by drizzle so the CLI can render them.
+ */
+export function operatorResume(d1: D1Database, projectId: string, now = new Date()) {
+  const db = getDb(d1);
+  return [
+    db.update(projects).set({ sendingPausedAt: null, sendingPausedReason: null, updatedAt: now }).where(eq(projects.id, projectId)),
+    db.delete(projectReputation).where(eq(projectReputation.projectId, projectId)),
+  ] as const;
 }
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */

@@ -1,3 +1,7 @@
+import { and, eq, inArray } from "drizzle-orm";
+import { getDb } from "../db/client";
+import { workflowExecutions, workflows } from "../db/schema";
+
 /**
  * Retention of the workflow tables, as bounded statements for the cron:
  * versions no execution can read again, and finished executions.
@@ -59,6 +63,24 @@ const QUEUE_CONFIRMED_CREATED_SQL = `INSERT INTO workflow_trigger_outbox (projec
   WHERE EXISTS (SELECT 1 FROM contacts WHERE id = ?2 AND project_id = ?1 AND subscribed = 0)
     AND NOT EXISTS (SELECT 1 FROM events WHERE contact_id = ?2 AND name = 'contact.subscribed' AND email_id = ?3)
     AND EXISTS (SELECT 1 FROM workflows WHERE project_id = ?1 AND enabled = 1 AND deleted_at IS NULL AND trigger_type = 'CONTACT_CREATED')`;
+
+/**
+ * With disabling a project: its running and waiting executions become
+ * CANCELLED (by workflow, on the workflow/status index). Their instances stop
+ * at their next step, which checks the execution first.
+ */
+export function cancelProjectExecutions(d1: D1Database, projectId: string, now = new Date()) {
+  const db = getDb(d1);
+  return db
+    .update(workflowExecutions)
+    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: "The project is disabled", updatedAt: now })
+    .where(
+      and(
+        inArray(workflowExecutions.workflowId, db.select({ id: workflows.id }).from(workflows).where(eq(workflows.projectId, projectId))),
+        inArray(workflowExecutions.status, ["RUNNING", "WAITING"]),
+      ),
+    );
+}
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
 export const FIXED_SQL = { PRUNE_VERSIONS_SQL, PRUNE_EXECUTIONS_SQL, DROP_CONTACT_CREATED_SQL, QUEUE_CONFIRMED_CREATED_SQL };
