@@ -4,7 +4,7 @@
 //
 // Run by `npm install` (postinstall, with --optional), by wrangler before `dev` and
 // `deploy` ([build] in wrangler.toml) and by vitest.config.ts. The output is
-// git-ignored. A build whose sources (dashboard/ and the lock file) are unchanged
+// git-ignored. A build whose sources (dashboard/, DASHBOARD_SHARED and the lock file) are unchanged
 // is skipped, so wrangler's rebuilds on every change of src/ stay instant.
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -14,6 +14,11 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const source = join(root, "dashboard");
 export const DASHBOARD_OUT = join(root, "public", "app");
+/**
+ * The Worker's modules the dashboard imports (zod-free, dependency-free): the template `??` default and the
+ * condition grammar. Nothing else of src/ may be imported (test/scripts/dashboard-imports.test.ts).
+ */
+export const DASHBOARD_SHARED = ["src/lib/template-defaults.ts", "src/schemas/condition-grammar.ts"];
 const stampFile = join(DASHBOARD_OUT, ".source-hash");
 
 function files(dir) {
@@ -24,10 +29,10 @@ function files(dir) {
   });
 }
 
-/** A hash of everything the build reads: the dashboard's files and the pinned dependency versions. */
+/** A hash of everything the build reads: the dashboard's files, the shared modules and the pinned dependency versions. */
 function sourceHash() {
   const hash = createHash("sha256");
-  for (const file of [...files(source), join(root, "package-lock.json")].sort()) {
+  for (const file of [...files(source), ...DASHBOARD_SHARED.map((f) => join(root, f)), join(root, "package-lock.json")].sort()) {
     hash.update(relative(root, file));
     hash.update(readFileSync(file));
   }

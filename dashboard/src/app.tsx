@@ -9,7 +9,7 @@ import { EventList } from "./pages/events";
 import { SegmentList, SegmentPage } from "./pages/segments";
 import { SignIn } from "./pages/signin";
 import { TemplateList, TemplatePage } from "./pages/templates";
-import { WebhookList } from "./pages/webhooks";
+import { WebhookList, WebhookPage } from "./pages/webhooks";
 import { WorkflowList, WorkflowPage } from "./pages/workflows";
 import type { JSX } from "preact";
 
@@ -32,6 +32,7 @@ const ROUTES: [string, (p: Record<string, string>) => JSX.Element][] = [
   ["/domains/:id", (p) => <DomainPage key={p.id} id={p.id} />],
   ["/events", () => <EventList />],
   ["/webhooks", () => <WebhookList />],
+  ["/webhooks/:id", (p) => <WebhookPage key={p.id} id={p.id} />],
 ];
 
 function Route(props: { path: string }) {

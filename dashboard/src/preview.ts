@@ -1,27 +1,20 @@
 /**
  * Live previews: a template's or campaign's subject and HTML rendered in the
  * browser with sample data, the way the API renders mail (src/services/send/render.ts):
- * Liquid with HTML-escaped output, `{{name ?? fallback}}` as Liquid's default filter,
+ * Liquid with HTML-escaped output and the server's per-call limits, `{{name ?? fallback}}` rewritten
+ * by the server's own translateDefaults (src/lib/template-defaults.ts),
  * data keys at the top level and under `data`, plus `email` and `unsubscribeUrl`.
  * liquidjs is loaded on the first preview, not with the app.
  */
 import type { Liquid } from "liquidjs";
+import { translateDefaults } from "../../src/lib/template-defaults";
 
 let engines: Promise<{ html: Liquid; text: Liquid }> | undefined;
 const load = () =>
   (engines ??= import("liquidjs").then(({ Liquid }) => {
-    const options = { strictVariables: false, strictFilters: true, parseLimit: 1_000_000, renderLimit: 2_000, memoryLimit: 10_000_000 };
+    const options = { strictVariables: false, strictFilters: true, parseLimit: 1_000_000, renderLimit: 5_000, memoryLimit: 10_000_000 };
     return { html: new Liquid({ ...options, outputEscape: "escape" }), text: new Liquid(options) };
   }));
-
-/** `{{ name ?? fallback }}` -> `{{ name | default: "fallback" }}`, as the server translates it. */
-function translateDefaults(template: string): string {
-  return template.replace(/\{\{\s*([A-Za-z_][\w.-]*)\s*\?\?\s*(.*?)\s*\}\}/g, (_all, name: string, fallback: string) => {
-    const unquoted = /^(["']).*\1$/.test(fallback) ? fallback.slice(1, -1) : fallback;
-    const quote = unquoted.includes('"') ? "'" : '"';
-    return `{{ ${name} | default: ${quote}${unquoted.replace(new RegExp(quote, "g"), "")}${quote} }}`;
-  });
-}
 
 export const SAMPLE_DATA = '{\n  "firstName": "Ada",\n  "plan": "pro"\n}';
 

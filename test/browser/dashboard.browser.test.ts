@@ -226,6 +226,12 @@ describe("the dashboard in headless Chromium", () => {
     await page.getByRole("link", { name: "New segment" }).click();
     await page.getByLabel("Name", { exact: true }).fill("Pro plan");
     await page.getByLabel("Data key").fill("plan");
+    // The builder offers the server's operators for a data key (schemas/condition-grammar.ts), the inclusive comparisons among them.
+    const operators = await page
+      .getByLabel("Operator")
+      .locator("option")
+      .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
+    expect(operators).toEqual(expect.arrayContaining(["greaterThan", "greaterThanOrEqual", "lessThan", "lessThanOrEqual", "exists"]));
     await page.getByLabel("Operator").selectOption("equals");
     await page.getByLabel("Value").fill("pro");
     await page.getByRole("button", { name: "Create and count" }).click();
@@ -315,6 +321,8 @@ describe("the dashboard in headless Chromium", () => {
       ],
     });
     expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
+    const webhook = await api("POST", "/webhooks", { url: "http://127.0.0.1:9/axe" });
+    expect(webhook.status, JSON.stringify(webhook.body)).toBe(201);
     const pages = [
       "/campaigns",
       "/campaigns/new",
@@ -334,6 +342,7 @@ describe("the dashboard in headless Chromium", () => {
       "/domains",
       `/domains/${domain.id}`,
       "/webhooks",
+      `/webhooks/${webhook.body.id}`,
     ];
     await page.goto(`${server.url}/app/`);
     await axeCheck(page, axeSource, "sign-in");
@@ -350,7 +359,7 @@ describe("the dashboard in headless Chromium", () => {
     await context.close();
   }, 120_000);
 
-  it("lists the project's webhook endpoints with the events they receive", async () => {
+  it("lists the project's webhook endpoints with the events they receive, and an endpoint's delivery log", async () => {
     const created = await api("POST", "/webhooks", { url: "http://127.0.0.1:9/hook", events: ["email.bounced"] });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const { context, page, problems } = await open();
@@ -359,6 +368,17 @@ describe("the dashboard in headless Chromium", () => {
     await expect.poll(() => page.locator("main").textContent()).toContain("http://127.0.0.1:9/hook");
     expect(await page.locator("main").textContent()).toContain("email.bounced");
     expect(await page.locator("main").textContent()).not.toContain(created.body.secret);
+    expect(await page.locator("main").textContent()).not.toContain("not part of this server's API");
+
+    // The delivery log (GET /webhooks/{id}/deliveries): a test event sent from the page shows as a delivery.
+    await page.getByRole("link", { name: "http://127.0.0.1:9/hook" }).click();
+    await page.waitForURL(`**/app/webhooks/${created.body.id}`);
+    await page.getByRole("button", { name: "Send test event" }).click();
+    await expect.poll(() => page.getByRole("status").textContent()).toContain("Test event queued");
+    await expect.poll(() => page.locator("table").last().textContent()).toContain("webhook.test");
+    await shot(page, "webhook-deliveries");
+    await page.getByLabel("Status").selectOption("SUCCEEDED");
+    await expect.poll(() => page.locator("main").textContent()).toContain("No deliveries.");
     expect(problems).toEqual([]);
     await context.close();
   });

@@ -15,6 +15,8 @@ export type Workflow = Schemas["Workflow"];
 export type WorkflowStep = Schemas["WorkflowStep"];
 export type WorkflowExecution = Schemas["WorkflowExecution"];
 export type CampaignStats = Schemas["CampaignStats"];
+export type Webhook = Schemas["Webhook"];
+export type WebhookDelivery = Schemas["WebhookDelivery"];
 
 const KEY_ITEM = "edge-mail.secret-key";
 
@@ -76,18 +78,4 @@ export async function call<T>(request: Promise<{ data?: T; error?: unknown; resp
   const { data, error, response } = await request;
   if (error !== undefined || !response.ok) throw failure(response.status, error);
   return data as T;
-}
-
-/**
- * A request outside the typed paths (an endpoint this server may not have, such as
- * GET /webhooks), through the same key. Resolves null on 404.
- */
-export async function untyped<T>(path: string): Promise<T | null> {
-  const key = session.key();
-  const response = await fetch(path, { headers: key ? { Authorization: `Bearer ${key}` } : {} });
-  if (response.status === 404) return null;
-  const body = await response.json().catch(() => null);
-  if (response.status === 401) onUnauthorized();
-  if (!response.ok) throw failure(response.status, body);
-  return body as T;
 }

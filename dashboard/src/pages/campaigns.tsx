@@ -1,17 +1,19 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, type Campaign, type CampaignStats, type Condition, call, type Email } from "../api/client";
-import { CampaignChart, campaignSeries } from "../chart";
-import { ConditionBuilder, emptyCondition } from "../conditions";
-import { Link, navigate } from "../router";
-import { ConfirmButton, Field, Loading, Messages, More, Page, Status, useAction, useLoad, usePaged, when } from "../ui";
+import { useList } from "../api/lists";
+import { ConfirmButton } from "../components/buttons";
+import { CampaignChart, campaignSeries } from "../components/chart";
+import { ConditionBuilder, emptyCondition } from "../components/conditions";
+import { DataTable } from "../components/data-table";
+import { Field, Loading, Messages, Page, Status } from "../components/page";
+import { PreviewPane } from "../components/preview-pane";
+import { when } from "../format";
+import { useAction, useLoad } from "../hooks";
 import { SAMPLE_DATA } from "../preview";
-import { PreviewPane } from "./preview-pane";
+import { Link, navigate } from "../router";
 
 export function CampaignList() {
-  const list = usePaged(async (cursor) => {
-    const page = await call(api.GET("/campaigns", { params: { query: { limit: 50, cursor } } }));
-    return { items: page.campaigns, next: page.hasMore ? page.nextCursor : null, total: page.total };
-  }, []);
+  const list = useList("/campaigns");
   return (
     <Page
       title="Campaigns"
@@ -21,35 +23,16 @@ export function CampaignList() {
         </Link>
       }
     >
-      <Loading state={list} />
-      {!list.loading && list.items.length === 0 && <p>No campaigns yet.</p>}
-      {list.items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col">Audience</th>
-              <th scope="col">Sent or scheduled</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((c) => (
-              <tr>
-                <td>
-                  <Link href={`/campaigns/${c.id}`}>{c.name}</Link>
-                </td>
-                <td>
-                  <Status value={c.status} />
-                </td>
-                <td>{c.audienceType}</td>
-                <td>{when(c.sentAt ?? c.scheduledAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+      <DataTable
+        list={list}
+        empty="No campaigns yet."
+        columns={[
+          { header: "Name", cell: (c) => <Link href={`/campaigns/${c.id}`}>{c.name}</Link> },
+          { header: "Status", cell: (c) => <Status value={c.status} /> },
+          { header: "Audience", cell: (c) => c.audienceType },
+          { header: "Sent or scheduled", cell: (c) => when(c.sentAt ?? c.scheduledAt) },
+        ]}
+      />
     </Page>
   );
 }

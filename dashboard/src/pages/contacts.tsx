@@ -1,18 +1,17 @@
 import { useState } from "preact/hooks";
 import { api, call } from "../api/client";
+import { useList } from "../api/lists";
+import { ConfirmButton } from "../components/buttons";
+import { DataTable } from "../components/data-table";
+import { Field, Loading, Messages, Page } from "../components/page";
+import { when } from "../format";
+import { useAction, useLoad } from "../hooks";
 import { Link, navigate } from "../router";
-import { ConfirmButton, Field, Loading, Messages, More, Page, useAction, useLoad, usePaged, when } from "../ui";
 
 export function ContactList() {
   const [search, setSearch] = useState(() => new URLSearchParams(location.search).get("search") ?? "");
   const [query, setQuery] = useState(search);
-  const list = usePaged(
-    async (cursor) => {
-      const page = await call(api.GET("/contacts", { params: { query: { limit: 50, cursor, search: query || undefined } } }));
-      return { items: page.contacts, next: page.hasMore ? page.cursor : null, total: page.total };
-    },
-    [query],
-  );
+  const list = useList("/contacts", { query: { search: query || undefined } });
   return (
     <Page title="Contacts">
       <search>
@@ -27,31 +26,16 @@ export function ContactList() {
           <button type="submit">Search</button>
         </form>
       </search>
-      <Loading state={list} />
       {list.total !== undefined && <p>{list.total} contacts</p>}
-      {list.items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Subscribed</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((c) => (
-              <tr>
-                <td>
-                  <Link href={`/contacts/${c.id}`}>{c.email}</Link>
-                </td>
-                <td>{c.subscribed ? "yes" : "no"}</td>
-                <td>{when(c.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+      <DataTable
+        list={list}
+        empty="No contacts."
+        columns={[
+          { header: "Email", cell: (c) => <Link href={`/contacts/${c.id}`}>{c.email}</Link> },
+          { header: "Subscribed", cell: (c) => (c.subscribed ? "yes" : "no") },
+          { header: "Created", cell: (c) => when(c.createdAt) },
+        ]}
+      />
     </Page>
   );
 }

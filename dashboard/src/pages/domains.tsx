@@ -1,15 +1,17 @@
 import { useState } from "preact/hooks";
 import { api, call, type Domain } from "../api/client";
+import { useList } from "../api/lists";
+import { ConfirmButton, CopyButton } from "../components/buttons";
+import { DataTable } from "../components/data-table";
+import { Field, Loading, Messages, Page, Status } from "../components/page";
+import { when } from "../format";
+import { useAction, useLoad } from "../hooks";
 import { Link, navigate } from "../router";
-import { ConfirmButton, CopyButton, Field, Loading, Messages, More, Page, Status, useAction, useLoad, usePaged, when } from "../ui";
 
 export function DomainList() {
   const [name, setName] = useState("");
   const action = useAction();
-  const list = usePaged(async (cursor) => {
-    const page = (await call(api.GET("/domains", { params: { query: { limit: 50, cursor } } }))).data;
-    return { items: page.items, next: page.nextCursor, total: page.total };
-  }, []);
+  const list = useList("/domains");
   return (
     <Page title="Domains">
       <form
@@ -30,32 +32,15 @@ export function DomainList() {
         </button>
       </form>
       <Messages error={action.error} />
-      <Loading state={list} />
-      {list.items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Domain</th>
-              <th scope="col">Status</th>
-              <th scope="col">Last checked</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((d) => (
-              <tr>
-                <td>
-                  <Link href={`/domains/${d.id}`}>{d.domain}</Link>
-                </td>
-                <td>
-                  <Status value={d.status} />
-                </td>
-                <td>{when(d.lastCheckedAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+      <DataTable
+        list={list}
+        empty="No domains yet."
+        columns={[
+          { header: "Domain", cell: (d) => <Link href={`/domains/${d.id}`}>{d.domain}</Link> },
+          { header: "Status", cell: (d) => <Status value={d.status} /> },
+          { header: "Last checked", cell: (d) => when(d.lastCheckedAt) },
+        ]}
+      />
     </Page>
   );
 }

@@ -1,22 +1,20 @@
 import { useState } from "preact/hooks";
 import { api, call, type Email } from "../api/client";
+import { useList } from "../api/lists";
+import { DataTable } from "../components/data-table";
+import { Field, Loading, Page, Status } from "../components/page";
+import { MailFrame } from "../components/preview-pane";
+import { when } from "../format";
+import { useLoad } from "../hooks";
 import { renderPreview } from "../preview";
 import { Link } from "../router";
-import { Field, Loading, MailFrame, More, Page, Status, useLoad, usePaged, when } from "../ui";
 
 const STATUSES = ["QUEUED", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED"] as const;
 
 export function EmailList() {
-  const params = new URLSearchParams(location.search);
-  const campaignId = params.get("campaignId") ?? undefined;
+  const campaignId = new URLSearchParams(location.search).get("campaignId") ?? undefined;
   const [status, setStatus] = useState<Email["status"] | "">("");
-  const list = usePaged(
-    async (cursor) => {
-      const page = (await call(api.GET("/emails", { params: { query: { limit: 50, cursor, campaignId, status: status || undefined } } }))).data;
-      return { items: page.items, next: page.nextCursor, total: page.total };
-    },
-    [status, campaignId],
-  );
+  const list = useList("/emails", { query: { campaignId, status: status || undefined } });
   return (
     <Page title="Emails">
       {campaignId && <p>Emails of one campaign.</p>}
@@ -30,35 +28,16 @@ export function EmailList() {
           </select>
         )}
       </Field>
-      <Loading state={list} />
-      {!list.loading && list.items.length === 0 && <p>No emails.</p>}
-      {list.items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">To</th>
-              <th scope="col">Subject</th>
-              <th scope="col">Status</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((e) => (
-              <tr>
-                <td>{e.to}</td>
-                <td>
-                  <Link href={`/emails/${e.id}`}>{e.subject}</Link>
-                </td>
-                <td>
-                  <Status value={e.status} />
-                </td>
-                <td>{when(e.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+      <DataTable
+        list={list}
+        empty="No emails."
+        columns={[
+          { header: "To", cell: (e) => e.to },
+          { header: "Subject", cell: (e) => <Link href={`/emails/${e.id}`}>{e.subject}</Link> },
+          { header: "Status", cell: (e) => <Status value={e.status} /> },
+          { header: "Created", cell: (e) => when(e.createdAt) },
+        ]}
+      />
     </Page>
   );
 }

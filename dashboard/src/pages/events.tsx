@@ -1,18 +1,16 @@
 import { useState } from "preact/hooks";
 import { api, call } from "../api/client";
+import { useList } from "../api/lists";
+import { DataTable } from "../components/data-table";
+import { Field, Page } from "../components/page";
+import { when } from "../format";
+import { useLoad } from "../hooks";
 import { Link } from "../router";
-import { Field, Loading, More, Page, useLoad, usePaged, when } from "../ui";
 
 export function EventList() {
   const [name, setName] = useState("");
   const names = useLoad(async () => (await call(api.GET("/events/names"))).data, []);
-  const list = usePaged(
-    async (cursor) => {
-      const page = (await call(api.GET("/events", { params: { query: { limit: 50, cursor, name: name || undefined } } }))).data;
-      return { items: page.items, next: page.nextCursor, total: page.total };
-    },
-    [name],
-  );
+  const list = useList("/events", { query: { name: name || undefined } });
   return (
     <Page title="Events">
       <Field label="Event name">
@@ -27,33 +25,16 @@ export function EventList() {
           </select>
         )}
       </Field>
-      <Loading state={list} />
-      {!list.loading && list.items.length === 0 && <p>No events.</p>}
-      {list.items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Contact</th>
-              <th scope="col">Data</th>
-              <th scope="col">When</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((e) => (
-              <tr>
-                <td>{e.name}</td>
-                <td>{e.contactId ? <Link href={`/contacts/${e.contactId}`}>{e.email ?? e.contactId}</Link> : "—"}</td>
-                <td>
-                  <code>{Object.keys(e.data ?? {}).length ? JSON.stringify(e.data) : ""}</code>
-                </td>
-                <td>{when(e.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+      <DataTable
+        list={list}
+        empty="No events."
+        columns={[
+          { header: "Event", cell: (e) => e.name },
+          { header: "Contact", cell: (e) => (e.contactId ? <Link href={`/contacts/${e.contactId}`}>{e.email ?? e.contactId}</Link> : "—") },
+          { header: "Data", cell: (e) => <code>{Object.keys(e.data ?? {}).length ? JSON.stringify(e.data) : ""}</code> },
+          { header: "When", cell: (e) => when(e.createdAt) },
+        ]}
+      />
     </Page>
   );
 }

@@ -1,14 +1,15 @@
 import { useState } from "preact/hooks";
 import { api, type Condition, call, type Segment } from "../api/client";
-import { ConditionBuilder, emptyCondition } from "../conditions";
+import { useList } from "../api/lists";
+import { ConfirmButton } from "../components/buttons";
+import { ConditionBuilder, emptyCondition } from "../components/conditions";
+import { DataTable, ListBody } from "../components/data-table";
+import { Field, Loading, Messages, Page } from "../components/page";
+import { useAction, useLoad } from "../hooks";
 import { Link, navigate } from "../router";
-import { ConfirmButton, Field, Loading, Messages, More, Page, useAction, useLoad, usePaged } from "../ui";
 
 export function SegmentList() {
-  const list = usePaged(async (cursor) => {
-    const page = (await call(api.GET("/segments", { params: { query: { limit: 50, cursor } } }))).data;
-    return { items: page.items, next: page.nextCursor, total: page.total };
-  }, []);
+  const list = useList("/segments");
   return (
     <Page
       title="Segments"
@@ -18,31 +19,15 @@ export function SegmentList() {
         </Link>
       }
     >
-      <Loading state={list} />
-      {!list.loading && list.items.length === 0 && <p>No segments yet.</p>}
-      {list.items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Members</th>
-              <th scope="col">Description</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((s) => (
-              <tr>
-                <td>
-                  <Link href={`/segments/${s.id}`}>{s.name}</Link>
-                </td>
-                <td>{s.memberCount}</td>
-                <td>{s.description ?? ""}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+      <DataTable
+        list={list}
+        empty="No segments yet."
+        columns={[
+          { header: "Name", cell: (s) => <Link href={`/segments/${s.id}`}>{s.name}</Link> },
+          { header: "Members", cell: (s) => s.memberCount },
+          { header: "Description", cell: (s) => s.description ?? "" },
+        ]}
+      />
     </Page>
   );
 }
@@ -64,14 +49,7 @@ function SegmentEditor(props: { segment?: Segment }) {
   const [condition, setCondition] = useState<Condition>(segment?.condition ?? emptyCondition());
   const [dirty, setDirty] = useState(false);
   const action = useAction();
-  const members = usePaged(
-    async (cursor) => {
-      if (!segment) return { items: [], next: null };
-      const page = (await call(api.GET("/segments/{id}/contacts", { params: { path: { id: segment.id }, query: { limit: 20, cursor } } }))).data;
-      return { items: page.items, next: page.nextCursor, total: page.total };
-    },
-    [segment],
-  );
+  const [saves, setSaves] = useState(0);
   const body = { name, description: description || null, condition };
   return (
     <Page title={segment ? `Segment: ${segment.name}` : "New segment"}>
@@ -82,6 +60,7 @@ function SegmentEditor(props: { segment?: Segment }) {
           void action.run(async () => {
             if (segment) {
               setSegment(await call(api.PATCH("/segments/{id}", { params: { path: { id: segment.id } }, body })));
+              setSaves((n) => n + 1);
               setDirty(false);
               return "Segment saved.";
             }
@@ -155,17 +134,28 @@ function SegmentEditor(props: { segment?: Segment }) {
       {segment && (
         <>
           <h2>Members</h2>
-          <ul class="plain">
-            {members.items.map((c) => (
-              <li>
-                <Link href={`/contacts/${c.id}`}>{c.email}</Link>
-                {c.subscribed ? "" : " (unsubscribed)"}
-              </li>
-            ))}
-          </ul>
-          <More hasMore={members.hasMore} onMore={members.more} busy={members.loading} />
+          <Members key={saves} segmentId={segment.id} />
         </>
       )}
     </Page>
+  );
+}
+
+/** A segment's members, 20 at a time; read again after each save (the key changes). */
+function Members(props: { segmentId: string }) {
+  const members = useList("/segments/{id}/contacts", { path: { id: props.segmentId }, query: { limit: 20 } });
+  return (
+    <ListBody list={members} empty="No contacts match.">
+      {(items) => (
+        <ul class="plain">
+          {items.map((c) => (
+            <li>
+              <Link href={`/contacts/${c.id}`}>{c.email}</Link>
+              {c.subscribed ? "" : " (unsubscribed)"}
+            </li>
+          ))}
+        </ul>
+      )}
+    </ListBody>
   );
 }

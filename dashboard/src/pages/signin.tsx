@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { session } from "../api/client";
-import { Field } from "../ui";
+import { Field } from "../components/page";
 
 /**
  * Checks a secret key against the API (GET /contacts?limit=1 with it) before keeping it

@@ -1,15 +1,17 @@
 import { useState } from "preact/hooks";
 import { api, call, type Template } from "../api/client";
+import { useList } from "../api/lists";
+import { ConfirmButton } from "../components/buttons";
+import { DataTable } from "../components/data-table";
+import { Field, Loading, Messages, Page } from "../components/page";
+import { PreviewPane } from "../components/preview-pane";
+import { when } from "../format";
+import { useAction, useLoad } from "../hooks";
 import { SAMPLE_DATA } from "../preview";
 import { Link, navigate } from "../router";
-import { ConfirmButton, Field, Loading, Messages, More, Page, useAction, useLoad, usePaged, when } from "../ui";
-import { PreviewPane } from "./preview-pane";
 
 export function TemplateList() {
-  const list = usePaged(async (cursor) => {
-    const page = (await call(api.GET("/templates", { params: { query: { limit: 50, cursor } } }))).data;
-    return { items: page.items, next: page.nextCursor, total: page.total };
-  }, []);
+  const list = useList("/templates");
   return (
     <Page
       title="Templates"
@@ -19,33 +21,16 @@ export function TemplateList() {
         </Link>
       }
     >
-      <Loading state={list} />
-      {!list.loading && list.items.length === 0 && <p>No templates yet.</p>}
-      {list.items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Subject</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((t) => (
-              <tr>
-                <td>
-                  <Link href={`/templates/${t.id}`}>{t.name}</Link>
-                </td>
-                <td>{t.type}</td>
-                <td>{t.subject}</td>
-                <td>{when(t.updatedAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+      <DataTable
+        list={list}
+        empty="No templates yet."
+        columns={[
+          { header: "Name", cell: (t) => <Link href={`/templates/${t.id}`}>{t.name}</Link> },
+          { header: "Type", cell: (t) => t.type },
+          { header: "Subject", cell: (t) => t.subject },
+          { header: "Updated", cell: (t) => when(t.updatedAt) },
+        ]}
+      />
     </Page>
   );
 }

@@ -1,52 +1,101 @@
-import { untyped } from "../api/client";
-import { Loading, Page, useLoad, when } from "../ui";
+import { useState } from "preact/hooks";
+import { api, call, type WebhookDelivery } from "../api/client";
+import { useList } from "../api/lists";
+import { DataTable } from "../components/data-table";
+import { Field, Loading, Messages, Page, Status } from "../components/page";
+import { when } from "../format";
+import { useAction, useLoad } from "../hooks";
+import { Link } from "../router";
 
-interface Endpoint {
-  id: string;
-  url: string;
-  events?: string[];
-  enabled?: boolean;
-  createdAt?: string;
-}
+const enabledText = (w: { enabled: boolean; disabledReason: string | null }) => (w.enabled ? "yes" : `no${w.disabledReason ? `: ${w.disabledReason}` : ""}`);
 
-/**
- * Event webhooks are not part of this server's API yet. The page asks GET /webhooks
- * (with the same key) and lists what it answers; a 404 means the server has none.
- */
+/** The project's event webhook endpoints (GET /webhooks); the signing secret is shown only by the API, on create and rotation. */
 export function WebhookList() {
-  const state = useLoad(async () => {
-    const body = await untyped<{ data?: { items?: Endpoint[] } | Endpoint[]; items?: Endpoint[] }>("/webhooks");
-    if (body === null) return null;
-    const data = body.data ?? body;
-    return (Array.isArray(data) ? data : (data.items ?? [])) as Endpoint[];
-  }, []);
+  const list = useList("/webhooks");
   return (
     <Page title="Webhooks">
-      <Loading state={state} />
-      {!state.loading && state.data === null && !state.error && <p>Webhooks are not available on this server.</p>}
-      {state.data && state.data.length === 0 && <p>No webhook endpoints yet.</p>}
-      {state.data && state.data.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">Enabled</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {state.data.map((w) => (
-              <tr>
-                <td>{w.url}</td>
-                <td>{(w.events ?? []).join(", ") || "all"}</td>
-                <td>{w.enabled === false ? "no" : "yes"}</td>
-                <td>{when(w.createdAt)}</td>
-              </tr>
+      <p>
+        Endpoints are added through the API (<code>POST /webhooks</code>), which answers the signing secret once. Open an endpoint for its delivery log.
+      </p>
+      <DataTable
+        list={list}
+        empty="No webhook endpoints yet."
+        columns={[
+          { header: "URL", cell: (w) => <Link href={`/webhooks/${w.id}`}>{w.url}</Link> },
+          { header: "Events", cell: (w) => w.events.join(", ") || "all" },
+          { header: "Enabled", cell: enabledText },
+          { header: "Created", cell: (w) => when(w.createdAt) },
+        ]}
+      />
+    </Page>
+  );
+}
+
+const DELIVERY_STATUSES = ["PENDING", "SUCCEEDED", "FAILED"] as const;
+
+/** An endpoint and its delivery log (GET /webhooks/{id}/deliveries, newest first), filtered by status; a test event on demand. */
+export function WebhookPage(props: { id: string }) {
+  const state = useLoad(() => call(api.GET("/webhooks/{id}", { params: { path: { id: props.id } } })), [props.id]);
+  const [status, setStatus] = useState<WebhookDelivery["status"] | "">("");
+  const deliveries = useList("/webhooks/{id}/deliveries", { path: { id: props.id }, query: { status: status || undefined } });
+  const action = useAction();
+  const webhook = state.data;
+  if (!webhook) return <Page title="Webhook">{<Loading state={state} />}</Page>;
+  return (
+    <Page title={webhook.url}>
+      <dl class="facts">
+        <dt>Events</dt>
+        <dd>{webhook.events.join(", ") || "all"}</dd>
+        <dt>Enabled</dt>
+        <dd>{enabledText(webhook)}</dd>
+        {webhook.description && (
+          <>
+            <dt>Description</dt>
+            <dd>{webhook.description}</dd>
+          </>
+        )}
+        <dt>Created</dt>
+        <dd>{when(webhook.createdAt)}</dd>
+      </dl>
+      <Messages error={action.error} notice={action.notice} />
+      <div class="actions">
+        <button
+          type="button"
+          disabled={action.busy || !webhook.enabled}
+          onClick={() =>
+            void action.run(async () => {
+              await call(api.POST("/webhooks/{id}/test", { params: { path: { id: webhook.id } } }));
+              deliveries.reload();
+              return "Test event queued.";
+            })
+          }
+        >
+          Send test event
+        </button>
+      </div>
+      <h2>Deliveries</h2>
+      <Field label="Status">
+        {(id) => (
+          <select id={id} value={status} onChange={(e) => setStatus(e.currentTarget.value as WebhookDelivery["status"] | "")}>
+            <option value="">Any</option>
+            {DELIVERY_STATUSES.map((s) => (
+              <option value={s}>{s}</option>
             ))}
-          </tbody>
-        </table>
-      )}
+          </select>
+        )}
+      </Field>
+      <DataTable
+        list={deliveries}
+        empty="No deliveries."
+        columns={[
+          { header: "Event", cell: (d) => d.type },
+          { header: "Status", cell: (d) => <Status value={d.status} /> },
+          { header: "Attempts", cell: (d) => d.attempts },
+          { header: "Last answer", cell: (d) => [d.lastStatusCode, d.lastError].filter((x) => x !== null).join(" ") || "—" },
+          { header: "Next attempt", cell: (d) => when(d.nextAttemptAt) },
+          { header: "Created", cell: (d) => when(d.createdAt) },
+        ]}
+      />
     </Page>
   );
 }

@@ -1,7 +1,12 @@
 import { useState } from "preact/hooks";
 import { api, call, type Workflow, type WorkflowExecution, type WorkflowStep } from "../api/client";
+import { useList } from "../api/lists";
+import { ConfirmButton } from "../components/buttons";
+import { DataTable, ListBody } from "../components/data-table";
+import { Field, Loading, Messages, Page, Status } from "../components/page";
+import { when } from "../format";
+import { useAction, useLoad } from "../hooks";
 import { Link, navigate } from "../router";
-import { ConfirmButton, Field, Loading, Messages, More, Page, Status, useAction, useLoad, usePaged, when } from "../ui";
 
 const EXAMPLE = JSON.stringify(
   {
@@ -25,10 +30,7 @@ export function WorkflowList() {
   const [json, setJson] = useState(EXAMPLE);
   const [open, setOpen] = useState(false);
   const action = useAction();
-  const list = usePaged(async (cursor) => {
-    const page = (await call(api.GET("/workflows", { params: { query: { limit: 50, cursor } } }))).data;
-    return { items: page.items, next: page.nextCursor, total: page.total };
-  }, []);
+  const list = useList("/workflows");
   return (
     <Page
       title="Workflows"
@@ -64,35 +66,16 @@ export function WorkflowList() {
           </button>
         </form>
       )}
-      <Loading state={list} />
-      {!list.loading && list.items.length === 0 && <p>No workflows yet.</p>}
-      {list.items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Trigger</th>
-              <th scope="col">Enabled</th>
-              <th scope="col">Running / completed</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.items.map((w) => (
-              <tr>
-                <td>
-                  <Link href={`/workflows/${w.id}`}>{w.name}</Link>
-                </td>
-                <td>{triggerText(w)}</td>
-                <td>{w.enabled ? "yes" : "no"}</td>
-                <td>
-                  {w.stats.running + w.stats.waiting} / {w.stats.completed}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      <More hasMore={list.hasMore} onMore={list.more} busy={list.loading} />
+      <DataTable
+        list={list}
+        empty="No workflows yet."
+        columns={[
+          { header: "Name", cell: (w) => <Link href={`/workflows/${w.id}`}>{w.name}</Link> },
+          { header: "Trigger", cell: triggerText },
+          { header: "Enabled", cell: (w) => (w.enabled ? "yes" : "no") },
+          { header: "Running / completed", cell: (w) => `${w.stats.running + w.stats.waiting} / ${w.stats.completed}` },
+        ]}
+      />
     </Page>
   );
 }
@@ -207,13 +190,7 @@ export function StepGraph(props: { steps: WorkflowStep[] }) {
 export function WorkflowPage(props: { id: string }) {
   const state = useLoad(async () => await call(api.GET("/workflows/{id}", { params: { path: { id: props.id } } })), [props.id]);
   const action = useAction();
-  const executions = usePaged(
-    async (cursor) => {
-      const page = (await call(api.GET("/workflows/{id}/executions", { params: { path: { id: props.id }, query: { limit: 20, cursor } } }))).data;
-      return { items: page.items, next: page.nextCursor, total: page.total };
-    },
-    [props.id],
-  );
+  const executions = useList("/workflows/{id}/executions", { path: { id: props.id }, query: { limit: 20 } });
   const w = state.data;
   if (!w) return <Page title="Workflow">{<Loading state={state} />}</Page>;
   return (
@@ -272,12 +249,9 @@ export function WorkflowPage(props: { id: string }) {
         ))}
       </ol>
       <h2>Executions</h2>
-      <Loading state={executions} />
-      {!executions.loading && executions.items.length === 0 && <p>No executions yet.</p>}
-      {executions.items.map((x) => (
-        <Execution workflowId={w.id} execution={x} />
-      ))}
-      <More hasMore={executions.hasMore} onMore={executions.more} busy={executions.loading} />
+      <ListBody list={executions} empty="No executions yet.">
+        {(items) => items.map((x) => <Execution workflowId={w.id} execution={x} />)}
+      </ListBody>
     </Page>
   );
 }

@@ -1,29 +1,46 @@
-import type { Condition } from "./api/client";
-import { Field } from "./ui";
+import {
+  EMAIL_ACTIVITIES,
+  FIELD_PREFIXES,
+  type FieldRef,
+  OPERATOR_VALUES,
+  type Operator,
+  parseField,
+  TIME_UNITS,
+  type ValueKind,
+} from "../../../src/schemas/condition-grammar";
+import type { Condition } from "../api/client";
+import { Field } from "./page";
 
 type Group = Condition["groups"][number];
 type Filter = Group["filters"][number];
-type Operator = Filter["operator"];
 
-/** Field kinds and the operators each takes, as the API's Condition schema documents them. */
+/** The builder's field kinds: the grammar's, with its timestamp kind as two (createdAt, updatedAt). */
 const KINDS = {
-  email: { label: "Email address", ops: ["equals", "notEquals", "contains", "notContains", "exists", "notExists"] },
-  subscribed: { label: "Subscribed", ops: ["equals", "notEquals"] },
-  createdAt: { label: "Created", ops: ["within", "olderThan", "greaterThan", "lessThan"] },
-  updatedAt: { label: "Updated", ops: ["within", "olderThan", "greaterThan", "lessThan"] },
-  data: { label: "Contact data", ops: ["equals", "notEquals", "contains", "notContains", "greaterThan", "lessThan", "exists", "notExists"] },
-  event: { label: "Event", ops: ["triggered", "notTriggered", "triggeredWithin", "triggeredOlderThan"] },
-  activity: { label: "Email activity", ops: ["triggered", "notTriggered", "triggeredWithin", "triggeredOlderThan"] },
-} satisfies Record<string, { label: string; ops: Operator[] }>;
+  email: "Email address",
+  subscribed: "Subscribed",
+  createdAt: "Created",
+  updatedAt: "Updated",
+  data: "Contact data",
+  event: "Event",
+  activity: "Email activity",
+} as const;
 type Kind = keyof typeof KINDS;
 
-const OP_LABELS: Record<string, string> = {
+const grammarKind = (kind: Kind): FieldRef["kind"] => (kind === "createdAt" || kind === "updatedAt" ? "timestamp" : kind);
+/** The operators a kind of field takes, as the server's grammar says. */
+const opsOf = (kind: Kind) => Object.keys(OPERATOR_VALUES[grammarKind(kind)]) as Operator[];
+/** What value `operator` on a `kind` field expects ("none" when the server would refuse the pair). */
+const valueKind = (kind: Kind, operator: Operator): ValueKind | "none" => OPERATOR_VALUES[grammarKind(kind)][operator] ?? "none";
+
+const OP_LABELS: Record<Operator, string> = {
   equals: "is",
   notEquals: "is not",
   contains: "contains",
   notContains: "does not contain",
   greaterThan: "is greater than / after",
   lessThan: "is less than / before",
+  greaterThanOrEqual: "is at least / on or after",
+  lessThanOrEqual: "is at most / on or before",
   exists: "is set",
   notExists: "is not set",
   within: "within the last",
@@ -33,45 +50,44 @@ const OP_LABELS: Record<string, string> = {
   triggeredWithin: "happened within the last",
   triggeredOlderThan: "last happened more than … ago",
 };
-const ACTIVITIES = ["sent", "delivered", "opened", "clicked", "bounced", "complained"];
-const SPAN_OPS = new Set(["within", "olderThan", "triggeredWithin", "triggeredOlderThan"]);
-const NO_VALUE = new Set(["exists", "notExists", "triggered", "notTriggered"]);
 
+/** A field's kind and name, parsed as the server parses it; a data key or event name still being typed counts by its prefix. */
 function kindOf(field: string): { kind: Kind; name: string } {
-  if (field === "email" || field === "subscribed" || field === "createdAt" || field === "updatedAt") return { kind: field, name: "" };
-  if (field.startsWith("data.")) return { kind: "data", name: field.slice(5) };
-  if (field.startsWith("event.")) return { kind: "event", name: field.slice(6) };
-  if (field.startsWith("email.")) return { kind: "activity", name: field.slice(6) };
+  const ref = parseField(field);
+  if (ref?.kind === "timestamp") return { kind: ref.column, name: "" };
+  if (ref?.kind === "email" || ref?.kind === "subscribed") return { kind: ref.kind, name: "" };
+  for (const kind of ["event", "activity", "data"] as const) {
+    if (field.startsWith(FIELD_PREFIXES[kind])) return { kind, name: field.slice(FIELD_PREFIXES[kind].length) };
+  }
   return { kind: "data", name: field };
 }
 
 function fieldOf(kind: Kind, name: string): string {
-  if (kind === "data") return `data.${name}`;
-  if (kind === "event") return `event.${name}`;
-  if (kind === "activity") return `email.${name || "opened"}`;
+  if (kind === "activity") return FIELD_PREFIXES.activity + (name || "opened");
+  if (kind === "data" || kind === "event") return FIELD_PREFIXES[kind] + name;
   return kind;
 }
 
 export const emptyCondition = (): Condition => ({ logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] });
 
-/** A filter's value as typed: numbers stay numbers, true/false booleans (the API compares by JSON type). */
-function typed(text: string, kind: Kind, operator: string): string | number | boolean {
-  if (SPAN_OPS.has(operator)) return Number(text);
-  if (kind === "subscribed") return text === "true";
-  if (kind === "data" && ["greaterThan", "lessThan"].includes(operator) && text.trim() !== "" && !Number.isNaN(Number(text))) return Number(text);
-  if (kind === "data" && text === "true") return true;
-  if (kind === "data" && text === "false") return false;
+/** A filter's value as typed, in the JSON type the operator expects (the API compares data by JSON type). */
+function typed(text: string, expects: ValueKind): string | number | boolean {
+  if (expects === "span") return Number(text);
+  if (expects === "boolean") return text === "true";
+  if (expects === "ordered" && text.trim() !== "" && !Number.isNaN(Number(text))) return Number(text);
+  if (expects === "scalar" && (text === "true" || text === "false")) return text === "true";
   return text;
 }
 
 function FilterRow(props: { filter: Filter; onChange: (f: Filter) => void; onRemove: () => void; n: number }) {
   const { filter } = props;
   const { kind, name } = kindOf(filter.field);
-  const ops = KINDS[kind].ops as Operator[];
+  const expects = valueKind(kind, filter.operator);
   const set = (patch: Partial<Filter>) => {
     const next = { ...filter, ...patch } as Filter;
-    if (NO_VALUE.has(next.operator)) delete next.value;
-    if (SPAN_OPS.has(next.operator)) next.unit ??= "days";
+    const nextExpects = valueKind(kindOf(next.field).kind, next.operator);
+    if (nextExpects === "none") delete next.value;
+    if (nextExpects === "span") next.unit ??= "days";
     else delete next.unit;
     props.onChange(next);
   };
@@ -85,12 +101,14 @@ function FilterRow(props: { filter: Filter; onChange: (f: Filter) => void; onRem
             value={kind}
             onChange={(e) => {
               const k = e.currentTarget.value as Kind;
-              const op = KINDS[k].ops[0] as Operator;
-              set({ field: fieldOf(k, k === "activity" ? "opened" : name), operator: op, value: k === "subscribed" ? true : SPAN_OPS.has(op) ? 7 : "" });
+              // Dates start as "within the last 7 days", every other kind with its first operator.
+              const op = grammarKind(k) === "timestamp" ? "within" : opsOf(k)[0];
+              const v = valueKind(k, op);
+              set({ field: fieldOf(k, k === "activity" ? "opened" : name), operator: op, value: v === "boolean" ? true : v === "span" ? 7 : "" });
             }}
           >
-            {Object.entries(KINDS).map(([k, v]) => (
-              <option value={k}>{v.label}</option>
+            {Object.entries(KINDS).map(([k, label]) => (
+              <option value={k}>{label}</option>
             ))}
           </select>
         )}
@@ -104,7 +122,7 @@ function FilterRow(props: { filter: Filter; onChange: (f: Filter) => void; onRem
         <Field label="Activity">
           {(id) => (
             <select id={id} value={name} onChange={(e) => set({ field: fieldOf(kind, e.currentTarget.value) })}>
-              {ACTIVITIES.map((a) => (
+              {EMAIL_ACTIVITIES.map((a) => (
                 <option value={a}>{a}</option>
               ))}
             </select>
@@ -114,14 +132,14 @@ function FilterRow(props: { filter: Filter; onChange: (f: Filter) => void; onRem
       <Field label="Operator">
         {(id) => (
           <select id={id} value={filter.operator} onChange={(e) => set({ operator: e.currentTarget.value as Operator })}>
-            {ops.map((o) => (
+            {opsOf(kind).map((o) => (
               <option value={o}>{OP_LABELS[o]}</option>
             ))}
           </select>
         )}
       </Field>
-      {!NO_VALUE.has(filter.operator) &&
-        (kind === "subscribed" ? (
+      {expects !== "none" &&
+        (expects === "boolean" ? (
           <Field label="Value">
             {(id) => (
               <select id={id} value={String(filter.value)} onChange={(e) => set({ value: e.currentTarget.value === "true" })}>
@@ -131,25 +149,25 @@ function FilterRow(props: { filter: Filter; onChange: (f: Filter) => void; onRem
             )}
           </Field>
         ) : (
-          <Field label={SPAN_OPS.has(filter.operator) ? "Amount" : "Value"}>
+          <Field label={expects === "span" ? "Amount" : "Value"}>
             {(id) => (
               <input
                 id={id}
                 type="text"
-                inputMode={SPAN_OPS.has(filter.operator) ? "numeric" : "text"}
+                inputMode={expects === "span" ? "numeric" : "text"}
                 value={filter.value === undefined ? "" : String(filter.value)}
-                onInput={(e) => set({ value: typed(e.currentTarget.value, kind, filter.operator) })}
+                onInput={(e) => set({ value: typed(e.currentTarget.value, expects) })}
               />
             )}
           </Field>
         ))}
-      {SPAN_OPS.has(filter.operator) && (
+      {expects === "span" && (
         <Field label="Unit">
           {(id) => (
             <select id={id} value={filter.unit} onChange={(e) => set({ unit: e.currentTarget.value as Filter["unit"] })}>
-              <option value="minutes">minutes</option>
-              <option value="hours">hours</option>
-              <option value="days">days</option>
+              {TIME_UNITS.map((u) => (
+                <option value={u}>{u}</option>
+              ))}
             </select>
           )}
         </Field>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { type Preview, renderPreview } from "../preview";
-import { Field, MailFrame } from "../ui";
+import { Field } from "./page";
 
 /** Sample data and the rendered subject and HTML, updated as the subject, body or data change. */
 export function PreviewPane(props: { subject: string; body: string; sample: string; onSample: (text: string) => void }) {
@@ -32,4 +32,9 @@ export function PreviewPane(props: { subject: string; body: string; sample: stri
       <MailFrame title="Rendered email preview" html={preview?.html ?? ""} />
     </aside>
   );
+}
+
+/** Rendered email HTML, only ever in a frame with every sandbox restriction (no scripts, no same origin, no forms). */
+export function MailFrame(props: { html: string; title: string }) {
+  return <iframe class="mail-frame" title={props.title} sandbox="" srcdoc={props.html} referrerpolicy="no-referrer" />;
 }

@@ -1,5 +1,5 @@
 import { useEffect, useRef } from "preact/hooks";
-import type { Email } from "./api/client";
+import type { Email } from "../api/client";
 
 export interface Series {
   /** Bucket starts, seconds since the epoch (uPlot's x unit). */
