@@ -67,3 +67,14 @@ describe("readConfig", () => {
     expect(readConfig({ ...env, PUBLIC_URL: "https://other.test" }).PUBLIC_URL).toBe("https://other.test");
   });
 });
+
+describe("EMAIL_PROVIDER=capture outside development is a configuration error", () => {
+  it.each([["production"], ["test"], ["staging"], [undefined]])("ENVIRONMENT=%s with capture is refused with a message naming the setting", (environment) => {
+    expect(() => readConfig({ ENVIRONMENT: environment, EMAIL_PROVIDER: "capture" })).toThrow(/EMAIL_PROVIDER=capture.*ENVIRONMENT=development/);
+  });
+
+  it("development with capture, and every environment with ses, are accepted", () => {
+    expect(readConfig({ ENVIRONMENT: "development", EMAIL_PROVIDER: "capture" }).EMAIL_PROVIDER).toBe("capture");
+    expect(readConfig({ ENVIRONMENT: "production", EMAIL_PROVIDER: "ses" }).EMAIL_PROVIDER).toBe("ses");
+  });
+});

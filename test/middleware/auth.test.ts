@@ -194,7 +194,7 @@ describe("envelope and X-Request-Id", () => {
   });
 });
 
-describe("the key cache (L6)", () => {
+describe("the key cache", () => {
   afterEach(() => vi.restoreAllMocks());
 
   it("never keeps a raw API key in the isolate's memory: entries are keyed by an HMAC of it, and it still answers from the cache", async () => {

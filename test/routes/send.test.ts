@@ -301,7 +301,7 @@ describe("POST /v1/send: suppressed recipients", () => {
   });
 });
 
-describe("POST /v1/send without reads (nothing it renders needs stored data; test/routes/round-trips.test.ts pins which sends take this path)", () => {
+describe("POST /v1/send without reads (nothing it renders needs stored data; test/app.round-trips.test.ts pins which sends take this path)", () => {
   it("leaves suppressed recipients out, writes nothing for them, and does not count them against the daily quota", async () => {
     const s = await sendingSetup({ QUOTA_EMAILS_PER_DAY: "3" } as Partial<Env>);
     // A first send puts the from domain in this isolate's verified-domain cache.

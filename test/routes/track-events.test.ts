@@ -107,7 +107,7 @@ describe("POST /v1/track", () => {
       data: { plan: null, link: "[click](https://evil.example)" },
     });
     expect(res.status).toBe(200);
-    // The public key is answered the event's id, never the existing contact's (security-3 P1).
+    // The public key is answered the event's id, never the existing contact's.
     expect(res.body.data.contact).toBe(res.body.data.event);
     expect(res.body.data.contact).not.toBe(created.body.id);
     expect((await p.api.get<Contact>(`/contacts/${created.body.id}`)).body).toEqual(before);

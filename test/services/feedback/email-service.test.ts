@@ -144,7 +144,7 @@ describe("Cloudflare Email Service events", () => {
   });
 });
 
-describe("empty provider message ids (L7)", () => {
+describe("empty provider message ids", () => {
   it("mail accepted without a message id stores none (NULL), and an event whose id is empty ('<>') changes no email", async () => {
     // SES accepts a message but its answer carries no MessageId.
     const s = await sendingSetup();

@@ -52,7 +52,7 @@ const addedDaysAgo = (id: string, days: number) =>
     .set({ createdAt: new Date(Date.now() - days * DAY), status: "FAILED", nextCheckAt: null })
     .where(eq(domains.id, id));
 
-describe("domains: squatting (security review 2, old #8)", () => {
+describe("domains: squatting", () => {
   it("a name released after 7 days unverified cannot be added back by the same project for 30 days; another project can add it", async () => {
     const squatter = await newProject();
     const name = uniqueDomain();

@@ -1,17 +1,17 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { getDb } from "../../src/db/client";
-import { events, workflowExecutions } from "../../src/db/schema";
-import type { Env } from "../../src/env";
-import { buildCancelProjectExecutions, buildSetProjectDisabled } from "../../src/services/projects";
-import { MAX_WORKFLOWS_PER_PROJECT } from "../../src/services/workflows/definitions";
-import { executionMayContinue } from "../../src/services/workflows/executions";
-import { callWebhookStep } from "../../src/services/workflows/steps";
-import { dispatchWorkflowTriggers } from "../../src/services/workflows/triggers";
-import { expectError, newProject } from "../support/http";
-import { automationProject, eventually } from "../support/workflows";
-import type { CreatedWorkflow } from "../support/api";
+import { getDb } from "../../../src/db/client";
+import { events, workflowExecutions } from "../../../src/db/schema";
+import type { Env } from "../../../src/env";
+import { buildCancelProjectExecutions, buildSetProjectDisabled } from "../../../src/services/projects";
+import { MAX_WORKFLOWS_PER_PROJECT } from "../../../src/services/workflows/definitions";
+import { executionMayContinue } from "../../../src/services/workflows/executions";
+import { callWebhookStep } from "../../../src/services/workflows/steps";
+import { dispatchWorkflowTriggers } from "../../../src/services/workflows/triggers";
+import { expectError, newProject } from "../../support/http";
+import { automationProject, eventually } from "../../support/workflows";
+import type { CreatedWorkflow } from "../../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -22,7 +22,7 @@ async function executionRows(workflowId: string) {
   return getDb(env.DB).select().from(workflowExecutions).where(eq(workflowExecutions.workflowId, workflowId));
 }
 
-describe("workflows: per-project caps and disabled projects (security review 2, M4)", () => {
+describe("workflows: per-project caps and disabled projects", () => {
   it(`a project may have ${MAX_WORKFLOWS_PER_PROJECT} workflows; the next is a 403 QUOTA_EXCEEDED until one is deleted`, async () => {
     const p = await newProject();
     const ids: string[] = [];

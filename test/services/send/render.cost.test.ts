@@ -3,7 +3,8 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { emails } from "../../../src/db/schema";
-import { countTemplateTags, MAX_MARKDOWN_CHARS, MAX_TEMPLATE_TAGS, translateDefaults } from "../../../src/services/send/render";
+import { translateDefaults } from "../../../src/lib/template-defaults";
+import { countTemplateTags, MAX_MARKDOWN_CHARS, MAX_TEMPLATE_TAGS } from "../../../src/services/send/render";
 import { expectError } from "../../support/http";
 import { sendingSetup } from "../../support/sending";
 import type { Template } from "../../support/api";
@@ -15,7 +16,7 @@ async function storedHtml(emailId: string) {
 }
 
 /**
- * Security review 2, H3: inputs whose parse, rewrite or URL check cost grew
+ * Inputs whose parse, rewrite or URL check cost grew
  * faster than their size. Each must get its answer (a 422 naming the field, or
  * the email accepted as it is) without that cost; on the code before the fix
  * these requests ran for seconds to minutes and hit the test's time limit.

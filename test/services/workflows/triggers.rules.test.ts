@@ -2,10 +2,10 @@ import { introspectWorkflow } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { getDb } from "../../src/db/client";
-import { workflowExecutions } from "../../src/db/schema";
-import { automationProject, eventually } from "../support/workflows";
-import type { Workflow } from "../support/api";
+import { getDb } from "../../../src/db/client";
+import { workflowExecutions } from "../../../src/db/schema";
+import { automationProject, eventually } from "../../support/workflows";
+import type { Workflow } from "../../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());

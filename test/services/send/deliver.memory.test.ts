@@ -45,7 +45,7 @@ function measuringD1(real: D1Database) {
   return { d1, state };
 }
 
-describe("send consumer memory (M1)", () => {
+describe("send consumer memory", () => {
   it("never loads every claimed email's HTML at once: no D1 result of the batch holds more than a few emails' bodies", async () => {
     const { d1, state } = measuringD1(env.DB);
     const s = await sendingSetup({ DB: d1, SEND_RATE_PER_SECOND: "100" } as Partial<Env>);

@@ -2,15 +2,15 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/app";
-import { getDb } from "../../src/db/client";
-import { contacts as dbContacts, domains, emails, suppressions, type Domain } from "../../src/db/schema";
-import { VERIFIED_DOMAIN_CACHE_TTL_MS, verifiedDomainCache } from "../../src/services/domains";
-import type { Env } from "../../src/env";
-import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
-import { BASE, type ErrorBody, newProject, type JsonResponse } from "../support/http";
-import type { SendResponse, Template } from "../support/api";
-import { heldQueue, receiver, webhookProject } from "../support/webhooks";
+import { createApp } from "../src/app";
+import { getDb } from "../src/db/client";
+import { contacts as dbContacts, domains, emails, suppressions, type Domain } from "../src/db/schema";
+import { VERIFIED_DOMAIN_CACHE_TTL_MS, verifiedDomainCache } from "../src/services/domains";
+import type { Env } from "../src/env";
+import { countingD1, type D1Stats } from "../src/lib/d1-counter";
+import { BASE, type ErrorBody, newProject, type JsonResponse } from "./support/http";
+import type { SendResponse, Template } from "./support/api";
+import { heldQueue, receiver, webhookProject } from "./support/webhooks";
 
 /**
  * What a request costs in D1, pinned: every request goes through the Worker's

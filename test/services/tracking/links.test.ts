@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { suppressions } from "../../src/db/schema";
-import { advanceStatus, STATUS_RANK } from "../../src/services/emails/status";
-import { findSuppressed } from "../../src/services/suppressions";
+import { getDb } from "../../../src/db/client";
+import { suppressions } from "../../../src/db/schema";
+import { advanceStatus, STATUS_RANK } from "../../../src/services/emails/status";
+import { findSuppressed } from "../../../src/services/suppressions";
 import {
   addTracking,
   clickSignature,
@@ -12,8 +12,8 @@ import {
   parseUnsubscribeToken,
   unsubscribeUrl,
   verifyClickSignature,
-} from "../../src/services/tracking/links";
-import { newProject } from "../support/http";
+} from "../../../src/services/tracking/links";
+import { newProject } from "../../support/http";
 
 const BASE = "http://edge-mail.test";
 const SECRET = "unit-test-link-signing-secret-0123456789";

@@ -9,7 +9,7 @@ import type { WebhookDelivery } from "../../support/api";
 import { expectError } from "../../support/http";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
 
-/** Issue 38 (security review 3): W1-W5 and a delivery's final state after a crash. */
+/** Webhook limits: stored bytes, bounded reads, the per-minute cap, backlog pacing, one lane per project, and a delivery's final state after a crash. */
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -52,8 +52,8 @@ function dyingAfter(n: number) {
   });
 }
 
-describe("W1: webhook events count in the project's stored bytes", () => {
-  it("the review's repro: 50 PATCHes grow stored_bytes by the snapshots they store; at the quota a PATCH is 403 and writes nothing", async () => {
+describe("webhook events count in the project's stored bytes", () => {
+  it("50 PATCHes grow stored_bytes by the snapshots they store; at the quota a PATCH is 403 and writes nothing", async () => {
     receiver();
     const p = await webhookProject();
     await p.createWebhook({ url: URL_ });
@@ -121,7 +121,7 @@ describe("W1: webhook events count in the project's stored bytes", () => {
   });
 });
 
-describe("W2: bounded reads, and an attempt counted before the call", () => {
+describe("bounded reads, and an attempt counted before the call", () => {
   it("a failing answer's 100 MB body is not read: at most a few KB, 200 characters kept", async () => {
     let pulled = 0;
     receiver(
@@ -210,7 +210,7 @@ describe("W2: bounded reads, and an attempt counted before the call", () => {
   });
 });
 
-describe("W3: the per-minute cap is atomic across invocations", () => {
+describe("the per-minute cap is atomic across invocations", () => {
   it("two invocations at once make no more calls together than the cap", async () => {
     const { calls } = receiver();
     const p = await webhookProject();
@@ -227,7 +227,7 @@ describe("W3: the per-minute cap is atomic across invocations", () => {
   });
 });
 
-describe("W4: a backlog over the cap is drained at the cap's pace", () => {
+describe("a backlog over the cap is drained at the cap's pace", () => {
   it("queue messages over a few drain rounds are the calls made, not the backlog", async () => {
     const { calls } = receiver();
     const p = await webhookProject();
@@ -279,7 +279,7 @@ describe("W4: a backlog over the cap is drained at the cap's pace", () => {
   });
 });
 
-describe("W5: one lane per project", () => {
+describe("one lane per project", () => {
   it("another project's endpoint that never answers delays neither this project's call in the same batch nor the next batch", async () => {
     const started: Record<string, number> = {};
     let silentCalls = 0;

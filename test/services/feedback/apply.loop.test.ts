@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { clearSnsKeyCache } from "../../src/services/feedback/sns";
-import { notification, sesBounce, sign, snsHandler } from "../fakes/sns";
-import { call } from "../support/http";
-import { sendingSetup } from "../support/sending";
-import type { Contact, Email, EventList, SesFeedbackResponse, Template, UpsertedContact } from "../support/api";
+import { clearSnsKeyCache } from "../../../src/services/feedback/sns";
+import { notification, sesBounce, sign, snsHandler } from "../../fakes/sns";
+import { call } from "../../support/http";
+import { sendingSetup } from "../../support/sending";
+import type { Contact, Email, EventList, SesFeedbackResponse, Template, UpsertedContact } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 

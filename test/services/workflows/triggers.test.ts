@@ -2,11 +2,11 @@ import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { getDb } from "../../src/db/client";
-import { workflowTriggerOutbox } from "../../src/db/schema";
-import worker from "../../src/index";
-import { automationProject, eventually } from "../support/workflows";
-import type { Contact, EmailList, UpsertedContact, Workflow } from "../support/api";
+import { getDb } from "../../../src/db/client";
+import { workflowTriggerOutbox } from "../../../src/db/schema";
+import worker from "../../../src/index";
+import { automationProject, eventually } from "../../support/workflows";
+import type { Contact, EmailList, UpsertedContact, Workflow } from "../../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());

@@ -1,13 +1,13 @@
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { emails, projects, workflowExecutions } from "../../src/db/schema";
-import { newId } from "../../src/lib/ids";
-import { buildResumeSending } from "../../src/services/projects";
-import { CLAIM_LEASE_MS } from "../../src/services/send/records";
-import { sweepStuckEmails } from "../../src/services/send/sweep";
-import { sendWorkflowEmail, workflowSendId } from "../../src/services/workflows/send-email";
-import { BULK_QUEUE, callsPerAddress, campaignSetup, SEND_QUEUE } from "../support/campaigns";
-import type { CreatedWorkflow, Email, EmailList, Template } from "../support/api";
+import { emails, projects, workflowExecutions } from "../../../src/db/schema";
+import { newId } from "../../../src/lib/ids";
+import { buildResumeSending } from "../../../src/services/projects";
+import { CLAIM_LEASE_MS } from "../../../src/services/send/records";
+import { sweepStuckEmails } from "../../../src/services/send/sweep";
+import { sendWorkflowEmail, workflowSendId } from "../../../src/services/workflows/send-email";
+import { BULK_QUEUE, callsPerAddress, campaignSetup, SEND_QUEUE } from "../../support/campaigns";
+import type { CreatedWorkflow, Email, EmailList, Template } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,16 +1,16 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { getDb } from "../../src/db/client";
-import type { Env } from "../../src/env";
-import { ApiError } from "../../src/lib/errors";
-import { buildDevSeed } from "../../src/services/dev-seed";
-import { createDomain, requireVerifiedDomain } from "../../src/services/domains";
-import { decryptPrivateKey } from "../../src/services/domains/dkim";
-import { base64ToBytes } from "../../src/lib/base64";
-import { registerDomainWithSes } from "../../src/services/domains/ses";
-import { applyCheck, backoffMs } from "../../src/services/domains/dns-check";
-import { createProject } from "../../src/services/projects";
-import { fakeDns } from "../fakes/dns";
+import { getDb } from "../../../src/db/client";
+import type { Env } from "../../../src/env";
+import { ApiError } from "../../../src/lib/errors";
+import { buildDevSeed } from "../../../src/services/dev-seed";
+import { createDomain, findSendingDomain, senderDomain, verifiedDomainCache } from "../../../src/services/domains";
+import { decryptPrivateKey } from "../../../src/services/domains/dkim";
+import { base64ToBytes } from "../../../src/lib/base64";
+import { registerDomainWithSes } from "../../../src/services/domains/ses";
+import { applyCheck, backoffMs } from "../../../src/services/domains/dns-check";
+import { createProject } from "../../../src/services/projects";
+import { fakeDns } from "../../fakes/dns";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -29,7 +29,7 @@ async function rejection(promise: Promise<unknown>): Promise<ApiError> {
   return err as ApiError;
 }
 
-describe("requireVerifiedDomain", () => {
+describe("senderDomain", () => {
   it("passes only a VERIFIED domain of the same project, case-insensitively and for IDN", async () => {
     const dns = fakeDns();
     const a = await createProject(db(), "A");
@@ -38,15 +38,15 @@ describe("requireVerifiedDomain", () => {
     const domain = await createDomain(db(), env, a.id, name);
 
     // PENDING: 403 DOMAIN_NOT_VERIFIED with a useful message.
-    let err = await rejection(requireVerifiedDomain(db(), a.id, `hello@${name}`));
+    let err = await rejection(senderDomain(db(), a.id, `hello@${name}`));
     expect([err.status, err.code]).toEqual([403, "DOMAIN_NOT_VERIFIED"]);
     expect(err.message).toContain("not verified yet");
 
     dns.publish(domain.records);
-    const { verifyDomainNow } = await import("../../src/services/domains");
+    const { verifyDomainNow } = await import("../../../src/services/domains");
     expect((await verifyDomainNow(db(), env, a.id, domain.id)).status).toBe("VERIFIED");
 
-    expect((await requireVerifiedDomain(db(), a.id, `Hello@${name.toUpperCase()}`)).id).toBe(domain.id);
+    expect(await senderDomain(db(), a.id, `Hello@${name.toUpperCase()}`)).toBe(domain.name);
     // Another project, a subdomain, an unknown domain, garbage: all refused.
     for (const [project, address] of [
       [b.id, `hello@${name}`],
@@ -54,7 +54,7 @@ describe("requireVerifiedDomain", () => {
       [a.id, "hello@unknown.example"],
       [a.id, "not an address"],
     ]) {
-      err = await rejection(requireVerifiedDomain(db(), project, address));
+      err = await rejection(senderDomain(db(), project, address));
       expect([err.status, err.code]).toEqual([403, "DOMAIN_NOT_VERIFIED"]);
     }
 
@@ -63,7 +63,28 @@ describe("requireVerifiedDomain", () => {
     const idn = await createDomain(db(), env, a.id, `bücher${tag}.example`);
     dns.publish(idn.records);
     await verifyDomainNow(db(), env, a.id, idn.id);
-    expect((await requireVerifiedDomain(db(), a.id, `ada@Bücher${tag}.example`)).id).toBe(idn.id);
+    expect(await senderDomain(db(), a.id, `ada@Bücher${tag}.example`)).toBe(idn.name);
+  });
+  it("judges a row the caller already read, and once it saw the domain VERIFIED answers from the cache", async () => {
+    const dns = fakeDns();
+    const a = await createProject(db(), "sender cache");
+    const name = uniqueDomain();
+    const domain = await createDomain(db(), env, a.id, name);
+    // A row read in the caller's own batch is judged as it is: nothing is read again.
+    expect(await senderDomain(db(), a.id, `hi@${name}`, { read: { domain: { ...domain, status: "VERIFIED" } } })).toBe(name);
+    expect((await rejection(senderDomain(db(), a.id, `hi@${name}`, { read: { domain: undefined } }))).message).toContain("not a verified sending domain");
+
+    const cache = verifiedDomainCache(() => 0);
+    expect((await rejection(senderDomain(db(), a.id, `hi@${name}`, { cache }))).message).toContain("not verified yet");
+    expect(cache.get(a.id, `hi@${name}`)).toBeUndefined(); // only VERIFIED answers are remembered
+    dns.publish(domain.records);
+    const { verifyDomainNow } = await import("../../../src/services/domains");
+    await verifyDomainNow(db(), env, a.id, domain.id);
+    expect(await senderDomain(db(), a.id, `hi@${name}`, { cache })).toBe(name);
+    // Gone from D1, still answered by the cache within its TTL (the clock does not move here).
+    await env.DB.prepare("DELETE FROM domains WHERE id = ?1").bind(domain.id).run();
+    expect(await senderDomain(db(), a.id, `Hi@${name.toUpperCase()}`, { cache })).toBe(name);
+    expect((await rejection(senderDomain(db(), a.id, `hi@${name}`))).code).toBe("DOMAIN_NOT_VERIFIED");
   });
 });
 
@@ -161,7 +182,8 @@ describe("dev seed", () => {
     const seed = await buildDevSeed(db(), project.id, env.DKIM_ENCRYPTION_KEY!);
     expect(seed.info).toEqual({ domain: "example.com", from: "hello@example.com" });
     for (const query of seed.queries) await (query as unknown as Promise<unknown>);
-    const domain = await requireVerifiedDomain(db(), project.id, "hello@example.com");
+    expect(await senderDomain(db(), project.id, "hello@example.com")).toBe("example.com");
+    const [domain] = await findSendingDomain(db(), project.id, "hello@example.com")!;
     expect(domain.nextCheckAt).toBeNull(); // never re-checked against the real example.com
     const pkcs8 = await decryptPrivateKey(env.DKIM_ENCRYPTION_KEY!, "example.com", domain.dkimPrivateKeyEncrypted);
     const algorithm = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
@@ -175,7 +197,8 @@ describe("dev seed", () => {
     for (const query of (await buildDevSeed(db(), next.id, env.DKIM_ENCRYPTION_KEY!)).queries) {
       await (query as unknown as Promise<unknown>);
     }
-    expect((await requireVerifiedDomain(db(), next.id, "hello@example.com")).projectId).toBe(next.id);
+    expect(await senderDomain(db(), next.id, "hello@example.com")).toBe("example.com");
+    await expect(senderDomain(db(), project.id, "hello@example.com")).rejects.toThrow(/not a verified sending domain/);
   });
 });
 

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { getDb } from "../../src/db/client";
-import { workflowExecutions } from "../../src/db/schema";
-import { readConfig } from "../../src/lib/config";
-import { automationProject, eventually } from "../support/workflows";
+import { getDb } from "../../../src/db/client";
+import { workflowExecutions } from "../../../src/db/schema";
+import { readConfig } from "../../../src/lib/config";
+import { automationProject, eventually } from "../../support/workflows";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());
@@ -15,7 +15,7 @@ interface ExecutionList {
   data: { items: { id: string; contactId: string; status: string }[] };
 }
 
-describe("workflows: active executions per project (security review 2, M4)", () => {
+describe("workflows: active executions per project", () => {
   it("past MAX_ACTIVE_EXECUTIONS_PER_PROJECT (default 10,000) a trigger starts nothing; once one ends, triggers start again", async () => {
     const cap = readConfig(env).MAX_ACTIVE_EXECUTIONS_PER_PROJECT;
     expect(cap).toBe(10_000);

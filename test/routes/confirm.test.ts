@@ -68,7 +68,7 @@ const campaignTo = async (a: AutomationProject) => {
   return created.body.data.id;
 };
 
-describe("double opt-in (issue 24, H2/M5)", () => {
+describe("double opt-in", () => {
   it("is off by default: a pk_ contact is subscribed at once and gets no email, as before", async () => {
     const a = await automationProject();
     const settings = await a.project.api.get<Settings>("/project");
@@ -208,7 +208,7 @@ describe("double opt-in (issue 24, H2/M5)", () => {
     expect((await contact(b, inB)).subscribed).toBe(false);
   });
 
-  it("a confirm link is single-use: replayed after the contact unsubscribed it answers 410 and the unsubscribe stands (security-3 D1)", async () => {
+  it("a confirm link is single-use: replayed after the contact unsubscribed it answers 410 and the unsubscribe stands", async () => {
     const a = await optInProject();
     const id = await pkTrack(a, "replay@example.org");
     const link = await confirmLink(a.project.id, "replay@example.org");

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import migration from "../../../migrations/0024_webhook_limits.sql?raw";
-import { expectError } from "../../support/http";
-import { webhookProject } from "../../support/webhooks";
+import migration from "../../migrations/0024_webhook_limits.sql?raw";
+import { expectError } from "../support/http";
+import { webhookProject } from "../support/webhooks";
 
-/** Migration 0024's statements that resolve endpoints sharing a URL (W3), run again on a database that has some. */
+/** Migration 0024's statements that resolve endpoints sharing a URL, run again on a database that has some. */
 const DEDUPE = migration
   .split("--> statement-breakpoint")
   .map((s) => s.replace(/^\s*--.*$/gm, "").trim())

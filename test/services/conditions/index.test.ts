@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { and, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { getDb } from "../../src/db/client";
-import { contacts, emails, events } from "../../src/db/schema";
-import { fieldErrorsFromZod } from "../../src/lib/errors";
-import { newId } from "../../src/lib/ids";
-import { compileCondition, ConditionSchema, contactMatches, evaluateCondition, loadContactActivity, type Condition } from "../../src/services/conditions";
-import { newProject } from "../support/http";
+import { getDb } from "../../../src/db/client";
+import { contacts, emails, events } from "../../../src/db/schema";
+import { fieldErrorsFromZod } from "../../../src/lib/errors";
+import { newId } from "../../../src/lib/ids";
+import { compileCondition, ConditionSchema, contactMatches, evaluateCondition, loadContactActivity, type Condition } from "../../../src/services/conditions";
+import { newProject } from "../../support/http";
 
 const db = getDb(env.DB);
 const NOW = Date.UTC(2026, 5, 1, 12, 0, 0);

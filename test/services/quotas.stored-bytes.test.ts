@@ -42,7 +42,7 @@ function client(p: TestProject, settings: Partial<Env> = {}) {
 
 const hold = (eventName: string) => [{ id: "hold", type: "WAIT_FOR_EVENT", config: { eventName, timeout: { amount: 1, unit: "days" } } }];
 
-describe("stored bytes (issue 24, H1): one figure per project, kept by D1 triggers", () => {
+describe("stored bytes: one figure per project, kept by D1 triggers", () => {
   it("each kind adds its bytes when written and takes them off when deleted: templates, contact and event data, workflow versions", async () => {
     const p = await newProject();
     const api = client(p).secret;
@@ -242,7 +242,7 @@ describe("stored bytes (issue 24, H1): one figure per project, kept by D1 trigge
 /** A definition of about 1,500 bytes. */
 const bigStep = [{ id: "u", type: "UPDATE_CONTACT", config: { data: { note: "w".repeat(1500) } } }];
 
-describe("pruning by the cron (issue 24, H1): bounded batches that take the bytes off", () => {
+describe("pruning by the cron: bounded batches that take the bytes off", () => {
   async function oldEmail(projectId: string, daysAgo: number, status: "SENT" | "QUEUED" = "SENT") {
     const created = Date.now() - daysAgo * DAY;
     const id = uuidv7({ msecs: created });
