@@ -1,5 +1,5 @@
 import type { Database } from "../db/client";
-import { domains } from "../db/schema";
+import { upsertSeededDomain } from "../store/domains";
 import { newId } from "../lib/ids";
 import { dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./domains/dkim";
 import { domainRecordConfig, expectedRecords } from "./domains/records";
@@ -37,10 +37,7 @@ export async function buildDevSeed(db: Database, projectId: string, dkimEncrypti
     verifiedAt: now,
     updatedAt: now,
   };
-  const query = db
-    .insert(domains)
-    .values({ id: newId(), name: DEV_DOMAIN, createdAt: now, ...values })
-    .onConflictDoUpdate({ target: domains.name, set: values });
+  const query = upsertSeededDomain(db.$client, { id: newId(), name: DEV_DOMAIN, createdAt: now }, values);
   return {
     queries: [query] as { toSQL(): { sql: string; params: unknown[] } }[],
     info: { domain: DEV_DOMAIN, from: `hello@${DEV_DOMAIN}` } as Record<string, unknown>,

@@ -1,11 +1,14 @@
-import { fromRow } from "../db/client";
+import { and, asc, eq, inArray, isNull, lte } from "drizzle-orm";
+import { fromRow, getDb } from "../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../db/schema";
 
 /**
- * The writes of sending domains that must hold under concurrency: the insert
- * that keeps the project's domain count under its cap (the count is a
- * condition of the INSERT itself, so two concurrent adds cannot both pass),
- * and the record of a name given up without being verified (squatting).
+ * The writes of sending domains (domains, domain_releases). Those that must
+ * hold under concurrency are fixed SQL: the insert that keeps the project's
+ * domain count under its cap (the count is a condition of the INSERT itself,
+ * so two concurrent adds cannot both pass), and the record of a name given up
+ * without being verified (squatting). The DNS checks' writes and the deletes
+ * are built by drizzle.
  */
 
 export interface NewDomain {
@@ -77,6 +80,61 @@ export function pruneDomainReleases(d1: D1Database, cooldownStart: Date): D1Prep
   return d1.prepare(PRUNE_RELEASES_SQL).bind(cooldownStart.getTime());
 }
 const PRUNE_RELEASES_SQL = "DELETE FROM domain_releases WHERE rowid IN (SELECT rowid FROM domain_releases WHERE released_at <= ?1 LIMIT 100)";
+
+/** The outcome of a DNS check (status, records, schedule), returning the row. */
+export function saveDomainCheck(d1: D1Database, id: string, update: Partial<typeof domains.$inferInsert>) {
+  return getDb(d1).update(domains).set(update).where(eq(domains.id, id)).returning();
+}
+
+/**
+ * Claims up to `limit` domains whose check is due (PENDING, and VERIFIED ones
+ * for their periodic re-check) by moving their next check to `leaseUntil`, in
+ * one conditional UPDATE, so overlapping cron runs never check a domain twice.
+ * Returns the claimed rows.
+ */
+export function claimDueDomainChecks(d1: D1Database, now: Date, leaseUntil: Date, limit: number) {
+  const db = getDb(d1);
+  const due = db
+    .select({ id: domains.id })
+    .from(domains)
+    .where(and(inArray(domains.status, ["PENDING", "VERIFIED"]), lte(domains.nextCheckAt, now)))
+    .orderBy(asc(domains.nextCheckAt))
+    .limit(limit);
+  return db
+    .update(domains)
+    .set({ nextCheckAt: leaseUntil })
+    .where(and(inArray(domains.id, due), lte(domains.nextCheckAt, now)))
+    .returning();
+}
+
+/** The project's domain (the owner's delete). */
+export function deleteDomain(d1: D1Database, projectId: string, id: string) {
+  return getDb(d1)
+    .delete(domains)
+    .where(and(eq(domains.id, id), eq(domains.projectId, projectId)));
+}
+
+/** The domain, only while it was never verified (the cron's release; a domain just inserted whose SES registration failed). */
+export function deleteUnverifiedDomain(d1: D1Database, id: string) {
+  return getDb(d1)
+    .delete(domains)
+    .where(and(eq(domains.id, id), isNull(domains.verifiedAt)));
+}
+
+/**
+ * The local dev project's domain (`npm run project -- ensure-dev`): inserted,
+ * or, when an older dev project holds the name, moved to this one with `values`.
+ */
+export function upsertSeededDomain(
+  d1: D1Database,
+  row: { id: string; name: string; createdAt: Date },
+  values: Omit<typeof domains.$inferInsert, "id" | "name" | "createdAt">,
+) {
+  return getDb(d1)
+    .insert(domains)
+    .values({ ...row, ...values })
+    .onConflictDoUpdate({ target: domains.name, set: values });
+}
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
 export const FIXED_SQL = { INSERT_DOMAIN_WITHIN_CAP_SQL, RECORD_RELEASE_SQL, RECENT_RELEASE_SQL, PRUNE_RELEASES_SQL };

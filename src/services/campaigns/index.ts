@@ -8,7 +8,7 @@ import { newId } from "../../lib/ids";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { ConditionSchema, type Condition } from "../conditions";
 import { contactFromRow, contactsByEmail } from "../contacts";
-import { requireVerifiedDomain } from "../domains";
+import { senderDomain } from "../domains";
 import { queueEmails } from "../send/outbox";
 import { assertTemplateSyntax } from "../send/render";
 import { campaignQuotaError, campaignQuotaFit, writeWithinQuotas } from "../quotas";
@@ -55,7 +55,7 @@ async function validateCampaign(db: Database, projectId: string, input: Campaign
     const segment = await db.query.segments.findFirst({ where: and(eq(segments.id, input.segmentId!), eq(segments.projectId, projectId)) });
     if (!segment) throw ApiError.validation([{ field: "segmentId", message: "No segment with this id in this project", code: "not_found" }]);
   }
-  if (changed.from !== undefined) await requireVerifiedDomain(db, projectId, input.from);
+  if (changed.from !== undefined) await senderDomain(db, projectId, input.from);
 }
 
 /** Only the audience fields of the chosen type are kept (a FILTERED campaign has no segmentId, and so on). */
@@ -192,7 +192,7 @@ export async function sendCampaign(db: Database, env: Env, projectId: string, id
   if (scheduledFor && scheduledFor.getTime() <= now.getTime()) {
     throw ApiError.validation([{ field: "scheduledFor", message: "scheduledFor must be in the future", code: "too_small" }]);
   }
-  await requireVerifiedDomain(db, projectId, campaign.from);
+  await senderDomain(db, projectId, campaign.from);
   const condition = await resolveAudience(db, campaign);
   await assertAudienceSendable(db, env, campaign, condition, now, scheduledFor !== null);
   if (scheduledFor) {
@@ -230,7 +230,7 @@ export async function cancelCampaign(db: Database, projectId: string, id: string
  */
 export async function sendTestEmail(db: Database, env: Env, projectId: string, id: string, address: string, requestUrl?: string): Promise<string> {
   const campaign = await getCampaign(db, projectId, id);
-  const domain = await requireVerifiedDomain(db, projectId, campaign.from);
+  const sender = await senderDomain(db, projectId, campaign.from);
   const suppressed = await findSuppressed(db, projectId, [address]);
   if (suppressed.size > 0) {
     throw ApiError.invalidState(`${address} is on the suppression list (${[...suppressed.values()][0]})`, "Send the test to another address.");
@@ -245,7 +245,7 @@ export async function sendTestEmail(db: Database, env: Env, projectId: string, i
       from: campaign.from,
       fromName: campaign.fromName,
       replyTo: campaign.replyTo,
-      senderDomain: domain.name,
+      senderDomain: sender,
       subject: campaign.subject,
       subjectPrefix: "[TEST] ",
       html: withUnsubscribeLink(campaign.body),

@@ -19,13 +19,13 @@
  * A resolver failure (SERVFAIL, timeout) changes no status; it is noted in the
  * record's `detail` and retried.
  */
-import { and, asc, inArray, lte, sql } from "drizzle-orm";
 import { fromRow, runStatements, type Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
 import { dnsConfig, resolveDns, type DnsConfig, type DnsResult } from "../dns";
 import { newId } from "../../lib/ids";
 import { recordedEventIds, recordWebhookEvent } from "../../store/webhooks";
+import { claimDueDomainChecks, saveDomainCheck } from "../../store/domains";
 import { queueWebhookEvents } from "../webhooks/deliver";
 import { domainRecordConfig, judgeRecord, lookupKey, lookupType, type Judgement } from "./records";
 import { toDomainView } from "./view";
@@ -133,10 +133,7 @@ export async function checkDomain(db: Database, env: Env, domain: Domain, now = 
   const event = type
     ? recordWebhookEvent(db.$client, { id: newId(), projectId: domain.projectId, type, data: toDomainView({ ...domain, ...update }), at: now })
     : null;
-  const [rows, ...recorded] = await runStatements(db, [
-    db.update(domains).set(update).where(sql`${domains.id} = ${domain.id}`).returning(),
-    ...(event ? [event] : []),
-  ]);
+  const [rows, ...recorded] = await runStatements(db, [saveDomainCheck(db.$client, domain.id, update), ...(event ? [event] : [])]);
   const eventIds = recordedEventIds(recorded);
   if (eventIds.length > 0) await queueWebhookEvents(env, domain.projectId, eventIds);
   return rows[0] ? fromRow(domains, rows[0]) : { ...domain, ...update };
@@ -153,17 +150,7 @@ export async function runDomainChecks(
   now = new Date(),
   limit = MAX_DOMAIN_CHECKS_PER_RUN,
 ): Promise<{ checked: number; verified: number; failed: number; pending: number }> {
-  const due = db
-    .select({ id: domains.id })
-    .from(domains)
-    .where(and(inArray(domains.status, ["PENDING", "VERIFIED"]), lte(domains.nextCheckAt, now)))
-    .orderBy(asc(domains.nextCheckAt))
-    .limit(limit);
-  const claimed = await db
-    .update(domains)
-    .set({ nextCheckAt: new Date(now.getTime() + CLAIM_LEASE_MS) })
-    .where(and(inArray(domains.id, due), lte(domains.nextCheckAt, now)))
-    .returning();
+  const claimed = await claimDueDomainChecks(db.$client, now, new Date(now.getTime() + CLAIM_LEASE_MS), limit);
   const results = await Promise.allSettled(claimed.map((domain) => checkDomain(db, env, domain, now)));
   const summary = { checked: claimed.length, verified: 0, failed: 0, pending: 0 };
   for (const result of results) {

@@ -1,6 +1,6 @@
 /**
  * Sending domains: create (with a DKIM key pair), list, get, check now,
- * delete, and the guard sending uses (`requireVerifiedDomain`).
+ * delete, and the sender check every send path makes (`senderDomain`).
  */
 import { and, eq, isNull, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Clock } from "../../lib/caches";
@@ -17,7 +17,15 @@ import { dkimSelectorFor, encryptPrivateKey, generateDkimKeyPair } from "./dkim"
 import { domainOfAddress, normaliseDomainName } from "./names";
 import { domainRecordConfig, expectedRecords } from "./records";
 import { quotaExceeded } from "../../store/guards";
-import { domainFromRow, insertDomainWithinCap, pruneDomainReleases, recentDomainRelease, recordDomainRelease } from "../../store/domains";
+import {
+  deleteDomain as deleteDomainRow,
+  deleteUnverifiedDomain,
+  domainFromRow,
+  insertDomainWithinCap,
+  pruneDomainReleases,
+  recentDomainRelease,
+  recordDomainRelease,
+} from "../../store/domains";
 import { deleteDomainFromSes, registerDomainWithSes, SesRegistrationError } from "./ses";
 import { findDomainUsage } from "./usage";
 import { checkDomain, VERIFICATION_WINDOW_MS } from "./dns-check";
@@ -101,7 +109,7 @@ export async function createDomain(db: Database, env: Env, projectId: string, in
     try {
       await registerDomainWithSes(env, name, selector, keys.privateKeyPkcs8);
     } catch (err) {
-      await db.delete(domains).where(eq(domains.id, inserted.id));
+      await deleteUnverifiedDomain(d1, inserted.id);
       if (err instanceof SesRegistrationError && err.alreadyExists) {
         throw new ApiError("CONFLICT", `The domain ${name} already exists in this service's Amazon SES account; it was left unchanged`, {
           suggestion:
@@ -160,7 +168,7 @@ export async function deleteDomain(db: Database, env: Env, projectId: string, id
       });
     }
   }
-  await runStatements(db, [...releaseStatements(db, domain, new Date()), db.delete(domains).where(and(eq(domains.id, id), eq(domains.projectId, projectId)))]);
+  await runStatements(db, [...releaseStatements(db, domain, new Date()), deleteDomainRow(db.$client, projectId, id)]);
   verifiedDomains.forget(projectId, domain.name);
 }
 
@@ -211,7 +219,7 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
   for (const domain of expired) {
     try {
       if (readConfig(env).EMAIL_PROVIDER === "ses") await deleteDomainFromSes(env, domain.name);
-      await runStatements(db, [...releaseStatements(db, domain, now), db.delete(domains).where(and(eq(domains.id, domain.id), isNull(domains.verifiedAt)))]);
+      await runStatements(db, [...releaseStatements(db, domain, now), deleteUnverifiedDomain(db.$client, domain.id)]);
       released++;
     } catch (err) {
       // Tried again on the next tick.
@@ -222,7 +230,7 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
   return { released, failed: expired.length - released };
 }
 
-/** The project's domain named like the address's domain (not yet checked for status), as a query not yet run. */
+/** The project's domain named like the address's domain (not yet checked for status), as a query not yet run (for a caller's read batch). */
 export function findSendingDomain(db: Database, projectId: string, fromAddress: string) {
   const name = domainOfAddress(fromAddress);
   return name
@@ -234,8 +242,28 @@ export function findSendingDomain(db: Database, projectId: string, fromAddress: 
     : null;
 }
 
-/** 403 DOMAIN_NOT_VERIFIED unless `domain` (the from address's domain of the project, if any) is VERIFIED. */
-export function assertVerifiedDomain(fromAddress: string, domain: Domain | undefined): Domain {
+/**
+ * The sender check of every send path: the from address's domain must be a
+ * VERIFIED domain of this project (exactly that name; subdomains are domains
+ * of their own), otherwise 403 DOMAIN_NOT_VERIFIED, saying why. Returns the
+ * domain's name. `known.cache`, the app's cache, answers for a domain this
+ * isolate saw VERIFIED seconds ago and learns from a check that passes;
+ * `known.read` is the row a caller already read (findSendingDomain) in its
+ * own batch, so nothing is read again.
+ */
+export async function senderDomain(
+  db: Database,
+  projectId: string,
+  fromAddress: string,
+  known: { cache?: VerifiedDomains; read?: { domain: Domain | undefined } } = {},
+): Promise<string> {
+  const cached = known.cache?.get(projectId, fromAddress);
+  if (cached) return cached;
+  let domain = known.read?.domain;
+  if (!known.read) {
+    const query = findSendingDomain(db, projectId, fromAddress);
+    [domain] = query ? await query : [];
+  }
   if (domain?.status !== "VERIFIED") {
     const shown = domainOfAddress(fromAddress) ?? fromAddress;
     throw new ApiError(
@@ -250,18 +278,8 @@ export function assertVerifiedDomain(fromAddress: string, domain: Domain | undef
       },
     );
   }
-  return domain;
-}
-
-/**
- * The guard every send path calls: the address's domain must be a VERIFIED
- * domain of this project (exactly that name; subdomains are domains of their
- * own). Otherwise 403 DOMAIN_NOT_VERIFIED, saying why.
- */
-export async function requireVerifiedDomain(db: Database, projectId: string, fromAddress: string): Promise<Domain> {
-  const query = findSendingDomain(db, projectId, fromAddress);
-  const [domain] = query ? await query : [];
-  return assertVerifiedDomain(fromAddress, domain);
+  known.cache?.remember(projectId, domain);
+  return domain.name;
 }
 
 /**

@@ -6,7 +6,7 @@ import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
-import { assertVerifiedDomain, findSendingDomain, requireVerifiedDomain, type VerifiedDomains } from "../domains";
+import { findSendingDomain, senderDomain, type VerifiedDomains } from "../domains";
 import type { SuppressionReason } from "../suppressions";
 import { upsertContacts } from "../../store/contacts";
 import { contactWriteEvents } from "../webhooks/record";
@@ -169,15 +169,6 @@ function resolveMessage(body: SendRequest, template: Template | undefined) {
   };
 }
 
-/** Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so). */
-async function senderDomainOf(db: Database, projectId: string, fromAddress: string, inputs: SendInputs, verifiedDomains: VerifiedDomains): Promise<string> {
-  const cached = verifiedDomains.get(projectId, fromAddress);
-  if (cached) return cached;
-  const domain = inputs.domainRead ? assertVerifiedDomain(fromAddress, inputs.domain) : await requireVerifiedDomain(db, projectId, fromAddress);
-  verifiedDomains.remember(projectId, domain);
-  return domain.name;
-}
-
 /**
  * Step 4, who gets it: suppressed addresses are listed, not sent to; a
  * MARKETING template refuses the whole send if any recipient is unsubscribed.
@@ -284,7 +275,11 @@ async function writeSend(
   const { options, hash, recipients, addresses } = w;
   if (body.template && !inputs.template) throw ApiError.notFound("Template");
   const message = resolveMessage(body, inputs.template);
-  const senderDomain = await senderDomainOf(db, projectId, message.from.email, inputs, options.verifiedDomains);
+  // Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so).
+  const sender = await senderDomain(db, projectId, message.from.email, {
+    cache: options.verifiedDomains,
+    read: inputs.domainRead ? { domain: inputs.domain } : undefined,
+  });
   const { sendable, suppressed } = sendableRecipients(body, addresses, inputs, message.marketing);
   const { persistent, all: forThisEmail } = splitPersistentData(body.data as JsonObject | undefined);
   const d1 = db.$client;
@@ -338,7 +333,7 @@ async function writeSend(
         from: message.from.email,
         fromName: message.fromName ?? null,
         replyTo: message.replyTo,
-        senderDomain,
+        senderDomain: sender,
         headers: body.headers ?? {},
         subject: message.subject,
         html: message.html,

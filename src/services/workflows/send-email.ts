@@ -3,7 +3,7 @@ import type { Database } from "../../db/client";
 import { contacts, emails, projects, templates } from "../../db/schema";
 import type { Env, SendEmailMessage } from "../../env";
 import { ApiError } from "../../lib/errors";
-import { requireVerifiedDomain } from "../domains";
+import { senderDomain as checkSenderDomain } from "../domains";
 import { enqueueEmails, queueEmails } from "../send/outbox";
 import { findSuppressed } from "../suppressions";
 
@@ -85,7 +85,7 @@ export async function sendWorkflowEmail(
 
   let senderDomain: string;
   try {
-    senderDomain = (await requireVerifiedDomain(db, input.projectId, template.from)).name;
+    senderDomain = await checkSenderDomain(db, input.projectId, template.from);
   } catch (err) {
     if (err instanceof ApiError) throw new PermanentStepError(err.message);
     throw err;
