@@ -1,12 +1,14 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
-import type { AppBindings } from "./env";
+import type { AppBindings } from "./lib/context";
 import { ApiError, handleError, handleNotFound } from "./lib/errors";
 import { createRouter, lazyGroups, lazyMiddleware, once } from "./lib/router";
 import { Caches, type Clock } from "./lib/caches";
 import { requestId } from "./middleware/request-id";
 import { noStore } from "./middleware/no-store";
+import { HandOver } from "./hand-over";
+import { WebhookEventCoalescer } from "./queues";
 
 // Routes, their zod schemas and the services behind them are imported when a
 // request first needs them: each path reaches one group of route modules, and
@@ -227,7 +229,7 @@ export function createApp(options: AppOptions = {}) {
     const lookup = caches.get(cachedKeyLookup);
     return { secret: authenticate({ lookup }), public: authenticate({ allowPublic: true, lookup }), refuseWhileSendingPaused };
   });
-  const webhookHandover = once(async () => new (await import("./services/webhooks/deliver")).WebhookHandover());
+  const coalescer = new WebhookEventCoalescer();
   const secretKey = lazyMiddleware(async () => (await auth()).secret);
   const publicKey = lazyMiddleware(async () => (await auth()).public);
   const sendingNotPaused = lazyMiddleware(async () => (await auth()).refuseWhileSendingPaused);
@@ -242,52 +244,38 @@ export function createApp(options: AppOptions = {}) {
 
     app.use("*", requestId);
     app.use("*", noStore);
+    // The request's one door out (src/hand-over.ts): every batch it commits
+    // reports its webhook events and workflow-trigger probes; they go to their
+    // queues after the response (waitUntil; without an execution context, a
+    // direct app.fetch in a script, unawaited). The cron drains what is left.
     app.use("*", async (c, next) => {
       c.set("caches", caches);
-      // Webhook events a request recorded go to the queue after the response, coalesced per isolate;
-      // without an execution context (direct app.fetch in a script) the send still runs, unawaited.
-      const later = (work: Promise<void>) => {
-        try {
-          c.executionCtx.waitUntil(work);
-        } catch {
-          // the cron drains whatever it does not send
-        }
-        return Promise.resolve();
-      };
+      const handOver = new HandOver(c.env, coalescer);
+      c.set("afterCommit", handOver);
       c.set("webhookHandOver", {
-        events: (projectId, eventIds) => later(webhookHandover().then((h) => h.handOver(c.env, projectId, eventIds))),
-        rows: (rows) => later(webhookHandover().then((h) => h.handOverRows(c.env, rows))),
+        events: async (projectId, eventIds) => handOver.committed({ webhookEvents: eventIds.map((id) => ({ id, projectId })), workflowTriggers: new Map() }),
+        rows: async (rows) =>
+          handOver.committed({
+            webhookEvents: rows.flatMap((r) => (typeof r.id === "string" && typeof r.project_id === "string" ? [{ id: r.id, projectId: r.project_id }] : [])),
+            workflowTriggers: new Map(),
+          }),
       });
       await next();
-    });
-    // Writes may have recorded workflow triggers (D1 triggers fill an outbox on
-    // every event, contact creation and subscription, whatever path made them):
-    // hand this project's to the workflow queue once the response is ready. The
-    // cron drains whatever a path without a key (unsubscribe pages) left.
-    app.use("*", async (c, next) => {
-      await next();
       const auth = c.get("auth");
-      if (!auth || c.req.method === "GET" || c.res.status >= 400 || c.get("workflowTriggersPending") === false) return;
-      let waitUntil: (promise: Promise<unknown>) => void;
-      try {
-        const ctx = c.executionCtx;
-        waitUntil = (promise) => ctx.waitUntil(promise);
-      } catch {
-        return; // no execution context (direct app.fetch in a script): the cron drains
+      if (auth) {
+        const ids = c.get("webhookEvents");
+        if (ids?.length) handOver.committed({ webhookEvents: ids.map((id) => ({ id, projectId: auth.projectId })), workflowTriggers: new Map() });
+        const pending = c.get("workflowTriggersPending");
+        if (pending === false) handOver.noWorkflowTriggers(auth.projectId);
+        // A write that probed nothing may have left triggers (D1 triggers fill the outbox on every event, contact creation and subscription).
+        else if (c.req.method !== "GET" && c.res.status < 400 && !handOver.probed(auth.projectId)) handOver.mayHaveWorkflowTriggers(auth.projectId);
       }
-      const { env } = c;
-      const dispatch = Promise.all([import("./db/client"), import("./services/workflows/triggers")]).then(([{ getDb }, { dispatchWorkflowTriggers }]) =>
-        dispatchWorkflowTriggers(getDb(env.DB), env, auth.projectId),
-      );
-      waitUntil(dispatch.catch((err) => console.error("workflow trigger dispatch failed", err)));
-    });
-    // Webhook events a write recorded (c.set("webhookEvents", ids)) go to the
-    // webhook queue once the response is ready (webhookHandOver).
-    app.use("*", async (c, next) => {
-      await next();
-      const ids = c.get("webhookEvents");
-      const auth = c.get("auth");
-      if (ids?.length && auth) await c.get("webhookHandOver").events(auth.projectId, ids);
+      const flushing = handOver.flush();
+      try {
+        c.executionCtx.waitUntil(flushing);
+      } catch {
+        // no execution context: the flush runs unawaited
+      }
     });
     // POST /contacts/imports counts its own CSV as it streams (50 MB): bodyLimit would buffer a body without Content-Length.
     app.use("*", (c, next) =>

@@ -1,4 +1,5 @@
 import type { Env } from "./env";
+import { HandOver } from "./hand-over";
 import { backoffSeconds, type QueueConsumer, type Verdict } from "./lib/queue-consumer";
 import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
 import {
@@ -39,17 +40,23 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
  * the only place messages are acked or retried. A consumer that throws (e.g.
  * D1 unavailable) has its whole batch retried with back-off; everything the
  * consumers do is safe to repeat (claims, unique keys, conditional updates).
+ * What the batch's writes recorded (webhook events, workflow triggers) leaves
+ * through one HandOver after the consumer.
  */
 export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const consumer = Object.hasOwn(CONSUMERS, batch.queue) ? CONSUMERS[batch.queue] : undefined;
   if (!consumer) throw new Error(`No consumer for queue "${batch.queue}": add it to CONSUMERS in src/queue.ts (queue names as in wrangler.toml)`);
   let verdicts: Verdict[];
+  const handOver = new HandOver(env);
   try {
-    verdicts = await consumer(batch.messages, env);
+    verdicts = await consumer(batch.messages, env, handOver);
   } catch (err) {
     console.error(`consumer of ${batch.queue} failed; retrying its batch`, err);
     for (const message of batch.messages) message.retry({ delaySeconds: backoffSeconds(message.attempts) });
     return;
+  } finally {
+    // What the batch committed leaves whatever the verdicts (it is in D1 either way).
+    await handOver.flush();
   }
   batch.messages.forEach((message, i) => {
     const verdict = verdicts[i];

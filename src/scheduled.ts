@@ -1,5 +1,7 @@
 import { getDb } from "./db/client";
 import type { Env } from "./env";
+import { HandOver } from "./hand-over";
+import type { AfterCommit } from "./lib/after-commit";
 import { runCampaignJobs } from "./services/campaigns/audience";
 import { releaseUnverifiedDomains, runDomainChecks } from "./services/domains";
 import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
@@ -10,8 +12,8 @@ import { runWebhookJobs } from "./services/webhooks/outbox";
 import { runReputationCheck } from "./services/reputation";
 import { runImportJobs } from "./services/import-jobs";
 
-/** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]). */
-export type ScheduledJob = (env: Env, now: Date) => Promise<unknown>;
+/** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]); what its writes record leaves through the tick's door. */
+export type ScheduledJob = (env: Env, now: Date, afterCommit: AfterCommit) => Promise<unknown>;
 
 /**
  * The jobs of the cron tick, in order. Each is bounded (a few subrequests per
@@ -39,13 +41,16 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
 export async function runScheduledJobs(env: Env, controller: Pick<ScheduledController, "scheduledTime">) {
   const now = new Date(controller.scheduledTime);
   const results: Record<string, unknown> = {};
+  const handOver = new HandOver(env);
   for (const [name, job] of Object.entries(SCHEDULED_JOBS)) {
     try {
-      results[name] = await job(env, now);
+      results[name] = await job(env, now, handOver);
     } catch (err) {
       console.error(`scheduled job ${name} failed`, err);
       results[name] = { error: err instanceof Error ? err.message : String(err) };
     }
+    // Each job's hand-over before the next job runs (the webhook and workflow drains come later in the tick).
+    await handOver.flush();
   }
   return results;
 }

@@ -2,7 +2,7 @@ import * as z from "./zod";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { AppBindings } from "../env";
+import type { AppBindings } from "./context";
 
 /** One field-level problem inside a 422 response. */
 export interface FieldError {

@@ -1,3 +1,5 @@
+import type { AfterCommit } from "./after-commit";
+
 /**
  * What a queue consumer sees and answers. Consumers (one per queue, see
  * src/queue.ts) get the messages' ids, bodies and attempt numbers and return
@@ -16,7 +18,8 @@ export type Verdict = { readonly ack: true } | { readonly retryAfterSeconds: num
 export const ACK: Verdict = { ack: true };
 export const retryAfter = (seconds: number): Verdict => ({ retryAfterSeconds: Math.max(0, Math.round(seconds)) });
 
-export type QueueConsumer<Body = unknown, E = unknown> = (messages: readonly QueuedMessage<Body>[], env: E) => Promise<Verdict[]>;
+/** A consumer: the batch's messages, the bindings, and the batch's door out (what its writes recorded leaves after the batch). */
+export type QueueConsumer<Body = unknown, E = unknown> = (messages: readonly QueuedMessage<Body>[], env: E, afterCommit: AfterCommit) => Promise<Verdict[]>;
 
 /** Exponential back-off with jitter for provider throttling and outages: ~5 s, 10 s, 20 s ... capped at 15 min. */
 export function backoffSeconds(attempt: number): number {

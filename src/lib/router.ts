@@ -1,7 +1,8 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { getPath } from "hono/utils/url";
-import type { AppBindings, Env } from "../env";
+import type { Env } from "../env";
+import type { AppBindings } from "./context";
 import { ApiError, fieldErrorsFromZod } from "./errors";
 
 /**

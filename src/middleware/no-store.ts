@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import type { AppBindings } from "../env";
+import type { AppBindings } from "../lib/context";
 
 /** Responses that keep their own caching: the API reference (/docs, its assets, /openapi.json) and the dashboard (/app). */
 const OWN_CACHING = /^\/(?:docs|docs-assets|openapi\.json|app)(?:\/|$)/;

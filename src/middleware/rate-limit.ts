@@ -1,7 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import type { ApiLease, RateLimitResult } from "../durable/project-limiter";
 import { projectLimiter } from "../durable/names";
-import type { AppBindings } from "../env";
+import type { AppBindings } from "../lib/context";
 import { type Clock, systemClock } from "../lib/caches";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";

@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import type { AppBindings } from "../env";
+import type { AppBindings } from "../lib/context";
 
 /** Gives every request an id, returned in X-Request-Id and in every error body. */
 export const requestId = createMiddleware<AppBindings>(async (c, next) => {

@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import type { AppBindings } from "../env";
+import type { AppBindings } from "../lib/context";
 import { ApiError } from "../lib/errors";
 import { jsonCharsOutsideAttachmentContent, MAX_SEND_JSON_CHARS_OUTSIDE_ATTACHMENTS } from "../schemas/send";
 

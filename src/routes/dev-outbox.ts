@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { html, raw } from "hono/html";
 import { getDb } from "../db/client";
 import { capturedMessages } from "../db/schema";
-import type { AppBindings } from "../env";
+import type { AppBindings } from "../lib/context";
 import { base64ToUtf8 } from "../lib/base64";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";

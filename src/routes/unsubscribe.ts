@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import * as z from "../lib/zod";
 import type { Context } from "hono";
 import { getDb } from "../db/client";
-import type { AppBindings } from "../env";
+import type { AppBindings } from "../lib/context";
 import { linkVerificationSecrets } from "../lib/config";
 import { assertClientWithinLimit } from "../lib/client-limit";
 import { ApiError } from "../lib/errors";

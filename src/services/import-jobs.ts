@@ -1,6 +1,7 @@
 import type { Env } from "../env";
 import type { ImportChunkMessage } from "../messages";
 import { failStalled, leftoverImports, markResumed, stagedRowsAfter, stalledImports, sweepRows } from "../store/imports";
+import { enqueueImportChunks } from "../queues";
 
 /**
  * An import's life outside its upload request: how its rows are cut into
@@ -48,11 +49,12 @@ export function cutChunks(rows: readonly { row: number; size: number }[]): Chunk
   return chunks;
 }
 
-/** One message per chunk on the import queue (sendBatch, 100 at a time). */
-export async function queueChunks(env: Env, importId: string, projectId: string, chunks: readonly ChunkRange[]) {
-  for (let i = 0; i < chunks.length; i += 100) {
-    await env.IMPORT_QUEUE.sendBatch(chunks.slice(i, i + 100).map((c) => ({ body: { importId, projectId, fromRow: c.fromRow, toRow: c.toRow } })));
-  }
+/** One message per chunk on the import queue. */
+export function queueChunks(env: Env, importId: string, projectId: string, chunks: readonly ChunkRange[]) {
+  return enqueueImportChunks(
+    env,
+    chunks.map((c) => ({ importId, projectId, fromRow: c.fromRow, toRow: c.toRow })),
+  );
 }
 
 /**

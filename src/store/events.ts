@@ -4,6 +4,7 @@ import { contacts, emails, type EventSource, events, type JsonObject } from "../
 import type { ConfigInput } from "../lib/config";
 import { newId } from "../lib/ids";
 import { underDailyEventQuota } from "./guards";
+import { probesWorkflowTriggers } from "./marks";
 
 /**
  * A project event (POST /v1/track) for the contact with this lower-case
@@ -17,9 +18,13 @@ export function insertEvent(
   projectId: string,
   event: { id?: string; email: string; name: string; data: JsonObject; source: EventSource; createdAt: Date },
 ): D1PreparedStatement {
-  return d1
-    .prepare(INSERT_EVENT_SQL)
-    .bind(event.id ?? newId(), projectId, event.email, event.name, JSON.stringify(event.data), event.createdAt.getTime(), event.source);
+  return probesWorkflowTriggers(
+    d1
+      .prepare(INSERT_EVENT_SQL)
+      .bind(event.id ?? newId(), projectId, event.email, event.name, JSON.stringify(event.data), event.createdAt.getTime(), event.source),
+    projectId,
+    workflowTriggersPendingOf,
+  );
 }
 const INSERT_EVENT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at, source)
   VALUES (?1, ?2, (SELECT id FROM contacts WHERE project_id = ?2 AND email = ?3), ?4, ?5, ?6, ?7)

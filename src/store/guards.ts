@@ -2,6 +2,7 @@ import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { projectDailyUsage } from "../db/schema";
 import { readConfig, type ConfigInput } from "../lib/config";
 import { ApiError } from "../lib/errors";
+import { probesWorkflowTriggers } from "./marks";
 
 /**
  * The guards of the write batches: statements that go first in a batch and
@@ -266,7 +267,7 @@ const SUPPRESSION_GUARD_SQL = `INSERT INTO quota_checks (quota, used, quota_limi
  * event of the batch starts a workflow), so the caller hands them over at once.
  */
 export function outboxProbe(d1: D1Database, projectId: string): D1PreparedStatement {
-  return d1.prepare(OUTBOX_PROBE_SQL).bind(projectId);
+  return probesWorkflowTriggers(d1.prepare(OUTBOX_PROBE_SQL).bind(projectId), projectId);
 }
 const OUTBOX_PROBE_SQL = "SELECT id FROM workflow_trigger_outbox WHERE project_id = ?1 LIMIT 1";
 

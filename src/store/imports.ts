@@ -6,6 +6,8 @@
  * header and errors count in projects.stored_bytes (triggers, migration 0025).
  */
 
+import { recordsWebhookEvents } from "./marks";
+
 /** Open imports: those the per-project cap counts and the cron watches (the partial indexes' condition). */
 const OPEN = "status IN ('PENDING', 'PROCESSING')";
 
@@ -180,7 +182,7 @@ const DROP_TRIGGERS_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id 
  */
 export function completeIfDone(d1: D1Database, importId: string, eventId: string, now: number): D1PreparedStatement[] {
   return [
-    d1.prepare(WEBHOOK_EVENT_SQL).bind(importId, eventId, new Date(now).toISOString(), now),
+    recordsWebhookEvents(d1.prepare(WEBHOOK_EVENT_SQL).bind(importId, eventId, new Date(now).toISOString(), now)),
     d1.prepare(EVENT_SQL).bind(importId, eventId, now),
     d1.prepare(COMPLETE_SQL).bind(importId, now),
     d1.prepare(DROP_CLAIMS_SQL).bind(importId),

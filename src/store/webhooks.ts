@@ -2,8 +2,12 @@
  * The only writer of the webhook tables (webhook_endpoints, webhook_events,
  * webhook_deliveries; webhook_pending is kept by triggers). Every function returns D1
  * statements with fixed SQL, so a caller puts them in one batch with the
- * change they belong to.
+ * change they belong to. Statements that record events mark themselves
+ * (recordsWebhookEvents, RETURNING id, project_id), so a WriteBatch hands
+ * them over wherever they sit.
  */
+
+import { recordsWebhookEvents } from "./marks";
 
 /** Statement parameters of one enabled, subscribed endpoint test (?2 project, ?3 type). */
 const SUBSCRIBED = `EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ?2 AND w.enabled = 1
@@ -12,7 +16,7 @@ const SUBSCRIBED = `EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id
 const RECORD_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
   SELECT ?1, ?2, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json(?5)), ?6
   WHERE ${SUBSCRIBED}
-  RETURNING id`;
+  RETURNING id, project_id`;
 
 /**
  * Records a webhook event of `type` for the project, with `data` as the body's
@@ -21,7 +25,9 @@ const RECORD_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payl
  * for it holds the event's id when one was recorded (see recordedEventIds).
  */
 export function recordWebhookEvent(d1: D1Database, input: { id: string; projectId: string; type: string; data: unknown; at: Date }): D1PreparedStatement {
-  return d1.prepare(RECORD_EVENT_SQL).bind(input.id, input.projectId, input.type, input.at.toISOString(), JSON.stringify(input.data ?? {}), input.at.getTime());
+  return recordsWebhookEvents(
+    d1.prepare(RECORD_EVENT_SQL).bind(input.id, input.projectId, input.type, input.at.toISOString(), JSON.stringify(input.data ?? {}), input.at.getTime()),
+  );
 }
 
 const ISO = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
@@ -32,7 +38,7 @@ const ISO = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000
  * the update happens. The data is the campaign object without its body.
  */
 export function recordCampaignSent(d1: D1Database, input: { id: string; campaignId: string; at: Date }): D1PreparedStatement {
-  return d1.prepare(CAMPAIGN_SENT_SQL).bind(input.id, input.campaignId, input.at.toISOString(), input.at.getTime());
+  return recordsWebhookEvents(d1.prepare(CAMPAIGN_SENT_SQL).bind(input.id, input.campaignId, input.at.toISOString(), input.at.getTime()));
 }
 const CAMPAIGN_SENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
   SELECT ?1, c.project_id, 'campaign.sent', json_object('type', 'campaign.sent', 'timestamp', ?3, 'data', json_object(
@@ -101,7 +107,7 @@ export function recordEmailWebhookEvents(d1: D1Database, items: EmailEventItem[]
     item.status ?? null,
     item.error ?? null,
   ]);
-  return d1.prepare(EMAIL_EVENTS_SQL).bind(JSON.stringify(rows), at.getTime(), at.toISOString());
+  return recordsWebhookEvents(d1.prepare(EMAIL_EVENTS_SQL).bind(JSON.stringify(rows), at.getTime(), at.toISOString()));
 }
 
 const CONTACT_JSON = `json_object('id', c.id, 'email', c.email, 'subscribed', json(CASE WHEN c.subscribed THEN 'true' ELSE 'false' END),
@@ -133,7 +139,7 @@ const CONTACT_BEFORE_SQL = `INSERT INTO webhook_events (id, project_id, type, pa
       WHEN 'unsubscribed' THEN EXISTS (SELECT 1 FROM contacts c WHERE ${ITEM_CONTACT} AND c.subscribed = 0)
       WHEN 'subscribed' THEN EXISTS (SELECT 1 FROM contacts c WHERE ${ITEM_CONTACT} AND c.subscribed = 1)
       ELSE 0 END
-  RETURNING id`;
+  RETURNING id, project_id`;
 
 const CONTACT_AFTER_SQL = `UPDATE webhook_events SET payload = json_set(payload, '$.data', (SELECT ${CONTACT_JSON} FROM contacts c WHERE ${ITEM_CONTACT}))
   FROM json_each(?1) AS j
@@ -165,7 +171,7 @@ export function contactEvents(
 ): { before: D1PreparedStatement; after: D1PreparedStatement } {
   const items = JSON.stringify(input.items.map((i) => [i.id, i.type, i.condition, i.contactId ?? null, i.email?.toLowerCase() ?? null]));
   return {
-    before: d1.prepare(CONTACT_BEFORE_SQL).bind(items, input.projectId, input.at.toISOString(), input.at.getTime()),
+    before: recordsWebhookEvents(d1.prepare(CONTACT_BEFORE_SQL).bind(items, input.projectId, input.at.toISOString(), input.at.getTime())),
     after: d1.prepare(CONTACT_AFTER_SQL).bind(items, input.projectId),
   };
 }
@@ -182,7 +188,7 @@ const CONTACTS_WRITTEN_SQL = `INSERT INTO webhook_events (id, project_id, type, 
   WHERE (CASE WHEN c.id = json_extract(j.value, '$[1]') THEN json_extract(j.value, '$[4]') & 1 ELSE json_extract(j.value, '$[4]') & 2 END) != 0
     AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ?2 AND w.enabled = 1
       AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = ${WRITTEN_TYPE})))
-  RETURNING id`;
+  RETURNING id, project_id`;
 
 /** A contact a write creates or updates, for contactsWritten. */
 export interface WrittenContactItem {
@@ -207,22 +213,24 @@ export interface WrittenContactItem {
  */
 export function contactsWritten(d1: D1Database, input: { projectId: string; at: Date; items: readonly WrittenContactItem[] }): D1PreparedStatement {
   const items = input.items.map((i) => [i.id, i.newId ?? null, i.contactId ?? null, i.email?.toLowerCase() ?? null, (i.created ? 1 : 0) | (i.updated ? 2 : 0)]);
-  return d1.prepare(CONTACTS_WRITTEN_SQL).bind(JSON.stringify(items), input.projectId, input.at.toISOString(), input.at.getTime());
+  return recordsWebhookEvents(d1.prepare(CONTACTS_WRITTEN_SQL).bind(JSON.stringify(items), input.projectId, input.at.toISOString(), input.at.getTime()));
 }
 
 const CONTACT_SNAPSHOT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
   SELECT ?1, c.project_id, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', ${CONTACT_JSON}), ?5
   FROM contacts c WHERE c.project_id = ?2 AND (c.id = ?6 OR c.email = ?7) AND ${SUBSCRIBED}
-  RETURNING id`;
+  RETURNING id, project_id`;
 
 /** A `contact.*` event with the contact as it is at this point of the batch (contact.deleted: before the DELETE). */
 export function recordContactSnapshot(
   d1: D1Database,
   input: { id: string; projectId: string; type: string; at: Date; contactId?: string; email?: string },
 ): D1PreparedStatement {
-  return d1
-    .prepare(CONTACT_SNAPSHOT_SQL)
-    .bind(input.id, input.projectId, input.type, input.at.toISOString(), input.at.getTime(), input.contactId ?? null, input.email?.toLowerCase() ?? null);
+  return recordsWebhookEvents(
+    d1
+      .prepare(CONTACT_SNAPSHOT_SQL)
+      .bind(input.id, input.projectId, input.type, input.at.toISOString(), input.at.getTime(), input.contactId ?? null, input.email?.toLowerCase() ?? null),
+  );
 }
 
 const EXECUTION_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
@@ -236,14 +244,14 @@ const EXECUTION_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, p
   WHERE x.id = ?2 AND x.finished_at = ?5
     AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = x.project_id AND w.enabled = 1
       AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = ?3)))
-  RETURNING id`;
+  RETURNING id, project_id`;
 
 /**
  * A `workflow.execution.*` event with the execution object, only when this
  * batch finished the execution (its finished_at is `at`); put it after the update.
  */
 export function recordExecutionWebhookEvent(d1: D1Database, input: { id: string; executionId: string; type: string; at: Date }): D1PreparedStatement {
-  return d1.prepare(EXECUTION_EVENT_SQL).bind(input.id, input.executionId, input.type, input.at.toISOString(), input.at.getTime());
+  return recordsWebhookEvents(d1.prepare(EXECUTION_EVENT_SQL).bind(input.id, input.executionId, input.type, input.at.toISOString(), input.at.getTime()));
 }
 
 /** The ids of the events a batch recorded, from the results of its record* statements. */

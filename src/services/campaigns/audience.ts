@@ -1,16 +1,16 @@
 import { and, asc, eq, gt, inArray, isNotNull, lt, lte, notExists, sql, type SQL } from "drizzle-orm";
-import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { getDb, runStatements, type Database } from "../../db/client";
 import { campaigns, contacts, projects, type Campaign, type CampaignStatus } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { Env } from "../../env";
-import type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
+import type { CampaignPageMessage } from "../../messages";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { queueEmails } from "../send/outbox";
 import { recordCampaignSent } from "../../store/webhooks";
 import { queueRecordedEvents } from "../webhooks/deliver";
+import { enqueueCampaignPage, enqueueMail } from "../../queues";
 
 /** Contacts walked per audience page (one queue message). */
 export const PAGE_SIZE = 500;
@@ -44,19 +44,16 @@ export function withUnsubscribeLink(body: string): string {
   return /<\/body>/i.test(body) ? body.replace(/<\/body>/i, `${UNSUBSCRIBE_FOOTER}</body>`) : body + UNSUBSCRIBE_FOOTER;
 }
 
-export async function enqueueCampaignPage(env: Env, campaign: Pick<Campaign, "id" | "projectId">, after: string | null) {
-  const body: CampaignPageMessage = { kind: "campaign-page", campaignId: campaign.id, projectId: campaign.projectId, after };
-  await env.EMAIL_BULK_QUEUE.send(body);
+export function enqueueCampaignPageOf(env: Env, campaign: Pick<Campaign, "id" | "projectId">, after: string | null) {
+  return enqueueCampaignPage(env, { campaignId: campaign.id, projectId: campaign.projectId, after });
 }
 
-/** A page's emails onto the bulk queue: one sendBatch per 100 (the Queues limit), all at once. */
-async function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: string[]) {
-  await Promise.all(
-    chunks(emailIds, QUEUE_BATCH).map((ids) =>
-      env.EMAIL_BULK_QUEUE.sendBatch(
-        ids.map((emailId) => ({ body: { emailId, projectId: campaign.projectId, campaignId: campaign.id } satisfies CampaignEmailMessage })),
-      ),
-    ),
+/** A page's emails onto the bulk queue (throws: the page message is retried). */
+function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: string[]) {
+  return enqueueMail(
+    env,
+    emailIds.map((emailId) => ({ emailId, projectId: campaign.projectId, bulk: true, campaignId: campaign.id })),
+    { onFailure: "throw" },
   );
 }
 
@@ -142,7 +139,7 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
 
   // The next page is queued with this page's emails, not after them: the queue then always holds a
   // full batch, and the walk stays one page ahead of the sends instead of waiting for them.
-  await Promise.all([enqueueCampaignEmails(env, campaign, toSend), advanced && !done ? enqueueCampaignPage(env, campaign, last) : undefined]);
+  await Promise.all([enqueueCampaignEmails(env, campaign, toSend), advanced && !done ? enqueueCampaignPageOf(env, campaign, last) : undefined]);
   if (advanced && done) await finalizeCampaigns(db, env, [campaign.id]);
 }
 
@@ -208,7 +205,7 @@ export async function startSending(
     )
     .returning();
   if (!started) return undefined;
-  await enqueueCampaignPage(env, started, null);
+  await enqueueCampaignPageOf(env, started, null);
   return started;
 }
 
@@ -291,7 +288,7 @@ async function audienceOf(db: Database, campaign: Campaign): Promise<Condition |
 
 async function requeueNextPage(db: Database, env: Env, campaign: Campaign, now: Date) {
   await db.update(campaigns).set({ updatedAt: now }).where(eq(campaigns.id, campaign.id));
-  await enqueueCampaignPage(env, campaign, campaign.sendCursor);
+  await enqueueCampaignPageOf(env, campaign, campaign.sendCursor);
 }
 
 /**

@@ -6,7 +6,6 @@ import { projectLimiter } from "../../durable/names";
 import type { SendKind } from "../../durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../env";
 import { publicUrl, readConfig, requireSecret } from "../../lib/config";
-import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import {
   claimEmails,
@@ -24,6 +23,7 @@ import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
+import { requeueMail } from "../../queues";
 import {
   CALL_DEADLINE_MS,
   emailIdsOf,
@@ -526,7 +526,11 @@ async function deferClaimed(d1: D1Database, requeue: Queue<SendEmailMessage>, sl
     ),
   );
   try {
-    for (const chunk of chunks(slots, QUEUE_BATCH)) await requeue.sendBatch(chunk.map((slot) => ({ body: slot.body, delaySeconds })));
+    await requeueMail(
+      requeue,
+      slots.map((slot) => slot.body),
+      delaySeconds,
+    );
     return ACK;
   } catch {
     return retryAfter(delaySeconds);

@@ -1,18 +1,17 @@
 import { runStatements, type Database } from "../../db/client";
 import type { JsonObject } from "../../db/schema";
 import type { Env } from "../../env";
-import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { publicUrl, requireSecret } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { jsonByteLength } from "../../lib/validators";
-import type { SendEmailMessage } from "../../messages";
 import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { insertQueued, insertSendHeaders } from "../../store/emails";
 import { quotaGuard, runGuarded, storedBytesGuard, type QuotaUse } from "../../store/guards";
 import { confirmUrl, unsubscribeUrl } from "../tracking/links";
 import { type AttachmentInput, buildAttachmentInserts } from "./attachments";
 import { type RenderBudget, renderBody, renderSubject } from "./render";
+import { enqueueMail } from "../../queues";
 
 /**
  * The one path that creates email, for /v1/send, campaign pages, campaign
@@ -239,31 +238,10 @@ export async function queueEmails(
   };
 }
 
-/** Transactional mail onto the send queue, bulk mail onto the bulk queue, QUEUE_BATCH messages per sendBatch. */
-async function enqueue(env: Env, draft: EmailDraft, emailIds: string[]) {
-  if (!draft.bulk) return enqueueEmails(env, draft.projectId, emailIds);
-  for (const ids of chunks(emailIds, QUEUE_BATCH)) {
-    try {
-      await env.EMAIL_BULK_QUEUE.sendBatch(
-        ids.map((emailId) => ({
-          body: draft.campaignId ? { emailId, projectId: draft.projectId, campaignId: draft.campaignId } : { emailId, projectId: draft.projectId },
-        })),
-      );
-    } catch (err) {
-      console.error("enqueue failed; the sweep will retry", err);
-    }
-  }
-}
-
-/** Fans email ids out to the send queue, QUEUE_BATCH messages per sendBatch. */
-export async function enqueueEmails(env: Env, projectId: string, emailIds: string[]): Promise<void> {
-  for (const ids of chunks(emailIds, QUEUE_BATCH)) {
-    const messages = ids.map((emailId) => ({ body: { emailId, projectId } satisfies SendEmailMessage }));
-    try {
-      await env.EMAIL_QUEUE.sendBatch(messages);
-    } catch (err) {
-      // The records are QUEUED in D1; the scheduled sweep re-enqueues them.
-      console.error("enqueue failed; the sweep will retry", err);
-    }
-  }
+/** Transactional mail onto the send queue, bulk mail onto the bulk queue (src/queues.ts). */
+function enqueue(env: Env, draft: EmailDraft, emailIds: string[]) {
+  return enqueueMail(
+    env,
+    emailIds.map((emailId) => ({ emailId, projectId: draft.projectId, bulk: Boolean(draft.bulk), campaignId: draft.bulk ? draft.campaignId : null })),
+  );
 }

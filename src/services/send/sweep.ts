@@ -1,5 +1,4 @@
 import { and, eq, isNull, lt, or } from "drizzle-orm";
-import { chunks, QUEUE_BATCH } from "../../lib/chunks";
 import { getDb, runStatements } from "../../db/client";
 import { emails } from "../../db/schema";
 import type { Env } from "../../env";
@@ -9,6 +8,7 @@ import { recordEmailWebhookEvents } from "../../store/webhooks";
 import { queueRecordedEvents } from "../webhooks/deliver";
 import { resumeWalks } from "../campaigns/audience";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS, updateEmailsById as touchEmails } from "./records";
+import { enqueueMail } from "../../queues";
 
 /**
  * Records of each kind one sweep handles at most: a crash that lost a 2,000-email backlog is queued
@@ -80,19 +80,12 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = SWEEP
     await queueRecordedEvents(env, results[results.length - 1]);
   }
   // Bulk mail goes back on the bulk queue, so it keeps yielding to transactional mail.
-  for (const [queue, list] of [
-    [env.EMAIL_QUEUE, queued.filter((e) => !e.bulk)],
-    [env.EMAIL_BULK_QUEUE, queued.filter((e) => e.bulk)],
-  ] as const) {
-    for (const batch of chunks(list, QUEUE_BATCH)) {
-      // A campaign email keeps its campaignId, so the batch that sends it also finishes the campaign.
-      await queue.sendBatch(
-        batch.map((e) => ({
-          body: e.campaignId ? { emailId: e.id, projectId: e.projectId, campaignId: e.campaignId } : { emailId: e.id, projectId: e.projectId },
-        })),
-      );
-    }
-  }
+  // A campaign email keeps its campaignId, so the batch that sends it also finishes the campaign.
+  await enqueueMail(
+    env,
+    queued.map((e) => ({ emailId: e.id, projectId: e.projectId, bulk: e.bulk, campaignId: e.campaignId })),
+    { onFailure: "throw" },
+  );
   // Their campaigns' audience walks lost their next page message with them: queued again at once.
   await resumeWalks(env, [...new Set(waiting.flatMap((e) => (e.campaignId ? [e.campaignId] : [])))], now);
   // Touch them so the next sweep waits another lease before trying again.

@@ -10,6 +10,7 @@ import * as store from "../../store/webhooks";
 import { decryptPrivateKey } from "../domains/dkim";
 import { outboundTargetProblem, type TargetProblem } from "../outbound-url";
 import { runLanes } from "./lanes";
+import { enqueueDeliveries, enqueueWebhookEvents } from "../../queues";
 
 export type { WebhookQueueMessage };
 
@@ -64,27 +65,8 @@ const ERROR_BODY_BYTES = 1024;
 const ERROR_BODY_MS = 1000;
 const ERROR_BODY_CHARS = 200;
 
-/** Hands messages to the queue, 100 per sendBatch. Failures are logged: the cron's drain queues what is overdue. */
-async function sendMessages(env: Env, messages: { body: WebhookQueueMessage; delaySeconds?: number }[]): Promise<boolean> {
-  let ok = true;
-  for (let i = 0; i < messages.length; i += 100) {
-    try {
-      await env.WEBHOOK_QUEUE.sendBatch(messages.slice(i, i + 100));
-    } catch (err) {
-      console.error("queueing webhook messages failed; the cron re-queues them", err);
-      ok = false;
-    }
-  }
-  return ok;
-}
-
 /** Queues attempts of deliveries (attempt = the attempt number the message may claim). */
-export function queueDeliveries(env: Env, items: { deliveryId: string; projectId: string; attempt: number; delaySeconds?: number }[]) {
-  return sendMessages(
-    env,
-    items.map(({ delaySeconds, ...item }) => ({ body: { kind: "delivery", ...item }, ...(delaySeconds ? { delaySeconds } : {}) })),
-  );
-}
+export const queueDeliveries = enqueueDeliveries;
 
 /**
  * Attempts the project may make now, of `want`: its ProjectLimiter's window of
@@ -105,74 +87,19 @@ export async function attemptsLeft(env: Env, projectId: string, now: number): Pr
   return remaining;
 }
 
-/** Rounds of hand-over one request sends for the requests that arrive while it sends, before it lets the next one take over. */
-const HANDOVER_ROUNDS = 8;
-
-/**
- * The requests' hand-over of the events they recorded, per isolate (one per
- * app): a request with nothing being sent for its queue sends its events at
- * once; requests whose events arrive while that send is in flight only add
- * theirs, and the sending request sends them next, 100 per sendBatch. So
- * under load an isolate makes one queue call per round instead of one per
- * request, and no request waits on another's I/O: a request either sends or
- * returns at once. After HANDOVER_ROUNDS what is left goes with the next
- * request's hand-over. The events are in D1 already; whatever no hand-over
- * sends (its invocation died) the cron's outbox drain queues after its grace period.
- */
-export class WebhookHandover {
-  private waiting = new WeakMap<object, { messages: { body: WebhookQueueMessage }[]; sending: boolean }>();
-
-  handOver(env: Env, projectId: string, eventIds: string[]): Promise<void> {
-    if (eventIds.length === 0) return Promise.resolve();
-    let lane = this.waiting.get(env.WEBHOOK_QUEUE);
-    if (!lane) {
-      lane = { messages: [], sending: false };
-      this.waiting.set(env.WEBHOOK_QUEUE, lane);
-    }
-    for (const eventId of eventIds) lane.messages.push({ body: { kind: "event", eventId, projectId } });
-    return lane.sending ? Promise.resolve() : this.send(env, lane);
-  }
-
-  /** Rows a record statement returned (`id`, `project_id`), whatever their projects. */
-  handOverRows(env: Env, rows: readonly Record<string, unknown>[]): Promise<void> {
-    const byProject = new Map<string, string[]>();
-    for (const r of rows) {
-      if (typeof r.id !== "string" || typeof r.project_id !== "string") continue;
-      const ids = byProject.get(r.project_id);
-      if (ids) ids.push(r.id);
-      else byProject.set(r.project_id, [r.id]);
-    }
-    return Promise.all([...byProject].map(([projectId, ids]) => this.handOver(env, projectId, ids))).then(() => undefined);
-  }
-
-  private async send(env: Env, lane: { messages: { body: WebhookQueueMessage }[]; sending: boolean }) {
-    lane.sending = true;
-    try {
-      for (let round = 0; round < HANDOVER_ROUNDS && lane.messages.length > 0; round++) {
-        await sendMessages(env, lane.messages.splice(0, 100));
-      }
-    } finally {
-      lane.sending = false;
-    }
-  }
-}
-
 /** Hands recorded events (ids from a write batch, see store.recordedEventIds) to the queue for fan-out. */
 export function queueWebhookEvents(env: Env, projectId: string, eventIds: string[]) {
-  if (eventIds.length === 0) return Promise.resolve(true);
-  return sendMessages(
+  return enqueueWebhookEvents(
     env,
-    eventIds.map((eventId) => ({ body: { kind: "event", eventId, projectId } })),
+    eventIds.map((id) => ({ id, projectId })),
   );
 }
 
 /** Hands over events from rows a record statement returned (`id`, `project_id`), whatever their projects. */
 export function queueRecordedEvents(env: Env, rows: readonly Record<string, unknown>[]) {
-  const valid = rows.filter((r) => typeof r.id === "string" && typeof r.project_id === "string");
-  if (valid.length === 0) return Promise.resolve(true);
-  return sendMessages(
+  return enqueueWebhookEvents(
     env,
-    valid.map((r) => ({ body: { kind: "event", eventId: r.id as string, projectId: r.project_id as string } })),
+    rows.flatMap((r) => (typeof r.id === "string" && typeof r.project_id === "string" ? [{ id: r.id, projectId: r.project_id }] : [])),
   );
 }
 

@@ -1,5 +1,5 @@
 import { and, eq, inArray, type SQL } from "drizzle-orm";
-import { chunks, QUEUE_BATCH } from "../../lib/chunks";
+import { chunks } from "../../lib/chunks";
 import { runStatements, type Database } from "../../db/client";
 import { projects, workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
 import type { Env } from "../../env";
@@ -9,7 +9,7 @@ import { listNewestFirst } from "../../lib/pagination";
 import { recordedEventIds, recordExecutionWebhookEvent } from "../../store/webhooks";
 import type { ExecutionView } from "../../schemas/workflows";
 
-import type { WorkflowQueueMessage } from "../../messages";
+import { enqueueWorkflowMessages } from "../../queues";
 
 export type { ExecutionParams, WorkflowQueueMessage } from "../../messages";
 
@@ -145,17 +145,11 @@ export async function cancelExecutionsOf(db: Database, env: Env, workflowId: str
     .where(and(eq(workflowExecutions.workflowId, workflowId), inArray(workflowExecutions.status, ACTIVE_STATUSES)))
     .returning({ id: workflowExecutions.id });
   const ids = cancelled.map((r) => r.id);
-  const messages: { body: WorkflowQueueMessage }[] = [];
-  for (let i = 0; i < ids.length; i += TERMINATE_IDS_PER_MESSAGE) {
-    messages.push({ body: { kind: "terminate", executionIds: ids.slice(i, i + TERMINATE_IDS_PER_MESSAGE) } });
-  }
-  for (const batch of chunks(messages, QUEUE_BATCH)) {
-    try {
-      await env.WORKFLOW_QUEUE.sendBatch(batch);
-    } catch (err) {
-      // The executions are CANCELLED in D1; their instances stop at their next step.
-      console.error("queueing terminations failed", err);
-    }
-  }
+  // The executions are CANCELLED in D1; an instance a lost message does not reach stops at its next step.
+  await enqueueWorkflowMessages(
+    env,
+    chunks(ids, TERMINATE_IDS_PER_MESSAGE).map((executionIds) => ({ kind: "terminate", executionIds })),
+    { onFailure: "log" },
+  );
   return ids.length;
 }

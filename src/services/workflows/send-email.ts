@@ -1,10 +1,11 @@
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { contacts, emails, projects, templates } from "../../db/schema";
-import type { Env, SendEmailMessage } from "../../env";
+import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { senderDomain as checkSenderDomain } from "../domains";
-import { enqueueEmails, queueEmails } from "../send/outbox";
+import { queueEmails } from "../send/outbox";
+import { enqueueMail } from "../../queues";
 import { findSuppressed } from "../suppressions";
 
 /** A step that cannot succeed however often it is retried (the step fails the execution). */
@@ -23,13 +24,8 @@ export const workflowSendId = (executionId: string, stepId: string) => `wf:${exe
  * free, and whose sweep and DLQ know it by `emails.bulk`); TRANSACTIONAL mail
  * goes with /v1/send. A failed enqueue leaves the record QUEUED for the sweep.
  */
-async function queueStepEmail(env: Env, projectId: string, emailId: string, bulk: boolean) {
-  if (!bulk) return enqueueEmails(env, projectId, [emailId]);
-  try {
-    await env.EMAIL_BULK_QUEUE.send({ emailId, projectId } satisfies SendEmailMessage);
-  } catch (err) {
-    console.error("enqueue failed; the sweep will retry", err);
-  }
+function queueStepEmail(env: Env, projectId: string, emailId: string, bulk: boolean) {
+  return enqueueMail(env, [{ emailId, projectId, bulk }]);
 }
 
 /** The step's email, if an earlier run of the step wrote it: queued again while still QUEUED (the claim dedupes). */

@@ -8,6 +8,7 @@ import { newId } from "../../lib/ids";
 import { readConfig } from "../../lib/config";
 import { ACTIVE_STATUSES, type ExecutionParams, type WorkflowQueueMessage } from "./executions";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
+import { enqueueWorkflowMessages } from "../../queues";
 
 /** Outbox rows per INSERT (8 parameters each, under D1's 100). */
 const OUTBOX_ROWS_PER_INSERT = 12;
@@ -40,18 +41,20 @@ export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId
   const rows = await db.delete(workflowTriggerOutbox).where(inArray(workflowTriggerOutbox.id, page)).returning();
   if (rows.length === 0) return 0;
   try {
-    await env.WORKFLOW_QUEUE.sendBatch(
-      rows.map((row) => ({
-        body: {
-          kind: "trigger",
-          outboxId: row.id,
-          projectId: row.projectId,
-          contactId: row.contactId,
-          type: row.kind,
-          eventName: row.eventName ?? null,
-          eventId: row.eventId ?? null,
-        } satisfies TriggerMessage,
-      })),
+    await enqueueWorkflowMessages(
+      env,
+      rows.map(
+        (row) =>
+          ({
+            kind: "trigger",
+            outboxId: row.id,
+            projectId: row.projectId,
+            contactId: row.contactId,
+            type: row.kind,
+            eventName: row.eventName ?? null,
+            eventId: row.eventId ?? null,
+          }) satisfies TriggerMessage,
+      ),
     );
   } catch (err) {
     console.error("queueing workflow triggers failed; they stay in the outbox", err);

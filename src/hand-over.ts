@@ -1,0 +1,61 @@
+import type { Env } from "./env";
+import type { AfterCommit, Committed, RecordedEvent } from "./lib/after-commit";
+import { enqueueWebhookEvents, type WebhookEventCoalescer } from "./queues";
+
+/**
+ * The one door out of an invocation (lib/after-commit.ts): built once per
+ * request (app.ts), queue batch (queue.ts), cron tick (scheduled.ts) and
+ * workflow step (entrypoints), told about every batch it commits, and
+ * flushed when the work is done: recorded webhook events to the webhook queue
+ * (coalesced per isolate for requests), then each project's waiting workflow
+ * triggers to the workflow queue. A flush never throws: what it cannot hand
+ * over stays in D1 for the cron.
+ */
+export class HandOver implements AfterCommit {
+  private readonly events: RecordedEvent[] = [];
+  /** Per project: whether workflow triggers may wait (true) or a probe found none (false). */
+  private readonly triggers = new Map<string, boolean>();
+
+  constructor(
+    private readonly env: Env,
+    private readonly coalescer?: WebhookEventCoalescer,
+  ) {}
+
+  committed(result: Committed): void {
+    this.events.push(...result.webhookEvents);
+    for (const [projectId, pending] of result.workflowTriggers) this.triggers.set(projectId, (this.triggers.get(projectId) ?? false) || pending);
+  }
+
+  /** Whether a committed batch probed the project's workflow outbox. */
+  probed(projectId: string): boolean {
+    return this.triggers.has(projectId);
+  }
+
+  /** A write whose batch did not probe may have left workflow triggers: dispatch the project's at the flush. */
+  mayHaveWorkflowTriggers(projectId: string): void {
+    this.triggers.set(projectId, true);
+  }
+
+  /** The invocation wrote nothing that starts a workflow (no dispatch for the project, unless a batch found triggers). */
+  noWorkflowTriggers(projectId: string): void {
+    if (!this.triggers.has(projectId)) this.triggers.set(projectId, false);
+  }
+
+  /** Hands everything committed so far to the queues. */
+  async flush(): Promise<void> {
+    const events = this.events.splice(0);
+    const projects = [...this.triggers].filter(([, pending]) => pending).map(([projectId]) => projectId);
+    this.triggers.clear();
+    const work: Promise<unknown>[] = [];
+    if (events.length > 0) work.push(this.coalescer ? this.coalescer.handOver(this.env, events) : enqueueWebhookEvents(this.env, events));
+    if (projects.length > 0) work.push(dispatchTriggers(this.env, projects));
+    await Promise.all(work.map((w) => w.catch((err) => console.error("hand-over after commit failed; the cron drains what is left", err))));
+  }
+}
+
+/** Each project's waiting workflow triggers onto the workflow queue (loaded on first use). */
+async function dispatchTriggers(env: Env, projectIds: readonly string[]): Promise<void> {
+  const [{ getDb }, { dispatchWorkflowTriggers }] = await Promise.all([import("./db/client"), import("./services/workflows/triggers")]);
+  const db = getDb(env.DB);
+  for (const projectId of projectIds) await dispatchWorkflowTriggers(db, env, projectId);
+}

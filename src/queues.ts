@@ -1,0 +1,171 @@
+import type { Env } from "./env";
+import { chunks, QUEUE_BATCH } from "./lib/chunks";
+import type { CampaignEmailMessage, CampaignPageMessage, ImportChunkMessage, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
+
+/**
+ * Every queue producer of the Worker (names and bodies: messages.ts;
+ * consumers: queue.ts). Messages go QUEUE_BATCH per sendBatch. Work is always
+ * in D1 before its message is sent, so a send that fails loses nothing: the
+ * producers that log instead of throwing say which cron job picks the work up.
+ */
+
+type Message<B> = MessageSendRequest<B>;
+
+/** Sends every message, QUEUE_BATCH per call, the calls at once; throws when one failed. */
+async function sendAll<B>(queue: Queue<B>, messages: readonly Message<B>[]): Promise<void> {
+  await Promise.all(chunks(messages, QUEUE_BATCH).map((part) => queue.sendBatch(part)));
+}
+
+/** Sends every message, QUEUE_BATCH per call, logging failures (`whoRetries` says which cron job picks the work up); false when any failed. */
+async function sendLogged<B>(queue: Queue<B>, messages: readonly Message<B>[], whoRetries: string): Promise<boolean> {
+  let ok = true;
+  for (const part of chunks(messages, QUEUE_BATCH)) {
+    try {
+      await queue.sendBatch(part);
+    } catch (err) {
+      console.error(`queueing failed; ${whoRetries}`, err);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// Mail ----------------------------------------------------------------------
+
+/** An email record to send: transactional mail goes to the send queue, bulk mail (campaigns, MARKETING steps) to the bulk queue. */
+export interface MailToSend {
+  emailId: string;
+  projectId: string;
+  bulk: boolean;
+  /** A campaign email keeps its campaignId, so the batch that sends it also finishes the campaign. */
+  campaignId?: string | null;
+}
+
+const mailBody = (m: MailToSend): SendEmailMessage | CampaignEmailMessage =>
+  m.campaignId ? { emailId: m.emailId, projectId: m.projectId, campaignId: m.campaignId } : { emailId: m.emailId, projectId: m.projectId };
+
+/**
+ * Queues email records (already QUEUED in D1). `onFailure: "log"` (default):
+ * the stuck-email sweep re-queues what is not sent; "throw": the caller's
+ * message is retried instead (a campaign page, the sweep itself).
+ */
+export async function enqueueMail(env: Env, mail: readonly MailToSend[], options: { onFailure?: "log" | "throw"; delaySeconds?: number } = {}): Promise<void> {
+  const delay = options.delaySeconds ? { delaySeconds: options.delaySeconds } : {};
+  const transactional = mail.filter((m) => !m.bulk).map((m) => ({ body: mailBody(m) as SendEmailMessage, ...delay }));
+  const bulk = mail.filter((m) => m.bulk).map((m) => ({ body: mailBody(m), ...delay }));
+  if (options.onFailure === "throw") {
+    await Promise.all([sendAll(env.EMAIL_QUEUE, transactional), sendAll(env.EMAIL_BULK_QUEUE, bulk)]);
+    return;
+  }
+  await sendLogged(env.EMAIL_QUEUE, transactional, "the sweep will retry");
+  await sendLogged(env.EMAIL_BULK_QUEUE, bulk, "the sweep will retry");
+}
+
+/** Puts a consumer's messages back on its own queue after a delay (over the sending rate); throws when queueing failed. */
+export async function requeueMail<B extends SendEmailMessage>(queue: Queue<B>, bodies: readonly B[], delaySeconds: number): Promise<void> {
+  await sendAll(
+    queue,
+    bodies.map((body) => ({ body, delaySeconds })),
+  );
+}
+
+/** The next page of a campaign's audience walk (bulk queue); throws when queueing failed. */
+export async function enqueueCampaignPage(env: Env, page: Omit<CampaignPageMessage, "kind">): Promise<void> {
+  await env.EMAIL_BULK_QUEUE.send({ kind: "campaign-page", ...page } satisfies CampaignPageMessage);
+}
+
+// Imports -------------------------------------------------------------------
+
+/** One message per chunk of staged import rows; throws when queueing failed (the import cron re-queues lost chunks). */
+export async function enqueueImportChunks(env: Env, chunkMessages: readonly ImportChunkMessage[]): Promise<void> {
+  await sendAll(
+    env.IMPORT_QUEUE,
+    chunkMessages.map((body) => ({ body })),
+  );
+}
+
+// Workflows -----------------------------------------------------------------
+
+/**
+ * Workflow triggers and terminations. `onFailure: "throw"` (default): the
+ * caller puts its outbox rows back; "log": terminations, whose instances stop
+ * at their next step anyway.
+ */
+export async function enqueueWorkflowMessages(
+  env: Env,
+  messages: readonly WorkflowQueueMessage[],
+  options: { onFailure?: "log" | "throw" } = {},
+): Promise<void> {
+  const wrapped = messages.map((body) => ({ body }));
+  if (options.onFailure === "log") await sendLogged(env.WORKFLOW_QUEUE, wrapped, "the executions are settled in D1");
+  else await sendAll(env.WORKFLOW_QUEUE, wrapped);
+}
+
+// Webhooks ------------------------------------------------------------------
+
+const WEBHOOK_RETRIES = "the cron's webhook drain re-queues them";
+
+/** Recorded webhook events to fan out; false when queueing failed (logged: the cron's outbox drain queues them). */
+export function enqueueWebhookEvents(env: Env, events: readonly { id: string; projectId: string }[]): Promise<boolean> {
+  if (events.length === 0) return Promise.resolve(true);
+  return sendLogged(
+    env.WEBHOOK_QUEUE,
+    events.map((e) => ({ body: { kind: "event", eventId: e.id, projectId: e.projectId } satisfies WebhookQueueMessage })),
+    WEBHOOK_RETRIES,
+  );
+}
+
+/** Attempts of deliveries (attempt = the attempt number the message may claim); false when queueing failed (logged). */
+export function enqueueDeliveries(
+  env: Env,
+  items: readonly { deliveryId: string; projectId: string; attempt: number; delaySeconds?: number }[],
+): Promise<boolean> {
+  if (items.length === 0) return Promise.resolve(true);
+  return sendLogged(
+    env.WEBHOOK_QUEUE,
+    items.map(({ delaySeconds, ...item }) => ({
+      body: { kind: "delivery", ...item } satisfies WebhookQueueMessage,
+      ...(delaySeconds ? { delaySeconds } : {}),
+    })),
+    WEBHOOK_RETRIES,
+  );
+}
+
+/** Rounds of hand-over one request sends for the requests that arrive while it sends, before it lets the next one take over. */
+const HANDOVER_ROUNDS = 8;
+
+/**
+ * The requests' hand-over of the events they recorded, per isolate (one per
+ * app): a request with nothing being sent for its queue sends its events at
+ * once; requests whose events arrive while that send is in flight only add
+ * theirs, and the sending request sends them next, QUEUE_BATCH per sendBatch.
+ * So under load an isolate makes one queue call per round instead of one per
+ * request, and no request waits on another's I/O. After HANDOVER_ROUNDS what
+ * is left goes with the next request's hand-over. The events are in D1
+ * already; whatever no hand-over sends the cron's outbox drain queues.
+ */
+export class WebhookEventCoalescer {
+  private waiting = new WeakMap<object, { events: { id: string; projectId: string }[]; sending: boolean }>();
+
+  handOver(env: Env, events: readonly { id: string; projectId: string }[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
+    let lane = this.waiting.get(env.WEBHOOK_QUEUE);
+    if (!lane) {
+      lane = { events: [], sending: false };
+      this.waiting.set(env.WEBHOOK_QUEUE, lane);
+    }
+    lane.events.push(...events);
+    return lane.sending ? Promise.resolve() : this.send(env, lane);
+  }
+
+  private async send(env: Env, lane: { events: { id: string; projectId: string }[]; sending: boolean }) {
+    lane.sending = true;
+    try {
+      for (let round = 0; round < HANDOVER_ROUNDS && lane.events.length > 0; round++) {
+        await enqueueWebhookEvents(env, lane.events.splice(0, QUEUE_BATCH));
+      }
+    } finally {
+      lane.sending = false;
+    }
+  }
+}
