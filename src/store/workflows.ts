@@ -1,11 +1,50 @@
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, isNull } from "drizzle-orm";
 import { getDb } from "../db/client";
-import { workflowExecutions, workflows } from "../db/schema";
+import { workflowExecutions, workflows, workflowVersions } from "../db/schema";
 
 /**
- * Retention of the workflow tables, as bounded statements for the cron:
- * versions no execution can read again, and finished executions.
+ * Workflows and their versions (a definition's every change of steps or
+ * trigger is a version, kept while an execution may read it); retention of
+ * the workflow tables as bounded statements for the cron; the double opt-in
+ * trigger statements. Definitions are built by drizzle, the rest is fixed SQL.
  */
+
+export type NewWorkflow = typeof workflows.$inferInsert;
+export type NewWorkflowVersion = typeof workflowVersions.$inferInsert;
+export type WorkflowChange = Partial<Omit<NewWorkflow, "id" | "projectId" | "createdAt">>;
+
+/** The workflow (returning its row) and its first version, for one batch. */
+export function insertWorkflow(d1: D1Database, row: NewWorkflow, first: NewWorkflowVersion) {
+  const db = getDb(d1);
+  return [db.insert(workflows).values(row).returning(), db.insert(workflowVersions).values(first)] as const;
+}
+
+/**
+ * Applies the change only while the workflow is at `expectedVersion` and not
+ * deleted, so two concurrent edits fail one of them instead of sharing a
+ * version number; returns the row, none otherwise.
+ */
+export function updateWorkflow(d1: D1Database, projectId: string, id: string, expectedVersion: number, set: WorkflowChange) {
+  return getDb(d1)
+    .update(workflows)
+    .set(set)
+    .where(and(eq(workflows.id, id), eq(workflows.projectId, projectId), eq(workflows.version, expectedVersion), isNull(workflows.deletedAt)))
+    .returning();
+}
+
+/** A new version of a definition (in the batch of its updateWorkflow). */
+export function insertWorkflowVersion(d1: D1Database, row: NewWorkflowVersion) {
+  return getDb(d1).insert(workflowVersions).values(row);
+}
+
+/** Marks the workflow deleted and disabled (its versions stay for retention); returns its id, none when there was no such workflow. */
+export function markWorkflowDeleted(d1: D1Database, projectId: string, id: string, now: Date) {
+  return getDb(d1)
+    .update(workflows)
+    .set({ deletedAt: now, enabled: false, updatedAt: now })
+    .where(and(eq(workflows.id, id), eq(workflows.projectId, projectId), isNull(workflows.deletedAt)))
+    .returning({ id: workflows.id });
+}
 
 /**
  * Deletes up to `limit` workflow versions that nothing will read again: not

@@ -1,7 +1,7 @@
 import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { chunks, IN_LIST_IDS } from "../../lib/chunks";
 import { fromRow, type Database } from "../../db/client";
-import { templates, workflowExecutions, workflows, workflowVersions, type Workflow, type WorkflowExecutionStatus } from "../../db/schema";
+import { templates, workflowExecutions, workflows, type Workflow, type WorkflowExecutionStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError, type FieldError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -13,6 +13,7 @@ import type { CreateWorkflowInput, UpdateWorkflowInput, WorkflowStats, WorkflowS
 import { newWebhookSecret } from "../../lib/standard-webhooks";
 import { outboundUrlProblem } from "../outbound-url";
 import { writeWithinQuotas } from "../quotas";
+import { insertWorkflow, insertWorkflowVersion, markWorkflowDeleted, updateWorkflow as updateWorkflowRow, type WorkflowChange } from "../../store/workflows";
 
 const emptyStats = (): WorkflowStats => ({ running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
 
@@ -188,9 +189,9 @@ export async function createWorkflow(db: Database, env: Env, projectId: string, 
   const now = new Date();
   // The version's steps count toward QUOTA_STORED_BYTES, checked in the same batch.
   const [inserted] = await writeWithinQuotas(db, env, projectId, [
-    db
-      .insert(workflows)
-      .values({
+    ...insertWorkflow(
+      db.$client,
+      {
         id,
         projectId,
         name: input.name,
@@ -204,9 +205,9 @@ export async function createWorkflow(db: Database, env: Env, projectId: string, 
         webhookSecretEncrypted: encrypted,
         createdAt: now,
         updatedAt: now,
-      })
-      .returning(),
-    db.insert(workflowVersions).values({ workflowId: id, version: 1, ...triggerColumns(trigger), steps: input.steps, createdAt: now }),
+      },
+      { workflowId: id, version: 1, ...triggerColumns(trigger), steps: input.steps, createdAt: now },
+    ),
   ]);
   return { workflow: fromRow(workflows, inserted[0]), webhookSecret };
 }
@@ -230,7 +231,7 @@ export async function getWorkflow(db: Database, projectId: string, id: string): 
 export async function updateWorkflow(db: Database, env: Env, projectId: string, id: string, input: UpdateWorkflowInput) {
   const current = await getWorkflow(db, projectId, id);
   const trigger = resolveTrigger(input);
-  const set: Partial<typeof workflows.$inferInsert> = {};
+  const set: WorkflowChange = {};
   if (input.name !== undefined) set.name = input.name;
   if (input.description !== undefined) set.description = input.description;
   if (input.enabled !== undefined) set.enabled = input.enabled;
@@ -245,18 +246,14 @@ export async function updateWorkflow(db: Database, env: Env, projectId: string, 
   const version = definitionChanged ? current.version + 1 : current.version;
   Object.assign(set, { updatedAt: now, version, ...triggerColumns(newTrigger), steps: newSteps });
   // The version check makes two concurrent edits fail one of them instead of sharing a number.
-  const update = db
-    .update(workflows)
-    .set(set)
-    .where(and(eq(workflows.id, id), eq(workflows.projectId, projectId), eq(workflows.version, current.version), isNull(workflows.deletedAt)))
-    .returning();
+  const update = updateWorkflowRow(db.$client, projectId, id, current.version, set);
   // A new version: within QUOTA_WORKFLOW_VERSIONS (this workflow's stored versions) and QUOTA_STORED_BYTES.
   const workflow = definitionChanged
     ? await writeWithinQuotas(
         db,
         env,
         projectId,
-        [update, db.insert(workflowVersions).values({ workflowId: id, version, ...triggerColumns(newTrigger), steps: newSteps, createdAt: now })],
+        [update, insertWorkflowVersion(db.$client, { workflowId: id, version, ...triggerColumns(newTrigger), steps: newSteps, createdAt: now })],
         { quota: "QUOTA_WORKFLOW_VERSIONS", owner: id },
       ).then(([rows]) => (rows[0] ? fromRow(workflows, rows[0]) : undefined))
     : (await update)[0];
@@ -271,11 +268,7 @@ export async function updateWorkflow(db: Database, env: Env, projectId: string, 
  */
 export async function deleteWorkflow(db: Database, env: Env, projectId: string, id: string): Promise<void> {
   const now = new Date();
-  const deleted = await db
-    .update(workflows)
-    .set({ deletedAt: now, enabled: false, updatedAt: now })
-    .where(and(eq(workflows.id, id), eq(workflows.projectId, projectId), isNull(workflows.deletedAt)))
-    .returning({ id: workflows.id });
+  const deleted = await markWorkflowDeleted(db.$client, projectId, id, now);
   if (deleted.length === 0) throw ApiError.notFound("Workflow");
   await cancelExecutionsOf(db, env, id);
 }
