@@ -5,7 +5,8 @@ import { getDb } from "../../src/db/client";
 import { emails, suppressions } from "../../src/db/schema";
 import { confirmUrl, unsubscribeToken } from "../../src/services/tracking/links";
 import { call, expectError } from "../support/http";
-import { type AutomationProject, automationProject, eventually } from "../support/workflows";
+import { type AutomationProject, automationProject } from "../support/workflows";
+import { eventually } from "../support/wait";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());

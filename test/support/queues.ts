@@ -1,4 +1,5 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import worker from "../../src/index";
 import type { Env } from "../../src/env";
 
@@ -70,5 +71,44 @@ export async function runConsumer<B>(
     retryDelays,
     retriedBodies: batch.messages.filter((m) => retried.has(m.id)).map((m) => m.body),
     thrown,
+  };
+}
+
+/**
+ * Stands in for one queue binding's producer (`binding` of `base`): what the Worker sends is held
+ * here, and the test runs the real consumer on it when it chooses. Absence is then proved by
+ * draining and counting rows, never by waiting for a consumer that might still come.
+ */
+export function heldQueue<B = unknown>(binding: keyof Env, queueName: string, base: Env = env as Env) {
+  const messages: { body: B; delaySeconds?: number }[] = [];
+  const queue = {
+    async send(body: B, options?: { delaySeconds?: number }) {
+      messages.push({ body, delaySeconds: options?.delaySeconds });
+    },
+    async sendBatch(batch: { body: B; delaySeconds?: number }[]) {
+      messages.push(...batch.map((m) => ({ body: m.body, delaySeconds: m.delaySeconds })));
+    },
+  };
+  const heldEnv = { ...base, [binding]: queue } as Env;
+  let n = 0;
+  return {
+    messages,
+    env: heldEnv,
+    take() {
+      return messages.splice(0, messages.length);
+    },
+    /** Runs the Worker's queue handler on these messages with this env (follow-up messages are held here again). */
+    async deliver(batchMessages: { body: B }[], options: { env?: Env; attempts?: number } = {}) {
+      return runConsumer(
+        queueName,
+        options.env ?? heldEnv,
+        batchMessages.map((m) => ({ id: `m${++n}`, body: m.body })),
+        options,
+      );
+    },
+    /** Delivers whatever is held until nothing is (bounded). */
+    async drain(rounds = 20) {
+      for (let i = 0; i < rounds && messages.length > 0; i++) await this.deliver(this.take());
+    },
   };
 }

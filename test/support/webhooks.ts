@@ -3,22 +3,9 @@ import { expect } from "vitest";
 import type { Env, WebhookQueueMessage } from "../../src/env";
 import { fakeDns } from "../fakes/dns";
 import { call, newProject } from "./http";
-import { runConsumer } from "./queues";
+import { heldQueue as heldQueueOf } from "./queues";
 import { WEBHOOK_QUEUE_NAME } from "../../src/messages";
 import type { DeliveryList, WebhookWithSecret } from "./api";
-
-/** Polls until `check` passes (or throws its last failure after `timeoutMs`). */
-export async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
 
 export interface ReceivedCall {
   url: string;
@@ -47,41 +34,15 @@ export function receiver(status: (call: ReceivedCall) => number | Response = () 
 }
 
 /** Stands in for the webhook queue's producer: the test decides when the consumer runs. */
-export function heldQueue() {
-  const messages: { body: WebhookQueueMessage; delaySeconds?: number }[] = [];
-  const queue = {
-    async send(body: WebhookQueueMessage, options?: { delaySeconds?: number }) {
-      messages.push({ body, delaySeconds: options?.delaySeconds });
-    },
-    async sendBatch(batch: { body: WebhookQueueMessage; delaySeconds?: number }[]) {
-      messages.push(...batch.map((m) => ({ body: m.body, delaySeconds: m.delaySeconds })));
-    },
-  };
-  const heldEnv = { ...(env as Env), WEBHOOK_QUEUE: queue as unknown as Queue<WebhookQueueMessage> } as Env;
-  let n = 0;
-  return {
-    messages,
-    env: heldEnv,
-    take() {
-      return messages.splice(0, messages.length);
-    },
-    /**
-     * Runs the Worker's queue handler (the real consumer) on these messages with
-     * this env (follow-up messages are held here again); returns the batch's acks and retries.
-     */
-    async deliver(batchMessages: { body: WebhookQueueMessage }[], options: { env?: Env; attempts?: number } = {}) {
-      return runConsumer(
-        WEBHOOK_QUEUE_NAME,
-        options.env ?? heldEnv,
-        batchMessages.map((m) => ({ id: `m${++n}`, body: m.body })),
-        options,
-      );
-    },
-    /** Delivers whatever is held until nothing is (bounded). */
-    async drain(rounds = 20) {
-      for (let i = 0; i < rounds && messages.length > 0; i++) await this.deliver(this.take());
-    },
-  };
+export const heldQueue = (base?: Env) => heldQueueOf<WebhookQueueMessage>("WEBHOOK_QUEUE", WEBHOOK_QUEUE_NAME, base);
+
+/**
+ * The types of the webhook events recorded for a project (webhook_events), oldest first. An event is
+ * written in the batch of the change it reports, so once that change is done, "no other event" is read here.
+ */
+export async function recordedEvents(projectId: string, types?: readonly string[]): Promise<string[]> {
+  const { results } = await env.DB.prepare("SELECT type FROM webhook_events WHERE project_id = ? ORDER BY id").bind(projectId).all<{ type: string }>();
+  return results.map((r) => r.type).filter((type) => !types || types.includes(type));
 }
 
 /** A project with helpers for its webhooks (API calls may go through another env, e.g. a held queue). */

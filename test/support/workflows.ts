@@ -7,19 +7,7 @@ import { fakeDns } from "../fakes/dns";
 import { newProject, type TestProject } from "./http";
 import { verifiedDomain } from "./sending";
 import type { CreatedWorkflow, Execution, ExecutionList, Template, TrackResponse } from "./api";
-
-/** Polls until `check` passes (or throws its last failure after `timeoutMs`). */
-export async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
+import { eventually } from "./wait";
 
 /**
  * A project with a VERIFIED sending domain (verified through the API against

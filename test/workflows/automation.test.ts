@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 
 vi.setConfig({ testTimeout: 60_000 });
 import type { WorkflowQueueMessage } from "../../src/services/workflows/executions";
-import { automationProject, eventually } from "../support/workflows";
+import { automationProject } from "../support/workflows";
+import { eventually } from "../support/wait";
 import { WORKFLOW_QUEUE_NAME } from "../../src/messages";
 import { runConsumer } from "../support/queues";
 import type { EmailList, Execution, Workflow } from "../support/api";

@@ -3,7 +3,8 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../../src/env";
 import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/deliver";
-import { eventually, heldQueue, receiver, webhookProject } from "../../support/webhooks";
+import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
+import { eventually } from "../../support/wait";
 import type { WebhookDelivery } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());

@@ -4,7 +4,8 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { sendingSetup } from "../../support/sending";
 import { automationProject } from "../../support/workflows";
-import { eventually } from "../../support/webhooks";
+import { recordedEvents } from "../../support/webhooks";
+import { eventually } from "../../support/wait";
 import type { Contact, ContactList, UpsertedContact, WebhookWithSecret } from "../../support/api";
 
 afterEach(() => vi.restoreAllMocks());
@@ -34,10 +35,10 @@ function receivedEvents(calls: { url: string; body: string; headers: Record<stri
   return calls.filter((c) => c.url === url).map((c) => new Webhook(secret).verify(c.body, c.headers) as ContactEvent);
 }
 
-/** Waits until exactly `n` events arrived, then a moment more to see that no other follows. */
-async function exactly(list: () => ContactEvent[], n: number) {
+/** Waits until `n` events arrived; that no other follows is read on the record: the project recorded exactly `n`. */
+async function exactly(list: () => ContactEvent[], n: number, projectId: string) {
   await eventually(async () => expect(list()).toHaveLength(n));
-  await new Promise((r) => setTimeout(r, 800));
+  expect(await recordedEvents(projectId, CONTACT_TYPES)).toHaveLength(n);
   expect(list()).toHaveLength(n);
   return list();
 }
@@ -61,7 +62,7 @@ describe("contact events of POST /v1/send", () => {
     const first = await s.send({ to: ["ann@example.org", "Bea@Example.org"], from: s.from, subject: "Hi", body: "<p>hi</p>" });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     const ids = first.body.data.emails.map((e) => e.contact.id);
-    const created = await exactly(events, 2);
+    const created = await exactly(events, 2, s.project.id);
     expect(created.map((e) => e.type)).toEqual(["contact.created", "contact.created"]);
     expect(created.map((e) => e.data).sort((a, b) => a.email.localeCompare(b.email))).toEqual(
       await Promise.all([...ids].sort().map(async (id) => contact(id))).then((list) => list.sort((a, b) => a.email.localeCompare(b.email))),
@@ -70,11 +71,11 @@ describe("contact events of POST /v1/send", () => {
     // A send creates contacts unsubscribed unless it says `subscribed: true`; Ann opts in (contact.updated and .subscribed).
     expect(created.every((e) => e.data.subscribed === false)).toBe(true);
     expect((await s.request("PATCH", `/contacts/${ids[0]}`, { subscribed: true })).status).toBe(200);
-    await exactly(events, 4);
+    await exactly(events, 4, s.project.id);
 
     // Sending again without data or subscription changes no contact: no event.
     expect((await s.send({ to: "ann@example.org", from: s.from, subject: "Again", body: "<p>again</p>" })).status).toBe(200);
-    await exactly(events, 4);
+    await exactly(events, 4, s.project.id);
 
     // Data and `subscribed: false`: contact.updated and contact.unsubscribed for the existing contact,
     // contact.created (already unsubscribed, with the data) for a new one.
@@ -87,7 +88,7 @@ describe("contact events of POST /v1/send", () => {
       subscribed: false,
     });
     expect(changed.status, JSON.stringify(changed.body)).toBe(200);
-    const all = await exactly(events, 7);
+    const all = await exactly(events, 7, s.project.id);
     const later = all.slice(4);
     const ann = await contact(ids[0]);
     expect(ann).toMatchObject({ email: "ann@example.org", subscribed: false, data: { plan: "pro" } });
@@ -119,7 +120,7 @@ describe("contact events of POST /v1/send", () => {
     const refused = await s.send({ to: ["two@example.org", "three@example.org"], from: s.from, subject: "2", body: "<p>2</p>" });
     expect(refused.status, JSON.stringify(refused.body)).toBe(429);
     expect((await s.get<ContactList>("/contacts?limit=10")).body.contacts.map((c) => c.email)).toEqual(["one@example.org"]);
-    const list = await exactly(events, 1);
+    const list = await exactly(events, 1, s.project.id);
     expect(list[0]).toMatchObject({ type: "contact.created", data: { email: "one@example.org" } });
   });
 });
@@ -148,7 +149,7 @@ describe("contact events of the workflow UPDATE_CONTACT step", () => {
     });
     await a.track("wf@example.org", "go");
     await a.executionWhere(flow.id, (e) => e.status === "COMPLETED");
-    const list = await exactly(events, 2);
+    const list = await exactly(events, 2, a.project.id);
     const now = (await a.project.api.get<Contact>(`/contacts/${contact.body.id}`)).body;
     expect(now).toMatchObject({ subscribed: false, data: { plan: "pro", tagged: true } });
     expect(list.map((e) => e.type).sort()).toEqual(["contact.unsubscribed", "contact.updated"]);

@@ -2,15 +2,18 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../../src/db/client";
-import { events, workflowExecutions } from "../../../src/db/schema";
+import { events, workflowExecutions, workflowTriggerOutbox } from "../../../src/db/schema";
 import type { Env } from "../../../src/env";
 import { buildCancelProjectExecutions, buildSetProjectDisabled } from "../../../src/services/projects";
 import { MAX_WORKFLOWS_PER_PROJECT } from "../../../src/services/workflows/definitions";
 import { executionMayContinue } from "../../../src/services/workflows/executions";
 import { callWebhookStep } from "../../../src/services/workflows/steps";
 import { dispatchWorkflowTriggers } from "../../../src/services/workflows/triggers";
+import { WORKFLOW_QUEUE_NAME } from "../../../src/messages";
+import { heldQueue } from "../../support/queues";
 import { expectError, newProject } from "../../support/http";
-import { automationProject, eventually } from "../../support/workflows";
+import { automationProject } from "../../support/workflows";
+import { eventually } from "../../support/wait";
 import type { CreatedWorkflow } from "../../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
@@ -69,11 +72,15 @@ describe("workflows: per-project caps and disabled projects", () => {
     const workflow = await a.createWorkflow({ name: "hold", eventName: "start", steps: hold });
     const { contact } = await a.track("kim@example.org", "warm-up");
     const db = getDb(env.DB);
+    // The warm-up's own trigger is handed over first, so the one below is this test's to hold.
+    await eventually(async () => expect(await db.select().from(workflowTriggerOutbox).where(eq(workflowTriggerOutbox.projectId, a.project.id))).toEqual([]));
     await db.batch([buildSetProjectDisabled(db, a.project.id, true)]);
-    // An event recorded as any write would (a D1 trigger fills the workflow outbox), then dispatched to the consumer.
+    // An event recorded as any write would (a D1 trigger fills the workflow outbox), then dispatched to the real consumer.
     await db.insert(events).values({ id: crypto.randomUUID(), projectId: a.project.id, contactId: contact, name: "start", data: {}, createdAt: new Date() });
-    await dispatchWorkflowTriggers(db, env as Env, a.project.id);
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const held = heldQueue("WORKFLOW_QUEUE", WORKFLOW_QUEUE_NAME);
+    await dispatchWorkflowTriggers(db, held.env, a.project.id);
+    expect(held.messages.map((m) => m.body)).toEqual([expect.objectContaining({ eventName: "start" })]);
+    await held.drain();
     expect(await executionRows(workflow.id)).toEqual([]);
   });
 

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { workflowExecutions } from "../../../src/db/schema";
 import { readConfig } from "../../../src/lib/config";
-import { automationProject, eventually } from "../../support/workflows";
+import { automationProject } from "../../support/workflows";
+import { eventually } from "../../support/wait";
 
 vi.setConfig({ testTimeout: 60_000 });
 afterEach(() => vi.restoreAllMocks());

@@ -4,7 +4,8 @@ import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { workflowExecutions } from "../../../src/db/schema";
-import { automationProject, eventually } from "../../support/workflows";
+import { automationProject } from "../../support/workflows";
+import { eventually } from "../../support/wait";
 import type { Workflow } from "../../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });

@@ -4,8 +4,13 @@ import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { workflowTriggerOutbox } from "../../../src/db/schema";
+import type { Env } from "../../../src/env";
 import worker from "../../../src/index";
-import { automationProject, eventually } from "../../support/workflows";
+import { WORKFLOW_QUEUE_NAME } from "../../../src/messages";
+import { call } from "../../support/http";
+import { heldQueue } from "../../support/queues";
+import { automationProject } from "../../support/workflows";
+import { eventually } from "../../support/wait";
 import type { Contact, EmailList, UpsertedContact, Workflow } from "../../support/api";
 
 vi.setConfig({ testTimeout: 60_000 });
@@ -126,17 +131,28 @@ describe("public-key events", () => {
     const { contact } = await a.track("victim@example.org", "begin");
     await a.executionWhere(waits.id, (e) => e.contactId === contact && e.status === "WAITING");
 
-    // A visitor's pk_ events: neither starts "dunning" nor resumes the wait.
-    expect((await pk("victim@example.org", "payment-failed")).status).toBe(200);
-    expect((await pk("victim@example.org", "paid")).status).toBe(200);
-    // A secret-key event after them is handled after them: once it ran, the pk_ ones were seen and skipped.
+    // A visitor's pk_ events, their triggers held and run through the real consumer: neither starts
+    // "dunning" (no execution row) nor resumes the wait (no instance looked up to send it the event).
+    const resumed: string[] = [];
+    const automations = {
+      get: (id: string) => {
+        resumed.push(id);
+        return env.AUTOMATIONS.get(id);
+      },
+      create: (...args: Parameters<Env["AUTOMATIONS"]["create"]>) => env.AUTOMATIONS.create(...args),
+      createBatch: (...args: Parameters<Env["AUTOMATIONS"]["createBatch"]>) => env.AUTOMATIONS.createBatch(...args),
+    };
+    const held = heldQueue("WORKFLOW_QUEUE", WORKFLOW_QUEUE_NAME, { ...(env as Env), AUTOMATIONS: automations as unknown as Env["AUTOMATIONS"] });
+    const heldPk = (email: string, event: string) => call("POST", "/v1/track", { key: a.project.publicKey, body: { email, event }, env: held.env });
+    expect((await heldPk("victim@example.org", "payment-failed")).status).toBe(200);
+    expect((await heldPk("victim@example.org", "paid")).status).toBe(200);
+    expect(held.messages).toHaveLength(2);
+    await held.drain();
+    expect(resumed).toEqual([]);
+    expect(await a.executions(starts.id)).toEqual([]);
+    // A secret-key event does start it.
     const { contact: other } = await a.track("real@example.org", "payment-failed");
     await a.executionWhere(starts.id, (e) => e.contactId === other && e.status === "COMPLETED");
-    await eventually(async () => {
-      const outbox = await getDb(env.DB).select().from(workflowTriggerOutbox).where(eq(workflowTriggerOutbox.projectId, a.project.id));
-      expect(outbox).toHaveLength(0);
-    });
-    await new Promise((resolve) => setTimeout(resolve, 500));
     expect((await a.executions(starts.id)).map((e) => e.contactId)).toEqual([other]);
     expect((await a.executions(waits.id))[0]).toMatchObject({ contactId: contact, status: "WAITING" });
 
