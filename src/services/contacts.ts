@@ -126,7 +126,7 @@ export async function updateContact(
   const hooks = contactWriteEvents(db.$client, { projectId, at: new Date(), contactId: id, updates: true, subscribed: input.subscribed });
   const n = hooks.before.length;
   const results = await runGuarded(env, () =>
-    runStatements(db, [...hooks.before, updateContactById(db, projectId, id, input), ...hooks.after, storedBytesGuard(db.$client, env, projectId)]),
+    runStatements(db, [...hooks.before, updateContactById(db.$client, projectId, id, input), ...hooks.after, storedBytesGuard(db.$client, env, projectId)]),
   );
   const [row] = results[n];
   if (!row) throw ApiError.notFound("Contact");
@@ -136,7 +136,7 @@ export async function updateContact(
 /** Deletes the contact and, in the same atomic batch, its events; contact.deleted (the contact as it was) goes first. */
 export async function deleteContact(db: Database, projectId: string, id: string): Promise<{ webhookEvents: string[] }> {
   const event = recordContactSnapshot(db.$client, { id: newId(), projectId, type: "contact.deleted", at: new Date(), contactId: id });
-  const [recorded, , deleted] = await runStatements(db, [event, ...deleteContactStatements(db, projectId, id)]);
+  const [recorded, , deleted] = await runStatements(db, [event, ...deleteContactStatements(db.$client, projectId, id)]);
   if (deleted.length === 0) throw ApiError.notFound("Contact");
   return { webhookEvents: recordedEventIds([recorded]) };
 }

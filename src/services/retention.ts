@@ -96,7 +96,7 @@ export async function pruneOldExecutions(env: Env, now = new Date(), limit = EXE
 /** Deletes events older than the retention, oldest first. */
 export async function pruneOldEvents(db: Database, env: Env, now = new Date(), limit = EVENT_ROWS_PER_TICK) {
   const cutoff = idAtTime(now.getTime() - readConfig(env).EVENT_RETENTION_DAYS * DAY_MS);
-  const deleted = await pruneEvents(db, cutoff, limit);
+  const deleted = await pruneEvents(db.$client, cutoff, limit);
   return deleted.length;
 }
 

@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { getDb } from "../db/client";
 import { contacts, events, type JsonObject } from "../db/schema";
 import { chunkBySize, MAX_JSON_PARAM_CHARS } from "../lib/chunks";
 import { newId } from "../lib/ids";
@@ -116,8 +116,8 @@ export const contactIdByAddress = (projectParam: string, addressExpr: string) =>
   `(SELECT id FROM contacts WHERE project_id = ${projectParam} AND email = ${addressExpr})`;
 
 /** A contact's subscription and data changed by id (PATCH /contacts/{id}, the UPDATE_CONTACT step); returns the row, none when missing. */
-export function updateContactById(db: Database, projectId: string, id: string, change: { subscribed?: boolean; data?: JsonObject }, now = new Date()) {
-  return db
+export function updateContactById(d1: D1Database, projectId: string, id: string, change: { subscribed?: boolean; data?: JsonObject }, now = new Date()) {
+  return getDb(d1)
     .update(contacts)
     .set({
       ...(change.subscribed === undefined ? {} : { subscribed: change.subscribed }),
@@ -129,18 +129,19 @@ export function updateContactById(db: Database, projectId: string, id: string, c
 }
 
 /** Unsubscribes the contact of an email (by id, or by address when the email has none); only a subscribed one changes. */
-export function unsubscribeContactOf(db: Database, email: { projectId: string; contactId: string | null; toAddress: string }, now: Date) {
+export function unsubscribeContactOf(d1: D1Database, email: { projectId: string; contactId: string | null; toAddress: string }, now: Date) {
   const which = email.contactId
     ? eq(contacts.id, email.contactId)
     : and(eq(contacts.projectId, email.projectId), eq(contacts.email, email.toAddress.toLowerCase()));
-  return db
+  return getDb(d1)
     .update(contacts)
     .set({ subscribed: false, updatedAt: now })
     .where(and(which, eq(contacts.subscribed, true)));
 }
 
 /** Deletes the contact and its events: two statements for one batch; the second returns the deleted id. */
-export function deleteContactStatements(db: Database, projectId: string, id: string) {
+export function deleteContactStatements(d1: D1Database, projectId: string, id: string) {
+  const db = getDb(d1);
   return [
     db
       .delete(events)

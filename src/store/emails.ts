@@ -1,6 +1,6 @@
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
-import type { Database } from "../db/client";
+import { getDb } from "../db/client";
 import { emails, type Email, type EmailStatus } from "../db/schema";
 import { chunks, IDS_PER_JSON_STATEMENT, IN_LIST_IDS, MAX_JSON_PARAM_CHARS } from "../lib/chunks";
 
@@ -459,7 +459,14 @@ const DEFER_CLAIMS_SQL = `UPDATE emails SET status = 'QUEUED', sending_at = NULL
   WHERE id IN (SELECT value FROM json_each(?2)) AND +status = 'SENDING'`;
 
 /** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`: statements under D1's parameter limit. */
-export function updateEmailsById(db: Database, ids: readonly string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>, projectId?: string) {
+export function updateEmailsById(
+  d1: D1Database,
+  ids: readonly string[],
+  statuses: EmailStatus[],
+  set: SQLiteUpdateSetSource<typeof emails>,
+  projectId?: string,
+) {
+  const db = getDb(d1);
   const ofProject = projectId === undefined ? undefined : eq(emails.projectId, projectId);
   return chunks(ids, IN_LIST_IDS).map((chunk) =>
     db
@@ -472,8 +479,8 @@ export function updateEmailsById(db: Database, ids: readonly string[], statuses:
 // ---- feedback, engagement, retention ---------------------------------------------
 
 /** One email's change by id, under an optional extra condition; returns the id when it applied. */
-export function updateEmail(db: Database, emailId: string, set: SQLiteUpdateSetSource<typeof emails>, onlyIf?: SQL) {
-  return db
+export function updateEmail(d1: D1Database, emailId: string, set: SQLiteUpdateSetSource<typeof emails>, onlyIf?: SQL) {
+  return getDb(d1)
     .update(emails)
     .set(set)
     .where(and(eq(emails.id, emailId), onlyIf))

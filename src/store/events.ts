@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { getDb } from "../db/client";
 import { contacts, emails, type EventSource, events, type JsonObject } from "../db/schema";
 import type { ConfigInput } from "../lib/config";
 import { newId } from "../lib/ids";
@@ -38,7 +38,8 @@ export const workflowTriggersPendingOf = (rows: readonly Record<string, unknown>
  * email row: nothing for an unknown email, nor past the project's
  * events-per-day quota. `onlyIf` adds a condition, e.g. "not recorded before".
  */
-export function insertEmailEvent(db: Database, env: ConfigInput | undefined, emailId: string, name: string, data: JsonObject, now: Date, onlyIf?: SQL) {
+export function insertEmailEvent(d1: D1Database, env: ConfigInput | undefined, emailId: string, name: string, data: JsonObject, now: Date, onlyIf?: SQL) {
+  const db = getDb(d1);
   return db.insert(events).select(
     db
       .select({
@@ -58,12 +59,13 @@ export function insertEmailEvent(db: Database, env: ConfigInput | undefined, ema
 
 /** An event for each contact matching `where` (e.g. contact.unsubscribed), within the events-per-day quota. */
 export function insertContactEvent(
-  db: Database,
+  d1: D1Database,
   env: ConfigInput | undefined,
   projectId: string,
   event: { name: string; data: JsonObject; emailId?: string | null; now: Date },
   where: SQL | undefined,
 ) {
+  const db = getDb(d1);
   return db.insert(events).select(
     db
       .select({
@@ -82,7 +84,8 @@ export function insertContactEvent(
 }
 
 /** Deletes up to `limit` events with ids below `cutoff`, oldest first; returns their ids. */
-export function pruneEvents(db: Database, cutoff: string, limit: number) {
+export function pruneEvents(d1: D1Database, cutoff: string, limit: number) {
+  const db = getDb(d1);
   const oldest = db.select({ id: events.id }).from(events).where(lt(events.id, cutoff)).orderBy(asc(events.id)).limit(limit);
   return db.delete(events).where(inArray(events.id, oldest)).returning({ id: events.id });
 }

@@ -60,8 +60,8 @@ export async function recordEngagement(
     now,
   );
   const [, updated, recorded] = await runStatements(db, [
-    insertEmailEvent(db, env, emailId, name, data, now, tracked),
-    updateEmail(db, emailId, { ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now }, tracked),
+    insertEmailEvent(db.$client, env, emailId, name, data, now, tracked),
+    updateEmail(db.$client, emailId, { ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now }, tracked),
     webhook,
   ]);
   if (handOver && recorded.length > 0) await handOver(recorded);

@@ -104,7 +104,7 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
         sql`json_extract(${events.data}, '$.feedbackId') = ${data.feedbackId}`,
       ),
     );
-  return insertEmailEvent(db, env, emailId, name, data, now, notExists(duplicate));
+  return insertEmailEvent(db.$client, env, emailId, name, data, now, notExists(duplicate));
 }
 
 /**
@@ -143,7 +143,7 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
   if (feedback.kind === "delivered") {
     const results = await runStatements(db, [
       hook({ type: "email.delivered", when: "unset:delivered_at" }),
-      updateEmail(db, email.id, {
+      updateEmail(db.$client, email.id, {
         status: advanceStatusSql("DELIVERED"),
         deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
         updatedAt: now,
@@ -157,7 +157,7 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
     // Only mail still waiting for its outcome: a failure report never undoes a delivery, bounce or complaint.
     const results = await runStatements(db, [
       hook({ type: "email.failed", when: "unset:failed_at", status: "SENT", extra: { reason: feedback.reason } }),
-      updateEmail(db, email.id, { status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now }, eq(emails.status, "SENT")),
+      updateEmail(db.$client, email.id, { status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now }, eq(emails.status, "SENT")),
     ]);
     await handOverFrom(results, [0]);
     return "failed";
@@ -184,14 +184,14 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
       hook({ type: "email.bounced", when: "unset:bounced_at", extra: { bounceType: "HARD" } }),
       ...unsubscribed.before,
       event,
-      updateEmail(db, email.id, {
+      updateEmail(db.$client, email.id, {
         status: advanceStatusSql("BOUNCED"),
         bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`,
         error: reason,
         updatedAt: now,
       }),
       buildSuppression(db, email.projectId, email.toAddress, "BOUNCE", reason),
-      unsubscribeContactOf(db, email, now),
+      unsubscribeContactOf(db.$client, email, now),
       ...unsubscribed.after,
     ]);
     await handOverFrom(
@@ -206,13 +206,13 @@ export async function applyFeedback(db: Database, feedback: Feedback, env?: Conf
     hook({ type: "email.complained", when: "unset:complained_at" }),
     ...unsubscribed.before,
     buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env),
-    updateEmail(db, email.id, {
+    updateEmail(db.$client, email.id, {
       status: advanceStatusSql("COMPLAINED"),
       complainedAt: sql`COALESCE(${emails.complainedAt}, ${when.getTime()})`,
       updatedAt: now,
     }),
     buildSuppression(db, email.projectId, email.toAddress, "COMPLAINT", feedback.detail),
-    unsubscribeContactOf(db, email, now),
+    unsubscribeContactOf(db.$client, email, now),
     ...unsubscribed.after,
   ]);
   await handOverFrom(

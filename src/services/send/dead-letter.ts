@@ -19,7 +19,7 @@ export async function settleDeadLetters(messages: readonly QueuedMessage<unknown
   const now = new Date();
   const ids = emailIdsOf(messages.map((m) => m.body));
   await runStatements(db, [
-    ...updateEmailsById(db, ids, ["QUEUED"], {
+    ...updateEmailsById(db.$client, ids, ["QUEUED"], {
       status: "FAILED",
       failedAt: now,
       updatedAt: now,

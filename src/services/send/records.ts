@@ -41,7 +41,7 @@ export const LAPSED_RECIPIENT_REASON = "Not sent: the contact unsubscribed, was 
 
 /** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`, in one batch. */
 export async function updateEmailsById(db: Database, ids: string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>, projectId?: string) {
-  await runBatch(db, updateEmailsByIdStatements(db, ids, statuses, set, projectId));
+  await runBatch(db, updateEmailsByIdStatements(db.$client, ids, statuses, set, projectId));
 }
 
 /** The email ids named by well-formed message bodies. */

@@ -63,7 +63,7 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = SWEEP
     const ids = sending.map((e) => e.id);
     // The settle and its email.failed events (each only for an email this write failed: failed_at = now) in one batch.
     const results = await runStatements(db, [
-      ...updateEmailsById(db, ids, ["SENDING"], { status: "FAILED", failedAt: now, updatedAt: now, error: OUTCOME_UNKNOWN_REASON }),
+      ...updateEmailsById(db.$client, ids, ["SENDING"], { status: "FAILED", failedAt: now, updatedAt: now, error: OUTCOME_UNKNOWN_REASON }),
       recordEmailWebhookEvents(
         env.DB,
         ids.map((emailId) => ({

@@ -67,14 +67,14 @@ export async function confirmSubscription(
     // The CONTACT_CREATED workflows the unconfirmed contact did not start (first: it reads the state before this confirmation).
     queueConfirmedContactCreated(db.$client, found.projectId, found.contactId, emailId, now.getTime()),
     insertContactEvent(
-      db,
+      db.$client,
       env,
       found.projectId,
       { name: "contact.subscribed", data: { method: "double-opt-in" }, emailId, now },
       and(eq(contacts.id, found.contactId), eq(contacts.subscribed, false)),
     ),
     ...hooks.before,
-    updateContactById(db, found.projectId, found.contactId, { subscribed: true }, now),
+    updateContactById(db.$client, found.projectId, found.contactId, { subscribed: true }, now),
     ...hooks.after,
   ]);
   const webhookEvents = hooks.ids(results.slice(2, 2 + n));

@@ -43,7 +43,7 @@ export async function unsubscribeByEmail(
   });
   const [createdId] = upsert.ids;
   const event = (where: ReturnType<typeof and>) =>
-    insertContactEvent(db, env, email.projectId, { name: "contact.unsubscribed", data: { method }, emailId, now }, where);
+    insertContactEvent(db.$client, env, email.projectId, { name: "contact.unsubscribed", data: { method }, emailId, now }, where);
   const hooks = contactWriteEvents(db.$client, { projectId: email.projectId, at: now, email: email.to, creates: true, subscribed: false });
   const n = hooks.before.length;
   const [, ...rest] = await runStatements(db, [

@@ -42,7 +42,7 @@ export async function updateContactStep(
   const n = hooks.before.length;
   let eventIds: string[];
   try {
-    const results = await runStatements(db, [...hooks.before, updateContactById(db, projectId, contactId, config), ...hooks.after]);
+    const results = await runStatements(db, [...hooks.before, updateContactById(db.$client, projectId, contactId, config), ...hooks.after]);
     if (results[n].length === 0) throw new PermanentStepError("The contact was deleted");
     eventIds = hooks.ids(results.slice(0, n), results.slice(n + 1));
   } catch (err) {
