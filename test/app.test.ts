@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { createApp, MAX_BODY_BYTES } from "../src/app";
 import { call, expectError, newProject } from "./support/http";
 import type { Contact, ContactList, OpenApiDoc, UpsertedContact } from "./support/api";
+import { d1Outage } from "./fakes/d1-outage";
 
 /** Routes deliberately left out of the API reference, with the reason. */
 const UNDOCUMENTED = [
@@ -35,11 +36,7 @@ describe("GET /health", () => {
   });
 
   it("answers even when D1 is unusable (it never touches the database)", async () => {
-    const broken = new Proxy({} as D1Database, {
-      get() {
-        throw new Error("D1 is down");
-      },
-    });
+    const broken = d1Outage({ down: true, message: "D1 is down" });
     const brokenEnv = { ...env, DB: broken };
     const health = await call<{ status: string }>("GET", "/health", { env: brokenEnv });
     expect(health.status).toBe(200);

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { deadLetterQueue, SEND_QUEUE } from "../src/messages";
 import { runConsumer } from "./support/queues";
+import { d1Outage } from "./fakes/d1-outage";
 
 describe("queue dispatch", () => {
   it("a batch from a queue no consumer is registered for throws, naming the queue, and acks nothing", async () => {
@@ -13,15 +14,7 @@ describe("queue dispatch", () => {
 
   it("a consumer that throws has its whole batch retried with back-off, not dropped", async () => {
     // The dead-letter consumer writes to D1; a D1 that fails every statement makes it throw.
-    const brokenDb = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "prepare" || prop === "batch")
-          return () => {
-            throw new Error("D1 unavailable (test)");
-          };
-        return Reflect.get(target, prop, target);
-      },
-    });
+    const brokenDb = d1Outage({ down: true });
     const result = await runConsumer(
       deadLetterQueue(SEND_QUEUE),
       { ...env, DB: brokenDb },

@@ -8,6 +8,7 @@ import { addTracking, decodeHtmlAttribute } from "../../src/services/tracking/li
 import { eventsOfEmail, getEmail, insertSentEmail, setTracking } from "../support/emails";
 import { BASE, call, type ErrorBody, expectError, newProject } from "../support/http";
 import type { EventList, OpenApiDoc } from "../support/api";
+import { d1Outage } from "../fakes/d1-outage";
 
 const SECRET = env.LINK_SIGNING_SECRET!;
 
@@ -247,17 +248,7 @@ describe("the click redirect when D1 fails", () => {
     const p = await newProject();
     const email = await insertSentEmail(p);
     const { clicks, pixel } = await trackedMail(email.id, ["https://example.com/docs"]);
-    const brokenDb = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "prepare" || prop === "batch" || prop === "exec") {
-          return () => {
-            throw new Error("D1_ERROR: simulated outage");
-          };
-        }
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const brokenDb = d1Outage({ down: true, message: "D1_ERROR: simulated outage" });
     const brokenEnv = { ...env, DB: brokenDb };
     const res = await call("GET", clicks[0], { redirect: "manual", env: brokenEnv });
     expect(res.status).toBe(302);

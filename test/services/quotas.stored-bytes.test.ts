@@ -8,6 +8,7 @@ import type { Env } from "../../src/env";
 import { pruneOldEmails, pruneOldExecutions, pruneOldWorkflowVersions } from "../../src/services/retention";
 import { campaignSetup } from "../support/campaigns";
 import { call, expectError, type JsonResponse, newProject, type TestProject } from "../support/http";
+import { insertOldEmail } from "../support/emails";
 import { sendingSetup } from "../support/sending";
 import { decodeWords } from "../fakes/ses";
 import type { CampaignResponse, EmailList } from "../support/api";
@@ -243,27 +244,8 @@ describe("stored bytes: one figure per project, kept by D1 triggers", () => {
 const bigStep = [{ id: "u", type: "UPDATE_CONTACT", config: { data: { note: "w".repeat(1500) } } }];
 
 describe("pruning by the cron: bounded batches that take the bytes off", () => {
-  async function oldEmail(projectId: string, daysAgo: number, status: "SENT" | "QUEUED" = "SENT") {
-    const created = Date.now() - daysAgo * DAY;
-    const id = uuidv7({ msecs: created });
-    await db()
-      .insert(emails)
-      .values({
-        id,
-        projectId,
-        sendId: uuidv7({ msecs: created }),
-        fromAddress: "news@sender.example",
-        toAddress: "old@example.com",
-        subject: "Old",
-        html: "<p>old</p>",
-        headers: { "X-Old": "1" },
-        status,
-        messageId: `${id}@sender.example`,
-        createdAt: new Date(created),
-        updatedAt: new Date(created),
-      });
-    return id;
-  }
+  const headers = { "X-Old": "1" };
+  const oldEmail = (projectId: string, daysAgo: number, status: "SENT" | "QUEUED" = "SENT") => insertOldEmail(projectId, daysAgo, { status, headers });
 
   it("final email records older than EMAIL_RETENTION_DAYS are deleted, a bounded batch per tick, their bytes taken off", async () => {
     const p = await newProject();
@@ -271,7 +253,7 @@ describe("pruning by the cron: bounded batches that take the bytes off", () => {
     const stuck = await oldEmail(p.id, 400, "QUEUED");
     const recent = await oldEmail(p.id, 10);
     const before = await storedBytes(p.id);
-    const each = utf8("<p>old</p>") + utf8(JSON.stringify({ "X-Old": "1" }));
+    const each = utf8("<p>old</p>") + utf8(JSON.stringify(headers));
     expect(await pruneOldEmails(db(), env, new Date(), 2)).toBe(2);
     expect(await storedBytes(p.id)).toBe(before - 2 * each);
     expect(await pruneOldEmails(db(), env, new Date(), 2)).toBe(1);

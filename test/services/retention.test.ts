@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
 import { blobChunks, emailAttachments, emails, events, projectDailyUsage, projects } from "../../src/db/schema";
 import { dropOldEmailHtml, pruneDailyUsage, pruneOldEvents, runRetention } from "../../src/services/retention";
-import { insertSentEmail } from "../support/emails";
+import { insertOldEmail, insertSentEmail } from "../support/emails";
 import { newProject } from "../support/http";
 import { sendingSetup } from "../support/sending";
 import type { Email } from "../support/api";
@@ -36,28 +36,6 @@ async function attachmentsOf(emailId: string) {
 }
 
 const storedBytes = async (projectId: string) => (await db().select({ b: projects.storedBytes }).from(projects).where(eq(projects.id, projectId)))[0].b;
-
-/** An email record created `daysAgo` days ago (its UUIDv7 id says so too). */
-async function insertOldEmail(projectId: string, daysAgo: number, status: "SENT" | "QUEUED" = "SENT") {
-  const created = Date.now() - daysAgo * DAY;
-  const id = uuidv7({ msecs: created });
-  await db()
-    .insert(emails)
-    .values({
-      id,
-      projectId,
-      sendId: uuidv7({ msecs: created }),
-      fromAddress: "news@sender.example",
-      toAddress: "old@example.com",
-      subject: "Old news",
-      html: `<p>${"x".repeat(100)}</p>`,
-      status,
-      messageId: `${id}@sender.example`,
-      createdAt: new Date(created),
-      updatedAt: new Date(created),
-    });
-  return id;
-}
 
 describe("retention (cron)", () => {
   it("deletes a send's attachments once every email of it is final, and only then", async () => {
@@ -91,7 +69,7 @@ describe("retention (cron)", () => {
   it("drops the HTML of finished emails older than EMAIL_HTML_RETENTION_DAYS (default 30), keeping the record", async () => {
     const p = await newProject();
     const old = await insertOldEmail(p.id, 31);
-    const stuck = await insertOldEmail(p.id, 31, "QUEUED");
+    const stuck = await insertOldEmail(p.id, 31, { status: "QUEUED" });
     const recent = await insertOldEmail(p.id, 29);
     await runRetention(env);
     const rows = new Map(

@@ -17,6 +17,7 @@ import { notification, sesEvent, sign, snsHandler } from "../../fakes/sns";
 import { call } from "../../support/http";
 import { sendingSetup } from "../../support/sending";
 import type { Email, SesFeedbackResponse } from "../../support/api";
+import { d1Outage } from "../../fakes/d1-outage";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -196,19 +197,8 @@ describe("a claim whose invocation died", () => {
 
 describe("no mark, no call", () => {
   it("when marking a wave as started fails, that wave and the rest are given back to QUEUED without a call; earlier outcomes are kept", async () => {
-    let marks = 0;
-    const failing = new Proxy(env.DB, {
-      get(target, property) {
-        if (property === "prepare")
-          return (sql: string) => {
-            // The second wave's mark fails (D1 unavailable for a moment).
-            if (sql === FIXED_SQL.MARK_CALLS_STARTED_SQL && ++marks === 2) throw new Error("D1 is unavailable");
-            return target.prepare(sql);
-          };
-        const value = Reflect.get(target, property);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    // The second wave's mark fails (D1 unavailable for a moment).
+    const failing = d1Outage({ statement: { sql: FIXED_SQL.MARK_CALLS_STARTED_SQL, nth: 2 }, message: "D1 is unavailable" });
     const s = await setup({ DB: failing });
     const ids = await sendTo(
       s,

@@ -8,6 +8,7 @@ import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhook
 import type { WebhookDelivery } from "../../support/api";
 import { expectError } from "../../support/http";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
+import { d1Outage } from "../../fakes/d1-outage";
 
 /** Webhook limits: stored bytes, bounded reads, the per-minute cap, backlog pacing, one lane per project, and a delivery's final state after a crash. */
 
@@ -36,21 +37,8 @@ const payloadBytes = (projectId: string) =>
 const contactBytes = (projectId: string) => scalar("SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) AS v FROM contacts WHERE project_id = ?1", projectId);
 const eventCount = (projectId: string) => scalar("SELECT count(*) AS v FROM webhook_events WHERE project_id = ?1", projectId);
 
-/** A D1 whose `n`-th batch throws after running (the invocation died after it committed). */
-function dyingAfter(n: number) {
-  let batches = 0;
-  return new Proxy(env.DB, {
-    get(target, prop) {
-      if (prop === "batch")
-        return async (statements: D1PreparedStatement[]) => {
-          if (++batches === n) throw new Error("the invocation died (test)");
-          return target.batch(statements);
-        };
-      const value = Reflect.get(target, prop, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
+/** A D1 whose `n`-th batch throws before running (the invocation died before it committed). */
+const dyingAfter = (n: number) => d1Outage({ batch: n, message: "the invocation died (test)" });
 
 describe("webhook events count in the project's stored bytes", () => {
   it("50 PATCHes grow stored_bytes by the snapshots they store; at the quota a PATCH is 403 and writes nothing", async () => {

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../../src/env";
@@ -6,6 +5,7 @@ import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/deliver";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
 import { eventually } from "../../support/wait";
 import type { WebhookDelivery } from "../../support/api";
+import { d1Outage } from "../../fakes/d1-outage";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -155,18 +155,7 @@ describe("at least once, never twice", () => {
     const held = q.take();
     expect(held).toHaveLength(2);
     // D1 goes away after the claim's reads are prepared: the batch throws before anything is sent.
-    let batches = 0;
-    const dying = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch")
-          return async (statements: D1PreparedStatement[]) => {
-            if (++batches === 1) throw new Error("D1 unavailable (test)");
-            return target.batch(statements);
-          };
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const dying = d1Outage({ batch: 1 });
     const first = await q.deliver(held, { env: { ...q.env, DB: dying } as Env });
     expect(first.retryMessages).toHaveLength(2);
     expect(first.explicitAcks).toEqual([]);
@@ -185,18 +174,7 @@ describe("at least once, never twice", () => {
     await p.call("POST", `/webhooks/${hook.id}/test`, undefined, q.env);
     const [message] = q.take();
     // The claim commits, then the outcome write fails (after the call: the receiver got it).
-    let batches = 0;
-    const dying = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch")
-          return async (statements: D1PreparedStatement[]) => {
-            if (++batches === 2) throw new Error("D1 unavailable (test)");
-            return target.batch(statements);
-          };
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const dying = d1Outage({ batch: 2 });
     await q.deliver([message], { env: { ...q.env, DB: dying } as Env });
     expect(calls).toHaveLength(1);
     // Redelivered at once: the claim still holds, nothing is sent twice.

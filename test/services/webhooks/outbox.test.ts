@@ -7,6 +7,7 @@ import { runScheduledJobs } from "../../../src/scheduled";
 import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/deliver";
 import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
+import { d1Outage } from "../../fakes/d1-outage";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -128,19 +129,7 @@ describe("the cron", () => {
     const again = q.take();
     expect(again.map((m) => m.body)).toContainEqual({ kind: "event", eventId, projectId: p.id });
     // The fan-out's write (the delivery, its first attempt claimed) commits, then the invocation dies before any call.
-    let batches = 0;
-    const dying = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch")
-          return async (statements: D1PreparedStatement[]) => {
-            const results = await target.batch(statements);
-            if (++batches === 2) throw new Error("the invocation died (test)");
-            return results;
-          };
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const dying = d1Outage({ batch: 2, afterCommit: true, message: "the invocation died (test)" });
     const died = await q.deliver(again, { env: { ...q.env, DB: dying } as Env });
     expect(died.retryMessages.length).toBeGreaterThan(0);
     const mine = () => calls.filter((c) => JSON.parse(c.body).data.id === "c2");

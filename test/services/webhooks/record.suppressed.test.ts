@@ -8,6 +8,7 @@ import { runConsumer } from "../../support/queues";
 import { eventually } from "../../support/wait";
 import { recordedEvents } from "../../support/webhooks";
 import type { ContactList, EmailList, WebhookWithSecret } from "../../support/api";
+import { d1Outage } from "../../fakes/d1-outage";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -19,17 +20,8 @@ interface EmailEvent {
 }
 
 /** D1 whose webhook-event inserts fail when run: a batch holding one fails as a whole. */
-function failingEventInserts(db: D1Database): D1Database {
-  return new Proxy(db, {
-    get(target, prop) {
-      if (prop === "prepare") {
-        return (sql: string) => target.prepare(sql.replace("INSERT INTO webhook_events ", "INSERT INTO webhook_events_unavailable "));
-      }
-      const value = Reflect.get(target, prop);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
+const failingEventInserts = (db: D1Database) =>
+  d1Outage({ rewrite: (sql) => sql.replace("INSERT INTO webhook_events ", "INSERT INTO webhook_events_unavailable ") }, db);
 
 describe("email.suppressed is written with the claim that settles the email", () => {
   it("a claim batch that fails at the event leaves the email QUEUED; the redelivery settles it with exactly one event", async () => {
