@@ -13,32 +13,26 @@ import { WebhookList, WebhookPage } from "./pages/webhooks";
 import { WorkflowList, WorkflowPage } from "./pages/workflows";
 import type { JSX } from "preact";
 
-const NAV = ["Campaigns", "Templates", "Segments", "Contacts", "Workflows", "Emails", "Events", "Domains", "Webhooks"];
-
-const ROUTES: [string, (p: Record<string, string>) => JSX.Element][] = [
-  ["/campaigns", () => <CampaignList />],
-  ["/campaigns/:id", (p) => <CampaignPage key={p.id} id={p.id} />],
-  ["/templates", () => <TemplateList />],
-  ["/templates/:id", (p) => <TemplatePage key={p.id} id={p.id} />],
-  ["/segments", () => <SegmentList />],
-  ["/segments/:id", (p) => <SegmentPage key={p.id} id={p.id} />],
-  ["/contacts", () => <ContactList />],
-  ["/contacts/:id", (p) => <ContactPage key={p.id} id={p.id} />],
-  ["/emails", () => <EmailList />],
-  ["/emails/:id", (p) => <EmailPage key={p.id} id={p.id} />],
-  ["/workflows", () => <WorkflowList />],
-  ["/workflows/:id", (p) => <WorkflowPage key={p.id} id={p.id} />],
-  ["/domains", () => <DomainList />],
-  ["/domains/:id", (p) => <DomainPage key={p.id} id={p.id} />],
-  ["/events", () => <EventList />],
-  ["/webhooks", () => <WebhookList />],
-  ["/webhooks/:id", (p) => <WebhookPage key={p.id} id={p.id} />],
+/** The sections in navigation order: each one's list page (`/campaigns`) and, where it has one, an item's page (`/campaigns/:id`). */
+const SECTIONS: [string, () => JSX.Element, ((props: { id: string }) => JSX.Element)?][] = [
+  ["Campaigns", CampaignList, CampaignPage],
+  ["Templates", TemplateList, TemplatePage],
+  ["Segments", SegmentList, SegmentPage],
+  ["Contacts", ContactList, ContactPage],
+  ["Workflows", WorkflowList, WorkflowPage],
+  ["Emails", EmailList, EmailPage],
+  ["Events", EventList],
+  ["Domains", DomainList, DomainPage],
+  ["Webhooks", WebhookList, WebhookPage],
 ];
+const NAV = SECTIONS.map(([name]) => name);
 
 function Route(props: { path: string }) {
-  for (const [pattern, render] of ROUTES) {
-    const params = match(pattern, props.path);
-    if (params) return render(params);
+  for (const [name, List, Item] of SECTIONS) {
+    const base = `/${name.toLowerCase()}`;
+    if (match(base, props.path)) return <List />;
+    const params = Item && match(`${base}/:id`, props.path);
+    if (Item && params) return <Item key={params.id} id={params.id} />;
   }
   return (
     <section class="page">

@@ -20,6 +20,8 @@ export type ItemOf<B> = B extends { data: { items: (infer T)[] } }
 
 /** Every GET path that answers a page of items. */
 export type ListPath = { [P in keyof paths]: [ItemOf<Body<P>>] extends [never] ? never : P }[keyof paths];
+/** A list path's item. */
+export type Item<P extends ListPath> = ItemOf<Body<P>>;
 
 type Params<P extends ListPath> = paths[P]["get"] extends { parameters: infer X extends { query?: object; path?: unknown } } ? X : never;
 
@@ -65,8 +67,8 @@ export interface List<T> {
  * Keyset pagination over a list endpoint: the first page (50 items unless `query.limit` says otherwise)
  * whenever `params` change (required where the path has parameters), the next one on `more()`.
  */
-export function useList<P extends ListPath>(path: P, ...args: Params<P> extends { path: object } ? [ListParams<P>] : [ListParams<P>?]): List<ItemOf<Body<P>>> {
-  type T = ItemOf<Body<P>>;
+export function useList<P extends ListPath>(path: P, ...args: Params<P> extends { path: object } ? [ListParams<P>] : [ListParams<P>?]): List<Item<P>> {
+  type T = Item<P>;
   const params: ListParams<P> = args[0] ?? ({} as ListParams<P>);
   const [items, setItems] = useState<T[]>([]);
   const [next, setNext] = useState<string | null>(null);

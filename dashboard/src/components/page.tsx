@@ -59,3 +59,26 @@ export function Loading(props: { state: { loading: boolean; error?: string } }) 
 export function Status(props: { value: string }) {
   return <span class={`status status-${props.value.toLowerCase()}`}>{props.value}</span>;
 }
+
+/** A labelled select of `options` after a first choice, `any`, whose value is "". */
+export function Choice<V extends string>(props: {
+  label: string;
+  value: V | "";
+  onChange: (value: V | "") => void;
+  any: string;
+  options: readonly V[];
+  text?: (value: V) => string;
+}) {
+  return (
+    <Field label={props.label}>
+      {(id) => (
+        <select id={id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value as V | "")}>
+          <option value="">{props.any}</option>
+          {props.options.map((o) => (
+            <option value={o}>{props.text ? props.text(o) : o}</option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}

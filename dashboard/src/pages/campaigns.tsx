@@ -1,10 +1,9 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { api, type Campaign, type CampaignStats, type Condition, call, type Email } from "../api/client";
-import { useList } from "../api/lists";
-import { ConfirmButton } from "../components/buttons";
+import { api, call, type Campaign, type CampaignStats, type Condition, type Email } from "../api/client";
+import { ActionForm, FormActions, ConfirmButton, DeleteButton } from "../components/actions";
 import { CampaignChart, campaignSeries } from "../components/chart";
 import { ConditionBuilder, emptyCondition } from "../components/conditions";
-import { DataTable } from "../components/data-table";
+import { ListPage } from "../components/data-table";
 import { Field, Loading, Messages, Page, Status } from "../components/page";
 import { PreviewPane } from "../components/preview-pane";
 import { when } from "../format";
@@ -12,30 +11,18 @@ import { useAction, useLoad } from "../hooks";
 import { SAMPLE_DATA } from "../preview";
 import { Link, navigate } from "../router";
 
-export function CampaignList() {
-  const list = useList("/campaigns");
-  return (
-    <Page
-      title="Campaigns"
-      actions={
-        <Link class="button primary" href="/campaigns/new">
-          New campaign
-        </Link>
-      }
-    >
-      <DataTable
-        list={list}
-        empty="No campaigns yet."
-        columns={[
-          { header: "Name", cell: (c) => <Link href={`/campaigns/${c.id}`}>{c.name}</Link> },
-          { header: "Status", cell: (c) => <Status value={c.status} /> },
-          { header: "Audience", cell: (c) => c.audienceType },
-          { header: "Sent or scheduled", cell: (c) => when(c.sentAt ?? c.scheduledAt) },
-        ]}
-      />
-    </Page>
-  );
-}
+export const CampaignList = () => (
+  <ListPage
+    path="/campaigns"
+    create
+    columns={[
+      { header: "Name", cell: (c) => c.name, link: true },
+      { header: "Status", cell: (c) => <Status value={c.status} /> },
+      { header: "Audience", cell: (c) => c.audienceType },
+      { header: "Sent or scheduled", cell: (c) => when(c.sentAt ?? c.scheduledAt) },
+    ]}
+  />
+);
 
 export function CampaignPage(props: { id: string }) {
   const state = useLoad(
@@ -97,8 +84,6 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
   const { campaign } = props;
   const [draft, setDraft] = useState<Draft>(() => draftOf(campaign));
   const [sample, setSample] = useState(SAMPLE_DATA);
-  const [testTo, setTestTo] = useState("");
-  const [scheduleAt, setScheduleAt] = useState("");
   const action = useAction();
   const segments = useLoad(async () => (await call(api.GET("/segments", { params: { query: { limit: 100 } } }))).data.items, []);
   const senders = useLoad(async () => {
@@ -116,21 +101,16 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
     navigate(`/campaigns/${created.id}`);
     return created;
   };
+  const saveDraft = async () => {
+    await save();
+    props.onChange?.();
+    return "Draft saved.";
+  };
 
   return (
     <Page title={campaign ? `Campaign: ${campaign.name}` : "New campaign"} actions={campaign && <Status value={campaign.status} />}>
       <div class="split">
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void action.run(async () => {
-              await save();
-              props.onChange?.();
-              return "Draft saved.";
-            });
-          }}
-        >
+        <ActionForm class="stack" action={action} onSubmit={saveDraft}>
           <Field label="Name">{(id) => <input id={id} required value={draft.name} onInput={(e) => set({ name: e.currentTarget.value })} />}</Field>
           <Field label="Subject">{(id) => <input id={id} required value={draft.subject} onInput={(e) => set({ subject: e.currentTarget.value })} />}</Field>
           <div class="row">
@@ -188,94 +168,66 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
           <Field label="Body (HTML)" hint="{{variables}} fill from each contact's data; an unsubscribe link is added when the body has no {{unsubscribeUrl}}.">
             {(id) => <textarea id={id} class="mono" rows={12} required value={draft.body} onInput={(e) => set({ body: e.currentTarget.value })} />}
           </Field>
-          <Messages error={action.error} notice={action.notice} />
-          <div class="actions">
-            <button type="submit" class="primary" disabled={action.busy}>
-              {campaign ? "Save draft" : "Create draft"}
-            </button>
+          <FormActions action={action} submit={campaign ? "Save draft" : "Create draft"}>
             {campaign && (
-              <ConfirmButton
-                label="Delete campaign"
-                question={`Delete the draft "${campaign.name}"? This cannot be undone.`}
-                confirmLabel="Delete"
-                onConfirm={() =>
-                  void action.run(async () => {
-                    await call(api.DELETE("/campaigns/{id}", { params: { path: { id: campaign.id } } }));
-                    navigate("/campaigns");
-                  })
-                }
-              />
+              <DeleteButton path="/campaigns/{id}" id={campaign.id} action={action} question={`Delete the draft "${campaign.name}"? This cannot be undone.`} />
             )}
-          </div>
-        </form>
+          </FormActions>
+        </ActionForm>
         <PreviewPane subject={draft.subject} body={draft.body} sample={sample} onSample={setSample} />
       </div>
-      {campaign && (
-        <div class="panels">
-          <form
-            class="panel"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void action.run(async () => {
-                await save();
-                await call(api.POST("/campaigns/{id}/test", { params: { path: { id: campaign.id } }, body: { email: testTo } }));
-                return `Test email sent to ${testTo}.`;
-              });
-            }}
-          >
-            <h2>Test send</h2>
-            <Field label="Test recipient">
-              {(id) => <input id={id} type="email" required value={testTo} onInput={(e) => setTestTo(e.currentTarget.value)} />}
-            </Field>
-            <button type="submit" disabled={action.busy}>
-              Send test
-            </button>
-          </form>
-          <form
-            class="panel"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void action.run(async () => {
-                await save();
-                await call(
-                  api.POST("/campaigns/{id}/send", {
-                    params: { path: { id: campaign.id } },
-                    body: { scheduledFor: new Date(scheduleAt).toISOString() },
-                  }),
-                );
-                props.onChange?.();
-              });
-            }}
-          >
-            <h2>Schedule</h2>
-            <Field label="Send at (your time zone)">
-              {(id) => <input id={id} type="datetime-local" required value={scheduleAt} onInput={(e) => setScheduleAt(e.currentTarget.value)} />}
-            </Field>
-            <button type="submit" disabled={action.busy}>
-              Schedule
-            </button>
-          </form>
-          <div class="panel">
-            <h2>Send now</h2>
-            <p>Sends to the audience as saved.</p>
-            <ConfirmButton
-              label="Send campaign"
-              danger={false}
-              question={`Send "${draft.name}" to its audience now? Sent mail cannot be recalled.`}
-              confirmLabel="Send now"
-              disabled={action.busy}
-              onConfirm={() =>
-                void action.run(async () => {
-                  await save();
-                  await call(api.POST("/campaigns/{id}/send", { params: { path: { id: campaign.id } }, body: {} }));
-                  props.onChange?.();
-                })
-              }
-            />
-          </div>
-        </div>
-      )}
+      {campaign && <SendPanels campaign={campaign} name={draft.name} action={action} save={save} onChange={props.onChange} />}
     </Page>
+  );
+}
+
+/** A draft's test send, schedule and send now; each saves the draft first. */
+function SendPanels(props: { campaign: Campaign; name: string; action: ReturnType<typeof useAction>; save: () => Promise<unknown>; onChange?: () => void }) {
+  const { campaign, action } = props;
+  const [testTo, setTestTo] = useState("");
+  const [scheduleAt, setScheduleAt] = useState("");
+  const path = { path: { id: campaign.id } };
+  const sendTest = async () => {
+    await props.save();
+    await call(api.POST("/campaigns/{id}/test", { params: path, body: { email: testTo } }));
+    return `Test email sent to ${testTo}.`;
+  };
+  const send = async (body: { scheduledFor?: string }) => {
+    await props.save();
+    await call(api.POST("/campaigns/{id}/send", { params: path, body }));
+    props.onChange?.();
+  };
+  return (
+    <div class="panels">
+      <ActionForm class="panel" action={action} onSubmit={sendTest}>
+        <h2>Test send</h2>
+        <Field label="Test recipient">{(id) => <input id={id} type="email" required value={testTo} onInput={(e) => setTestTo(e.currentTarget.value)} />}</Field>
+        <button type="submit" disabled={action.busy}>
+          Send test
+        </button>
+      </ActionForm>
+      <ActionForm class="panel" action={action} onSubmit={() => send({ scheduledFor: new Date(scheduleAt).toISOString() })}>
+        <h2>Schedule</h2>
+        <Field label="Send at (your time zone)">
+          {(id) => <input id={id} type="datetime-local" required value={scheduleAt} onInput={(e) => setScheduleAt(e.currentTarget.value)} />}
+        </Field>
+        <button type="submit" disabled={action.busy}>
+          Schedule
+        </button>
+      </ActionForm>
+      <div class="panel">
+        <h2>Send now</h2>
+        <p>Sends to the audience as saved.</p>
+        <ConfirmButton
+          label="Send campaign"
+          danger={false}
+          question={`Send "${props.name}" to its audience now? Sent mail cannot be recalled.`}
+          confirmLabel="Send now"
+          disabled={action.busy}
+          onConfirm={() => void action.run(() => send({}))}
+        />
+      </div>
+    </div>
   );
 }
 

@@ -1,19 +1,26 @@
 import { useState } from "preact/hooks";
 import { api, call } from "../api/client";
-import { useList } from "../api/lists";
-import { ConfirmButton } from "../components/buttons";
-import { DataTable } from "../components/data-table";
+import { ActionButton, DeleteButton } from "../components/actions";
+import { ListPage } from "../components/data-table";
 import { Field, Loading, Messages, Page } from "../components/page";
 import { when } from "../format";
 import { useAction, useLoad } from "../hooks";
-import { Link, navigate } from "../router";
+import { Link } from "../router";
 
 export function ContactList() {
   const [search, setSearch] = useState(() => new URLSearchParams(location.search).get("search") ?? "");
   const [query, setQuery] = useState(search);
-  const list = useList("/contacts", { query: { search: query || undefined } });
   return (
-    <Page title="Contacts">
+    <ListPage
+      path="/contacts"
+      params={{ query: { search: query || undefined } }}
+      count="contacts"
+      columns={[
+        { header: "Email", cell: (c) => c.email, link: true },
+        { header: "Subscribed", cell: (c) => (c.subscribed ? "yes" : "no") },
+        { header: "Created", cell: (c) => when(c.createdAt) },
+      ]}
+    >
       <search>
         <form
           class="inline"
@@ -26,17 +33,7 @@ export function ContactList() {
           <button type="submit">Search</button>
         </form>
       </search>
-      {list.total !== undefined && <p>{list.total} contacts</p>}
-      <DataTable
-        list={list}
-        empty="No contacts."
-        columns={[
-          { header: "Email", cell: (c) => <Link href={`/contacts/${c.id}`}>{c.email}</Link> },
-          { header: "Subscribed", cell: (c) => (c.subscribed ? "yes" : "no") },
-          { header: "Created", cell: (c) => when(c.createdAt) },
-        ]}
-      />
-    </Page>
+    </ListPage>
   );
 }
 
@@ -60,6 +57,8 @@ export function ContactPage(props: { id: string }) {
   }, [props.id]);
   if (!state.data) return <Page title="Contact">{<Loading state={state} />}</Page>;
   const { contact, timeline } = state.data;
+  const toggle = () =>
+    call(api.PATCH("/contacts/{id}", { params: { path: { id: contact.id } }, body: { subscribed: !contact.subscribed } })).then(() => state.reload());
   return (
     <Page title={contact.email}>
       <dl class="facts">
@@ -74,29 +73,10 @@ export function ContactPage(props: { id: string }) {
       <pre class="mono">{JSON.stringify(contact.data, null, 2)}</pre>
       <Messages error={action.error} notice={action.notice} />
       <div class="actions">
-        <button
-          type="button"
-          disabled={action.busy}
-          onClick={() =>
-            void action.run(async () => {
-              await call(api.PATCH("/contacts/{id}", { params: { path: { id: contact.id } }, body: { subscribed: !contact.subscribed } }));
-              state.reload();
-            })
-          }
-        >
+        <ActionButton action={action} onClick={toggle}>
           {contact.subscribed ? "Unsubscribe" : "Subscribe"}
-        </button>
-        <ConfirmButton
-          label="Delete contact"
-          question={`Delete ${contact.email} and its events? This cannot be undone.`}
-          confirmLabel="Delete"
-          onConfirm={() =>
-            void action.run(async () => {
-              await call(api.DELETE("/contacts/{id}", { params: { path: { id: contact.id } } }));
-              navigate("/contacts");
-            })
-          }
-        />
+        </ActionButton>
+        <DeleteButton path="/contacts/{id}" id={contact.id} action={action} question={`Delete ${contact.email} and its events? This cannot be undone.`} />
       </div>
       <h2>Activity</h2>
       {timeline.length === 0 && <p>No activity yet.</p>}

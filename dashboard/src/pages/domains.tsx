@@ -1,47 +1,35 @@
 import { useState } from "preact/hooks";
 import { api, call, type Domain } from "../api/client";
-import { useList } from "../api/lists";
-import { ConfirmButton, CopyButton } from "../components/buttons";
-import { DataTable } from "../components/data-table";
+import { ActionButton, ActionForm, CopyButton, DeleteButton } from "../components/actions";
+import { ListPage } from "../components/data-table";
 import { Field, Loading, Messages, Page, Status } from "../components/page";
 import { when } from "../format";
 import { useAction, useLoad } from "../hooks";
-import { Link, navigate } from "../router";
+import { navigate } from "../router";
 
 export function DomainList() {
   const [name, setName] = useState("");
   const action = useAction();
-  const list = useList("/domains");
+  const add = async () => navigate(`/domains/${(await call(api.POST("/domains", { body: { domain: name } }))).id}`);
   return (
-    <Page title="Domains">
-      <form
-        class="inline"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run(async () => {
-            const created = await call(api.POST("/domains", { body: { domain: name } }));
-            navigate(`/domains/${created.id}`);
-          });
-        }}
-      >
+    <ListPage
+      path="/domains"
+      columns={[
+        { header: "Domain", cell: (d) => d.domain, link: true },
+        { header: "Status", cell: (d) => <Status value={d.status} /> },
+        { header: "Last checked", cell: (d) => when(d.lastCheckedAt) },
+      ]}
+    >
+      <ActionForm class="inline" action={action} onSubmit={add}>
         <Field label="Add a sending domain">
           {(id) => <input id={id} required placeholder="example.com" value={name} onInput={(e) => setName(e.currentTarget.value)} />}
         </Field>
         <button type="submit" disabled={action.busy}>
           Add domain
         </button>
-      </form>
+      </ActionForm>
       <Messages error={action.error} />
-      <DataTable
-        list={list}
-        empty="No domains yet."
-        columns={[
-          { header: "Domain", cell: (d) => <Link href={`/domains/${d.id}`}>{d.domain}</Link> },
-          { header: "Status", cell: (d) => <Status value={d.status} /> },
-          { header: "Last checked", cell: (d) => when(d.lastCheckedAt) },
-        ]}
-      />
-    </Page>
+    </ListPage>
   );
 }
 
@@ -51,36 +39,26 @@ export function DomainPage(props: { id: string }) {
   const action = useAction();
   const domain = checked ?? state.data;
   if (!domain) return <Page title="Domain">{<Loading state={state} />}</Page>;
+  const check = async () => {
+    const result = await call(api.POST("/domains/{id}/verify", { params: { path: { id: domain.id } } }));
+    setChecked(result);
+    return `Checked: ${result.status}.`;
+  };
   return (
     <Page title={domain.domain} actions={<Status value={domain.status} />}>
       <p>
         Last checked {when(domain.lastCheckedAt)}; next background check {when(domain.nextCheckAt)}.
       </p>
       <div class="actions">
-        <button
-          type="button"
-          class="primary"
-          disabled={action.busy}
-          onClick={() =>
-            void action.run(async () => {
-              const result = await call(api.POST("/domains/{id}/verify", { params: { path: { id: domain.id } } }));
-              setChecked(result);
-              return `Checked: ${result.status}.`;
-            })
-          }
-        >
+        <ActionButton class="primary" action={action} onClick={check}>
           Check now
-        </button>
-        <ConfirmButton
-          label="Remove domain"
+        </ActionButton>
+        <DeleteButton
+          path="/domains/{id}"
+          id={domain.id}
+          verb="Remove"
+          action={action}
           question={`Remove ${domain.domain}? Mail from it can no longer be sent.`}
-          confirmLabel="Remove"
-          onConfirm={() =>
-            void action.run(async () => {
-              await call(api.DELETE("/domains/{id}", { params: { path: { id: domain.id } } }));
-              navigate("/domains");
-            })
-          }
         />
       </div>
       <Messages error={action.error} notice={action.notice} />

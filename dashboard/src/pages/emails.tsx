@@ -1,8 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, call, type Email } from "../api/client";
-import { useList } from "../api/lists";
-import { DataTable } from "../components/data-table";
-import { Field, Loading, Page, Status } from "../components/page";
+import { ListPage } from "../components/data-table";
+import { Choice, Loading, Page, Status } from "../components/page";
 import { MailFrame } from "../components/preview-pane";
 import { when } from "../format";
 import { useLoad } from "../hooks";
@@ -14,31 +13,20 @@ const STATUSES = ["QUEUED", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED",
 export function EmailList() {
   const campaignId = new URLSearchParams(location.search).get("campaignId") ?? undefined;
   const [status, setStatus] = useState<Email["status"] | "">("");
-  const list = useList("/emails", { query: { campaignId, status: status || undefined } });
   return (
-    <Page title="Emails">
+    <ListPage
+      path="/emails"
+      params={{ query: { campaignId, status: status || undefined } }}
+      columns={[
+        { header: "To", cell: (e) => e.to },
+        { header: "Subject", cell: (e) => e.subject, link: true },
+        { header: "Status", cell: (e) => <Status value={e.status} /> },
+        { header: "Created", cell: (e) => when(e.createdAt) },
+      ]}
+    >
       {campaignId && <p>Emails of one campaign.</p>}
-      <Field label="Status">
-        {(id) => (
-          <select id={id} value={status} onChange={(e) => setStatus(e.currentTarget.value as Email["status"] | "")}>
-            <option value="">Any</option>
-            {STATUSES.map((s) => (
-              <option value={s}>{s}</option>
-            ))}
-          </select>
-        )}
-      </Field>
-      <DataTable
-        list={list}
-        empty="No emails."
-        columns={[
-          { header: "To", cell: (e) => e.to },
-          { header: "Subject", cell: (e) => <Link href={`/emails/${e.id}`}>{e.subject}</Link> },
-          { header: "Status", cell: (e) => <Status value={e.status} /> },
-          { header: "Created", cell: (e) => when(e.createdAt) },
-        ]}
-      />
-    </Page>
+      <Choice label="Status" any="Any" options={STATUSES} value={status} onChange={setStatus} />
+    </ListPage>
   );
 }
 

@@ -1,36 +1,24 @@
 import { useState } from "preact/hooks";
-import { api, type Condition, call, type Segment } from "../api/client";
+import { api, call, type Condition, type Segment } from "../api/client";
 import { useList } from "../api/lists";
-import { ConfirmButton } from "../components/buttons";
+import { ActionForm, FormActions, DeleteButton } from "../components/actions";
 import { ConditionBuilder, emptyCondition } from "../components/conditions";
-import { DataTable, ListBody } from "../components/data-table";
-import { Field, Loading, Messages, Page } from "../components/page";
+import { ListBody, ListPage } from "../components/data-table";
+import { Field, Loading, Page } from "../components/page";
 import { useAction, useLoad } from "../hooks";
 import { Link, navigate } from "../router";
 
-export function SegmentList() {
-  const list = useList("/segments");
-  return (
-    <Page
-      title="Segments"
-      actions={
-        <Link class="button primary" href="/segments/new">
-          New segment
-        </Link>
-      }
-    >
-      <DataTable
-        list={list}
-        empty="No segments yet."
-        columns={[
-          { header: "Name", cell: (s) => <Link href={`/segments/${s.id}`}>{s.name}</Link> },
-          { header: "Members", cell: (s) => s.memberCount },
-          { header: "Description", cell: (s) => s.description ?? "" },
-        ]}
-      />
-    </Page>
-  );
-}
+export const SegmentList = () => (
+  <ListPage
+    path="/segments"
+    create
+    columns={[
+      { header: "Name", cell: (s) => s.name, link: true },
+      { header: "Members", cell: (s) => s.memberCount },
+      { header: "Description", cell: (s) => s.description ?? "" },
+    ]}
+  />
+);
 
 export function SegmentPage(props: { id: string }) {
   const state = useLoad(async () => (props.id === "new" ? null : await call(api.GET("/segments/{id}", { params: { path: { id: props.id } } }))), [props.id]);
@@ -51,56 +39,28 @@ function SegmentEditor(props: { segment?: Segment }) {
   const action = useAction();
   const [saves, setSaves] = useState(0);
   const body = { name, description: description || null, condition };
+  const save = async () => {
+    if (segment) {
+      setSegment(await call(api.PATCH("/segments/{id}", { params: { path: { id: segment.id } }, body })));
+      setSaves((n) => n + 1);
+      setDirty(false);
+      return "Segment saved.";
+    }
+    navigate(`/segments/${(await call(api.POST("/segments", { body }))).id}`);
+  };
+  /** An edit of the form: the saved count no longer answers it. */
+  const edit =
+    <V,>(set: (value: V) => void) =>
+    (value: V) => {
+      set(value);
+      setDirty(true);
+    };
   return (
     <Page title={segment ? `Segment: ${segment.name}` : "New segment"}>
-      <form
-        class="stack"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run(async () => {
-            if (segment) {
-              setSegment(await call(api.PATCH("/segments/{id}", { params: { path: { id: segment.id } }, body })));
-              setSaves((n) => n + 1);
-              setDirty(false);
-              return "Segment saved.";
-            }
-            const created = await call(api.POST("/segments", { body }));
-            navigate(`/segments/${created.id}`);
-          });
-        }}
-      >
-        <Field label="Name">
-          {(id) => (
-            <input
-              id={id}
-              required
-              value={name}
-              onInput={(e) => {
-                setName(e.currentTarget.value);
-                setDirty(true);
-              }}
-            />
-          )}
-        </Field>
-        <Field label="Description">
-          {(id) => (
-            <input
-              id={id}
-              value={description}
-              onInput={(e) => {
-                setDescription(e.currentTarget.value);
-                setDirty(true);
-              }}
-            />
-          )}
-        </Field>
-        <ConditionBuilder
-          value={condition}
-          onChange={(c) => {
-            setCondition(c);
-            setDirty(true);
-          }}
-        />
+      <ActionForm class="stack" action={action} onSubmit={save}>
+        <Field label="Name">{(id) => <input id={id} required value={name} onInput={(e) => edit(setName)(e.currentTarget.value)} />}</Field>
+        <Field label="Description">{(id) => <input id={id} value={description} onInput={(e) => edit(setDescription)(e.currentTarget.value)} />}</Field>
+        <ConditionBuilder value={condition} onChange={edit(setCondition)} />
         <p class="count" aria-live="polite">
           {segment ? (
             <>
@@ -111,26 +71,17 @@ function SegmentEditor(props: { segment?: Segment }) {
             "Create the segment to count its members."
           )}
         </p>
-        <Messages error={action.error} notice={action.notice} />
-        <div class="actions">
-          <button type="submit" class="primary" disabled={action.busy}>
-            {segment ? "Save and count" : "Create and count"}
-          </button>
+        <FormActions action={action} submit={segment ? "Save and count" : "Create and count"}>
           {segment && (
-            <ConfirmButton
-              label="Delete segment"
+            <DeleteButton
+              path="/segments/{id}"
+              id={segment.id}
+              action={action}
               question={`Delete the segment "${segment.name}"? Campaigns that target it can no longer be sent.`}
-              confirmLabel="Delete"
-              onConfirm={() =>
-                void action.run(async () => {
-                  await call(api.DELETE("/segments/{id}", { params: { path: { id: segment.id } } }));
-                  navigate("/segments");
-                })
-              }
             />
           )}
-        </div>
-      </form>
+        </FormActions>
+      </ActionForm>
       {segment && (
         <>
           <h2>Members</h2>

@@ -1,39 +1,26 @@
 import { useState } from "preact/hooks";
 import { api, call, type Template } from "../api/client";
-import { useList } from "../api/lists";
-import { ConfirmButton } from "../components/buttons";
-import { DataTable } from "../components/data-table";
-import { Field, Loading, Messages, Page } from "../components/page";
+import { ActionForm, FormActions, DeleteButton } from "../components/actions";
+import { ListPage } from "../components/data-table";
+import { Field, Loading, Page } from "../components/page";
 import { PreviewPane } from "../components/preview-pane";
 import { when } from "../format";
 import { useAction, useLoad } from "../hooks";
 import { SAMPLE_DATA } from "../preview";
-import { Link, navigate } from "../router";
+import { navigate } from "../router";
 
-export function TemplateList() {
-  const list = useList("/templates");
-  return (
-    <Page
-      title="Templates"
-      actions={
-        <Link class="button primary" href="/templates/new">
-          New template
-        </Link>
-      }
-    >
-      <DataTable
-        list={list}
-        empty="No templates yet."
-        columns={[
-          { header: "Name", cell: (t) => <Link href={`/templates/${t.id}`}>{t.name}</Link> },
-          { header: "Type", cell: (t) => t.type },
-          { header: "Subject", cell: (t) => t.subject },
-          { header: "Updated", cell: (t) => when(t.updatedAt) },
-        ]}
-      />
-    </Page>
-  );
-}
+export const TemplateList = () => (
+  <ListPage
+    path="/templates"
+    create
+    columns={[
+      { header: "Name", cell: (t) => t.name, link: true },
+      { header: "Type", cell: (t) => t.type },
+      { header: "Subject", cell: (t) => t.subject },
+      { header: "Updated", cell: (t) => when(t.updatedAt) },
+    ]}
+  />
+);
 
 export function TemplatePage(props: { id: string }) {
   const state = useLoad(async () => (props.id === "new" ? null : await call(api.GET("/templates/{id}", { params: { path: { id: props.id } } }))), [props.id]);
@@ -53,23 +40,17 @@ function TemplateEditor(props: { template?: Template }) {
   const [sample, setSample] = useState(SAMPLE_DATA);
   const action = useAction();
   const fields = { name, subject, body, type, from: from || null, fromName: fromName || null, replyTo: replyTo || null };
+  const save = async () => {
+    if (t) {
+      await call(api.PATCH("/templates/{id}", { params: { path: { id: t.id } }, body: fields }));
+      return "Template saved.";
+    }
+    navigate(`/templates/${(await call(api.POST("/templates", { body: fields }))).id}`);
+  };
   return (
     <Page title={t ? `Template: ${t.name}` : "New template"}>
       <div class="split">
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void action.run(async () => {
-              if (t) {
-                await call(api.PATCH("/templates/{id}", { params: { path: { id: t.id } }, body: fields }));
-                return "Template saved.";
-              }
-              const created = await call(api.POST("/templates", { body: fields }));
-              navigate(`/templates/${created.id}`);
-            });
-          }}
-        >
+        <ActionForm class="stack" action={action} onSubmit={save}>
           <Field label="Name">{(id) => <input id={id} required value={name} onInput={(e) => setName(e.currentTarget.value)} />}</Field>
           <Field label="Subject">{(id) => <input id={id} required value={subject} onInput={(e) => setSubject(e.currentTarget.value)} />}</Field>
           <Field label="Type" hint="MARKETING templates go only to subscribed contacts.">
@@ -88,26 +69,17 @@ function TemplateEditor(props: { template?: Template }) {
           <Field label="Body (HTML)" hint="Liquid: {{firstName}}, {{firstName ?? friend}}, {{email}}, {{unsubscribeUrl}}.">
             {(id) => <textarea id={id} class="mono" rows={14} required value={body} onInput={(e) => setBody(e.currentTarget.value)} />}
           </Field>
-          <Messages error={action.error} notice={action.notice} />
-          <div class="actions">
-            <button type="submit" class="primary" disabled={action.busy}>
-              {t ? "Save template" : "Create template"}
-            </button>
+          <FormActions action={action} submit={t ? "Save template" : "Create template"}>
             {t && (
-              <ConfirmButton
-                label="Delete template"
+              <DeleteButton
+                path="/templates/{id}"
+                id={t.id}
+                action={action}
                 question={`Delete the template "${t.name}"? Sends and workflows that use it will fail.`}
-                confirmLabel="Delete"
-                onConfirm={() =>
-                  void action.run(async () => {
-                    await call(api.DELETE("/templates/{id}", { params: { path: { id: t.id } } }));
-                    navigate("/templates");
-                  })
-                }
               />
             )}
-          </div>
-        </form>
+          </FormActions>
+        </ActionForm>
         <PreviewPane subject={subject} body={body} sample={sample} onSample={setSample} />
       </div>
     </Page>

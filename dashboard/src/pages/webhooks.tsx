@@ -1,35 +1,30 @@
 import { useState } from "preact/hooks";
 import { api, call, type WebhookDelivery } from "../api/client";
 import { useList } from "../api/lists";
-import { DataTable } from "../components/data-table";
-import { Field, Loading, Messages, Page, Status } from "../components/page";
+import { ActionButton } from "../components/actions";
+import { DataTable, ListPage } from "../components/data-table";
+import { Choice, Loading, Messages, Page, Status } from "../components/page";
 import { when } from "../format";
 import { useAction, useLoad } from "../hooks";
-import { Link } from "../router";
 
 const enabledText = (w: { enabled: boolean; disabledReason: string | null }) => (w.enabled ? "yes" : `no${w.disabledReason ? `: ${w.disabledReason}` : ""}`);
 
 /** The project's event webhook endpoints (GET /webhooks); the signing secret is shown only by the API, on create and rotation. */
-export function WebhookList() {
-  const list = useList("/webhooks");
-  return (
-    <Page title="Webhooks">
-      <p>
-        Endpoints are added through the API (<code>POST /webhooks</code>), which answers the signing secret once. Open an endpoint for its delivery log.
-      </p>
-      <DataTable
-        list={list}
-        empty="No webhook endpoints yet."
-        columns={[
-          { header: "URL", cell: (w) => <Link href={`/webhooks/${w.id}`}>{w.url}</Link> },
-          { header: "Events", cell: (w) => w.events.join(", ") || "all" },
-          { header: "Enabled", cell: enabledText },
-          { header: "Created", cell: (w) => when(w.createdAt) },
-        ]}
-      />
-    </Page>
-  );
-}
+export const WebhookList = () => (
+  <ListPage
+    path="/webhooks"
+    columns={[
+      { header: "URL", cell: (w) => w.url, link: true },
+      { header: "Events", cell: (w) => w.events.join(", ") || "all" },
+      { header: "Enabled", cell: enabledText },
+      { header: "Created", cell: (w) => when(w.createdAt) },
+    ]}
+  >
+    <p>
+      Endpoints are added through the API (<code>POST /webhooks</code>), which answers the signing secret once. Open an endpoint for its delivery log.
+    </p>
+  </ListPage>
+);
 
 const DELIVERY_STATUSES = ["PENDING", "SUCCEEDED", "FAILED"] as const;
 
@@ -41,6 +36,11 @@ export function WebhookPage(props: { id: string }) {
   const action = useAction();
   const webhook = state.data;
   if (!webhook) return <Page title="Webhook">{<Loading state={state} />}</Page>;
+  const sendTest = async () => {
+    await call(api.POST("/webhooks/{id}/test", { params: { path: { id: webhook.id } } }));
+    deliveries.reload();
+    return "Test event queued.";
+  };
   return (
     <Page title={webhook.url}>
       <dl class="facts">
@@ -59,31 +59,12 @@ export function WebhookPage(props: { id: string }) {
       </dl>
       <Messages error={action.error} notice={action.notice} />
       <div class="actions">
-        <button
-          type="button"
-          disabled={action.busy || !webhook.enabled}
-          onClick={() =>
-            void action.run(async () => {
-              await call(api.POST("/webhooks/{id}/test", { params: { path: { id: webhook.id } } }));
-              deliveries.reload();
-              return "Test event queued.";
-            })
-          }
-        >
+        <ActionButton action={action} disabled={!webhook.enabled} onClick={sendTest}>
           Send test event
-        </button>
+        </ActionButton>
       </div>
       <h2>Deliveries</h2>
-      <Field label="Status">
-        {(id) => (
-          <select id={id} value={status} onChange={(e) => setStatus(e.currentTarget.value as WebhookDelivery["status"] | "")}>
-            <option value="">Any</option>
-            {DELIVERY_STATUSES.map((s) => (
-              <option value={s}>{s}</option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <Choice label="Status" any="Any" options={DELIVERY_STATUSES} value={status} onChange={setStatus} />
       <DataTable
         list={deliveries}
         empty="No deliveries."

@@ -1,8 +1,8 @@
 import { useState } from "preact/hooks";
 import { api, call, type Workflow, type WorkflowExecution, type WorkflowStep } from "../api/client";
 import { useList } from "../api/lists";
-import { ConfirmButton } from "../components/buttons";
-import { DataTable, ListBody } from "../components/data-table";
+import { ActionButton, ActionForm, DeleteButton } from "../components/actions";
+import { ListBody, ListPage } from "../components/data-table";
 import { Field, Loading, Messages, Page, Status } from "../components/page";
 import { when } from "../format";
 import { useAction, useLoad } from "../hooks";
@@ -30,33 +30,33 @@ export function WorkflowList() {
   const [json, setJson] = useState(EXAMPLE);
   const [open, setOpen] = useState(false);
   const action = useAction();
-  const list = useList("/workflows");
+  const create = async () => {
+    let body: unknown;
+    try {
+      body = JSON.parse(json);
+    } catch {
+      throw new Error("The workflow is not valid JSON");
+    }
+    navigate(`/workflows/${(await call(api.POST("/workflows", { body: body as never }))).id}`);
+  };
+  const toggle = (
+    <button type="button" aria-expanded={open} onClick={() => setOpen(!open)}>
+      New workflow
+    </button>
+  );
   return (
-    <Page
-      title="Workflows"
-      actions={
-        <button type="button" aria-expanded={open} onClick={() => setOpen(!open)}>
-          New workflow
-        </button>
-      }
+    <ListPage
+      path="/workflows"
+      actions={toggle}
+      columns={[
+        { header: "Name", cell: (w) => w.name, link: true },
+        { header: "Trigger", cell: triggerText },
+        { header: "Enabled", cell: (w) => (w.enabled ? "yes" : "no") },
+        { header: "Running / completed", cell: (w) => `${w.stats.running + w.stats.waiting} / ${w.stats.completed}` },
+      ]}
     >
       {open && (
-        <form
-          class="stack"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void action.run(async () => {
-              let body: unknown;
-              try {
-                body = JSON.parse(json);
-              } catch {
-                throw new Error("The workflow is not valid JSON");
-              }
-              const created = await call(api.POST("/workflows", { body: body as never }));
-              navigate(`/workflows/${created.id}`);
-            });
-          }}
-        >
+        <ActionForm class="stack" action={action} onSubmit={create}>
           <Field label="Workflow (JSON, as POST /workflows takes it)">
             {(id) => <textarea id={id} class="mono" rows={14} value={json} onInput={(e) => setJson(e.currentTarget.value)} />}
           </Field>
@@ -64,19 +64,9 @@ export function WorkflowList() {
           <button type="submit" class="primary" disabled={action.busy}>
             Create workflow
           </button>
-        </form>
+        </ActionForm>
       )}
-      <DataTable
-        list={list}
-        empty="No workflows yet."
-        columns={[
-          { header: "Name", cell: (w) => <Link href={`/workflows/${w.id}`}>{w.name}</Link> },
-          { header: "Trigger", cell: triggerText },
-          { header: "Enabled", cell: (w) => (w.enabled ? "yes" : "no") },
-          { header: "Running / completed", cell: (w) => `${w.stats.running + w.stats.waiting} / ${w.stats.completed}` },
-        ]}
-      />
-    </Page>
+    </ListPage>
   );
 }
 
@@ -193,6 +183,7 @@ export function WorkflowPage(props: { id: string }) {
   const executions = useList("/workflows/{id}/executions", { path: { id: props.id }, query: { limit: 20 } });
   const w = state.data;
   if (!w) return <Page title="Workflow">{<Loading state={state} />}</Page>;
+  const toggle = () => call(api.PATCH("/workflows/{id}", { params: { path: { id: w.id } }, body: { enabled: !w.enabled } })).then(() => state.reload());
   return (
     <Page title={w.name}>
       <dl class="facts">
@@ -211,29 +202,10 @@ export function WorkflowPage(props: { id: string }) {
       </dl>
       <Messages error={action.error} notice={action.notice} />
       <div class="actions">
-        <button
-          type="button"
-          disabled={action.busy}
-          onClick={() =>
-            void action.run(async () => {
-              await call(api.PATCH("/workflows/{id}", { params: { path: { id: w.id } }, body: { enabled: !w.enabled } }));
-              state.reload();
-            })
-          }
-        >
+        <ActionButton action={action} onClick={toggle}>
           {w.enabled ? "Disable" : "Enable"}
-        </button>
-        <ConfirmButton
-          label="Delete workflow"
-          question={`Delete the workflow "${w.name}"? Its running executions are cancelled.`}
-          confirmLabel="Delete"
-          onConfirm={() =>
-            void action.run(async () => {
-              await call(api.DELETE("/workflows/{id}", { params: { path: { id: w.id } } }));
-              navigate("/workflows");
-            })
-          }
-        />
+        </ActionButton>
+        <DeleteButton path="/workflows/{id}" id={w.id} action={action} question={`Delete the workflow "${w.name}"? Its running executions are cancelled.`} />
       </div>
       <h2>Steps</h2>
       <StepGraph steps={w.steps} />
