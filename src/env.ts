@@ -100,7 +100,7 @@ export interface Env {
   WORKFLOW_QUEUE: Queue<WorkflowQueueMessage>;
   /** Cloudflare Workflows binding of AutomationWorkflow: one instance per workflow execution. */
   AUTOMATIONS: Workflow<ExecutionParams>;
-  /** Event webhooks: fan-out and delivery messages (src/services/webhooks/deliver.ts). */
+  /** Event webhooks: fan-out and delivery messages (src/services/webhooks/consumer.ts). */
   WEBHOOK_QUEUE: Queue<WebhookQueueMessage>;
   /** Days webhook deliveries are kept (default 30); per-project caps (defaults 20 endpoints, 1200 attempts a minute, 100,000 pending); the answer's headers within 3000 ms. */
   WEBHOOK_RETENTION_DAYS?: string;

@@ -14,7 +14,7 @@ export const WORKFLOW_QUEUE_NAME = "edge-mail-workflows";
 export const EMAIL_EVENTS_QUEUE = "edge-mail-email-events";
 /** Contact import chunks (CSV rows staged in D1). */
 export const IMPORT_QUEUE = "edge-mail-imports";
-/** Event webhooks: fan-out and delivery attempts (src/services/webhooks/deliver.ts). */
+/** Event webhooks: fan-out and delivery attempts (src/services/webhooks/consumer.ts). */
 export const WEBHOOK_QUEUE_NAME = "edge-mail-webhooks";
 /** The dead-letter queue of a queue. */
 export const deadLetterQueue = (name: string) => `${name}-dlq`;
@@ -73,7 +73,7 @@ export interface ImportChunkMessage {
   fromRow: number;
   toRow: number;
 }
-/** Event webhooks' queue: fan out a recorded event, or one attempt of one delivery (src/services/webhooks/deliver.ts). */
+/** Event webhooks' queue: fan out a recorded event, or one attempt of one delivery (src/services/webhooks/consumer.ts). */
 export type WebhookQueueMessage =
   | { kind: "event"; eventId: string; projectId: string }
   | { kind: "delivery"; deliveryId: string; projectId: string; attempt: number };

@@ -17,7 +17,7 @@ import { applyEmailServiceEvents } from "./services/feedback/email-service";
 import { settleDeadLetters } from "./services/send/dead-letter";
 import { deliverBatch } from "./services/send/deliver";
 import { consumeWorkflowMessages } from "./services/workflows/triggers";
-import { consumeWebhookMessages } from "./services/webhooks/deliver";
+import { consumeWebhookMessages } from "./services/webhooks/consumer";
 
 export { BULK_QUEUE, SEND_QUEUE, WEBHOOK_QUEUE_NAME, WORKFLOW_QUEUE_NAME } from "./messages";
 

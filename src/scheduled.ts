@@ -8,7 +8,7 @@ import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/sweep";
 import { reconcileUsageCounters, runRetention } from "./services/retention";
 import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
-import { runWebhookJobs } from "./services/webhooks/outbox";
+import { runWebhookJobs } from "./services/webhooks/sweep";
 import { runReputationCheck } from "./services/reputation";
 import { runImportJobs } from "./services/import-jobs";
 

@@ -723,8 +723,8 @@ export type ContactImport = typeof contactImports.$inferSelect;
  * Event webhooks (issue 26): a project's endpoints, the events recorded for
  * them (written in the same batch as the change, only when an enabled endpoint
  * subscribes; they wait with fanned_out = 0 until the queue consumer made their
- * deliveries), and one delivery per event and endpoint. src/store/webhooks.ts
- * is the only writer of these tables.
+ * deliveries), and one delivery per event and endpoint. src/store/webhooks/
+ * (events.ts, endpoints.ts, deliveries.ts) is the only writer of these tables.
  */
 export const webhookEndpoints = sqliteTable(
   "webhook_endpoints",

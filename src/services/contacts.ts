@@ -7,7 +7,7 @@ import { listNewestFirst } from "../lib/pagination";
 import type { Env } from "../env";
 import { deleteContactStatements, updateContactById, upsertContacts } from "../store/contacts";
 import { outboxProbe, quotaGuard, runGuarded, storedBytesGuard } from "../store/guards";
-import { recordContactSnapshot, recordedEventIds } from "../store/webhooks";
+import { recordContactSnapshot, recordedEventIds } from "../store/webhooks/events";
 import { newId } from "../lib/ids";
 import { contactWriteEvents } from "./webhooks/record";
 import type { ContactListQuery, ContactView, UpdateContactRequest } from "../schemas/contacts";

@@ -4,7 +4,7 @@ import { capturedMessages, emailAttachments, emails } from "../db/schema";
 import type { Env } from "../env";
 import { readConfig } from "../lib/config";
 import { idAtTime } from "../lib/ids";
-import { pruneWebhookDeliveries } from "./webhooks/outbox";
+import { pruneWebhookDeliveries } from "./webhooks/sweep";
 import { deleteOldEmails, dropOldHtml } from "../store/emails";
 import { pruneEvents } from "../store/events";
 import { utcDayNumber } from "../store/guards";

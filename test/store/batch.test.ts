@@ -4,7 +4,7 @@ import { newId } from "../../src/lib/ids";
 import type { Committed } from "../../src/lib/after-commit";
 import { WriteBatch } from "../../src/store/batch";
 import { outboxProbe } from "../../src/store/guards";
-import { recordWebhookEvent } from "../../src/store/webhooks";
+import { recordWebhookEvent } from "../../src/store/webhooks/events";
 import { webhookProject } from "../support/webhooks";
 
 describe("WriteBatch", () => {

@@ -8,7 +8,7 @@ import type { CampaignPageMessage } from "../../messages";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { queueEmails } from "../send/outbox";
-import { recordCampaignSent } from "../../store/webhooks";
+import { recordCampaignSent } from "../../store/webhooks/events";
 import { queueRecordedEvents } from "../webhooks/deliver";
 import { enqueueCampaignPage, enqueueMail } from "../../queues";
 

@@ -1,13 +1,13 @@
 /**
  * DKIM keys: one RSA-2048 key pair per domain (RSASSA-PKCS1-v1_5, SHA-256),
  * made with WebCrypto so it runs in the Worker and in Node 20 (dev seed).
- * The private key is kept as PKCS#8, encrypted with AES-256-GCM under a key
- * derived (HKDF-SHA-256) from the DKIM_ENCRYPTION_KEY secret; the domain name
- * is bound in as additional data, so a ciphertext moved to another row does
- * not decrypt.
+ * The private key is kept as PKCS#8, sealed under the DKIM_ENCRYPTION_KEY
+ * secret for its domain name (lib/crypto.ts sealSecret), so a ciphertext moved
+ * to another row does not decrypt.
  */
 
-import { base64ToBytes, bytesToBase64 } from "../../lib/base64";
+import { bytesToBase64 } from "../../lib/base64";
+import { openSecret, sealSecret } from "../../lib/crypto";
 
 export const RSA_PARAMS = {
   name: "RSASSA-PKCS1-v1_5",
@@ -15,8 +15,6 @@ export const RSA_PARAMS = {
   publicExponent: new Uint8Array([1, 0, 1]),
   hash: "SHA-256",
 } as const;
-
-const encoder = new TextEncoder();
 
 export interface DkimKeyPair {
   /** SubjectPublicKeyInfo DER, base64: the `p=` of the DKIM record. */
@@ -35,38 +33,11 @@ export async function generateDkimKeyPair(): Promise<DkimKeyPair> {
 /** The DKIM TXT record's value for a public key. */
 export const dkimRecordValue = (publicKey: string) => `v=DKIM1; k=rsa; p=${publicKey}`;
 
-async function deriveKey(secret: string): Promise<CryptoKey> {
-  const material = await crypto.subtle.importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"]);
-  return crypto.subtle.deriveKey(
-    { name: "HKDF", hash: "SHA-256", salt: encoder.encode("edge-mail/dkim"), info: encoder.encode("dkim-private-key v1") },
-    material,
-    { name: "AES-GCM", length: 256 },
-    false,
-    ["encrypt", "decrypt"],
-  );
-}
-
-/** `base64(iv).base64(ciphertext)`, as the domains.dkim_private_key_encrypted column holds it. */
-export async function encryptPrivateKey(secret: string, domain: string, privateKeyPkcs8: string): Promise<string> {
-  const iv = crypto.getRandomValues(new Uint8Array(12));
-  const ciphertext = await crypto.subtle.encrypt(
-    { name: "AES-GCM", iv, additionalData: encoder.encode(domain) },
-    await deriveKey(secret),
-    encoder.encode(privateKeyPkcs8),
-  );
-  return `${bytesToBase64(iv)}.${bytesToBase64(ciphertext)}`;
-}
+/** `base64(iv).base64(ciphertext)`, as the domains.dkim_private_key_encrypted column holds it (sealed for the domain: lib/crypto.ts). */
+export const encryptPrivateKey = (secret: string, domain: string, privateKeyPkcs8: string): Promise<string> => sealSecret(secret, domain, privateKeyPkcs8);
 
 /** The PKCS#8 base64 back; throws if the secret or domain does not match. */
-export async function decryptPrivateKey(secret: string, domain: string, stored: string): Promise<string> {
-  const [iv, ciphertext] = stored.split(".");
-  const plain = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: base64ToBytes(iv), additionalData: encoder.encode(domain) },
-    await deriveKey(secret),
-    base64ToBytes(ciphertext),
-  );
-  return new TextDecoder().decode(plain);
-}
+export const decryptPrivateKey = (secret: string, domain: string, stored: string): Promise<string> => openSecret(secret, domain, stored);
 
 /** Selector naming: `em` + year and month of creation (em202607), so a later key rotation gets a new name. */
 export function dkimSelectorFor(date: Date): string {

@@ -24,7 +24,7 @@ import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
 import { dnsConfig, resolveDns, type DnsConfig, type DnsResult } from "../dns";
 import { newId } from "../../lib/ids";
-import { recordedEventIds, recordWebhookEvent } from "../../store/webhooks";
+import { recordedEventIds, recordWebhookEvent } from "../../store/webhooks/events";
 import { claimDueDomainChecks, saveDomainCheck } from "../../store/domains";
 import { queueWebhookEvents } from "../webhooks/deliver";
 import { domainRecordConfig, judgeRecord, lookupKey, lookupType, type Judgement } from "./records";

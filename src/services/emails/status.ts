@@ -1,5 +1,5 @@
 import { newId } from "../../lib/ids";
-import { recordEmailWebhookEvents } from "../../store/webhooks";
+import { recordEmailWebhookEvents } from "../../store/webhooks/events";
 import { sql } from "drizzle-orm";
 import { runStatements, type Database } from "../../db/client";
 import { emails, projects } from "../../db/schema";

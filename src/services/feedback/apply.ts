@@ -8,7 +8,7 @@ import { OUTCOME_UNKNOWN_PREFIX } from "../send/records";
 import { insertEmailEvent } from "../../store/events";
 import { buildSuppression } from "../suppressions";
 import { newId } from "../../lib/ids";
-import { recordedEventIds, recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks";
+import { recordedEventIds, recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks/events";
 import { contactWriteEvents } from "../webhooks/record";
 
 /**

@@ -1,5 +1,5 @@
 import { newId } from "../../lib/ids";
-import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks";
+import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks/events";
 import { queueRecordedEvents } from "../webhooks/deliver";
 import { getDb, type Database } from "../../db/client";
 import { projectLimiter } from "../../durable/names";

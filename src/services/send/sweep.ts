@@ -4,7 +4,7 @@ import { emails } from "../../db/schema";
 import type { Env } from "../../env";
 import { newId } from "../../lib/ids";
 import { deferClaims, updateEmailsById } from "../../store/emails";
-import { recordEmailWebhookEvents } from "../../store/webhooks";
+import { recordEmailWebhookEvents } from "../../store/webhooks/events";
 import { queueRecordedEvents } from "../webhooks/deliver";
 import { resumeWalks } from "../campaigns/audience";
 import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS, updateEmailsById as touchEmails } from "./records";

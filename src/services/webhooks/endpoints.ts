@@ -3,6 +3,7 @@ import { fromRow, type Database } from "../../db/client";
 import { webhookDeliveries, webhookEndpoints, type WebhookDelivery, type WebhookEndpoint } from "../../db/schema";
 import type { Env } from "../../env";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
+import { openSecret, sealSecret } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
@@ -16,20 +17,24 @@ import type {
   WebhookWithSecretView,
 } from "../../schemas/webhooks";
 import { isUniqueViolation } from "../../store/guards";
-import * as store from "../../store/webhooks";
-import { decryptPrivateKey, encryptPrivateKey } from "../domains/dkim";
+import { WriteBatch } from "../../store/batch";
+import { insertTestDelivery, requeueDelivery } from "../../store/webhooks/deliveries";
+import * as store from "../../store/webhooks/endpoints";
+import { recordTestEvent } from "../../store/webhooks/events";
+import { enqueueDeliveries } from "../../queues";
 import { outboundUrlProblem } from "../outbound-url";
-import { queueDeliveries } from "./deliver";
 import { webhookUrlKey } from "./url";
 
 /** After a rotation the previous secret keeps signing this long. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
-/** The additional data binding an encrypted secret to its endpoint. */
+/** The context a signing secret is sealed for (lib/crypto.ts): a sealed secret moved to another endpoint does not open. */
 const secretContext = (webhookId: string) => `webhook-endpoint:${webhookId}`;
 
-export const encryptSecret = (env: Env, webhookId: string, secret: string) => encryptPrivateKey(requireEncryptionKey(env), secretContext(webhookId), secret);
-export const decryptSecret = (env: Env, webhookId: string, stored: string) => decryptPrivateKey(requireEncryptionKey(env), secretContext(webhookId), stored);
+/** An endpoint's signing secret, sealed under DKIM_ENCRYPTION_KEY for the endpoint. */
+export const sealEndpointSecret = (env: Env, webhookId: string, secret: string) => sealSecret(requireEncryptionKey(env), secretContext(webhookId), secret);
+/** A sealed signing secret of the endpoint, opened. */
+export const openEndpointSecret = (env: Env, webhookId: string, sealed: string) => openSecret(requireEncryptionKey(env), secretContext(webhookId), sealed);
 
 export function toWebhookView(row: WebhookEndpoint): WebhookView {
   return {
@@ -123,7 +128,7 @@ export async function createWebhook(env: Env, projectId: string, input: CreateWe
       events: input.events ?? [],
       description: input.description ?? null,
       enabled: input.enabled ?? true,
-      secretEncrypted: await encryptSecret(env, id, secret),
+      secretEncrypted: await sealEndpointSecret(env, id, secret),
       at: new Date(),
     },
     cap,
@@ -186,7 +191,7 @@ export async function rotateWebhookSecret(db: Database, env: Env, projectId: str
       projectId,
       id,
       {
-        currentEncrypted: await encryptSecret(env, id, secret),
+        currentEncrypted: await sealEndpointSecret(env, id, secret),
         // The same endpoint id is bound into both ciphertexts: the old one moves as it is.
         previousEncrypted: current.secretEncrypted,
         previousExpiresAt: new Date(now.getTime() + ROTATION_OVERLAP_MS),
@@ -212,10 +217,10 @@ export async function retryDelivery(db: Database, env: Env, projectId: string, w
   if (!endpoint.enabled) {
     throw ApiError.invalidState("This webhook is disabled", "Enable it (PATCH /webhooks/{id} with enabled: true) and retry.");
   }
-  const { results } = await store.requeueDelivery(env.DB, projectId, webhookId, deliveryId, new Date()).all<Record<string, unknown>>();
+  const { results } = await requeueDelivery(env.DB, projectId, webhookId, deliveryId, new Date()).all<Record<string, unknown>>();
   const row = first<WebhookDelivery>([results], webhookDeliveries);
   if (!row) throw ApiError.notFound("Delivery");
-  await queueDeliveries(env, [{ deliveryId: row.id, projectId, attempt: row.attempts + 1 }]);
+  await enqueueDeliveries(env, [{ deliveryId: row.id, projectId, attempt: row.attempts + 1 }]);
   return toDeliveryView(row);
 }
 
@@ -232,9 +237,11 @@ export async function sendTestEvent(db: Database, env: Env, projectId: string, w
     timestamp: at.toISOString(),
     data: { webhookId, message: "A test event from POST /webhooks/{id}/test" },
   });
-  const [event, delivery] = store.recordTestDelivery(env.DB, { eventId, deliveryId: newId(), projectId, webhookId, payload, at });
-  const [, inserted] = await env.DB.batch<Record<string, unknown>>([event, delivery]);
-  const row = fromRow(webhookDeliveries, inserted.results[0]) as WebhookDelivery;
-  await queueDeliveries(env, [{ deliveryId: row.id, projectId, attempt: 1 }]);
+  const batch = new WriteBatch(env.DB);
+  batch.add(recordTestEvent(env.DB, { id: eventId, projectId, payload, at }));
+  const delivery = batch.add(insertTestDelivery(env.DB, { eventId, deliveryId: newId(), projectId, webhookId, at }));
+  const [inserted] = (await batch.run()).rows(delivery);
+  const row = fromRow(webhookDeliveries, inserted) as WebhookDelivery;
+  await enqueueDeliveries(env, [{ deliveryId: row.id, projectId, attempt: 1 }]);
   return toDeliveryView(row);
 }

@@ -70,3 +70,15 @@ export function runLanes<K, T, R>(
     pump();
   });
 }
+
+/** Groups items by a key (a project: its lane), keeping their order. */
+export function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}

@@ -1,5 +1,6 @@
 import { newId } from "../../lib/ids";
-import { contactEvents, contactsWritten, recordedEventIds, type ContactEventItem, type WrittenContactItem } from "../../store/webhooks";
+import type { WebhookEventType } from "../../schemas/webhooks";
+import { contactEvents, contactsWritten, recordedEventIds, type ContactEventItem, type WrittenContactItem } from "../../store/webhooks/events";
 
 /** What one contact write does to a contact, for its contact.* webhook events. */
 export interface ContactChange {
@@ -30,7 +31,7 @@ export function contactWriteEvents(d1: D1Database, input: ContactChange & { proj
   const items: ContactEventItem[] = [];
   const written: WrittenContactItem[] = [];
   for (const c of changes) {
-    const add = (type: string, condition: ContactEventItem["condition"]) =>
+    const add = (type: WebhookEventType, condition: ContactEventItem["condition"]) =>
       items.push({ id: newId(), type, condition, email: c.email, contactId: c.contactId });
     // Without the write's new id, a created contact is judged before the write (absent), and so is an update beside it.
     const judgedAfter = !c.creates || Boolean(c.newId);

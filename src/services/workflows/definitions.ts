@@ -7,7 +7,7 @@ import { ApiError, type FieldError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
 import { requireEncryptionKey } from "../../lib/config";
-import { encryptPrivateKey } from "../domains/dkim";
+import { sealSecret } from "../../lib/crypto";
 import { cancelExecutionsOf } from "./executions";
 import type { CreateWorkflowInput, UpdateWorkflowInput, WorkflowStats, WorkflowStep, WorkflowTrigger, WorkflowView } from "../../schemas/workflows";
 import { newWebhookSecret } from "../../lib/standard-webhooks";
@@ -185,7 +185,7 @@ export async function createWorkflow(db: Database, env: Env, projectId: string, 
   await assertDefinition(db, env, projectId, input.steps);
   const id = newId();
   const webhookSecret = newWebhookSecret();
-  const encrypted = await encryptPrivateKey(requireEncryptionKey(env), webhookSecretContext(id), webhookSecret);
+  const encrypted = await sealSecret(requireEncryptionKey(env), webhookSecretContext(id), webhookSecret);
   const now = new Date();
   // The version's steps count toward QUOTA_STORED_BYTES, checked in the same batch.
   const [inserted] = await writeWithinQuotas(db, env, projectId, [

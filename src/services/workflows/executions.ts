@@ -6,7 +6,7 @@ import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
-import { recordedEventIds, recordExecutionWebhookEvent } from "../../store/webhooks";
+import { recordedEventIds, recordExecutionWebhookEvent } from "../../store/webhooks/events";
 import type { ExecutionView } from "../../schemas/workflows";
 
 import { enqueueWorkflowMessages } from "../../queues";

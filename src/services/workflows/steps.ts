@@ -7,7 +7,7 @@ import { raisedGuard } from "../../store/guards";
 import { evaluateCondition, loadContactActivity, type Condition } from "../conditions";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { projectLimiter } from "../../durable/names";
-import { decryptPrivateKey } from "../domains/dkim";
+import { openSecret } from "../../lib/crypto";
 import { renderSubject } from "../send/render";
 import { webhookSecretContext } from "./definitions";
 import { PermanentStepError } from "./send-email";
@@ -102,7 +102,7 @@ export async function callWebhookStep(db: Database, env: Env, input: WebhookStep
     db.query.workflows.findFirst({ where: eq(workflows.id, input.workflowId), columns: { webhookSecretEncrypted: true } }),
   ]);
   if (!workflow) throw new PermanentStepError("The workflow no longer exists");
-  const secret = await decryptPrivateKey(requireEncryptionKey(env), webhookSecretContext(input.workflowId), workflow.webhookSecretEncrypted);
+  const secret = await openSecret(requireEncryptionKey(env), webhookSecretContext(input.workflowId), workflow.webhookSecretEncrypted);
   const vars = { data: contact.data ?? {}, email: contact.email, unsubscribeUrl: "" };
   const contactView = { id: contact.id, email: contact.email, subscribed: contact.subscribed, data: contact.data ?? {} };
   let body: string;

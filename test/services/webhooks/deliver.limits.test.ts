@@ -2,9 +2,10 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../../src/env";
 import { newId } from "../../../src/lib/ids";
-import { DEAD_ATTEMPT_ERROR, RETRY_SCHEDULE_SECONDS } from "../../../src/services/webhooks/deliver";
-import { runWebhookJobs } from "../../../src/services/webhooks/outbox";
-import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks";
+import { DEAD_ATTEMPT_ERROR, RETRY_SCHEDULE_SECONDS } from "../../../src/services/webhooks/attempts";
+import { runWebhookJobs } from "../../../src/services/webhooks/sweep";
+import type { WebhookEventType } from "../../../src/schemas/webhooks";
+import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks/events";
 import type { WebhookDelivery } from "../../support/api";
 import { expectError } from "../../support/http";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
@@ -18,7 +19,7 @@ const URL_ = "https://hooks.example.net/in";
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
-async function record(projectId: string, type: string, data: unknown = { n: 1 }) {
+async function record(projectId: string, type: WebhookEventType, data: unknown = { n: 1 }) {
   const result = await env.DB.batch<Record<string, unknown>>([recordWebhookEvent(env.DB, { id: newId(), projectId, type, data, at: new Date() })]);
   return recordedEventIds(result.map((r) => r.results))[0];
 }
@@ -103,7 +104,7 @@ describe("webhook events count in the project's stored bytes", () => {
     expect(d.lastError).toBe("HTTP 500: ok");
     expect(await storedBytes(p.id)).toBe(base + (await payloadBytes(p.id)) + 200 + "HTTP 500: ok".length);
     await runWebhookJobs(q.env); // nothing to do yet
-    const { pruneWebhookDeliveries } = await import("../../../src/services/webhooks/outbox");
+    const { pruneWebhookDeliveries } = await import("../../../src/services/webhooks/sweep");
     await pruneWebhookDeliveries(q.env, new Date(Date.now() + 40 * 24 * HOUR));
     expect(await storedBytes(p.id)).toBe(base);
   });

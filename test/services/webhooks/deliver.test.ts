@@ -1,7 +1,7 @@
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../../src/env";
-import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/deliver";
+import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/attempts";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
 import { eventually } from "../../support/wait";
 import type { WebhookDelivery } from "../../support/api";

@@ -4,8 +4,9 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../../src/env";
 import { newId } from "../../../src/lib/ids";
 import { runScheduledJobs } from "../../../src/scheduled";
-import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/deliver";
-import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks";
+import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/attempts";
+import type { WebhookEventType } from "../../../src/schemas/webhooks";
+import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks/events";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
 import { d1Outage } from "../../fakes/d1-outage";
 
@@ -14,8 +15,8 @@ afterEach(() => vi.restoreAllMocks());
 const URL_ = "https://hooks.example.net/in";
 const MINUTE = 60_000;
 
-/** Records an event the way a write batch does (the statement from store/webhooks), and returns its id if one was written. */
-async function record(projectId: string, type: string, data: unknown = { n: 1 }) {
+/** Records an event the way a write batch does (the statement from store/webhooks/events), and returns its id if one was written. */
+async function record(projectId: string, type: WebhookEventType, data: unknown = { n: 1 }) {
   const result = await env.DB.batch<Record<string, unknown>>([recordWebhookEvent(env.DB, { id: newId(), projectId, type, data, at: new Date() })]);
   return recordedEventIds(result.map((r) => r.results))[0];
 }

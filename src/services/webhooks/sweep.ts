@@ -1,10 +1,14 @@
 import type { Env } from "../../env";
 import { readConfig } from "../../lib/config";
-import * as store from "../../store/webhooks";
-import { attemptsLeft, CLAIM_MS, DEAD_ATTEMPT_ERROR, endpointsFailedStatements, queueDeliveries, queueWebhookEvents, RETRY_SCHEDULE_SECONDS } from "./deliver";
+import { enqueueDeliveries, enqueueWebhookEvents } from "../../queues";
+import { WriteBatch } from "../../store/batch";
+import { drainDeliveries, projectsToDrain, pruneDeliveries, sweepDeadClaims } from "../../store/webhooks/deliveries";
+import { claimOutboxEvents, pruneEvents, unclaimOutboxEvents } from "../../store/webhooks/events";
+import { attemptsLeft, CLAIM_MS, DEAD_ATTEMPT_ERROR, endpointsFailedStatements, RETRY_SCHEDULE_SECONDS } from "./attempts";
 
 /**
- * The cron's jobs for event webhooks, each bounded per tick:
+ * The cron's sweep of event webhooks (as send/sweep.ts is the send queue's),
+ * each job bounded per tick:
  * - recorded events never handed to the queue (the request or invocation that
  *   recorded them died before its hand-over) or handed over and lost;
  * - attempts claimed and never reported (the invocation died mid-call): each
@@ -35,15 +39,24 @@ const PRUNE_ROWS_PER_TICK = 2000;
 export async function drainWebhookOutbox(env: Env, now = new Date()): Promise<number> {
   let total = 0;
   for (let page = 0; page < PAGES_PER_TICK; page++) {
-    const { results } = await store
-      .claimOutboxEvents(env.DB, now, new Date(now.getTime() - HANDOVER_GRACE_MS), new Date(now.getTime() - REQUEUE_AFTER_MS), PAGE)
-      .all<{ id: string; project_id: string }>();
+    const { results } = await claimOutboxEvents(
+      env.DB,
+      now,
+      new Date(now.getTime() - HANDOVER_GRACE_MS),
+      new Date(now.getTime() - REQUEUE_AFTER_MS),
+      PAGE,
+    ).all<{ id: string; project_id: string }>();
     if (results.length === 0) break;
     const byProject = new Map<string, string[]>();
     for (const row of results) byProject.set(row.project_id, [...(byProject.get(row.project_id) ?? []), row.id]);
     for (const [projectId, ids] of byProject) {
-      if (!(await queueWebhookEvents(env, projectId, ids))) {
-        await store.unclaimOutboxEvents(env.DB, ids).run();
+      if (
+        !(await enqueueWebhookEvents(
+          env,
+          ids.map((id) => ({ id, projectId })),
+        ))
+      ) {
+        await unclaimOutboxEvents(env.DB, ids).run();
         return total;
       }
       total += ids.length;
@@ -55,13 +68,18 @@ export async function drainWebhookOutbox(env: Env, now = new Date()): Promise<nu
 
 /** Attempts that never reported, as failed attempts (the schedule and the endpoints' failure streak apply). */
 export async function sweepDeadAttempts(env: Env, now = new Date()): Promise<number> {
-  const { results } = await store
-    .sweepDeadClaims(env.DB, now, new Date(now.getTime() - CLAIM_MS), RETRY_SCHEDULE_SECONDS, DEAD_ATTEMPT_ERROR, DEAD_CLAIMS_PER_TICK)
-    .all<{ id: string; project_id: string; webhook_id: string; status: string; attempts: number; next_attempt_at: number | null }>();
+  const { results } = await sweepDeadClaims(
+    env.DB,
+    now,
+    new Date(now.getTime() - CLAIM_MS),
+    RETRY_SCHEDULE_SECONDS,
+    DEAD_ATTEMPT_ERROR,
+    DEAD_CLAIMS_PER_TICK,
+  ).all<{ id: string; project_id: string; webhook_id: string; status: string; attempts: number; next_attempt_at: number | null }>();
   const webhookIds = [...new Set(results.map((r) => r.webhook_id))];
   if (webhookIds.length > 0) await env.DB.batch(endpointsFailedStatements(env, webhookIds, now));
   // The next attempts go with the schedule's delay at once (if this send fails, the drain takes them once overdue).
-  await queueDeliveries(
+  await enqueueDeliveries(
     env,
     results
       .filter((r) => r.status === "PENDING" && r.next_attempt_at !== null)
@@ -78,16 +96,20 @@ export async function sweepDeadAttempts(env: Env, now = new Date()): Promise<num
 /** The paced drain: per project, what its per-minute cap has left of its due deliveries, queued. */
 export async function drainDueDeliveries(env: Env, now = new Date()): Promise<number> {
   const overdueBefore = new Date(now.getTime() - OVERDUE_MS);
-  const { results: projects } = await store.projectsToDrain(env.DB, now, overdueBefore, DRAIN_PROJECTS_PER_TICK).all<{ project_id: string }>();
+  const { results: projects } = await projectsToDrain(env.DB, now, overdueBefore, DRAIN_PROJECTS_PER_TICK).all<{ project_id: string }>();
   let total = 0;
   for (const { project_id: projectId } of projects) {
     const take = Math.min(await attemptsLeft(env, projectId, now.getTime()), DRAIN_PER_PROJECT, DRAIN_MESSAGES_PER_TICK - total);
-    const [drained] = await env.DB.batch<{ id: string; attempts: number }>(store.drainDeliveries(env.DB, projectId, now, overdueBefore, take));
-    await queueDeliveries(
+    const { drained, rotated } = drainDeliveries(env.DB, projectId, now, overdueBefore, take);
+    const batch = new WriteBatch(env.DB);
+    const part = batch.add(drained);
+    batch.add(rotated);
+    const rows = (await batch.run()).rows(part) as { id: string; attempts: number }[];
+    await enqueueDeliveries(
       env,
-      drained.results.map((r) => ({ deliveryId: r.id, projectId, attempt: r.attempts + 1 })),
+      rows.map((r) => ({ deliveryId: r.id, projectId, attempt: r.attempts + 1 })),
     );
-    total += drained.results.length;
+    total += rows.length;
     if (total >= DRAIN_MESSAGES_PER_TICK) break;
   }
   return total;
@@ -97,8 +119,9 @@ export async function drainDueDeliveries(env: Env, now = new Date()): Promise<nu
 export async function pruneWebhookDeliveries(env: Env, now = new Date()) {
   const days = readConfig(env).WEBHOOK_RETENTION_DAYS;
   const before = new Date(now.getTime() - days * 86_400_000);
-  const results = await env.DB.batch(store.pruneWebhookHistory(env.DB, before, PRUNE_ROWS_PER_TICK));
-  return { deliveries: results[0].meta.changes ?? 0, events: results[1].meta.changes ?? 0 };
+  // Deliveries first: an event is pruned a day after its deliveries.
+  const [deliveries, events] = await env.DB.batch([pruneDeliveries(env.DB, before, PRUNE_ROWS_PER_TICK), pruneEvents(env.DB, before, PRUNE_ROWS_PER_TICK)]);
+  return { deliveries: deliveries.meta.changes ?? 0, events: events.meta.changes ?? 0 };
 }
 
 /** The cron job: outbox, attempts that never reported, the paced drain. */
