@@ -3,7 +3,7 @@ import type { Database } from "../db/client";
 import { projects, templates, type Template } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { CONFIRM_URL_VARIABLE, type ProjectSettingsView, type UpdateProjectSettingsRequest } from "../schemas/project";
-import { findSendingDomain } from "./domains";
+import { senderDomain } from "./domains";
 import { setProjectSettings } from "../store/projects";
 
 /** GET/PATCH /project: the settings a project's owner changes through the API. */
@@ -39,10 +39,14 @@ export async function confirmationTemplateProblem(db: Database, projectId: strin
     return `The template must use {{${CONFIRM_URL_VARIABLE}}} (the signed confirm link) in its subject or body`;
   }
   if (!template.from) return "The template must have a from address (on a verified domain of this project)";
-  const query = findSendingDomain(db, projectId, template.from);
-  const [domain] = query ? await query : [];
-  if (domain?.status !== "VERIFIED") return `The template's from address ${template.from} is not on a verified domain of this project`;
-  return null;
+  const verified = await senderDomain(db, projectId, template.from).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof ApiError && err.code === "DOMAIN_NOT_VERIFIED") return false;
+      throw err;
+    },
+  );
+  return verified ? null : `The template's from address ${template.from} is not on a verified domain of this project`;
 }
 
 /**
