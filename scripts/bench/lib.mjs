@@ -1,12 +1,20 @@
 // Shared parts of `npm run bench` (scripts/bench/index.mjs): settings, the local
 // servers, request helpers, and the one results table every section reports into.
-import { execFileSync, spawn } from "node:child_process";
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { v7 as uuidv7 } from "uuid";
+import {
+  applyMigrations as applyLocalMigrations,
+  createProject as createLocalProject,
+  freeInspectorPort,
+  freePort,
+  startWranglerDev,
+} from "../lib/local-server.mjs";
+
+export { freePort };
 
 const num = (name, fallback) => Number(process.env[name] ?? fallback);
 /** Settings, each from its environment variable (README of the bench: docs/performance.md). */
@@ -50,34 +58,6 @@ export function log(message) {
 /** Runs a command to its end; `cwd` another checkout of the service (scripts/bench/compare.mjs), this one by default. */
 export function run(cmd, args, cwd = undefined) {
   return execFileSync(cmd, args, { cwd, encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
-}
-
-/** Whether `port` (0: any) can be bound on 127.0.0.1; the bound port, or null. */
-function tryPort(port) {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(null));
-    server.listen(port, "127.0.0.1", () => {
-      const bound = server.address().port;
-      server.close(() => resolve(bound));
-    });
-  });
-}
-
-// BENCH_PORTS=<first>-<last>: take ports from that range only, in turn (a machine shared with
-// other runs hands each its own range); otherwise any free port.
-const portRange = /^(\d+)-(\d+)$/.exec(process.env.BENCH_PORTS ?? "");
-let nextPort = portRange ? Number(portRange[1]) : 0;
-
-export async function freePort() {
-  if (!portRange) return tryPort(0);
-  const [first, last] = [Number(portRange[1]), Number(portRange[2])];
-  for (let tries = 0; tries <= last - first; tries++) {
-    const port = nextPort;
-    nextPort = port >= last ? first : port + 1;
-    if ((await tryPort(port)) !== null) return port;
-  }
-  throw new Error(`BENCH_PORTS: no free port in ${first}-${last}`);
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -228,8 +208,7 @@ export function throughputDetail(r) {
 // ---- local state ----------------------------------------------------------------
 
 export function createProject(name, stateDir = settings.stateDir, cwd = undefined) {
-  const out = run("npx", ["tsx", "scripts/project.ts", "create", name, "--json", "--persist-to", stateDir], cwd);
-  return JSON.parse(out.trim().split("\n").pop());
+  return createLocalProject(name, stateDir, { cwd, env });
 }
 
 /** Marks `name` a VERIFIED sending domain of the project directly in the throwaway database (no DNS here; neither provider here needs a DKIM key). */
@@ -241,9 +220,10 @@ export function executeSql(sql, stateDir = settings.stateDir, cwd = undefined) {
   run("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", stateDir, "--yes", "--command", sql], cwd);
 }
 
+/** A fresh database in `stateDir` (whatever was there is removed first), migrated. */
 export function applyMigrations(stateDir, cwd = undefined) {
   rmSync(stateDir, { recursive: true, force: true });
-  run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], cwd);
+  applyLocalMigrations(stateDir, { cwd, env });
 }
 
 /** Inserts `count` contacts with multi-row INSERTs through `wrangler d1 execute --file`. */
@@ -278,21 +258,6 @@ export const campaignContactRow = (projectId, prefix) => {
 
 const servers = [];
 
-async function waitForHealth(base, child, timeoutMs = 90_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}`);
-    try {
-      const res = await fetch(`${base}/health`);
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error("the service did not answer /health in time");
-}
-
 /**
  * `wrangler dev` on a free 127.0.0.1 port over `stateDir`, by default with the API
  * and send rate limits lifted and the capture provider; `vars` override. `config`
@@ -303,7 +268,7 @@ async function waitForHealth(base, child, timeoutMs = 90_000) {
  */
 export async function startServer(stateDir, vars = {}, { config, defaults = true, timeFirstRequest = false, cwd } = {}) {
   const port = await freePort();
-  const inspectorPort = await freePort();
+  const inspectorPort = await freeInspectorPort();
   const base = `http://127.0.0.1:${port}`;
   const allVars = defaults
     ? {
@@ -322,65 +287,32 @@ export async function startServer(stateDir, vars = {}, { config, defaults = true
   log(
     `starting wrangler dev on ${base} (${cwd ? `${cwd}/` : ""}${config ?? "wrangler.toml"}, ${stateDir})${settings.inspector ? " with the devtools inspector" : ""}`,
   );
-  const child = spawn(
-    "npx",
-    [
-      "wrangler",
-      "dev",
-      ...(config ? ["--config", config] : []),
-      "--local",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--inspector-port",
-      String(inspectorPort),
-      "--persist-to",
-      stateDir,
-      ...Object.entries(allVars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
-      "--show-interactive-dev-session=false",
-      ...(settings.profile ? ["--minify=false"] : []),
-    ],
-    // wrangler dev relays a devtools Network event for every subrequest of the Worker
-    // (each D1 and Durable Object call) through its inspector proxy, about 1.5 ms of CPU
-    // per subrequest here: a cost of the dev tool that no deployment has. wrangler turns
-    // its inspector off inside a VS Code JavaScript debug terminal (VSCODE_INSPECTOR_OPTIONS
-    // set); the bench borrows that switch and checks which mode it got. BENCH_INSPECTOR=1 keeps it.
-    { cwd, env: settings.inspector ? env : { ...env, VSCODE_INSPECTOR_OPTIONS: "{}" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
-  );
-  let serverLog = "";
-  // BENCH_SERVER_LOG=<file>: keep the servers' whole output (queue batches and their times, errors).
-  const keep = (d) => {
-    serverLog = (serverLog + d).slice(-20_000);
-    if (process.env.BENCH_SERVER_LOG) appendFileSync(process.env.BENCH_SERVER_LOG, d);
-  };
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const handle = {
-    base,
-    child,
-    inspectorPort,
-    firstRequestMs: Number.NaN,
-    secondRequestMs: Number.NaN,
-    stop() {
-      if (child.exitCode !== null) return Promise.resolve();
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      try {
-        process.kill(-child.pid, "SIGTERM"); // the process group (npx, wrangler, workerd)
-      } catch {
-        // already gone
-      }
-      return Promise.race([exited, sleep(5000)]);
-    },
-  };
+  // The devtools inspector (off unless BENCH_INSPECTOR=1 or a profile) relays every subrequest;
+  // the bench checks below which mode it got. BENCH_SERVER_LOG=<file>: the servers' whole output.
+  let server;
+  try {
+    server = await startWranglerDev(allVars, {
+      port,
+      inspectorPort,
+      inspector: settings.inspector,
+      persistTo: stateDir,
+      config,
+      cwd,
+      env,
+      args: settings.profile ? ["--minify=false"] : [],
+      readyLine: Boolean(timeFirstRequest),
+      pollMs: 100,
+      logLimit: 20_000,
+      logFile: process.env.BENCH_SERVER_LOG,
+    });
+  } catch (err) {
+    process.stderr.write(String(err?.message ?? err).slice(-4000));
+    throw err;
+  }
+  const handle = { base, child: server.child, inspectorPort, firstRequestMs: Number.NaN, secondRequestMs: Number.NaN, stop: server.stop };
   servers.push(handle);
   try {
     if (timeFirstRequest) {
-      const deadline = Date.now() + 90_000;
-      while (!serverLog.includes("Ready on")) {
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error("wrangler dev did not print its Ready line");
-        await sleep(20);
-      }
       const { path = "/health", key } = timeFirstRequest === true ? {} : timeFirstRequest;
       const headers = key ? { Authorization: `Bearer ${key}` } : {};
       for (const field of ["firstRequestMs", "secondRequestMs"]) {
@@ -390,8 +322,6 @@ export async function startServer(stateDir, vars = {}, { config, defaults = true
         handle[field] = performance.now() - t0;
         if (!res.ok) throw new Error(`GET ${path} answered ${res.status}`);
       }
-    } else {
-      await waitForHealth(base, child);
     }
     const inspectorAnswers = await fetch(`http://127.0.0.1:${inspectorPort}/json`).then(
       () => true,
@@ -401,7 +331,7 @@ export async function startServer(stateDir, vars = {}, { config, defaults = true
       throw new Error(`wrangler dev's devtools inspector is ${inspectorAnswers ? "on" : "off"}, the bench expected it ${settings.inspector ? "on" : "off"}`);
     }
   } catch (err) {
-    process.stderr.write(serverLog.slice(-4000));
+    process.stderr.write(server.output().slice(-4000));
     await handle.stop();
     throw err;
   }

@@ -2,39 +2,21 @@
 // protocol while the sections run (unminified, so names are readable; needs the inspector);
 // written to the file (Chrome DevTools or speedscope open it), its top functions printed.
 import { writeFileSync } from "node:fs";
+import { connectInspector } from "../lib/local-server.mjs";
 import { fmt, log } from "./lib.mjs";
 
 /** Starts the devtools CPU profiler in the Worker's isolate (wrangler dev's inspector on `port`); stop(file) writes the profile and prints its top functions. */
 export async function startProfiler(port) {
-  // ws comes with miniflare (wrangler's and vitest-pool-workers' local runtime); Node 20 has no WebSocket client of its own.
-  const { default: WebSocket } = await import("ws");
-  const [target] = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
-  const socket = new WebSocket(target.webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => {
-    socket.once("open", resolve);
-    socket.once("error", reject);
-  });
-  let nextId = 0;
-  const pending = new Map();
-  socket.on("message", (data) => {
-    const message = JSON.parse(String(data));
-    pending.get(message.id)?.(message);
-    pending.delete(message.id);
-  });
-  const call = (method, params = {}) =>
-    new Promise((resolve, reject) => {
-      const id = ++nextId;
-      pending.set(id, (message) => (message.error ? reject(new Error(`${method}: ${message.error.message}`)) : resolve(message.result)));
-      socket.send(JSON.stringify({ id, method, params }));
-    });
+  const inspector = await connectInspector(port);
+  const { call } = inspector;
   await call("Profiler.enable");
   await call("Profiler.setSamplingInterval", { interval: 200 });
   await call("Profiler.start");
-  log(`CPU profile of ${target.title ?? "the Worker"} started`);
+  log(`CPU profile of ${inspector.title ?? "the Worker"} started`);
   return {
     async stop(file) {
       const { profile } = await call("Profiler.stop");
-      socket.close();
+      inspector.close();
       writeFileSync(file, JSON.stringify(profile));
       console.log(`\n## CPU profile of the Worker isolate (${file})`);
       for (const line of profileSummary(profile, 25)) console.log(line);

@@ -31,8 +31,8 @@ export const dashboardSection = {
   title: "Dashboard first load (/app in headless Chromium)",
   standalone: true,
   async run() {
-    log("node scripts/bench-dashboard.mjs 5");
-    const r = await runScript("scripts/bench-dashboard.mjs", ["5"]);
+    log("node scripts/bench/dashboard.mjs 5");
+    const r = await runScript("scripts/bench/dashboard.mjs", ["5"]);
     report("dashboard first-load JavaScript, gzip", `${fmt(r.gzipBytes / 1024)} KiB`, {
       goal: "< 150 KB",
       met: r.gzipBytes < 150_000,
@@ -53,8 +53,8 @@ export const importSection = {
   title: "Contact import and export (100,000 rows)",
   standalone: true,
   async run() {
-    log("node scripts/bench-import.mjs");
-    const r = await runScript("scripts/bench-import.mjs");
+    log("node scripts/bench/import.mjs");
+    const r = await runScript("scripts/bench/import.mjs");
     report(`CSV import of ${r.rows} contacts, upload to COMPLETED`, `${fmt(r.importSeconds)} s`, {
       goal: "<= 60 s",
       met: r.importSeconds <= 60,

@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_MISSING, findChromium } from "./chromium";
-import { freePort, startWranglerDev, type DevServer, startFakeDoh, type FakeZone } from "./dev-server";
+import { freePort, startWranglerDev, type DevServer, startFakeDoh, type FakeZone } from "../../scripts/lib/local-server.mjs";
 
 /**
  * The dashboard (/app) in real headless Chromium against `wrangler dev` (the committed

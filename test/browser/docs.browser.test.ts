@@ -1,7 +1,7 @@
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_MISSING, findChromium } from "./chromium";
-import { startWranglerDev, type DevServer } from "./dev-server";
+import { type DevServer, startWranglerDev } from "../../scripts/lib/local-server.mjs";
 
 /**
  * GET /docs in real headless Chromium against `wrangler dev` (the committed

@@ -1,10 +1,19 @@
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startWranglerDev, type DevServer, startFakeDoh, type FakeZone } from "../browser/dev-server";
+import {
+  apiClient,
+  createProject,
+  type DevServer,
+  type FakeZone,
+  freePort,
+  npx,
+  publishRecords,
+  startFakeDoh,
+  startWranglerDev,
+} from "../../scripts/lib/local-server.mjs";
 
 /**
  * EMAIL_PROVIDER=cloudflare end to end in `wrangler dev`: the real Worker, local
@@ -25,26 +34,10 @@ let configPath: string;
 let secretKey: string;
 const zone: FakeZone = new Map();
 
-function publish(records: { type: string; name: string; value: string; priority?: number }[]) {
-  for (const r of records) {
-    const list = zone.get(r.name) ?? [];
-    const data = r.type === "MX" ? `${r.priority ?? 10} ${r.value}.` : (r.value.match(/.{1,255}/g) ?? [""]).map((c) => `"${c}"`).join(" ");
-    list.push({ type: r.type, data });
-    zone.set(r.name, list);
-  }
-}
-
-const npx = (args: string[]) =>
-  execFileSync("npx", args, { cwd: root, encoding: "utf8", env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } });
-
-async function api(method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { Authorization: `Bearer ${secretKey}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const api = apiClient(
+  () => server.url,
+  () => secretKey,
+);
 
 async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, ms = 30_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -68,9 +61,8 @@ beforeAll(async () => {
   expect(restricted, "wrangler.toml has a [[send_email]] binding named EMAIL").not.toBe(committed);
   writeFileSync(configPath, restricted);
 
-  npx(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", state, "--config", configPath]);
-  const created = JSON.parse(npx(["tsx", "scripts/project.ts", "create", "e2e", "--json", "--persist-to", state]).trim().split("\n").pop()!);
-  secretKey = created.secretKey;
+  npx(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", state, "--config", configPath], { cwd: root });
+  secretKey = createProject("e2e", state, { cwd: root }).secretKey;
   server = await startWranglerDev(
     {
       EMAIL_PROVIDER: "cloudflare",
@@ -95,7 +87,7 @@ describe("EMAIL_PROVIDER=cloudflare in wrangler dev", () => {
   it("verifies a domain, sends through the local send_email binding (SENT with its message id), and a sender outside allowed_sender_addresses is FAILED with the reason", async () => {
     const domain = await api("POST", "/domains", { domain: DOMAIN });
     expect(domain.status, JSON.stringify(domain.body)).toBe(201);
-    publish(domain.body.records);
+    publishRecords(zone, domain.body.records);
     const verified = await api("POST", `/domains/${domain.body.id}/verify`);
     expect(verified.body.status, JSON.stringify(verified.body)).toBe("VERIFIED");
 

@@ -1,9 +1,8 @@
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startWranglerDev, type DevServer } from "../browser/dev-server";
+import { apiClient, applyMigrations, type DevServer, npx, startWranglerDev, wranglerEnv } from "../../scripts/lib/local-server.mjs";
 
 /**
  * The bundle `wrangler dev` builds (the same esbuild options, [alias] and minify as
@@ -17,30 +16,20 @@ let server: DevServer;
 let state: string;
 let secretKey: string;
 
-const npx = (args: string[]) =>
-  execFileSync("npx", args, {
-    cwd: root,
-    encoding: "utf8",
-    env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", DKIM_ENCRYPTION_KEY },
-  });
-
-async function api(method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { Authorization: `Bearer ${secretKey}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const local = { cwd: root, env: { ...wranglerEnv, DKIM_ENCRYPTION_KEY } };
+const api = apiClient(
+  () => server.url,
+  () => secretKey,
+);
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 const decodeWord = (word: string) => Buffer.from(/^=\?utf-8\?B\?(.*)\?=$/i.exec(word)![1], "base64").toString("utf8");
 
 beforeAll(async () => {
   state = mkdtempSync(join(tmpdir(), "edge-mail-shipped-"));
-  npx(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
+  applyMigrations(state, local);
   // The dev project: keys, and example.com as a verified sending domain.
-  npx(["tsx", "scripts/project.ts", "ensure-dev", "--persist-to", state]);
+  npx(["tsx", "scripts/project.ts", "ensure-dev", "--persist-to", state], local);
   secretKey = JSON.parse(readFileSync(join(state, "dev-project.json"), "utf8")).secretKey;
   server = await startWranglerDev(
     {

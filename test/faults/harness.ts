@@ -4,16 +4,20 @@
  * that takes the whole runtime down (SIGKILL to wrangler's process group, workerd included) so it can be
  * started again on the same state. Nothing of the Worker is faked.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 // @ts-expect-error: plain .mjs scripts without type declarations
 import { SNS_TOPIC, startFakeSes } from "../../scripts/bench/fake-ses.mjs";
 // @ts-expect-error: plain .mjs scripts without type declarations
 import { applyMigrations, campaignContactRow, createProject, executeSql, insertContacts, verifiedDomainSql } from "../../scripts/bench/lib.mjs";
+import { startWranglerDev } from "../../scripts/lib/local-server.mjs";
 
-/** This suite's ports (see the session's port plan): wrangler 8841-8849, its inspector 9341-9349, fakes 8941-8949. */
-export const PORTS = { wrangler: 8841, inspector: 9341, fake: 8941 };
+/**
+ * This suite's first ports (see the session's port plan): wrangler 8841-8849, its inspector 9341-9349, fakes 8941-8949;
+ * FAULTS_PORTS=<wrangler>,<inspector>,<fake> moves them (a machine shared with other runs).
+ */
+const [wranglerPort, inspectorPort, fakePort] = (process.env.FAULTS_PORTS ?? "8841,9341,8941").split(",").map(Number);
+export const PORTS = { wrangler: wranglerPort, inspector: inspectorPort, fake: fakePort };
 /** How often the cron loop fires the scheduled handler (production: every minute). FAULTS_CRON_MS sets another. */
 export const CRON_MS = Number(process.env.FAULTS_CRON_MS ?? 20_000);
 export const DOMAIN = "faults.test";
@@ -85,70 +89,9 @@ export async function startRuntime(stateDir: string, port: number, inspectorPort
     DKIM_ENCRYPTION_KEY: "faults-only-encryption-key-at-least-32-bytes",
     ...vars,
   };
-  const child: ChildProcess = spawn(
-    "npx",
-    [
-      "wrangler",
-      "dev",
-      "--local",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--inspector-port",
-      String(inspectorPort),
-      "--persist-to",
-      stateDir,
-      "--test-scheduled",
-      "--show-interactive-dev-session=false",
-      ...Object.entries(all).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
-    ],
-    {
-      // No devtools inspector relaying every subrequest (as the bench runs it, scripts/bench/lib.mjs).
-      env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", VSCODE_INSPECTOR_OPTIONS: "{}" },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    },
-  );
-  let output = "";
-  const keep = (d: Buffer) => {
-    output = (output + d).slice(-40_000);
-  };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const signal = async (sig: NodeJS.Signals) => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    try {
-      process.kill(-child.pid!, sig);
-    } catch {
-      // already gone
-    }
-    await Promise.race([exited, sleep(10_000)]);
-  };
-  const runtime: Runtime = {
-    base,
-    kill: () => signal("SIGKILL"),
-    async stop() {
-      await signal("SIGTERM");
-      await signal("SIGKILL");
-    },
-    log: () => output,
-  };
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${output.slice(-4000)}`);
-    try {
-      if ((await fetch(`${base}/health`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await runtime.stop();
-      throw new Error(`wrangler dev did not answer on ${base}:\n${output.slice(-4000)}`);
-    }
-    await sleep(200);
-  }
+  // No devtools inspector relaying every subrequest (as the bench runs it).
+  const server = await startWranglerDev(all, { port, inspectorPort, persistTo: stateDir, args: ["--test-scheduled"], timeoutMs: 120_000, pollMs: 200 });
+  const runtime: Runtime = { base, kill: server.kill, stop: server.stop, log: server.output };
   fake.setTarget(base);
   return runtime;
 }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parse } from "csv-parse/sync";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startWranglerDev, type DevServer } from "../browser/dev-server";
+import { type DevServer, startWranglerDev } from "../../scripts/lib/local-server.mjs";
 
 /**
  * `npm run project -- import / export` against a real `wrangler dev` (its own

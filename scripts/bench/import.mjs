@@ -14,65 +14,18 @@
 //      Runtime.getHeapUsage over wrangler dev's inspector): flat means the file
 //      never sits whole in the isolate. The inspector relays every D1 call and
 //      slows the run several times over, so its times are not the figures.
-// Usage: node scripts/bench-import.mjs  (BENCH_IMPORT_ROWS=n to change the size)
-import { spawn, spawnSync } from "node:child_process";
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+// Usage: node scripts/bench/import.mjs  (BENCH_IMPORT_ROWS=n to change the size)
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { applyMigrations, connectInspector, createProject, freePort, sleep, startWranglerDev, wranglerEnv } from "../lib/local-server.mjs";
+import { workerdRss } from "./lib.mjs";
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
 const HEAP = process.env.BENCH_IMPORT_HEAP === "1";
 const IMPORT_GOAL_S = 60;
 const EXPORT_GOAL_S = 10;
-const env = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
 const log = (message) => process.stderr.write(`[bench-import] ${message}\n`);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function run(cmd, args) {
-  const result = spawnSync(cmd, args, { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  if (result.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed:\n${result.stdout}\n${result.stderr}`);
-  return result.stdout;
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Resident memory (bytes) of the workerd processes in the process group `pgid`, or null without /proc. */
-function workerdRss(pgid) {
-  let total = 0;
-  let found = false;
-  let pids;
-  try {
-    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
-  } catch {
-    return null;
-  }
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      if (Number(fields[2]) !== pgid || name !== "workerd") continue;
-      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      if (rss) {
-        total += Number(rss[1]) * 1024;
-        found = true;
-      }
-    } catch {
-      // gone
-    }
-  }
-  return found ? total : null;
-}
 
 /** Samples workerd's memory every 100 ms until stopped; returns the peak. */
 function memoryWatch(pgid) {
@@ -88,36 +41,9 @@ function memoryWatch(pgid) {
 
 /** The isolate's JS heap through wrangler dev's devtools inspector on `port`: sample() -> used bytes. */
 async function heapProbe(port) {
-  // ws comes with miniflare; Node 20 has no WebSocket client of its own.
-  const { default: WebSocket } = await import("ws");
-  const [target] = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
-  const socket = new WebSocket(target.webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => {
-    socket.once("open", resolve);
-    socket.once("error", reject);
-  });
-  let nextId = 0;
-  const pending = new Map();
-  socket.on("message", (data) => {
-    const message = JSON.parse(String(data));
-    pending.get(message.id)?.(message);
-    pending.delete(message.id);
-  });
   // An unanswered call gives up after 5 s (the isolate may be busy or restarted).
-  const call = (method, params = {}) =>
-    new Promise((resolve, reject) => {
-      const id = ++nextId;
-      const timer = setTimeout(() => {
-        pending.delete(id);
-        reject(new Error(`${method}: no answer`));
-      }, 5000);
-      pending.set(id, (message) => {
-        clearTimeout(timer);
-        if (message.error) reject(new Error(`${method}: ${message.error.message}`));
-        else resolve(message.result);
-      });
-      socket.send(JSON.stringify({ id, method, params }));
-    });
+  const inspector = await connectInspector(port, { timeoutMs: 5000 });
+  const { call } = inspector;
   return {
     sample: async () => (await call("Runtime.getHeapUsage")).usedSize,
     /** Samples every 100 ms until stopped; returns the peak. */
@@ -137,7 +63,7 @@ async function heapProbe(port) {
         return peak;
       };
     },
-    close: () => socket.close(),
+    close: inspector.close,
   };
 }
 
@@ -154,73 +80,36 @@ function csvOf(rows) {
 
 async function main() {
   const state = mkdtempSync(join(tmpdir(), "edge-mail-bench-import-"));
-  let child;
-  const stop = () => {
-    if (child && child.exitCode === null) {
-      try {
-        process.kill(-child.pid, "SIGTERM");
-      } catch {
-        // already gone
-      }
-    }
-  };
+  let server;
+  const stop = () => server?.stop();
   process.on("SIGINT", () => {
     stop();
     process.exit(130);
   });
   try {
     log(`migrations into ${state}`);
-    run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
-    const project = JSON.parse(run("npx", ["tsx", "scripts/project.ts", "create", "bench-import", "--json", "--persist-to", state]).trim().split("\n").pop());
-    const port = await freePort();
-    const inspectorPort = await freePort();
-    const base = `http://127.0.0.1:${port}`;
+    applyMigrations(state);
+    const project = createProject("bench-import", state);
     const vars = { RATE_LIMIT_PER_MINUTE: "100000000", ENVIRONMENT: "development", EMAIL_PROVIDER: "capture", BENCH_COUNT_D1: "1" };
-    log(`starting wrangler dev on ${base}`);
-    child = spawn(
-      "npx",
-      [
-        "wrangler",
-        "dev",
-        "--local",
-        "--ip",
-        "127.0.0.1",
-        "--port",
-        String(port),
-        "--persist-to",
-        state,
-        ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
-        "--inspector-port",
-        String(inspectorPort),
-        "--show-interactive-dev-session=false",
-      ],
-      // The devtools inspector only for the heap figures: it relays each D1 call (as scripts/bench.mjs notes), a
-      // dev-tool cost no deployment has; wrangler turns it off when VSCODE_INSPECTOR_OPTIONS is set.
-      { env: HEAP ? env : { ...env, VSCODE_INSPECTOR_OPTIONS: "{}" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
-    );
-    let serverLog = "";
-    // BENCH_SERVER_LOG=<file>: keep the server's whole output (queue batches, errors).
-    const keep = (d) => {
-      serverLog = (serverLog + d).slice(-20_000);
-      if (process.env.BENCH_SERVER_LOG) appendFileSync(process.env.BENCH_SERVER_LOG, d);
-    };
-    child.stdout.on("data", keep);
-    child.stderr.on("data", keep);
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`wrangler dev did not start:\n${serverLog}`);
-      try {
-        if ((await fetch(`${base}/health`)).ok) break;
-      } catch {
-        // not yet
-      }
-      await sleep(250);
-    }
+    const port = await freePort();
+    log(`starting wrangler dev on http://127.0.0.1:${port}`);
+    // The devtools inspector only for the heap figures: it relays each D1 call (as scripts/bench/lib.mjs notes), a
+    // dev-tool cost no deployment has. BENCH_SERVER_LOG=<file>: keep the server's whole output (queue batches, errors).
+    server = await startWranglerDev(vars, {
+      port,
+      persistTo: state,
+      inspector: HEAP,
+      env: wranglerEnv,
+      logLimit: 20_000,
+      logFile: process.env.BENCH_SERVER_LOG,
+    });
+    const base = server.url;
+    const child = server.child;
     const auth = { Authorization: `Bearer ${project.secretKey}` };
     const stats = async () => (await fetch(`${base}/dev/d1-stats`)).json();
 
     const none = { sample: async () => null, watch: () => async () => null, close() {} };
-    const heap = HEAP ? await heapProbe(inspectorPort) : none;
+    const heap = HEAP ? await heapProbe(server.inspectorPort) : none;
     const heapBefore = await heap.sample();
     const csv = csvOf(ROWS);
     log(`importing ${ROWS} rows (${(csv.length / 1024 / 1024).toFixed(1)} MB)`);
@@ -323,8 +212,7 @@ async function main() {
       }),
     );
   } finally {
-    stop();
-    await sleep(500);
+    await stop();
     rmSync(state, { recursive: true, force: true });
   }
 }

@@ -3,14 +3,11 @@
 // the JavaScript it downloads (gzip bytes, as the Worker's assets would send it
 // compressed) and the time until the sign-in form takes input (time to interactive).
 // Starts `wrangler dev` on a free port with throwaway state. Prints its lines; goals:
-// < 150 KB gzip, < 1 s. Usage: node scripts/bench-dashboard.mjs [runs]
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// < 150 KB gzip, < 1 s. Usage: node scripts/bench/dashboard.mjs [runs]
+import { existsSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
+import { startWranglerDev } from "../lib/local-server.mjs";
 
 const runs = Number(process.argv[2] ?? 5);
 const chromiumPath = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => p && existsSync(p));
@@ -19,39 +16,11 @@ if (!chromiumPath) {
   process.exit(1);
 }
 
-const port = await new Promise((resolve) => {
-  const s = createServer().listen(0, "127.0.0.1", () => {
-    const { port } = s.address();
-    s.close(() => resolve(port));
-  });
-});
-const state = mkdtempSync(join(tmpdir(), "edge-mail-bench-dashboard-"));
-const child = spawn(
-  "npx",
-  ["wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false"],
-  {
-    env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
-    stdio: "ignore",
-    detached: true,
-  },
-);
-const url = `http://127.0.0.1:${port}`;
-const stop = () => {
-  try {
-    process.kill(-child.pid, "SIGTERM");
-  } catch {}
-  rmSync(state, { recursive: true, force: true });
-};
+// Throwaway state, removed when it stops; the devtools inspector on, as `npm run dev` runs it.
+const server = await startWranglerDev({}, { inspector: true });
+const url = server.url;
 
 try {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (Date.now() > deadline) throw new Error("wrangler dev did not start");
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 250));
-  }
   const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
   const times = [];
   let scripts = new Map();
@@ -84,5 +53,5 @@ try {
     JSON.stringify({ scripts: scripts.size, rawBytes: raw, gzipBytes: gzip, medianMs: median, minMs: times[0], maxMs: times.at(-1), runs: times.length }),
   );
 } finally {
-  stop();
+  await server.stop();
 }
