@@ -96,9 +96,7 @@ export const contactsRouter = createRouter()
   })
   .openapi(upsertRoute, async (c) => {
     const input = c.req.valid("json");
-    const { contact, isNew, workflowTriggersPending, webhookEvents } = await upsertContact(getDb(c.env.DB), c.env, c.get("auth").projectId, input);
-    c.set("workflowTriggersPending", workflowTriggersPending);
-    c.set("webhookEvents", webhookEvents);
+    const { contact, isNew } = await upsertContact(getDb(c.env.DB), c.env, c.get("auth").projectId, input, c.get("afterCommit"));
     const body = { ...toContactView(contact), _meta: { isNew, isUpdate: !isNew } };
     return isNew ? c.json(body, 201) : c.json(body, 200);
   })
@@ -108,12 +106,10 @@ export const contactsRouter = createRouter()
   })
   .openapi(updateRoute, async (c) => {
     const { projectId } = c.get("auth");
-    const { contact, webhookEvents } = await updateContact(getDb(c.env.DB), c.env, projectId, c.req.valid("param").id, c.req.valid("json"));
-    c.set("webhookEvents", webhookEvents);
+    const contact = await updateContact(getDb(c.env.DB), c.env, projectId, c.req.valid("param").id, c.req.valid("json"), c.get("afterCommit"));
     return c.json(toContactView(contact), 200);
   })
   .openapi(deleteRoute, async (c) => {
-    const { webhookEvents } = await deleteContact(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
-    c.set("webhookEvents", webhookEvents);
+    await deleteContact(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, c.get("afterCommit"));
     return c.body(null, 204);
   });

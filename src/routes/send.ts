@@ -47,8 +47,7 @@ export const sendRouter = createRouter().openapi(sendRoute, async (c) => {
     idempotencyKey,
     requestUrl: c.req.url,
     beforeWrite: c.get("rateLimitAllowed"),
-    onWorkflowTriggers: (pending) => c.set("workflowTriggersPending", pending),
-    onWebhookEvents: (ids) => c.set("webhookEvents", ids),
+    afterCommit: c.get("afterCommit"),
   });
   return c.json(success(result), 200);
 });

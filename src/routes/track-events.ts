@@ -34,9 +34,11 @@ export const trackEventsRouter = createRouter().openapi(trackRoute, async (c) =>
   const { projectId, keyKind, doubleOptIn } = c.get("auth");
   const input = c.req.valid("json");
   const db = getDb(c.env.DB);
-  const result = await trackEvent(db, c.env, projectId, input, { publicKey: keyKind === "public", doubleOptIn, requestUrl: c.req.url });
-  c.set("workflowTriggersPending", result.workflowTriggersPending);
-  c.set("webhookEvents", result.webhookEvents);
+  const result = await trackEvent(db, c.env, projectId, input, c.get("afterCommit"), {
+    publicKey: keyKind === "public",
+    doubleOptIn,
+    requestUrl: c.req.url,
+  });
   // A public key never learns an existing contact's id (whether an address is on the list, and since when):
   // it is answered the event's id, which is also the id of a contact this event created.
   const contact = keyKind === "public" ? result.eventId : result.contactId;

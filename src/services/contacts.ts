@@ -1,13 +1,15 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { fromRow, runStatements, type Database } from "../db/client";
+import { fromRow, type Database } from "../db/client";
 import { contacts, type Contact, type JsonObject } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { likeContains } from "../lib/sql";
 import { listNewestFirst } from "../lib/pagination";
 import type { Env } from "../env";
+import type { AfterCommit } from "../lib/after-commit";
 import { deleteContactStatements, updateContactById, upsertContacts } from "../store/contacts";
-import { outboxProbe, quotaGuard, runGuarded, storedBytesGuard } from "../store/guards";
-import { recordContactSnapshot, recordedEventIds } from "../store/webhooks/events";
+import { WriteBatch } from "../store/batch";
+import { outboxProbe, quotaGuard, storedBytesGuard } from "../store/guards";
+import { recordContactSnapshot } from "../store/webhooks/events";
 import { newId } from "../lib/ids";
 import { contactWriteEvents } from "./webhooks/record";
 import type { ContactListQuery, ContactView, UpdateContactRequest } from "../schemas/contacts";
@@ -50,16 +52,10 @@ export interface UpsertResult {
  * new contact is subscribed unless `subscribed` says otherwise. The contacts
  * quota is checked in the same batch: one D1 round trip in all.
  */
-export async function upsertContact(
-  db: Database,
-  env: Env,
-  projectId: string,
-  input: UpsertContactInput,
-): Promise<UpsertResult & { workflowTriggersPending: boolean; webhookEvents: string[] }> {
+export async function upsertContact(db: Database, env: Env, projectId: string, input: UpsertContactInput, afterCommit: AfterCommit): Promise<UpsertResult> {
   const d1 = db.$client;
   const now = new Date();
   const upsert = upsertContacts(d1, projectId, [input], { onExisting: "merge", subscribedByDefault: true, now, returnRows: true });
-  const guard = quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()], storedBytesAtMost: upsert.storedBytesAtMost() }, now);
   // Webhook events around the upsert: contact.created, .updated, .(un)subscribed as they happen.
   const hooks = contactWriteEvents(d1, {
     projectId,
@@ -70,19 +66,13 @@ export async function upsertContact(
     updates: true,
     subscribed: input.subscribed,
   });
-  const n = hooks.before.length;
-  const [, ...rest] = await runGuarded(
-    env,
-    () => runStatements(db, [guard!, ...hooks.before, ...upsert.statements, ...hooks.after, outboxProbe(d1, projectId)]),
-    now,
-  );
-  const [upserted] = upsert.contacts(rest.slice(n, n + upsert.statements.length)).values();
-  return {
-    contact: contactFromRow(upserted.row),
-    isNew: upserted.created,
-    workflowTriggersPending: rest.at(-1)!.length > 0,
-    webhookEvents: hooks.ids(rest.slice(0, n), rest.slice(n + upsert.statements.length, n + upsert.statements.length + hooks.after.length)),
-  };
+  const batch = new WriteBatch(d1);
+  batch.add(quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()], storedBytesAtMost: upsert.storedBytesAtMost() }, now), ...hooks.before);
+  const upserted = batch.add(...upsert.statements);
+  batch.add(...hooks.after, outboxProbe(d1, projectId));
+  const result = await batch.run({ env, now, afterCommit });
+  const [contact] = upsert.contacts(result.each(upserted)).values();
+  return { contact: contactFromRow(contact.row), isNew: contact.created };
 }
 
 /** A contacts row as D1 returns it (column names, stored values) as a Contact. */
@@ -122,23 +112,26 @@ export async function updateContact(
   projectId: string,
   id: string,
   input: UpdateContactRequest,
-): Promise<{ contact: Contact; webhookEvents: string[] }> {
-  const hooks = contactWriteEvents(db.$client, { projectId, at: new Date(), contactId: id, updates: true, subscribed: input.subscribed });
-  const n = hooks.before.length;
-  const results = await runGuarded(env, () =>
-    runStatements(db, [...hooks.before, updateContactById(db.$client, projectId, id, input), ...hooks.after, storedBytesGuard(db.$client, env, projectId)]),
-  );
-  const [row] = results[n];
+  afterCommit: AfterCommit,
+): Promise<Contact> {
+  const d1 = db.$client;
+  const hooks = contactWriteEvents(d1, { projectId, at: new Date(), contactId: id, updates: true, subscribed: input.subscribed });
+  const batch = new WriteBatch(d1);
+  batch.add(...hooks.before);
+  const updated = batch.add(updateContactById(d1, projectId, id, input));
+  batch.add(...hooks.after, storedBytesGuard(d1, env, projectId));
+  const [row] = (await batch.run({ env, afterCommit })).rows(updated);
   if (!row) throw ApiError.notFound("Contact");
-  return { contact: contactFromRow(row), webhookEvents: hooks.ids(results.slice(0, n), results.slice(n + 1, n + 1 + hooks.after.length)) };
+  return contactFromRow(row);
 }
 
 /** Deletes the contact and, in the same atomic batch, its events; contact.deleted (the contact as it was) goes first. */
-export async function deleteContact(db: Database, projectId: string, id: string): Promise<{ webhookEvents: string[] }> {
-  const event = recordContactSnapshot(db.$client, { id: newId(), projectId, type: "contact.deleted", at: new Date(), contactId: id });
-  const [recorded, , deleted] = await runStatements(db, [event, ...deleteContactStatements(db.$client, projectId, id)]);
-  if (deleted.length === 0) throw ApiError.notFound("Contact");
-  return { webhookEvents: recordedEventIds([recorded]) };
+export async function deleteContact(db: Database, projectId: string, id: string, afterCommit: AfterCommit): Promise<void> {
+  const d1 = db.$client;
+  const batch = new WriteBatch(d1);
+  batch.add(recordContactSnapshot(d1, { id: newId(), projectId, type: "contact.deleted", at: new Date(), contactId: id }));
+  const deleted = batch.add(...deleteContactStatements(d1, projectId, id));
+  if ((await batch.run({ afterCommit })).rows(deleted).length === 0) throw ApiError.notFound("Contact");
 }
 
 /** Newest first, keyset-paginated on id; `total` counts every row matching the filters. */

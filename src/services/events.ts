@@ -1,9 +1,10 @@
 import { and, asc, count, desc, eq, lt, sql, type SQL } from "drizzle-orm";
-import { runStatements, type Database } from "../db/client";
+import type { Database } from "../db/client";
 import { contacts, events, projects, templates } from "../db/schema";
 import { upsertContacts } from "../store/contacts";
-import { insertEvent, workflowTriggersPendingOf } from "../store/events";
-import { quotaGuard, runGuarded } from "../store/guards";
+import { WriteBatch } from "../store/batch";
+import { insertEvent } from "../store/events";
+import { quotaGuard } from "../store/guards";
 import { dropContactCreatedTrigger } from "../store/workflows";
 import type * as z from "../lib/zod";
 import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
@@ -11,11 +12,12 @@ import { ApiError } from "../lib/errors";
 import { jsonByteLength } from "../lib/validators";
 import { decodeCursor, toPage } from "../lib/pagination";
 import type { Env } from "../env";
+import type { AfterCommit } from "../lib/after-commit";
 import { splitPersistentData } from "./contacts";
 import { contactWriteEvents } from "./webhooks/record";
 import { domainOfAddress } from "./domains/names";
 import { confirmationTemplateProblem } from "./project-settings";
-import { queueEmails } from "./send/outbox";
+import { createEmails } from "./send/create-emails";
 
 /** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
 export type TrackEventInput = TrackEventRequest;
@@ -38,10 +40,6 @@ export interface TrackEventResult {
   eventId: string;
   createdAt: Date;
   isNewContact: boolean;
-  /** Whether the project's workflow outbox holds triggers to hand over (this event's or earlier ones). */
-  workflowTriggersPending: boolean;
-  /** Webhook events the write recorded (contact.*), to hand to the webhook queue. */
-  webhookEvents: string[];
 }
 
 /**
@@ -51,7 +49,14 @@ export interface TrackEventResult {
  * email) in a subquery, so both writes go in the same batch and a failure
  * (a quota, the contact data cap) leaves neither behind.
  */
-export async function trackEvent(db: Database, env: Env, projectId: string, input: TrackEventInput, options: TrackOptions = {}): Promise<TrackEventResult> {
+export async function trackEvent(
+  db: Database,
+  env: Env,
+  projectId: string,
+  input: TrackEventInput,
+  afterCommit: AfterCommit,
+  options: TrackOptions = {},
+): Promise<TrackEventResult> {
   if (options.publicKey && input.data !== undefined) {
     const size = JSON.stringify(input.data).length;
     if (size > MAX_PUBLIC_EVENT_DATA_CHARS) {
@@ -92,23 +97,22 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
     updates: changes,
     subscribed: options.publicKey ? undefined : input.subscribed,
   });
-  const n = hooks.before.length;
-  const statements = [
-    guard!,
-    ...hooks.before,
-    ...upsert.statements,
+  const batch = new WriteBatch(d1);
+  batch.add(guard, ...hooks.before);
+  const upserted = batch.add(...upsert.statements);
+  batch.add(
     ...hooks.after,
     // An unconfirmed contact starts no CONTACT_CREATED workflow: it is queued when the contact confirms.
-    ...(optIn ? [dropContactCreatedTrigger(d1, projectId, upsert.ids[0])] : []),
-    // Last: it also says whether the workflow outbox holds triggers. Stored bytes: checked by the guard up
-    // front (storedBytesAtMost); queueEmails checks the confirmation email's after it.
+    optIn ? dropContactCreatedTrigger(d1, projectId, upsert.ids[0]) : null,
+    // Last of the event's writes: it also says whether the workflow outbox holds triggers (it probes, see insertEvent).
+    // Stored bytes: checked by the guard up front (storedBytesAtMost); createEmails checks the confirmation email's after it.
     event,
-  ];
-  const [, ...rest] = optIn?.template
+  );
+  const result = optIn?.template
     ? // The confirmation email in the same batch, inserted only if the contact was created by it.
       (
-        await queueEmails(
-          db,
+        await createEmails(
+          d1,
           env,
           {
             projectId,
@@ -125,19 +129,12 @@ export async function trackEvent(db: Database, env: Env, projectId: string, inpu
             confirmation: true,
           },
           [{ to: email, contactId: upsert.ids[0], data: {} }],
-          { first: statements, requestUrl: options.requestUrl },
+          { batch, afterCommit, requestUrl: options.requestUrl, now: createdAt },
         )
-      ).results.first
-    : await runGuarded(env, () => runStatements(db, statements), createdAt);
-  const contact = upsert.contacts(rest.slice(n, n + upsert.statements.length)).get(email)!;
-  return {
-    contactId: contact.id,
-    eventId,
-    createdAt,
-    isNewContact: contact.created,
-    workflowTriggersPending: workflowTriggersPendingOf(rest.at(-1)!),
-    webhookEvents: hooks.ids(rest.slice(0, n), rest.slice(n + upsert.statements.length, n + upsert.statements.length + hooks.after.length)),
-  };
+      ).result
+    : await batch.run({ env, now: createdAt, afterCommit });
+  const contact = upsert.contacts(result.each(upserted)).get(email)!;
+  return { contactId: contact.id, eventId, createdAt, isNewContact: contact.created };
 }
 
 /**

@@ -1,10 +1,11 @@
 import { count, sql, type SQL } from "drizzle-orm";
-import { runStatements, type Database } from "../db/client";
+import type { Database } from "../db/client";
 import { contacts } from "../db/schema";
 import type { Env } from "../env";
 import { type ConfigInput, readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
-import { countedToday, countGuard, type CountedQuota, runGuarded, secondsUntilUtcMidnight, storedBytesGuard } from "../store/guards";
+import { type Statement, WriteBatch } from "../store/batch";
+import { countedToday, countGuard, type CountedQuota, secondsUntilUtcMidnight, storedBytesGuard } from "../store/guards";
 
 /**
  * Per-project quotas. One tenant must not be able to fill the shared D1 or
@@ -71,8 +72,6 @@ export function campaignQuotaError(check: Awaited<ReturnType<typeof campaignQuot
 /** The next 00:00 UTC, when the daily quotas start again. */
 export const nextUtcMidnight = (now = new Date()) => new Date(utcDayStart(now) + 24 * 60 * 60 * 1000);
 
-type Statement = Parameters<typeof runStatements>[1][number];
-
 /**
  * Writes that store bytes (templates, campaigns, workflows), in one batch with
  * their quota checks: a count cap before them when they add a row, the stored
@@ -87,7 +86,9 @@ export async function writeWithinQuotas(
   cap?: { quota: CountedQuota; owner?: string },
 ): Promise<Record<string, unknown>[][]> {
   const d1 = db.$client;
-  const head = cap ? [countGuard(d1, env, cap.quota, cap.owner ?? projectId)] : [];
-  const results = await runGuarded(env, () => runStatements(db, [...head, ...writes, storedBytesGuard(d1, env, projectId)]));
-  return results.slice(head.length, head.length + writes.length);
+  const batch = new WriteBatch(d1);
+  if (cap) batch.add(countGuard(d1, env, cap.quota, cap.owner ?? projectId));
+  const written = batch.add(...writes);
+  batch.add(storedBytesGuard(d1, env, projectId));
+  return (await batch.run({ env })).each(written);
 }

@@ -1,25 +1,24 @@
-import { and, asc, eq, lt } from "drizzle-orm";
-import { fromRow, runStatements, type Database } from "../../db/client";
-import { domains, emails, idempotencyKeys, templates, type JsonObject, type Template } from "../../db/schema";
+import { and, asc, eq } from "drizzle-orm";
+import { fromRow, type Database } from "../../db/client";
+import { domains, emails, idempotencyKeys, type JsonObject, templates, type Template } from "../../db/schema";
 import type { Env } from "../../env";
+import type { AfterCommit } from "../../lib/after-commit";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
+import type { SendRequest, SendResult } from "../../schemas/send";
+import { WriteBatch } from "../../store/batch";
+import { upsertContacts } from "../../store/contacts";
+import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppressionsOf } from "../../store/guards";
+import { deleteIdempotencyRecord, IDEMPOTENCY_TTL_MS, type IdempotencyRecord, idempotencyRecordOf, insertIdempotencyRecord } from "../../store/idempotency";
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
 import { findSendingDomain, senderDomain, type VerifiedDomains } from "../domains";
 import type { SuppressionReason } from "../suppressions";
-import { upsertContacts } from "../../store/contacts";
 import { contactWriteEvents } from "../webhooks/record";
-import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppressionsOf } from "../../store/guards";
-import { queueEmails } from "./outbox";
-import type { SendRequest, SendResult } from "../../schemas/send";
+import { renderEmails } from "./create-emails";
 import { RenderBudget, rendersFromDataKeys } from "./render";
 
-const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-
 type Mailbox = string | { name?: string; email: string };
-
-type IdempotencyRecord = typeof idempotencyKeys.$inferSelect;
 
 const mailbox = (m: Mailbox) => (typeof m === "string" ? { email: m, name: undefined } : m);
 
@@ -33,16 +32,10 @@ async function requestHash(body: SendRequest): Promise<string> {
  * the send's id, so the record is written in the same batch as the emails.
  */
 async function replayIdempotent(db: Database, projectId: string, key: string, hash: string, alreadyRead?: IdempotencyRecord): Promise<SendResult | null> {
-  const record =
-    alreadyRead ??
-    (await db.query.idempotencyKeys.findFirst({
-      where: and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, key)),
-    }));
+  const record = alreadyRead ?? (await idempotencyRecordOf(db.$client, projectId, key).get());
   if (!record) return null;
   if (Date.now() - record.createdAt.getTime() > IDEMPOTENCY_TTL_MS) {
-    await db
-      .delete(idempotencyKeys)
-      .where(and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, key), eq(idempotencyKeys.requestHash, record.requestHash)));
+    await deleteIdempotencyRecord(db.$client, record);
     return null;
   }
   // The key names one request: another body under it is a conflict (409, as Plunk answers), not a new send.
@@ -65,11 +58,6 @@ async function replayIdempotent(db: Database, projectId: string, key: string, ha
   };
 }
 
-/** Deletes Idempotency-Key records older than 24 hours (scheduled). */
-export async function purgeExpiredIdempotencyKeys(db: Database, now = new Date()): Promise<void> {
-  await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)));
-}
-
 export interface AcceptOptions {
   /** The app's cache of domains seen VERIFIED (read first, filled by a successful check). */
   verifiedDomains: VerifiedDomains;
@@ -77,10 +65,8 @@ export interface AcceptOptions {
   requestUrl?: string;
   /** Resolves once the request may write (the rate limiter's answer, awaited after the reads); rejects to refuse it. */
   beforeWrite?: () => Promise<void>;
-  /** Told after the write whether the project's workflow outbox holds triggers to hand over. */
-  onWorkflowTriggers?: (pending: boolean) => void;
-  /** Told after the write which webhook events (contact.*) it recorded, to hand to the webhook queue. */
-  onWebhookEvents?: (eventIds: string[]) => void;
+  /** The invocation's door out: the contact.* events the write records and its workflow-trigger probe leave through it. */
+  afterCommit: AfterCommit;
 }
 
 /** One email per distinct address; the first spelling of a name wins. */
@@ -104,32 +90,25 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const domainQuery = fromGiven && !verifiedDomains.get(projectId, fromGiven) ? findSendingDomain(db, projectId, fromGiven) : null;
   const d1 = db.$client;
   // Fixed SQL for the reads every send makes; the optional ones are built by drizzle and mapped back with fromRow.
-  const reads = [
-    idempotencyKey
-      ? db
-          .select()
-          .from(idempotencyKeys)
-          .where(and(eq(idempotencyKeys.projectId, projectId), eq(idempotencyKeys.key, idempotencyKey)))
-      : null,
+  const batch = new WriteBatch(d1);
+  const records = batch.add(idempotencyKey ? idempotencyRecordOf(d1, projectId, idempotencyKey) : null);
+  const templateRows = batch.add(
     body.template
       ? db
           .select()
           .from(templates)
           .where(and(eq(templates.id, body.template), eq(templates.projectId, projectId)))
       : null,
-    domainQuery,
-    suppressionsOf(d1, projectId, addresses),
-    contactsByEmail(d1, projectId, addresses),
-  ] as const;
-  const present = reads.filter((q) => q !== null);
-  const results = await runStatements(db, present);
-  let i = 0;
-  const next = (q: unknown): Record<string, unknown>[] => (q === null ? [] : results[i++]);
-  const [record] = next(reads[0]).map((row) => fromRow(idempotencyKeys, row));
-  const [template] = next(reads[1]).map((row) => fromRow(templates, row));
-  const [domain] = next(reads[2]).map((row) => fromRow(domains, row));
-  const suppressed = next(reads[3]) as { email: string; reason: SuppressionReason }[];
-  const existing = next(reads[4]).map(contactFromRow);
+  );
+  const domainRows = batch.add(domainQuery);
+  const suppressions = batch.add(suppressionsOf(d1, projectId, addresses));
+  const contactRows = batch.add(contactsByEmail(d1, projectId, addresses));
+  const read = await batch.run();
+  const [record] = read.rows(records).map((row) => fromRow(idempotencyKeys, row));
+  const [template] = read.rows(templateRows).map((row) => fromRow(templates, row));
+  const [domain] = read.rows(domainRows).map((row) => fromRow(domains, row));
+  const suppressed = read.rows(suppressions) as { email: string; reason: SuppressionReason }[];
+  const existing = read.rows(contactRows).map(contactFromRow);
   return {
     record: record as IdempotencyRecord | undefined,
     template: template as Template | undefined,
@@ -286,20 +265,6 @@ async function writeSend(
   const sendId = newId();
   const now = new Date();
   const response: SendResult = { emails: [], suppressed, timestamp: now.toISOString() };
-  // Step 7's own writes around the emails: the Idempotency-Key record (a concurrent duplicate
-  // fails on its unique key, writes nothing, and replays) and every recipient's contact.
-  const idempotency = options.idempotencyKey
-    ? [
-        db.insert(idempotencyKeys).values({
-          projectId,
-          key: options.idempotencyKey,
-          requestHash: hash,
-          sendId,
-          response: { suppressed: response.suppressed, timestamp: response.timestamp },
-          createdAt: now,
-        }),
-      ]
-    : [];
   // `subscribed: true` opts in new contacts only (never re-subscribes someone who unsubscribed); `false` unsubscribes.
   const upsert = upsertContacts(
     d1,
@@ -320,46 +285,66 @@ async function writeSend(
       subscribed: body.subscribed === false ? false : undefined,
     })),
   });
-  let queued: Awaited<ReturnType<typeof queueEmails>>;
-  try {
-    // Steps 5 to 7: render on one budget for the whole request, size, then one atomic batch.
-    queued = await queueEmails(
-      db,
-      env,
-      {
+  // Steps 5 and 6: render on one budget for the whole request, and size (a 422 before anything is written).
+  const emails = await renderEmails(
+    env,
+    {
+      projectId,
+      sendId,
+      templateId: body.template ?? null,
+      from: message.from.email,
+      fromName: message.fromName ?? null,
+      replyTo: message.replyTo,
+      senderDomain: sender,
+      headers: body.headers ?? {},
+      subject: message.subject,
+      html: message.html,
+      bodyFormat: body.type ?? "html",
+      marketing: message.marketing,
+      attachments: body.attachments,
+    },
+    sendable.map((address) => ({
+      to: address,
+      toName: recipients.get(address)?.name ?? null,
+      contactEmail: address.toLowerCase(),
+      data: { ...(inputs.existing.get(address)?.data ?? {}), ...forThisEmail },
+    })),
+    {
+      requestUrl: options.requestUrl,
+      budget: new RenderBudget(),
+      // Stored bytes up front: what the contact upsert adds at most (the emails' are added to it).
+      use: { contacts: sendable.map((a) => a.toLowerCase()), storedBytesAtMost: upsert.storedBytesAtMost() },
+      beforeWrite: options.beforeWrite,
+      now,
+    },
+  );
+  // Step 7, one atomic batch. A send that turns out to have suppressed recipients must not be
+  // refused for quota they would have used: the suppression check goes before the quota guard.
+  const batch = new WriteBatch(d1);
+  if (w.checkSuppressions) batch.add(suppressionGuard(d1, projectId, addresses));
+  emails.addGuard(batch);
+  // The Idempotency-Key record (a concurrent duplicate fails on its unique key, writes nothing, and replays).
+  if (options.idempotencyKey) {
+    batch.add(
+      insertIdempotencyRecord(d1, {
         projectId,
+        key: options.idempotencyKey,
+        requestHash: hash,
         sendId,
-        templateId: body.template ?? null,
-        from: message.from.email,
-        fromName: message.fromName ?? null,
-        replyTo: message.replyTo,
-        senderDomain: sender,
-        headers: body.headers ?? {},
-        subject: message.subject,
-        html: message.html,
-        bodyFormat: body.type ?? "html",
-        marketing: message.marketing,
-        attachments: body.attachments,
-      },
-      sendable.map((address) => ({
-        to: address,
-        toName: recipients.get(address)?.name ?? null,
-        contactEmail: address.toLowerCase(),
-        data: { ...(inputs.existing.get(address)?.data ?? {}), ...forThisEmail },
-      })),
-      {
-        requestUrl: options.requestUrl,
-        budget: new RenderBudget(),
-        // Stored bytes up front: what the contact upsert adds at most (queueEmails adds the emails').
-        use: { contacts: sendable.map((a) => a.toLowerCase()), storedBytesAtMost: upsert.storedBytesAtMost() },
-        beforeWrite: options.beforeWrite,
-        // A send that turns out to have suppressed recipients must not be refused for quota they would have used.
-        first: w.checkSuppressions ? [suppressionGuard(d1, projectId, addresses)] : [],
-        beforeEmails: [...idempotency, ...hooks.before, ...upsert.statements, ...hooks.after],
-        // Last: whether a contact this send created started a workflow (see outboxProbe).
-        last: [outboxProbe(d1, projectId)],
-      },
+        response: { suppressed: response.suppressed, timestamp: response.timestamp },
+        createdAt: now,
+      }),
     );
+  }
+  batch.add(...hooks.before);
+  const upserted = batch.add(...upsert.statements);
+  batch.add(...hooks.after);
+  emails.add(batch);
+  // Last: whether a contact this send created started a workflow (see outboxProbe).
+  batch.add(outboxProbe(d1, projectId));
+  let result: Awaited<ReturnType<WriteBatch["run"]>>;
+  try {
+    result = await batch.run({ env, now, afterCommit: options.afterCommit });
   } catch (err) {
     if (options.idempotencyKey && isUniqueViolation(err, "idempotency_keys")) {
       const replay = await replayIdempotent(db, projectId, options.idempotencyKey, hash);
@@ -367,12 +352,8 @@ async function writeSend(
     }
     throw err;
   }
-  const written = queued.results.beforeEmails.slice(idempotency.length);
-  const n = hooks.before.length;
-  const contacts = upsert.contacts(written.slice(n, n + upsert.statements.length));
-  response.emails = queued.emails.map((e) => ({ contact: { id: contacts.get(e.to.toLowerCase())!.id, email: e.to }, email: e.id }));
-  options.onWorkflowTriggers?.(queued.results.last[0].length > 0);
-  const afterStart = n + upsert.statements.length;
-  options.onWebhookEvents?.(hooks.ids(written.slice(0, n), written.slice(afterStart, afterStart + hooks.after.length)));
+  await emails.enqueue(result);
+  const contacts = upsert.contacts(result.each(upserted));
+  response.emails = emails.emails.map((e) => ({ contact: { id: contacts.get(e.to.toLowerCase())!.id, email: e.to }, email: e.id }));
   return response;
 }

@@ -19,9 +19,9 @@ export interface StoredAttachment {
 }
 
 /** Statements that store a send's attachments once, shared by all its recipients (for the send's batch). */
-export function buildAttachmentInserts(db: Database, sendId: string, attachments: AttachmentInput[]) {
+export function buildAttachmentInserts(d1: D1Database, sendId: string, attachments: AttachmentInput[]) {
   return insertAttachments(
-    db.$client,
+    d1,
     sendId,
     attachments.map((attachment) => {
       const content = attachment.content.replace(/\s+/g, "");

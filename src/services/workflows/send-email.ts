@@ -4,7 +4,7 @@ import { contacts, emails, projects, templates } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { senderDomain as checkSenderDomain } from "../domains";
-import { queueEmails } from "../send/outbox";
+import { createEmails } from "../send/create-emails";
 import { enqueueMail } from "../../queues";
 import { findSuppressed } from "../suppressions";
 
@@ -86,12 +86,12 @@ export async function sendWorkflowEmail(
     if (err instanceof ApiError) throw new PermanentStepError(err.message);
     throw err;
   }
-  let queued: Awaited<ReturnType<typeof queueEmails>>;
+  let queued: Awaited<ReturnType<typeof createEmails>>;
   try {
     // Written only while the execution is active (a workflow deleted meanwhile sends
     // nothing) and the step has no email yet (an overlapping run of the step wrote it).
-    queued = await queueEmails(
-      db,
+    queued = await createEmails(
+      db.$client,
       env,
       {
         projectId: input.projectId,
