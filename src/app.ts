@@ -252,14 +252,6 @@ export function createApp(options: AppOptions = {}) {
       c.set("caches", caches);
       const handOver = new HandOver(c.env, coalescer);
       c.set("afterCommit", handOver);
-      c.set("webhookHandOver", {
-        events: async (projectId, eventIds) => handOver.committed({ webhookEvents: eventIds.map((id) => ({ id, projectId })), workflowTriggers: new Map() }),
-        rows: async (rows) =>
-          handOver.committed({
-            webhookEvents: rows.flatMap((r) => (typeof r.id === "string" && typeof r.project_id === "string" ? [{ id: r.id, projectId: r.project_id }] : [])),
-            workflowTriggers: new Map(),
-          }),
-      });
       await next();
       const auth = c.get("auth");
       if (auth) {

@@ -110,7 +110,7 @@ export interface Env {
   WEBHOOK_CONNECT_TIMEOUT_MS?: string;
   /** Producer for bulk (campaign) work: audience pages and campaign emails; transactional mail never queues behind it. */
   EMAIL_BULK_QUEUE: Queue<BulkMessage>;
-  /** Contact import chunks (src/services/imports.ts). */
+  /** Contact import chunks (src/services/contact-imports/process.ts). */
   IMPORT_QUEUE: Queue<ImportChunkMessage>;
 }
 

@@ -29,8 +29,9 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
   [deadLetterQueue(BULK_QUEUE)]: settleBulkDeadLetters,
   [EMAIL_EVENTS_QUEUE]: applyEmailServiceEvents,
   // Loaded on first use: the CSV libraries stay out of every other queue's first batch.
-  [IMPORT_QUEUE]: async (messages, env) => (await import("./services/imports")).consumeImportChunks(messages, env),
-  [deadLetterQueue(IMPORT_QUEUE)]: async (messages, env) => (await import("./services/imports")).settleImportDeadLetters(messages, env),
+  [IMPORT_QUEUE]: async (messages, env, afterCommit) => (await import("./services/contact-imports/process")).consumeImportChunks(messages, env, afterCommit),
+  [deadLetterQueue(IMPORT_QUEUE)]: async (messages, env, afterCommit) =>
+    (await import("./services/contact-imports/process")).settleImportDeadLetters(messages, env, afterCommit),
   [WEBHOOK_QUEUE_NAME]: (messages, env) => consumeWebhookMessages(messages as readonly { id: string; body: WebhookQueueMessage; attempts: number }[], env),
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),
 };

@@ -10,7 +10,7 @@ import { reconcileUsageCounters, runRetention } from "./services/retention";
 import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 import { runWebhookJobs } from "./services/webhooks/sweep";
 import { runReputationCheck } from "./services/reputation";
-import { runImportJobs } from "./services/import-jobs";
+import { runImportJobs } from "./services/contact-imports/recovery";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]); what its writes record leaves through the tick's door. */
 export type ScheduledJob = (env: Env, now: Date, afterCommit: AfterCommit) => Promise<unknown>;
@@ -20,7 +20,7 @@ export type ScheduledJob = (env: Env, now: Date, afterCommit: AfterCommit) => Pr
  * run) and one job's failure does not stop the others. Add new jobs here.
  */
 export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
-  domainChecks: (env, now) => runDomainChecks(getDb(env.DB), env, now),
+  domainChecks: (env, now, afterCommit) => runDomainChecks(getDb(env.DB), env, now, afterCommit),
   unverifiedDomains: (env, now) => releaseUnverifiedDomains(getDb(env.DB), env, now),
   stuckEmails: (env, now) => sweepStuckEmails(env, now),
   campaigns: (env, now) => runCampaignJobs(env, now),

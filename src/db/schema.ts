@@ -641,7 +641,7 @@ export const IMPORT_STATUSES = ["PENDING", "PROCESSING", "COMPLETED", "FAILED"] 
 /**
  * A contact import (POST /contacts/imports): the CSV's header, the counts so
  * far and the first 100 row errors (by row number). The counters move in the
- * same D1 batch as the contacts each chunk writes (src/services/imports.ts).
+ * same D1 batch as the contacts each chunk writes (src/services/contact-imports/process.ts).
  */
 export const contactImports = sqliteTable(
   "contact_imports",

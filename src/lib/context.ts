@@ -14,18 +14,6 @@ export interface AuthContext {
   sendingPaused: string | null;
 }
 
-/**
- * A request's hand-over of the webhook events it recorded: each call returns at
- * once, the queue call runs after the response (waitUntil); the cron drains
- * whatever one does not send.
- */
-export interface BackgroundHandOver {
-  /** Events of one project, by id. */
-  events(projectId: string, eventIds: string[]): Promise<void>;
-  /** Rows a record statement returned (`id`, `project_id`), whatever their projects. */
-  rows(rows: readonly Record<string, unknown>[]): Promise<void>;
-}
-
 export interface AppBindings {
   Bindings: Env;
   Variables: {
@@ -41,8 +29,6 @@ export interface AppBindings {
     workflowTriggersPending?: boolean;
     /** Ids of webhook events the request's write recorded: handed to the webhook queue after the response. */
     webhookEvents?: string[];
-    /** Hands recorded webhook events to the queue after the response, coalesced per isolate (set for every request by createApp). */
-    webhookHandOver: BackgroundHandOver;
     /** The request's one door out: every batch it commits reports here; flushed after the response (set for every request by createApp). */
     afterCommit: HandOverDoor;
     /** Resolves when the rate limiter allowed the request, rejects with the 429 (routes whose limiter check is deferred). */

@@ -10,7 +10,6 @@ import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { confirmSubscription, findConfirmation } from "../services/tracking/confirm";
 import { parseConfirmToken } from "../services/tracking/links";
-import { dispatchWorkflowTriggers } from "../services/workflows/triggers";
 
 const tags = ["Double opt-in"];
 
@@ -99,15 +98,9 @@ confirmRouter
     const emailId = await parseConfirmToken(linkVerificationSecrets(c.env), token);
     if (!emailId) return invalid(c);
     const db = getDb(c.env.DB);
-    const { outcome, projectId } = await confirmSubscription(db, c.env, emailId, c.get("webhookHandOver").events);
+    const { outcome, projectId } = await confirmSubscription(db, c.env, emailId, c.get("afterCommit"));
     if (outcome === "unknown" || outcome === "expired" || outcome === "used") return gone(c, outcome);
-    if (outcome === "confirmed" && projectId) {
-      // CONTACT_SUBSCRIBED workflows: the D1 trigger filled the outbox; hand it over now (the cron would, later).
-      try {
-        c.executionCtx.waitUntil(dispatchWorkflowTriggers(db, c.env, projectId).catch((err) => console.error("workflow trigger dispatch failed", err)));
-      } catch {
-        // no execution context (a script): the cron drains
-      }
-    }
+    // CONTACT_SUBSCRIBED workflows: the D1 trigger filled the outbox; the request's door dispatches them after the response.
+    if (outcome === "confirmed" && projectId) c.get("afterCommit").mayHaveWorkflowTriggers(projectId);
     return htmlPage(c, 200, "Subscription confirmed", "Thank you: your subscription is confirmed. You can close this page.");
   });

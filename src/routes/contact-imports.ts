@@ -5,8 +5,10 @@ import { ApiError } from "../lib/errors";
 import { commonErrors, errorResponse, jsonResponse, listEnvelope, securityScheme, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { IdParamSchema } from "../lib/validators";
-import { CreateImportQuerySchema, ExportQuerySchema, ImportJobSchema, ImportListQuerySchema } from "../schemas/imports";
-import { createImport, EXPORT_HEADER, exportContacts, importTooLarge, listImports, MAX_IMPORT_BYTES, requireImport, toImportView } from "../services/imports";
+import { CreateImportQuerySchema, ExportQuerySchema, ImportJobSchema, ImportListQuerySchema } from "../schemas/contact-imports";
+import { EXPORT_HEADER, exportContacts } from "../services/contact-imports/export";
+import { listImports, requireImport, toImportView } from "../services/contact-imports/jobs";
+import { createImport, importTooLarge, MAX_IMPORT_BYTES } from "../services/contact-imports/upload";
 
 const tags = ["Contacts"];
 const CSV_TYPES = ["text/csv", "application/csv", "text/plain"];
@@ -90,8 +92,10 @@ export const contactImportsRouter = createRouter()
     if (length && Number(length) > MAX_IMPORT_BYTES) throw importTooLarge(MAX_IMPORT_BYTES);
     const body = c.req.raw.body;
     if (!body) throw ApiError.validation([{ field: "body", message: "The CSV is empty: it needs a header row naming an email column", code: "required" }]);
-    const job = await createImport(getDb(c.env.DB), c.env, c.get("auth").projectId, body, c.req.valid("query").subscribed);
-    c.set("workflowTriggersPending", false);
+    const { projectId } = c.get("auth");
+    const job = await createImport(getDb(c.env.DB), c.env, c.get("afterCommit"), projectId, body, c.req.valid("query").subscribed);
+    // The upload writes no contacts (its chunks do, and remove the workflow triggers they queue).
+    c.get("afterCommit").noWorkflowTriggers(projectId);
     return c.json(toImportView(job), 202);
   })
   .openapi(listRouteDef, async (c) => {

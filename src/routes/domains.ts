@@ -86,7 +86,7 @@ export const domainsRouter = createRouter()
     return c.json(success({ items: page.items.map(toDomainView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }), 200);
   })
   .openapi(createDomainRoute, async (c) => {
-    const domain = await createDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("json").domain);
+    const domain = await createDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("json").domain, c.get("afterCommit"));
     return c.json(toDomainView(domain), 201);
   })
   .openapi(getRoute, async (c) => {
@@ -94,7 +94,7 @@ export const domainsRouter = createRouter()
     return c.json(toDomainView(domain), 200);
   })
   .openapi(verifyRoute, async (c) => {
-    const domain = await verifyDomainNow(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id);
+    const domain = await verifyDomainNow(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, c.get("afterCommit"));
     return c.json(toDomainView(domain), 200);
   })
   .openapi(deleteRoute, async (c) => {

@@ -114,7 +114,7 @@ sesFeedbackRouter.post("/webhooks/ses", async (c) => {
   } else if (message.Type === "UnsubscribeConfirmation") {
     outcome = "ignored";
   } else {
-    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, c.env, c.get("webhookHandOver").events);
+    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, c.env, c.get("afterCommit"));
   }
   return c.json(success({ type: message.Type, outcome }), 200);
 });

@@ -71,8 +71,15 @@ export const trackingLinksRouter = createRouter()
     const secrets = linkVerificationSecrets(c.env);
     if (await verifyOpenSignature(secrets, emailId, s)) {
       try {
-        await recordLinkEngagement(getDb(c.env.DB), c.env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, "OPENED", {}, (rows) =>
-          c.get("webhookHandOver").rows(rows),
+        await recordLinkEngagement(
+          getDb(c.env.DB),
+          c.env,
+          c.get("caches").get(countedEngagements),
+          c.req.raw.headers,
+          emailId,
+          "OPENED",
+          {},
+          c.get("afterCommit"),
         );
       } catch (err) {
         // The image is served either way; a lost open is better than a broken picture.
@@ -92,8 +99,15 @@ export const trackingLinksRouter = createRouter()
     }
     if (!isTrackableUrl(u)) throw new ApiError("BAD_REQUEST", "This tracking link does not point to an http(s) URL");
     try {
-      await recordLinkEngagement(getDb(c.env.DB), c.env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, "CLICKED", { url: u }, (rows) =>
-        c.get("webhookHandOver").rows(rows),
+      await recordLinkEngagement(
+        getDb(c.env.DB),
+        c.env,
+        c.get("caches").get(countedEngagements),
+        c.req.raw.headers,
+        emailId,
+        "CLICKED",
+        { url: u },
+        c.get("afterCommit"),
       );
     } catch (err) {
       // The reader gets to the link either way; a lost click is better than a dead link.

@@ -129,7 +129,7 @@ unsubscribeRouter
       });
     }
     const fromPage = form.source === "page";
-    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", c.env, c.get("webhookHandOver").events);
+    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", c.env, c.get("afterCommit"));
     if (outcome === "unknown-email") throw ApiError.notFound("Email");
     if (fromPage) return htmlPage(c, 200, "You are unsubscribed", "You will no longer receive these emails. You can close this page.");
     return c.body("Unsubscribed", 200, { "Content-Type": "text/plain; charset=utf-8", ...NO_CACHE });

@@ -1,21 +1,16 @@
 /**
  * An import killed mid-way: a CSV uploaded to a real `wrangler dev`, the runtime SIGKILLed while its
  * chunks are being applied (their queue messages die with it), started again on the same state. The cron
- * must finish the import by itself (src/services/import-jobs.ts): COMPLETED with exact counts, every row
+ * must finish the import by itself (src/services/contact-imports/recovery.ts): COMPLETED with exact counts, every row
  * a contact once, within 3 minutes of the restart.
  */
-import { rmSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { afterAll, describe, expect, it } from "vitest";
-import { api, cronLoop, fakeSes, freshState, PORTS, report, type Runtime, seconds, sleep, startRuntime, timeUntil } from "./harness";
+import { describe, expect, it } from "vitest";
+import { api, cleanupAfterAll, cronLoop, fakeSes, freshState, PORTS, report, seconds, sleep, startRuntime, timeUntil, type Runtime } from "./harness";
 
 const ROWS = Number(process.env.FAULTS_IMPORT_ROWS ?? 30_000);
 const STATE = "/tmp/faults-import-state";
-const cleanup: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => {});
-  rmSync(STATE, { recursive: true, force: true });
-});
+const cleanup = cleanupAfterAll(STATE);
 
 describe("faults: an import killed mid-way", () => {
   it(`${ROWS} rows, SIGKILL while its chunks are applied, restart on the same state: COMPLETED by itself, counts exact, within 3 minutes`, async () => {

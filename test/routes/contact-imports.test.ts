@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { getDb } from "../../src/db/client";
 import { deadLetterQueue } from "../../src/messages";
-import { createImport, MAX_IMPORT_BYTES } from "../../src/services/imports";
+import { HandOver } from "../../src/hand-over";
+import { createImport, MAX_IMPORT_BYTES } from "../../src/services/contact-imports/upload";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { call, type ErrorBody } from "../support/http";
 import { Webhook } from "standardwebhooks";
@@ -127,7 +128,7 @@ describe("POST /contacts/imports", () => {
       },
     });
     const db = getDb(env.DB);
-    const refused = await createImport(db, s.testEnv, s.project.id, body, undefined, 40_000).catch((err) => err);
+    const refused = await createImport(db, s.testEnv, new HandOver(s.testEnv), s.project.id, body, undefined, 40_000).catch((err) => err);
     expect(refused).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });
     expect(s.takeChunks()).toEqual([]);
     expect((await s.request<ImportList>("GET", "/contacts/imports")).body.data.total).toBe(0);

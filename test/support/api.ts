@@ -8,7 +8,7 @@ import type { ContactListResponseSchema, ContactSchema, UpsertedContactSchema } 
 import type { DomainListResponseSchema, DomainSchema } from "../../src/schemas/domains";
 import type { EmailListResponseSchema, EmailRecordSchema } from "../../src/schemas/emails";
 import type { EventListResponseSchema, EventNamesResponseSchema, TrackEventResponseSchema } from "../../src/schemas/events";
-import type { ImportJobSchema } from "../../src/schemas/imports";
+import type { ImportJobSchema } from "../../src/schemas/contact-imports";
 import type { ProjectSettingsSchema, SendingStatusSchema } from "../../src/schemas/project";
 import type { SegmentListResponseSchema, SegmentMemberListResponseSchema, SegmentSchema } from "../../src/schemas/segments";
 import type { SendResponseSchema } from "../../src/schemas/send";

@@ -19,14 +19,15 @@
  * A resolver failure (SERVFAIL, timeout) changes no status; it is noted in the
  * record's `detail` and retried.
  */
-import { fromRow, runStatements, type Database } from "../../db/client";
+import { fromRow, type Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
 import { dnsConfig, resolveDns, type DnsConfig, type DnsResult } from "../dns";
 import { newId } from "../../lib/ids";
-import { recordedEventIds, recordWebhookEvent } from "../../store/webhooks/events";
+import type { AfterCommit } from "../../lib/after-commit";
+import { WriteBatch } from "../../store/batch";
+import { recordWebhookEvent } from "../../store/webhooks/events";
 import { claimDueDomainChecks, saveDomainCheck } from "../../store/domains";
-import { queueWebhookEvents } from "../webhooks/deliver";
 import { domainRecordConfig, judgeRecord, lookupKey, lookupType, type Judgement } from "./records";
 import { toDomainView } from "./view";
 
@@ -122,8 +123,8 @@ export function applyCheck(domain: Domain, judgements: Judgement[], now: Date) {
   };
 }
 
-/** Checks one domain against DNS now and saves the outcome. */
-export async function checkDomain(db: Database, env: Env, domain: Domain, now = new Date()): Promise<Domain> {
+/** Checks one domain against DNS now and saves the outcome; its webhook event leaves through `afterCommit` (without one, the cron's outbox drain queues it). */
+export async function checkDomain(db: Database, env: Env, domain: Domain, now = new Date(), afterCommit?: AfterCommit): Promise<Domain> {
   const results = await lookupRecords(dnsConfig(env), domain.records);
   const config = domainRecordConfig(env);
   const judgements = domain.records.map((record) => judgeRecord(record, results.get(lookupKey(record))!, config));
@@ -133,10 +134,11 @@ export async function checkDomain(db: Database, env: Env, domain: Domain, now = 
   const event = type
     ? recordWebhookEvent(db.$client, { id: newId(), projectId: domain.projectId, type, data: toDomainView({ ...domain, ...update }), at: now })
     : null;
-  const [rows, ...recorded] = await runStatements(db, [saveDomainCheck(db.$client, domain.id, update), ...(event ? [event] : [])]);
-  const eventIds = recordedEventIds(recorded);
-  if (eventIds.length > 0) await queueWebhookEvents(env, domain.projectId, eventIds);
-  return rows[0] ? fromRow(domains, rows[0]) : { ...domain, ...update };
+  const batch = new WriteBatch(db.$client);
+  const saved = batch.add(saveDomainCheck(db.$client, domain.id, update));
+  batch.add(event);
+  const [row] = (await batch.run({ afterCommit })).rows(saved);
+  return row ? fromRow(domains, row) : { ...domain, ...update };
 }
 
 /**
@@ -148,10 +150,11 @@ export async function runDomainChecks(
   db: Database,
   env: Env,
   now = new Date(),
+  afterCommit?: AfterCommit,
   limit = MAX_DOMAIN_CHECKS_PER_RUN,
 ): Promise<{ checked: number; verified: number; failed: number; pending: number }> {
   const claimed = await claimDueDomainChecks(db.$client, now, new Date(now.getTime() + CLAIM_LEASE_MS), limit);
-  const results = await Promise.allSettled(claimed.map((domain) => checkDomain(db, env, domain, now)));
+  const results = await Promise.allSettled(claimed.map((domain) => checkDomain(db, env, domain, now, afterCommit)));
   const summary = { checked: claimed.length, verified: 0, failed: 0, pending: 0 };
   for (const result of results) {
     if (result.status === "rejected") {

@@ -8,6 +8,7 @@ import { TtlCache } from "../../lib/ttl-cache";
 import { runStatements, type Database } from "../../db/client";
 import { domainReleases, domains, type Domain } from "../../db/schema";
 import type { Env } from "../../env";
+import type { AfterCommit } from "../../lib/after-commit";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -58,7 +59,7 @@ function conflict(name: string, sameProject: boolean) {
  * records to publish, registration with SES when SES is the provider, and a
  * first DNS check, whose outcome the returned record already shows.
  */
-export async function createDomain(db: Database, env: Env, projectId: string, input: string, now = new Date()) {
+export async function createDomain(db: Database, env: Env, projectId: string, input: string, afterCommit?: AfterCommit, now = new Date()) {
   const name = parseDomainName(input);
   const secret = requireEncryptionKey(env);
   const d1 = db.$client;
@@ -122,7 +123,7 @@ export async function createDomain(db: Database, env: Env, projectId: string, in
       });
     }
   }
-  return checkDomain(db, env, inserted, now);
+  return checkDomain(db, env, inserted, now, afterCommit);
 }
 
 export async function getDomain(db: Database, projectId: string, id: string): Promise<Domain> {
@@ -132,8 +133,8 @@ export async function getDomain(db: Database, projectId: string, id: string): Pr
 }
 
 /** "Check now": looks the records up immediately, whatever the schedule. */
-export async function verifyDomainNow(db: Database, env: Env, projectId: string, id: string, now = new Date()) {
-  return checkDomain(db, env, await getDomain(db, projectId, id), now);
+export async function verifyDomainNow(db: Database, env: Env, projectId: string, id: string, afterCommit?: AfterCommit, now = new Date()) {
+  return checkDomain(db, env, await getDomain(db, projectId, id), now, afterCommit);
 }
 
 /** Newest first, keyset-paginated on id. */

@@ -1,9 +1,11 @@
 import { newId } from "../../lib/ids";
 import { recordEmailWebhookEvents } from "../../store/webhooks/events";
 import { sql } from "drizzle-orm";
-import { runStatements, type Database } from "../../db/client";
+import type { Database } from "../../db/client";
 import { emails, projects } from "../../db/schema";
+import type { AfterCommit } from "../../lib/after-commit";
 import type { ConfigInput } from "../../lib/config";
+import { WriteBatch } from "../../store/batch";
 import { advanceStatusSql, updateEmail } from "../../store/emails";
 import { insertEmailEvent } from "../../store/events";
 
@@ -37,8 +39,8 @@ export async function recordEngagement(
   details: { url?: string } = {},
   now = new Date(),
   env?: ConfigInput,
-  /** Hands the webhook event (email.opened / email.clicked) to the webhook queue. */
-  handOver?: (rows: Record<string, unknown>[]) => Promise<unknown>,
+  /** Where the webhook event (email.opened / email.clicked) leaves (the request's door). */
+  afterCommit?: AfterCommit,
 ): Promise<boolean> {
   const name = kind === "OPENED" ? "email.opened" : "email.clicked";
   const data = kind === "CLICKED" && details.url !== undefined ? { url: details.url } : {};
@@ -59,11 +61,9 @@ export async function recordEngagement(
     [{ id: newId(), emailId, type: name, when: kind === "OPENED" ? "set:last_opened_at" : "set:last_clicked_at", extra: data }],
     now,
   );
-  const [, updated, recorded] = await runStatements(db, [
-    insertEmailEvent(db.$client, env, emailId, name, data, now, tracked),
-    updateEmail(db.$client, emailId, { ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now }, tracked),
-    webhook,
-  ]);
-  if (handOver && recorded.length > 0) await handOver(recorded);
-  return updated.length > 0;
+  const batch = new WriteBatch(db.$client);
+  batch.add(insertEmailEvent(db.$client, env, emailId, name, data, now, tracked));
+  const updated = batch.add(updateEmail(db.$client, emailId, { ...counters, status: advanceStatusSql(kind, { from: "SENT" }), updatedAt: now }, tracked));
+  batch.add(webhook);
+  return (await batch.run({ afterCommit })).rows(updated).length > 0;
 }

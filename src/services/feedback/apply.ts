@@ -1,14 +1,16 @@
 import { and, eq, notExists, sql } from "drizzle-orm";
-import { runStatements, type Database } from "../../db/client";
+import type { Database } from "../../db/client";
 import { emails, events, type JsonObject } from "../../db/schema";
+import type { AfterCommit } from "../../lib/after-commit";
 import type { ConfigInput } from "../../lib/config";
 import { unsubscribeContactOf } from "../../store/contacts";
 import { advanceStatusSql, reconcileUnknownOutcome, updateEmail } from "../../store/emails";
 import { OUTCOME_UNKNOWN_PREFIX } from "../send/records";
 import { insertEmailEvent } from "../../store/events";
-import { buildSuppression } from "../suppressions";
+import { WriteBatch, type Statement } from "../../store/batch";
+import { buildSuppression, type SuppressionReason } from "../suppressions";
 import { newId } from "../../lib/ids";
-import { recordedEventIds, recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks/events";
+import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks/events";
 import { contactWriteEvents } from "../webhooks/record";
 
 /**
@@ -88,9 +90,6 @@ export type Feedback = Tagged &
     | { kind: "delayed"; providerMessageId: string; delayType?: string; at?: Date }
   );
 
-/** Hands webhook events a feedback batch recorded to the webhook queue. */
-export type WebhookHandOver = (projectId: string, eventIds: string[]) => Promise<unknown>;
-
 /** An event for the email's contact, stored only once per (email, name, feedbackId). */
 function buildFeedbackEvent(db: Database, emailId: string, name: string, data: JsonObject & { feedbackId: string }, now: Date, env: ConfigInput | undefined) {
   const duplicate = db
@@ -111,115 +110,111 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
  * Past the project's QUOTA_EVENTS_PER_DAY (from `env`) the event is not stored; the rest still applies.
  * Webhook events (email.delivered, .bounced, .complained, .delivery_delayed, .failed and the
  * contact.unsubscribed a bounce or complaint causes) go in the same batch, each only when this
- * feedback changes the email (recorded ahead of the write, while its timestamp is still unset).
+ * feedback changes the email (recorded ahead of the write, while its timestamp is still unset);
+ * they leave through `afterCommit`.
  */
-export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput, handOver?: WebhookHandOver): Promise<FeedbackOutcome> {
+export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput, afterCommit?: AfterCommit): Promise<FeedbackOutcome> {
   // An empty id (e.g. "<>" once normalised) names no email: mail sent without one stores NULL.
   if (!feedback.providerMessageId.trim()) return "ignored";
   const now = new Date();
   const when = feedback.at ?? now;
-  const email = await feedbackEmail(db, feedback, when, now, handOver);
+  const email = await feedbackEmail(db, feedback, when, now, afterCommit);
   if (!email) return "unknown-email";
   if (feedback.kind === "sent") return "sent";
   const d1 = db.$client;
   const hook = (item: Omit<EmailEventItem, "id" | "emailId">) => recordEmailWebhookEvents(d1, [{ id: newId(), emailId: email.id, ...item }], when);
+  const write = (...statements: Statement[]) => {
+    const batch = new WriteBatch(d1);
+    batch.add(...statements);
+    return batch.run({ afterCommit });
+  };
+
+  switch (feedback.kind) {
+    case "delayed":
+      await write(hook({ type: "email.delivery_delayed", extra: { delayType: feedback.delayType } }));
+      return "delayed";
+    case "delivered":
+      await write(
+        hook({ type: "email.delivered", when: "unset:delivered_at" }),
+        updateEmail(d1, email.id, {
+          status: advanceStatusSql("DELIVERED"),
+          deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
+          updatedAt: now,
+        }),
+      );
+      return "delivered";
+    case "failed":
+      // Only mail still waiting for its outcome: a failure report never undoes a delivery, bounce or complaint.
+      await write(
+        hook({ type: "email.failed", when: "unset:failed_at", status: "SENT", extra: { reason: feedback.reason } }),
+        updateEmail(d1, email.id, { status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now }, eq(emails.status, "SENT")),
+      );
+      return "failed";
+    case "bounce": {
+      let { data, reason } = feedback;
+      if (feedback.recipients) {
+        // Only a bounce that names this email's recipient applies to it, with that recipient's own diagnostic.
+        const recipient = feedback.recipients.find((r) => r.address === email.toAddress.toLowerCase());
+        if (!recipient) return "not-recipient";
+        const { diagnosticCode, smtpStatus } = recipient;
+        data = { ...data, ...(diagnosticCode ? { diagnosticCode } : {}), ...(smtpStatus ? { smtpStatus } : {}) };
+        reason = diagnosticCode ?? reason;
+      }
+      const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...data, feedbackId: feedback.feedbackId }, now, env);
+      if (!feedback.permanent) {
+        await write(event, hook({ type: "email.bounced", extra: { bounceType: "SOFT" } }));
+        return "transient-bounce";
+      }
+      await write(
+        ...undeliverable(db, email, now, {
+          hook: hook({ type: "email.bounced", when: "unset:bounced_at", extra: { bounceType: "HARD" } }),
+          event,
+          set: { status: advanceStatusSql("BOUNCED"), bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`, error: reason },
+          suppression: { reason: "BOUNCE", detail: reason },
+        }),
+      );
+      return "bounced";
+    }
+    case "complaint":
+      await write(
+        ...undeliverable(db, email, now, {
+          hook: hook({ type: "email.complained", when: "unset:complained_at" }),
+          event: buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env),
+          set: { status: advanceStatusSql("COMPLAINED"), complainedAt: sql`COALESCE(${emails.complainedAt}, ${when.getTime()})` },
+          suppression: { reason: "COMPLAINT", detail: feedback.detail },
+        }),
+      );
+      return "complained";
+  }
+}
+
+/**
+ * A permanent bounce or a complaint, as one batch: its webhook event (ahead of
+ * the write), the contact.unsubscribed it causes, its event, the email's new
+ * status, the address suppressed and the contact unsubscribed.
+ */
+function undeliverable(
+  db: Database,
+  email: FeedbackEmail,
+  now: Date,
+  change: { hook: Statement; event: Statement; set: Parameters<typeof updateEmail>[2]; suppression: { reason: SuppressionReason; detail: string } },
+): Statement[] {
+  const d1 = db.$client;
   const unsubscribed = contactWriteEvents(d1, {
     projectId: email.projectId,
     at: now,
     ...(email.contactId ? { contactId: email.contactId } : { email: email.toAddress }),
     subscribed: false,
   });
-  const handOverFrom = async (results: unknown[][], hookIndexes: number[]) => {
-    const ids = recordedEventIds(hookIndexes.map((i) => results[i] as Record<string, unknown>[]));
-    if (handOver && ids.length > 0) await handOver(email.projectId, ids);
-  };
-
-  if (feedback.kind === "delayed") {
-    const results = await runStatements(db, [hook({ type: "email.delivery_delayed", extra: { delayType: feedback.delayType } })]);
-    await handOverFrom(results, [0]);
-    return "delayed";
-  }
-
-  if (feedback.kind === "delivered") {
-    const results = await runStatements(db, [
-      hook({ type: "email.delivered", when: "unset:delivered_at" }),
-      updateEmail(db.$client, email.id, {
-        status: advanceStatusSql("DELIVERED"),
-        deliveredAt: sql`COALESCE(${emails.deliveredAt}, ${when.getTime()})`,
-        updatedAt: now,
-      }),
-    ]);
-    await handOverFrom(results, [0]);
-    return "delivered";
-  }
-
-  if (feedback.kind === "failed") {
-    // Only mail still waiting for its outcome: a failure report never undoes a delivery, bounce or complaint.
-    const results = await runStatements(db, [
-      hook({ type: "email.failed", when: "unset:failed_at", status: "SENT", extra: { reason: feedback.reason } }),
-      updateEmail(db.$client, email.id, { status: "FAILED", failedAt: when, error: feedback.reason, updatedAt: now }, eq(emails.status, "SENT")),
-    ]);
-    await handOverFrom(results, [0]);
-    return "failed";
-  }
-
-  if (feedback.kind === "bounce") {
-    let { data, reason } = feedback;
-    if (feedback.recipients) {
-      // Only a bounce that names this email's recipient applies to it, with that recipient's own diagnostic.
-      const recipient = feedback.recipients.find((r) => r.address === email.toAddress.toLowerCase());
-      if (!recipient) return "not-recipient";
-      const { diagnosticCode, smtpStatus } = recipient;
-      data = { ...data, ...(diagnosticCode ? { diagnosticCode } : {}), ...(smtpStatus ? { smtpStatus } : {}) };
-      reason = diagnosticCode ?? reason;
-    }
-    const event = buildFeedbackEvent(db, email.id, "email.bounced", { ...data, feedbackId: feedback.feedbackId }, now, env);
-    if (!feedback.permanent) {
-      const results = await runStatements(db, [event, hook({ type: "email.bounced", extra: { bounceType: "SOFT" } })]);
-      await handOverFrom(results, [1]);
-      return "transient-bounce";
-    }
-    const n = unsubscribed.before.length;
-    const results = await runStatements(db, [
-      hook({ type: "email.bounced", when: "unset:bounced_at", extra: { bounceType: "HARD" } }),
-      ...unsubscribed.before,
-      event,
-      updateEmail(db.$client, email.id, {
-        status: advanceStatusSql("BOUNCED"),
-        bouncedAt: sql`COALESCE(${emails.bouncedAt}, ${when.getTime()})`,
-        error: reason,
-        updatedAt: now,
-      }),
-      buildSuppression(db, email.projectId, email.toAddress, "BOUNCE", reason),
-      unsubscribeContactOf(db.$client, email, now),
-      ...unsubscribed.after,
-    ]);
-    await handOverFrom(
-      results,
-      Array.from({ length: n + 1 }, (_, i) => i),
-    );
-    return "bounced";
-  }
-
-  const n = unsubscribed.before.length;
-  const results = await runStatements(db, [
-    hook({ type: "email.complained", when: "unset:complained_at" }),
+  return [
+    change.hook,
     ...unsubscribed.before,
-    buildFeedbackEvent(db, email.id, "email.complained", { ...feedback.data, feedbackId: feedback.feedbackId }, now, env),
-    updateEmail(db.$client, email.id, {
-      status: advanceStatusSql("COMPLAINED"),
-      complainedAt: sql`COALESCE(${emails.complainedAt}, ${when.getTime()})`,
-      updatedAt: now,
-    }),
-    buildSuppression(db, email.projectId, email.toAddress, "COMPLAINT", feedback.detail),
-    unsubscribeContactOf(db.$client, email, now),
+    change.event,
+    updateEmail(d1, email.id, { ...change.set, updatedAt: now }),
+    buildSuppression(db, email.projectId, email.toAddress, change.suppression.reason, change.suppression.detail),
+    unsubscribeContactOf(d1, email, now),
     ...unsubscribed.after,
-  ]);
-  await handOverFrom(
-    results,
-    Array.from({ length: n + 1 }, (_, i) => i),
-  );
-  return "complained";
+  ];
 }
 
 type FeedbackEmail = { id: string; projectId: string; contactId: string | null; toAddress: string };
@@ -230,13 +225,14 @@ type FeedbackEmail = { id: string; projectId: string; contactId: string | null; 
  * (store/emails reconcileUnknownOutcome, with its email.sent webhook event), so the feedback then applies to
  * it as to any sent email. docs/reliability.md.
  */
-async function feedbackEmail(db: Database, feedback: Feedback, when: Date, now: Date, handOver?: WebhookHandOver): Promise<FeedbackEmail | undefined> {
+async function feedbackEmail(db: Database, feedback: Feedback, when: Date, now: Date, afterCommit?: AfterCommit): Promise<FeedbackEmail | undefined> {
   const columns = { id: emails.id, projectId: emails.projectId, contactId: emails.contactId, toAddress: emails.toAddress };
   const [known] = await db.select(columns).from(emails).where(eq(emails.providerMessageId, feedback.providerMessageId)).limit(1);
   if (known || !feedback.ref) return known;
   const { emailId, projectId } = feedback.ref;
   const d1 = db.$client;
-  const [reconciled, events] = await runStatements(db, [
+  const batch = new WriteBatch(d1);
+  const reconcile = batch.add(
     reconcileUnknownOutcome(d1, {
       emailId,
       projectId,
@@ -245,11 +241,10 @@ async function feedbackEmail(db: Database, feedback: Feedback, when: Date, now: 
       now: now.getTime(),
       unknownPrefix: OUTCOME_UNKNOWN_PREFIX,
     }),
-    recordEmailWebhookEvents(d1, [{ id: newId(), emailId, type: "email.sent", when: "set:sent_at" }], when),
-  ]);
-  if (reconciled.length === 0) return undefined;
-  const ids = recordedEventIds([events]);
-  if (handOver && ids.length > 0) await handOver(projectId, ids);
+  );
+  batch.add(recordEmailWebhookEvents(d1, [{ id: newId(), emailId, type: "email.sent", when: "set:sent_at" }], when));
+  const result = await batch.run({ afterCommit });
+  if (result.rows(reconcile).length === 0) return undefined;
   const [email] = await db
     .select(columns)
     .from(emails)

@@ -1,6 +1,6 @@
-import { queueWebhookEvents } from "../webhooks/deliver";
 import { getDb } from "../../db/client";
 import type { Env } from "../../env";
+import type { AfterCommit } from "../../lib/after-commit";
 import { normalizeMessageId } from "../providers/cloudflare";
 import { applyFeedback, type Feedback } from "./apply";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
@@ -101,9 +101,10 @@ export function parseEmailServiceEvent(body: unknown): Feedback | null {
 /**
  * Consumer of EMAIL_EVENTS_QUEUE. Every event is applied on its own (a batch
  * holds at most max_batch_size of them); events that change nothing (deferred,
- * unknown mail, malformed) are acked, a database failure is retried.
+ * unknown mail, malformed) are acked, a database failure is retried. The
+ * webhook events they record leave through the batch's `afterCommit`.
  */
-export async function applyEmailServiceEvents(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
+export async function applyEmailServiceEvents(messages: readonly QueuedMessage<unknown>[], env: Env, afterCommit: AfterCommit): Promise<Verdict[]> {
   const db = getDb(env.DB);
   const verdicts: Verdict[] = [];
   for (const message of messages) {
@@ -113,7 +114,7 @@ export async function applyEmailServiceEvents(messages: readonly QueuedMessage<u
       continue;
     }
     try {
-      await applyFeedback(db, feedback, env, (projectId, ids) => queueWebhookEvents(env, projectId, ids));
+      await applyFeedback(db, feedback, env, afterCommit);
       verdicts.push(ACK);
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);

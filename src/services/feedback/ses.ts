@@ -1,7 +1,8 @@
 import type { Database } from "../../db/client";
+import type { AfterCommit } from "../../lib/after-commit";
 import type { ConfigInput } from "../../lib/config";
 import { EMAIL_TAG, PROJECT_TAG } from "../providers/ses";
-import { applyFeedback, type EmailRef, type FeedbackOutcome, type WebhookHandOver } from "./apply";
+import { applyFeedback, type EmailRef, type FeedbackOutcome } from "./apply";
 
 /**
  * SES feedback (delivered through SNS): Delivery, Bounce and Complaint, in
@@ -47,7 +48,8 @@ export async function applySesFeedback(
   snsMessageId: string,
   messageText: string,
   env?: ConfigInput,
-  handOver?: WebhookHandOver,
+  /** Where the webhook events its batch recorded leave (the request's door). */
+  afterCommit?: AfterCommit,
 ): Promise<FeedbackOutcome> {
   let message: unknown;
   try {
@@ -66,17 +68,17 @@ export async function applySesFeedback(
   if (kind === "Send") {
     // SES took the message: only reconciles an email whose provider call had no answer.
     if (!ref) return "ignored";
-    return applyFeedback(db, { kind: "sent", providerMessageId, ref, at: at(mail?.timestamp) }, env, handOver);
+    return applyFeedback(db, { kind: "sent", providerMessageId, ref, at: at(mail?.timestamp) }, env, afterCommit);
   }
 
   if (kind === "Delivery") {
     const delivery = isObj(message.delivery) ? message.delivery : {};
-    return applyFeedback(db, { kind: "delivered", providerMessageId, ref, at: at(delivery.timestamp) }, env, handOver);
+    return applyFeedback(db, { kind: "delivered", providerMessageId, ref, at: at(delivery.timestamp) }, env, afterCommit);
   }
 
   if (kind === "DeliveryDelay") {
     const delay = isObj(message.deliveryDelay) ? message.deliveryDelay : {};
-    return applyFeedback(db, { kind: "delayed", providerMessageId, ref, delayType: str(delay.delayType), at: at(delay.timestamp) }, env, handOver);
+    return applyFeedback(db, { kind: "delayed", providerMessageId, ref, delayType: str(delay.delayType), at: at(delay.timestamp) }, env, afterCommit);
   }
 
   if (kind === "Bounce") {
@@ -102,7 +104,7 @@ export async function applySesFeedback(
         at: at(bounce.timestamp),
       },
       env,
-      handOver,
+      afterCommit,
     );
   }
 
@@ -121,7 +123,7 @@ export async function applySesFeedback(
       at: at(complaint.timestamp),
     },
     env,
-    handOver,
+    afterCommit,
   );
 }
 

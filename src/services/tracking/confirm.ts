@@ -1,7 +1,9 @@
 import { and, eq, sql } from "drizzle-orm";
-import { runStatements, type Database } from "../../db/client";
+import type { Database } from "../../db/client";
 import { contacts, emails } from "../../db/schema";
+import type { AfterCommit } from "../../lib/after-commit";
 import type { ConfigInput } from "../../lib/config";
+import { WriteBatch } from "../../store/batch";
 import { updateContactById } from "../../store/contacts";
 import { insertContactEvent } from "../../store/events";
 import { queueConfirmedContactCreated } from "../../store/workflows";
@@ -54,7 +56,8 @@ export async function confirmSubscription(
   db: Database,
   env: ConfigInput | undefined,
   emailId: string,
-  handOver?: (projectId: string, eventIds: string[]) => Promise<unknown>,
+  /** Where its webhook events leave (the request's door). */
+  afterCommit?: AfterCommit,
   now = new Date(),
 ): Promise<{ outcome: ConfirmOutcome; projectId?: string }> {
   const found = await findConfirmation(db, emailId, now);
@@ -62,8 +65,8 @@ export async function confirmSubscription(
   if (found.subscribed) return { outcome: "unchanged", projectId: found.projectId };
   if (found.used) return { outcome: "used", projectId: found.projectId };
   const hooks = contactWriteEvents(db.$client, { projectId: found.projectId, at: now, email: found.email, subscribed: true });
-  const n = hooks.before.length;
-  const results = await runStatements(db, [
+  const batch = new WriteBatch(db.$client);
+  batch.add(
     // The CONTACT_CREATED workflows the unconfirmed contact did not start (first: it reads the state before this confirmation).
     queueConfirmedContactCreated(db.$client, found.projectId, found.contactId, emailId, now.getTime()),
     insertContactEvent(
@@ -76,8 +79,7 @@ export async function confirmSubscription(
     ...hooks.before,
     updateContactById(db.$client, found.projectId, found.contactId, { subscribed: true }, now),
     ...hooks.after,
-  ]);
-  const webhookEvents = hooks.ids(results.slice(2, 2 + n));
-  if (handOver && webhookEvents.length > 0) await handOver(found.projectId, webhookEvents);
+  );
+  await batch.run({ afterCommit });
   return { outcome: "confirmed", projectId: found.projectId };
 }

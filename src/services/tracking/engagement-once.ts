@@ -1,5 +1,6 @@
 import type { Database } from "../../db/client";
 import type { Env } from "../../env";
+import type { AfterCommit } from "../../lib/after-commit";
 import { clientWithinLimit } from "../../lib/client-limit";
 import type { Clock } from "../../lib/caches";
 import { TtlCache } from "../../lib/ttl-cache";
@@ -28,12 +29,13 @@ export async function recordLinkEngagement(
   emailId: string,
   kind: Engagement,
   details: { url?: string } = {},
-  handOver?: (rows: Record<string, unknown>[]) => Promise<unknown>,
+  /** Where the webhook event leaves (the request's door). */
+  afterCommit?: AfterCommit,
 ) {
   const key = `${kind}:${emailId}`;
   if (counted.get(key)) return false;
   if (!(await clientWithinLimit(env, "tracking", headers))) return false;
-  const recorded = await recordEngagement(db, emailId, kind, details, new Date(), env, handOver);
+  const recorded = await recordEngagement(db, emailId, kind, details, new Date(), env, afterCommit);
   if (recorded) counted.set(key, true);
   return recorded;
 }

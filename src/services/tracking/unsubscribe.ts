@@ -1,7 +1,9 @@
 import { and, eq } from "drizzle-orm";
-import { runStatements, type Database } from "../../db/client";
+import type { Database } from "../../db/client";
 import { contacts, emails } from "../../db/schema";
+import type { AfterCommit } from "../../lib/after-commit";
 import type { ConfigInput } from "../../lib/config";
+import { WriteBatch } from "../../store/batch";
 import { upsertContacts } from "../../store/contacts";
 import { insertContactEvent } from "../../store/events";
 import { contactWriteEvents } from "../webhooks/record";
@@ -30,8 +32,8 @@ export async function unsubscribeByEmail(
   emailId: string,
   method: "one-click" | "page",
   env?: ConfigInput,
-  /** Hands the webhook events (contact.unsubscribed, or contact.created for a contact created unsubscribed) to the webhook queue. */
-  handOver?: (projectId: string, eventIds: string[]) => Promise<unknown>,
+  /** Where the webhook events (contact.unsubscribed, or contact.created for a contact created unsubscribed) leave. */
+  afterCommit?: AfterCommit,
 ): Promise<UnsubscribeOutcome> {
   const [email] = await db.select({ projectId: emails.projectId, to: emails.toAddress }).from(emails).where(eq(emails.id, emailId)).limit(1);
   if (!email) return "unknown-email";
@@ -45,19 +47,13 @@ export async function unsubscribeByEmail(
   const event = (where: ReturnType<typeof and>) =>
     insertContactEvent(db.$client, env, email.projectId, { name: "contact.unsubscribed", data: { method }, emailId, now }, where);
   const hooks = contactWriteEvents(db.$client, { projectId: email.projectId, at: now, email: email.to, creates: true, subscribed: false });
-  const n = hooks.before.length;
-  const [, ...rest] = await runStatements(db, [
-    // An existing, still subscribed contact: the event is written before the upsert below changes it.
-    event(and(eq(contacts.projectId, email.projectId), eq(contacts.email, email.to), eq(contacts.subscribed, true))),
-    ...hooks.before,
-    ...upsert.statements,
-    ...hooks.after,
-    // A contact created just now (the old one was deleted): its event.
-    event(eq(contacts.id, createdId)),
-  ]);
-  const changed = rest[n];
-  const webhookEvents = hooks.ids(rest.slice(0, n));
-  if (handOver && webhookEvents.length > 0) await handOver(email.projectId, webhookEvents);
+  const batch = new WriteBatch(db.$client);
+  // An existing, still subscribed contact: the event is written before the upsert below changes it.
+  batch.add(event(and(eq(contacts.projectId, email.projectId), eq(contacts.email, email.to), eq(contacts.subscribed, true))), ...hooks.before);
+  const upserted = batch.add(...upsert.statements);
+  // A contact created just now (the old one was deleted): its event.
+  batch.add(...hooks.after, event(eq(contacts.id, createdId)));
+  const result = await batch.run({ afterCommit });
   // The upsert returns a contact only when it was created or was subscribed until now.
-  return changed.length > 0 ? "unsubscribed" : "unchanged";
+  return result.rows(upserted).length > 0 ? "unsubscribed" : "unchanged";
 }

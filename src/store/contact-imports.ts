@@ -1,8 +1,8 @@
 /**
- * The writer of the import tables (contact_imports, contact_import_rows,
+ * The writer of the contact import tables (contact_imports, contact_import_rows,
  * contact_import_chunks): fixed SQL, returned as statements for one batch.
- * src/services/imports.ts orchestrates the upload and the chunks,
- * src/services/import-jobs.ts the cron's recovery. Staged rows and the job's
+ * src/services/contact-imports/ orchestrates the upload (upload.ts), the chunks
+ * (process.ts) and the cron's recovery (recovery.ts). Staged rows and the job's
  * header and errors count in projects.stored_bytes (triggers, migration 0025).
  */
 
@@ -157,8 +157,7 @@ const COUNT_SQL = `UPDATE contact_imports SET
  * After the upsert: the workflow triggers its contacts queued (CONTACT_CREATED,
  * CONTACT_SUBSCRIBED: outbox rows past the claim's mark) are removed, the
  * chunk's staged rows deleted, and, when this chunk was the last, the import
- * COMPLETED with one `contacts.imported` event (contact_id NULL). The
- * `contacts.imported` webhook statement is at index FINISH_WEBHOOK_AT.
+ * COMPLETED with one `contacts.imported` event (contact_id NULL).
  */
 export function finishChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatement[] {
   return [
@@ -167,7 +166,6 @@ export function finishChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatemen
     ...completeIfDone(d1, o.importId, o.eventId, o.now),
   ];
 }
-export const FINISH_WEBHOOK_AT = 2;
 const DROP_TRIGGERS_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id = ?1
   AND id > (SELECT outbox_mark FROM contact_import_chunks WHERE import_id = ?2 AND first_row = ?3)
   AND kind IN ('CONTACT_CREATED', 'CONTACT_SUBSCRIBED')
@@ -175,8 +173,8 @@ const DROP_TRIGGERS_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id 
 
 /**
  * The import's end, if every row is processed: the `contacts.imported` webhook
- * event (first: it returns `id, project_id` when an endpoint subscribes, for
- * queueRecordedEvents), the project event, then COMPLETED (each only once),
+ * event (first, marked recordsWebhookEvents: it returns `id, project_id` when an
+ * endpoint subscribes), the project event, then COMPLETED (each only once),
  * then its chunk claims, which a finished import no longer needs (a late
  * delivery finds it COMPLETED).
  */
@@ -207,7 +205,7 @@ const COMPLETE_SQL = `UPDATE contact_imports SET status = 'COMPLETED', finished_
 const DROP_CLAIMS_SQL = `DELETE FROM contact_import_chunks WHERE import_id = ?1
   AND EXISTS (SELECT 1 FROM contact_imports WHERE id = ?1 AND status = 'COMPLETED')`;
 
-// The cron (src/services/import-jobs.ts).
+// The cron (src/services/contact-imports/recovery.ts).
 
 /**
  * Open imports without progress since `before`, in `status`, FAILED with
@@ -235,12 +233,12 @@ const LEFTOVER_SQL = `WITH RECURSIVE staged(id) AS (
     AND NOT EXISTS (SELECT 1 FROM contact_imports i WHERE i.id = staged.id AND i.${OPEN})
   LIMIT ?1`;
 
-/** Deletes up to `limit` staged rows of an import (lowest rows first), counted first (`n`); the trigger gives their bytes back. */
-export function sweepRows(d1: D1Database, importId: string, limit: number): D1PreparedStatement[] {
-  return [
-    d1.prepare("SELECT count(*) AS n FROM (SELECT 1 FROM contact_import_rows WHERE import_id = ?1 LIMIT ?2)").bind(importId, limit),
-    d1.prepare(SWEEP_SQL).bind(importId, limit),
-  ];
+/** Deletes up to `limit` staged rows of an import (lowest rows first), counted first (`n`, in the same batch); the trigger gives their bytes back. */
+export function sweepRows(d1: D1Database, importId: string, limit: number): { count: D1PreparedStatement; remove: D1PreparedStatement } {
+  return {
+    count: d1.prepare("SELECT count(*) AS n FROM (SELECT 1 FROM contact_import_rows WHERE import_id = ?1 LIMIT ?2)").bind(importId, limit),
+    remove: d1.prepare(SWEEP_SQL).bind(importId, limit),
+  };
 }
 const SWEEP_SQL = `DELETE FROM contact_import_rows WHERE import_id = ?1
   AND row <= (SELECT max(row) FROM (SELECT row FROM contact_import_rows WHERE import_id = ?1 ORDER BY row LIMIT ?2))`;

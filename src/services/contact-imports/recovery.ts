@@ -1,17 +1,13 @@
-import type { Env } from "../env";
-import type { ImportChunkMessage } from "../messages";
-import { failStalled, leftoverImports, markResumed, stagedRowsAfter, stalledImports, sweepRows } from "../store/imports";
-import { enqueueImportChunks } from "../queues";
+import type { Env } from "../../env";
+import { WriteBatch } from "../../store/batch";
+import { failStalled, leftoverImports, markResumed, stagedRowsAfter, stalledImports, sweepRows } from "../../store/contact-imports";
+import { cutChunks, queueChunks } from "./chunks";
 
 /**
- * An import's life outside its upload request: how its rows are cut into
- * chunk messages, and the cron job that finishes what a crash left (kept apart
- * from src/services/imports.ts, so the cron does not load the CSV libraries).
+ * The cron's import job: finishes what a crash left of an import (kept apart
+ * from upload.ts, so the cron does not load the CSV libraries).
  */
 
-/** Rows per chunk, and bytes of staged rows per chunk: one D1 batch and one queue message each. */
-export const CHUNK_ROWS = 500;
-export const CHUNK_CHARS = 900_000;
 /** An upload that staged nothing for this long is dead (its invocation ended): FAILED, its rows dropped. */
 export const UPLOAD_TIMEOUT_MS = 3 * 60_000;
 /** A PROCESSING import with no chunk applied for this long has lost messages: its remaining rows are queued again. */
@@ -27,36 +23,6 @@ export const UPLOAD_DIED =
   "The upload stopped: no rows arrived for 3 minutes (the request was cut off or its Worker invocation ended); nothing was imported. Upload the file again.";
 const ABANDONED = "The import made no progress for 24 hours; the rows not yet processed were dropped. Import the file again.";
 
-export type ChunkRange = Pick<ImportChunkMessage, "fromRow" | "toRow">;
-
-/** Cuts consecutive staged rows (row order) into chunks of at most CHUNK_ROWS rows and CHUNK_CHARS bytes. */
-export function cutChunks(rows: readonly { row: number; size: number }[]): ChunkRange[] {
-  const chunks: ChunkRange[] = [];
-  let from = 0;
-  let count = 0;
-  let size = 0;
-  for (const [i, r] of rows.entries()) {
-    if (count > 0 && (count >= CHUNK_ROWS || size + r.size > CHUNK_CHARS)) {
-      chunks.push({ fromRow: from, toRow: rows[i - 1].row });
-      count = 0;
-      size = 0;
-    }
-    if (count === 0) from = r.row;
-    count++;
-    size += r.size;
-  }
-  if (count > 0) chunks.push({ fromRow: from, toRow: rows[rows.length - 1].row });
-  return chunks;
-}
-
-/** One message per chunk on the import queue. */
-export function queueChunks(env: Env, importId: string, projectId: string, chunks: readonly ChunkRange[]) {
-  return enqueueImportChunks(
-    env,
-    chunks.map((c) => ({ importId, projectId, fromRow: c.fromRow, toRow: c.toRow })),
-  );
-}
-
 /**
  * The cron's import job, bounded per tick:
  * - an upload that staged nothing for UPLOAD_TIMEOUT_MS is FAILED with UPLOAD_DIED
@@ -65,22 +31,25 @@ export function queueChunks(env: Env, importId: string, projectId: string, chunk
  * - a PROCESSING import with no chunk applied for STALL_MS has the chunks of its
  *   remaining rows queued again, a round of up to RESUME_ROWS_PER_TICK rows per
  *   tick until its last row. A chunk applies each row once however often it
- *   comes (store/imports.ts claimChunk), so re-queuing what is only late is harmless.
+ *   comes (store/contact-imports.ts claimChunk), so re-queuing what is only late is harmless.
  */
 export async function runImportJobs(env: Env, now: Date, limits = { resumeRowsPerTick: RESUME_ROWS_PER_TICK, sweepRowsPerTick: SWEEP_ROWS_PER_TICK }) {
   const d1 = env.DB;
   const t = now.getTime();
-  const [expired, abandoned] = await d1.batch<{ id: string }>([
-    failStalled(d1, "PENDING", t - UPLOAD_TIMEOUT_MS, UPLOAD_DIED, t, IMPORTS_PER_TICK),
-    failStalled(d1, "PROCESSING", t - ABANDON_MS, ABANDONED, t, IMPORTS_PER_TICK),
-  ]);
+  const failing = new WriteBatch(d1);
+  const expired = failing.add(failStalled(d1, "PENDING", t - UPLOAD_TIMEOUT_MS, UPLOAD_DIED, t, IMPORTS_PER_TICK));
+  const abandoned = failing.add(failStalled(d1, "PROCESSING", t - ABANDON_MS, ABANDONED, t, IMPORTS_PER_TICK));
+  const failed = await failing.run();
 
   let swept = 0;
   const { results: leftovers } = await leftoverImports(d1, IMPORTS_PER_TICK).all<{ id: string }>();
   for (const { id } of leftovers) {
     if (swept >= limits.sweepRowsPerTick) break;
-    const [counted] = await d1.batch<{ n: number }>(sweepRows(d1, id, limits.sweepRowsPerTick - swept));
-    swept += counted.results?.[0]?.n ?? 0;
+    const sweep = new WriteBatch(d1);
+    const { count, remove } = sweepRows(d1, id, limits.sweepRowsPerTick - swept);
+    const counted = sweep.add(count);
+    sweep.add(remove);
+    swept += Number((await sweep.run()).rows(counted)[0]?.n ?? 0);
   }
 
   let requeued = 0;
@@ -96,5 +65,5 @@ export async function runImportJobs(env: Env, now: Date, limits = { resumeRowsPe
     requeued += rows.length;
     if (rows.length > 0) resumed.push(job.id);
   }
-  return { expired: expired.results?.length ?? 0, abandoned: abandoned.results?.length ?? 0, swept, requeued, resumed };
+  return { expired: failed.rows(expired).length, abandoned: failed.rows(abandoned).length, swept, requeued, resumed };
 }
