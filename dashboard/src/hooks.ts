@@ -18,6 +18,12 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   return { ...state, reload: run };
 }
 
+/** The item an editor page edits, none for the id "new" (the page creates one); `ready` once nothing is left to load. */
+export function useItem<T>(id: string, load: (id: string) => Promise<T>) {
+  const state = useLoad(async () => (id === "new" ? undefined : await load(id)), [id]);
+  return { ...state, ready: id === "new" || state.data !== undefined, item: state.data };
+}
+
 /** Runs an action, keeping its error and busy state for the form that started it. */
 export function useAction() {
   const [busy, setBusy] = useState(false);

@@ -22,8 +22,8 @@ export function ActionForm(props: { action: Action; onSubmit: () => Promise<unkn
   );
 }
 
-/** An editor form's outcome (error or notice), its primary submit button and beside it `children` (a delete button). */
-export function FormActions(props: { action: Action; submit: string; children?: ComponentChildren }) {
+/** An editor form's outcome (error or notice), its primary submit button and, for a saved item, its delete button. */
+export function FormActions(props: { action: Action; submit: string; remove?: DeleteTarget }) {
   return (
     <>
       <Messages error={props.action.error} notice={props.action.notice} />
@@ -31,7 +31,7 @@ export function FormActions(props: { action: Action; submit: string; children?: 
         <button type="submit" class="primary" disabled={props.action.busy}>
           {props.submit}
         </button>
-        {props.children}
+        {props.remove && <DeleteButton {...props.remove} action={props.action} />}
       </div>
     </>
   );
@@ -48,8 +48,10 @@ export function ActionButton(props: { action: Action; onClick: () => Promise<unk
 
 type DeletePath = "/campaigns/{id}" | "/contacts/{id}" | "/domains/{id}" | "/segments/{id}" | "/templates/{id}" | "/workflows/{id}";
 
+type DeleteTarget = { path: DeletePath; id: string; question: string; verb?: "Delete" | "Remove" };
+
 /** "Delete campaign" (or "Remove domain"): a confirmed DELETE of `path` for `id`, then the list it was in. */
-export function DeleteButton(props: { path: DeletePath; id: string; action: Action; question: string; verb?: "Delete" | "Remove" }): JSX.Element {
+export function DeleteButton(props: DeleteTarget & { action: Action }): JSX.Element {
   const verb = props.verb ?? "Delete";
   const list = props.path.slice(0, -"/{id}".length);
   return (

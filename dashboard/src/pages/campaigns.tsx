@@ -1,9 +1,9 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, call, type Campaign, type CampaignStats, type Condition, type Email } from "../api/client";
-import { ActionForm, FormActions, ConfirmButton, DeleteButton } from "../components/actions";
+import { ActionForm, FormActions, ConfirmButton } from "../components/actions";
 import { CampaignChart, campaignSeries } from "../components/chart";
 import { ConditionBuilder, emptyCondition } from "../components/conditions";
-import { ListPage } from "../components/data-table";
+import { type Column, ListPage } from "../components/data-table";
 import { Field, Loading, Messages, Page, Status } from "../components/page";
 import { PreviewPane } from "../components/preview-pane";
 import { when } from "../format";
@@ -11,18 +11,15 @@ import { useAction, useLoad } from "../hooks";
 import { SAMPLE_DATA } from "../preview";
 import { Link, navigate } from "../router";
 
-export const CampaignList = () => (
-  <ListPage
-    path="/campaigns"
-    create
-    columns={[
-      { header: "Name", cell: (c) => c.name, link: true },
-      { header: "Status", cell: (c) => <Status value={c.status} /> },
-      { header: "Audience", cell: (c) => c.audienceType },
-      { header: "Sent or scheduled", cell: (c) => when(c.sentAt ?? c.scheduledAt) },
-    ]}
-  />
-);
+/** The list's columns: the name links to the campaign. */
+const COLUMNS: Column<Campaign>[] = [
+  { header: "Name", cell: (c) => c.name, link: true },
+  { header: "Status", cell: (c) => <Status value={c.status} /> },
+  { header: "Audience", cell: (c) => c.audienceType },
+  { header: "Sent or scheduled", cell: (c) => when(c.sentAt ?? c.scheduledAt) },
+];
+
+export const CampaignList = () => <ListPage path="/campaigns" create columns={COLUMNS} />;
 
 export function CampaignPage(props: { id: string }) {
   const state = useLoad(
@@ -168,11 +165,11 @@ function CampaignEditor(props: { campaign?: Campaign; onChange?: () => void }) {
           <Field label="Body (HTML)" hint="{{variables}} fill from each contact's data; an unsubscribe link is added when the body has no {{unsubscribeUrl}}.">
             {(id) => <textarea id={id} class="mono" rows={12} required value={draft.body} onInput={(e) => set({ body: e.currentTarget.value })} />}
           </Field>
-          <FormActions action={action} submit={campaign ? "Save draft" : "Create draft"}>
-            {campaign && (
-              <DeleteButton path="/campaigns/{id}" id={campaign.id} action={action} question={`Delete the draft "${campaign.name}"? This cannot be undone.`} />
-            )}
-          </FormActions>
+          <FormActions
+            action={action}
+            submit={campaign ? "Save draft" : "Create draft"}
+            remove={campaign && { path: "/campaigns/{id}", id: campaign.id, question: `Delete the draft "${campaign.name}"? This cannot be undone.` }}
+          />
         </ActionForm>
         <PreviewPane subject={draft.subject} body={draft.body} sample={sample} onSample={setSample} />
       </div>

@@ -1,29 +1,25 @@
 import { useState } from "preact/hooks";
 import { api, call, type Condition, type Segment } from "../api/client";
 import { useList } from "../api/lists";
-import { ActionForm, FormActions, DeleteButton } from "../components/actions";
+import { ActionForm, FormActions } from "../components/actions";
 import { ConditionBuilder, emptyCondition } from "../components/conditions";
-import { ListBody, ListPage } from "../components/data-table";
+import { type Column, ListBody, ListPage } from "../components/data-table";
 import { Field, Loading, Page } from "../components/page";
-import { useAction, useLoad } from "../hooks";
+import { useAction, useItem } from "../hooks";
 import { Link, navigate } from "../router";
 
-export const SegmentList = () => (
-  <ListPage
-    path="/segments"
-    create
-    columns={[
-      { header: "Name", cell: (s) => s.name, link: true },
-      { header: "Members", cell: (s) => s.memberCount },
-      { header: "Description", cell: (s) => s.description ?? "" },
-    ]}
-  />
-);
+/** The list's columns: the name links to the segment. */
+const COLUMNS: Column<Segment>[] = [
+  { header: "Name", cell: (s) => s.name, link: true },
+  { header: "Members", cell: (s) => s.memberCount },
+  { header: "Description", cell: (s) => s.description ?? "" },
+];
+
+export const SegmentList = () => <ListPage path="/segments" create columns={COLUMNS} />;
 
 export function SegmentPage(props: { id: string }) {
-  const state = useLoad(async () => (props.id === "new" ? null : await call(api.GET("/segments/{id}", { params: { path: { id: props.id } } }))), [props.id]);
-  if (props.id !== "new" && !state.data) return <Page title="Segment">{<Loading state={state} />}</Page>;
-  return <SegmentEditor key={state.data?.id ?? "new"} segment={state.data ?? undefined} />;
+  const state = useItem(props.id, (id) => call(api.GET("/segments/{id}", { params: { path: { id } } })));
+  return state.ready ? <SegmentEditor segment={state.item} /> : <Page title="Segment">{<Loading state={state} />}</Page>;
 }
 
 /**
@@ -71,16 +67,17 @@ function SegmentEditor(props: { segment?: Segment }) {
             "Create the segment to count its members."
           )}
         </p>
-        <FormActions action={action} submit={segment ? "Save and count" : "Create and count"}>
-          {segment && (
-            <DeleteButton
-              path="/segments/{id}"
-              id={segment.id}
-              action={action}
-              question={`Delete the segment "${segment.name}"? Campaigns that target it can no longer be sent.`}
-            />
-          )}
-        </FormActions>
+        <FormActions
+          action={action}
+          submit={segment ? "Save and count" : "Create and count"}
+          remove={
+            segment && {
+              path: "/segments/{id}",
+              id: segment.id,
+              question: `Delete the segment "${segment.name}"? Campaigns that target it can no longer be sent.`,
+            }
+          }
+        />
       </ActionForm>
       {segment && (
         <>

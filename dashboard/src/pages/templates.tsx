@@ -1,31 +1,27 @@
 import { useState } from "preact/hooks";
 import { api, call, type Template } from "../api/client";
-import { ActionForm, FormActions, DeleteButton } from "../components/actions";
-import { ListPage } from "../components/data-table";
+import { ActionForm, FormActions } from "../components/actions";
+import { type Column, ListPage } from "../components/data-table";
 import { Field, Loading, Page } from "../components/page";
 import { PreviewPane } from "../components/preview-pane";
 import { when } from "../format";
-import { useAction, useLoad } from "../hooks";
+import { useAction, useItem } from "../hooks";
 import { SAMPLE_DATA } from "../preview";
 import { navigate } from "../router";
 
-export const TemplateList = () => (
-  <ListPage
-    path="/templates"
-    create
-    columns={[
-      { header: "Name", cell: (t) => t.name, link: true },
-      { header: "Type", cell: (t) => t.type },
-      { header: "Subject", cell: (t) => t.subject },
-      { header: "Updated", cell: (t) => when(t.updatedAt) },
-    ]}
-  />
-);
+/** The list's columns: the name links to the template. */
+const COLUMNS: Column<Template>[] = [
+  { header: "Name", cell: (t) => t.name, link: true },
+  { header: "Type", cell: (t) => t.type },
+  { header: "Subject", cell: (t) => t.subject },
+  { header: "Updated", cell: (t) => when(t.updatedAt) },
+];
+
+export const TemplateList = () => <ListPage path="/templates" create columns={COLUMNS} />;
 
 export function TemplatePage(props: { id: string }) {
-  const state = useLoad(async () => (props.id === "new" ? null : await call(api.GET("/templates/{id}", { params: { path: { id: props.id } } }))), [props.id]);
-  if (props.id !== "new" && !state.data) return <Page title="Template">{<Loading state={state} />}</Page>;
-  return <TemplateEditor key={state.data?.id ?? "new"} template={state.data ?? undefined} />;
+  const state = useItem(props.id, (id) => call(api.GET("/templates/{id}", { params: { path: { id } } })));
+  return state.ready ? <TemplateEditor template={state.item} /> : <Page title="Template">{<Loading state={state} />}</Page>;
 }
 
 function TemplateEditor(props: { template?: Template }) {
@@ -69,16 +65,11 @@ function TemplateEditor(props: { template?: Template }) {
           <Field label="Body (HTML)" hint="Liquid: {{firstName}}, {{firstName ?? friend}}, {{email}}, {{unsubscribeUrl}}.">
             {(id) => <textarea id={id} class="mono" rows={14} required value={body} onInput={(e) => setBody(e.currentTarget.value)} />}
           </Field>
-          <FormActions action={action} submit={t ? "Save template" : "Create template"}>
-            {t && (
-              <DeleteButton
-                path="/templates/{id}"
-                id={t.id}
-                action={action}
-                question={`Delete the template "${t.name}"? Sends and workflows that use it will fail.`}
-              />
-            )}
-          </FormActions>
+          <FormActions
+            action={action}
+            submit={t ? "Save template" : "Create template"}
+            remove={t && { path: "/templates/{id}", id: t.id, question: `Delete the template "${t.name}"? Sends and workflows that use it will fail.` }}
+          />
         </ActionForm>
         <PreviewPane subject={subject} body={body} sample={sample} onSample={setSample} />
       </div>
