@@ -5,7 +5,7 @@ import { getDb } from "../db/client";
 import type { AppBindings } from "../lib/context";
 import { assertClientWithinLimit } from "../lib/client-limit";
 import { linkVerificationSecrets } from "../lib/config";
-import { escapeHtml } from "../lib/html";
+import { escapeHtml, htmlPage } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { confirmSubscription, findConfirmation } from "../services/tracking/confirm";
@@ -55,17 +55,6 @@ const confirmRoute = createRoute({
     429: errorResponse("Too many confirm requests from this client (per IP, a minute)"),
   },
 });
-
-function page(title: string, text: string, extra = ""): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex"><title>${title}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222;line-height:1.5}button{font:inherit;padding:.5rem 1.25rem;cursor:pointer}</style>
-</head><body><h1>${title}</h1><p>${text}</p>${extra}</body></html>`;
-}
-
-const htmlPage = (c: Context<AppBindings>, status: 200 | 400 | 404 | 410, title: string, text: string, extra?: string) =>
-  c.body(page(title, text, extra), status, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
 
 const invalid = (c: Context<AppBindings>) =>
   htmlPage(c, 400, "Invalid confirmation link", "This link is not valid. Please use the link exactly as it appears in the email.");

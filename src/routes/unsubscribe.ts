@@ -6,7 +6,7 @@ import type { AppBindings } from "../lib/context";
 import { linkVerificationSecrets } from "../lib/config";
 import { assertClientWithinLimit } from "../lib/client-limit";
 import { ApiError } from "../lib/errors";
-import { escapeHtml } from "../lib/html";
+import { escapeHtml, htmlPage } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { parseUnsubscribeToken } from "../services/tracking/links";
@@ -65,17 +65,6 @@ const oneClickRoute = createRoute({
     404: errorResponse("The email of this link no longer exists"),
   },
 });
-
-function page(title: string, text: string, extra = ""): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex"><title>${title}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222;line-height:1.5}button{font:inherit;padding:.5rem 1.25rem;cursor:pointer}</style>
-</head><body><h1>${title}</h1><p>${text}</p>${extra}</body></html>`;
-}
-
-const htmlPage = (c: Context<AppBindings>, status: 200 | 400 | 404, title: string, text: string, extra?: string) =>
-  c.body(page(title, text, extra), status, { "Content-Type": "text/html; charset=utf-8", ...NO_CACHE });
 
 /** The page's form: the same one-click body a mail client sends, plus where it came from. */
 const confirmForm = (token: string) =>
