@@ -11,6 +11,7 @@ import { countingD1, type D1Stats } from "../src/lib/d1-counter";
 import { BASE, type ErrorBody, newProject, type JsonResponse } from "./support/http";
 import type { SendResponse, Template } from "./support/api";
 import { heldQueue, receiver, webhookProject } from "./support/webhooks";
+import { insertVerifiedDomain } from "./support/sending";
 
 /**
  * What a request costs in D1, pinned: every request goes through the Worker's
@@ -162,13 +163,7 @@ describe("what an event webhook costs the write that records it", () => {
 });
 
 /** A VERIFIED sending domain written straight into D1 (these tests count D1, not DNS). */
-async function verifiedDomainOf(projectId: string) {
-  const name = `rt-${crypto.randomUUID().slice(0, 8)}.test`;
-  await getDb(env.DB)
-    .insert(domains)
-    .values({ id: crypto.randomUUID(), projectId, name, status: "VERIFIED", dkimSelector: "rt", dkimPublicKey: "", dkimPrivateKeyEncrypted: "", records: [] });
-  return name;
-}
+const verifiedDomainOf = (projectId: string) => insertVerifiedDomain(projectId, "rt");
 
 describe("D1 round trips of POST /v1/send (warm isolate)", () => {
   it("one round trip when nothing needs reading: the write batch alone, for 1 or 50 recipients", async () => {

@@ -5,20 +5,31 @@
  * recipient has exactly one message at the provider and a record that agrees with it, and the campaign is
  * SENT, within 3 minutes of the restart.
  */
-import { rmSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { afterAll, describe, expect, it } from "vitest";
-import { allEmails, api, audit, cronLoop, DOMAIN, fakeSes, freshState, PORTS, report, type Runtime, seconds, sleep, startRuntime, timeUntil } from "./harness";
+import { describe, expect, it } from "vitest";
+import {
+  allEmails,
+  api,
+  audit,
+  cleanupAfterAll,
+  cronLoop,
+  DOMAIN,
+  fakeSes,
+  freshState,
+  PORTS,
+  report,
+  seconds,
+  sleep,
+  startRuntime,
+  timeUntil,
+  type Runtime,
+} from "./harness";
 
 /** One wave of provider calls (PROVIDER_CONCURRENCY in src/services/send/deliver.ts, which a Node test cannot import). */
 const PROVIDER_CONCURRENCY = 6;
 const RECIPIENTS = Number(process.env.FAULTS_RECIPIENTS ?? 2_000);
 const STATE = "/tmp/faults-campaign-state";
-const cleanup: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => {});
-  rmSync(STATE, { recursive: true, force: true });
-});
+const cleanup = cleanupAfterAll(STATE);
 
 describe("faults: a campaign killed mid-batch", () => {
   it(`${RECIPIENTS} recipients, SIGKILL while sending, restart on the same state: none lost, none twice, every record agrees, SENT within 3 minutes`, async () => {

@@ -4,8 +4,9 @@
  * that takes the whole runtime down (SIGKILL to wrangler's process group, workerd included) so it can be
  * started again on the same state. Nothing of the Worker is faked.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { performance } from "node:perf_hooks";
+import { afterAll } from "vitest";
 // @ts-expect-error: plain .mjs scripts without type declarations
 import { SNS_TOPIC, startFakeSes } from "../../scripts/bench/fake-ses.mjs";
 // @ts-expect-error: plain .mjs scripts without type declarations
@@ -23,6 +24,16 @@ export const CRON_MS = Number(process.env.FAULTS_CRON_MS ?? 20_000);
 export const DOMAIN = "faults.test";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Steps run after the file's tests, last pushed first (processes, fakes, loops); then `stateDir` is removed. */
+export function cleanupAfterAll(stateDir: string) {
+  const steps: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const step of steps.reverse()) await step().catch(() => {});
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+  return steps;
+}
 export const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 export interface FakeSes {

@@ -6,22 +6,17 @@
  * every delivery ends SUCCEEDED by itself within 3 minutes: a claim whose invocation died is counted as
  * failed 90 s after it was made (the webhook consumer's own lease), then retried.
  */
-import { rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs script without type declarations
 import { run } from "../../scripts/bench/lib.mjs";
-import { api, cronLoop, fakeSes, freshState, PORTS, report, type Runtime, seconds, sleep, startRuntime, timeUntil } from "./harness";
+import { api, cleanupAfterAll, cronLoop, fakeSes, freshState, PORTS, report, seconds, sleep, startRuntime, timeUntil, type Runtime } from "./harness";
 
 const EVENTS = Number(process.env.FAULTS_WEBHOOK_EVENTS ?? 150);
 const STATE = "/tmp/faults-webhook-state";
 const RECEIVER_PORT = PORTS.fake + 4;
-const cleanup: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => {});
-  rmSync(STATE, { recursive: true, force: true });
-});
+const cleanup = cleanupAfterAll(STATE);
 
 /** An endpoint that takes `delayMs` to answer 200 and counts each webhook-id it was sent (and how many were in flight). */
 function receiver(delayMs: number) {

@@ -6,15 +6,10 @@ import { getDb } from "../../src/db/client";
 import { domains } from "../../src/db/schema";
 import { VERIFIED_DOMAIN_CACHE_TTL_MS } from "../../src/services/domains";
 import { call, expectError, newProject } from "../support/http";
+import { insertVerifiedDomain } from "../support/sending";
 
 /** A VERIFIED sending domain written straight to D1 (as a passed DNS check leaves it). */
-async function verifiedDomainOf(projectId: string) {
-  const name = `clock-${crypto.randomUUID().slice(0, 8)}.test`;
-  await getDb(env.DB)
-    .insert(domains)
-    .values({ id: crypto.randomUUID(), projectId, name, status: "VERIFIED", dkimSelector: "c", dkimPublicKey: "", dkimPrivateKeyEncrypted: "", records: [] });
-  return name;
-}
+const verifiedDomainOf = (projectId: string) => insertVerifiedDomain(projectId, "clock");
 
 describe("the app's caches run on the app's clock", () => {
   it("a sending domain that fails its re-check still sends for VERIFIED_DOMAIN_CACHE_TTL_MS on the app's clock, then /v1/send answers 403", async () => {

@@ -1,6 +1,8 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { getDb } from "../../src/db/client";
+import { domains } from "../../src/db/schema";
 import worker from "../../src/index";
 import type { Env, SendEmailMessage } from "../../src/env";
 import { call, newProject, type TestProject } from "./http";
@@ -25,6 +27,27 @@ export async function verifiedDomain(project: TestProject, dns: ReturnType<typeo
   const verified = await project.api.post<Domain>(`/domains/${created.body.id}/verify`);
   expect(verified.body.status, JSON.stringify(verified.body)).toBe("VERIFIED");
   return domain;
+}
+
+/**
+ * A VERIFIED sending domain written straight to D1 (no DNS, no DKIM key: neither the capture
+ * provider nor a send path's cache test needs one); returns its name.
+ */
+export async function insertVerifiedDomain(projectId: string, prefix = "d"): Promise<string> {
+  const name = `${prefix}-${crypto.randomUUID().slice(0, 8)}.test`;
+  await getDb(env.DB)
+    .insert(domains)
+    .values({
+      id: crypto.randomUUID(),
+      projectId,
+      name,
+      status: "VERIFIED",
+      dkimSelector: prefix,
+      dkimPublicKey: "",
+      dkimPrivateKeyEncrypted: "",
+      records: [],
+    });
+  return name;
 }
 
 /**
