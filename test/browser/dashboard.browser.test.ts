@@ -210,10 +210,11 @@ describe("the dashboard in headless Chromium", () => {
     await page.goto(`${server.url}/app/campaigns/${created.body.data.id}`);
     await page.getByLabel("Send at (your time zone)").fill("2099-01-01T09:00");
     await page.getByRole("button", { name: "Schedule" }).click();
-    await expect.poll(() => page.locator(".page-head .status").textContent()).toBe("SCHEDULED");
+    // Save, schedule and read again: three requests, more than expect.poll's default second on a busy machine.
+    await expect.poll(() => page.locator(".page-head .status").textContent(), { timeout: 10_000 }).toBe("SCHEDULED");
     await page.getByRole("button", { name: "Cancel schedule" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Cancel the send" }).click();
-    await expect.poll(() => page.locator(".page-head .status").textContent()).toBe("DRAFT");
+    await expect.poll(() => page.locator(".page-head .status").textContent(), { timeout: 10_000 }).toBe("DRAFT");
     expect((await api("GET", `/campaigns/${created.body.data.id}`)).body.data).toMatchObject({ status: "DRAFT", scheduledAt: null });
     expect(problems).toEqual([]);
     await context.close();
