@@ -25,6 +25,10 @@ export interface SendEmailMessage {
   projectId: string;
 }
 
+/** The email ids named by well-formed send message bodies. */
+export const emailIdsOf = (bodies: readonly unknown[]) =>
+  bodies.map((body) => (body as { emailId?: unknown } | undefined)?.emailId).filter((id): id is string => typeof id === "string");
+
 /** A page of a campaign's audience to turn into email records; `after` is the last contact id already walked. */
 export interface CampaignPageMessage {
   kind: "campaign-page";

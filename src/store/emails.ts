@@ -2,7 +2,9 @@ import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { getDb } from "../db/client";
 import { emails, type Email, type EmailStatus } from "../db/schema";
+import type { AfterCommit } from "../lib/after-commit";
 import { chunks, IDS_PER_JSON_STATEMENT, IN_LIST_IDS, MAX_JSON_PARAM_CHARS } from "../lib/chunks";
+import { WriteBatch } from "./batch";
 
 /**
  * The emails table's writes: QUEUED emails in, the consumer's claim,
@@ -321,38 +323,44 @@ const EMAIL_BODIES_SQL = `SELECT e.id AS id, e.html AS html, coalesce(h.headers,
  * project's sending) or, with `checkAudience`, `reasons.lapsed` (bulk mail whose
  * contact unsubscribed, was deleted or got suppressed). `alongside` runs after
  * the claim in the same batch (one transaction, e.g. the webhook events of the
- * mail it settles); returns what was claimed and the results of `alongside`.
+ * mail it settles, which leave through `afterCommit`); returns what was claimed.
  */
 export async function claimEmails(
   d1: D1Database,
   refs: readonly { emailId: string; projectId: string }[],
-  options: { checkAudience: boolean; reasons: { disabled: string; lapsed: string; paused: string }; now?: number; alongside?: D1PreparedStatement[] },
-): Promise<{ claimed: ClaimedEmail[]; alongside: Record<string, unknown>[][] }> {
+  options: {
+    checkAudience: boolean;
+    reasons: { disabled: string; lapsed: string; paused: string };
+    now?: number;
+    alongside?: D1PreparedStatement[];
+    afterCommit?: AfterCommit;
+  },
+): Promise<ClaimedEmail[]> {
   const now = options.now ?? Date.now();
-  const claims = chunks(refs, IDS_PER_JSON_STATEMENT).map((chunk) =>
-    d1
-      .prepare(CLAIM_SQL)
-      .bind(
-        now,
-        JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])),
-        options.reasons.disabled,
-        options.reasons.lapsed,
-        options.checkAudience ? 1 : 0,
-        options.reasons.paused,
-        INLINE_BODY_CHARS,
-      ),
+  const batch = new WriteBatch(d1);
+  const claims = batch.add(
+    ...chunks(refs, IDS_PER_JSON_STATEMENT).map((chunk) =>
+      d1
+        .prepare(CLAIM_SQL)
+        .bind(
+          now,
+          JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])),
+          options.reasons.disabled,
+          options.reasons.lapsed,
+          options.checkAudience ? 1 : 0,
+          options.reasons.paused,
+          INLINE_BODY_CHARS,
+        ),
+    ),
   );
-  const alongside = options.alongside ?? [];
-  const results = await d1.batch<Record<string, unknown>>([...claims, ...alongside]);
-  return {
-    // A batch answers with objects; their values are in the RETURNING order (ClaimRow).
-    claimed: results
-      .slice(0, claims.length)
-      .flatMap((r) => r.results.map((row) => Object.values(row) as ClaimRow))
-      .filter((row) => row[0] === "SENDING")
-      .map(claimedEmailOf),
-    alongside: results.slice(claims.length).map((r) => r.results),
-  };
+  batch.add(...(options.alongside ?? []));
+  const result = await batch.run({ afterCommit: options.afterCommit });
+  // A batch answers with objects; their values are in the RETURNING order (ClaimRow).
+  return result
+    .rows(claims)
+    .map((row) => Object.values(row) as ClaimRow)
+    .filter((row) => row[0] === "SENDING")
+    .map(claimedEmailOf);
 }
 
 /**

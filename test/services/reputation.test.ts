@@ -4,7 +4,7 @@ import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
 import { buildResumeSending } from "../../src/services/projects";
 import { KEY_CACHE_TTL_MS } from "../../src/services/api-keys";
-import { SENDING_PAUSED_REASON } from "../../src/services/send/records";
+import { SENDING_PAUSED_REASON } from "../../src/services/send/reasons";
 import { notification, sesBounce, sign, snsHandler } from "../fakes/sns";
 import { call, expectError, type JsonResponse } from "../support/http";
 import { sendingSetup } from "../support/sending";

@@ -5,7 +5,7 @@ import type { AfterCommit } from "../../lib/after-commit";
 import type { ConfigInput } from "../../lib/config";
 import { unsubscribeContactOf } from "../../store/contacts";
 import { advanceStatusSql, reconcileUnknownOutcome, updateEmail } from "../../store/emails";
-import { OUTCOME_UNKNOWN_PREFIX } from "../send/records";
+import { OUTCOME_UNKNOWN_PREFIX } from "../send/reasons";
 import { insertEmailEvent } from "../../store/events";
 import { WriteBatch, type Statement } from "../../store/batch";
 import { buildSuppression, type SuppressionReason } from "../suppressions";

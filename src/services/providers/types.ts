@@ -75,7 +75,7 @@ export interface EmailProvider {
 
 /**
  * The longest a provider call may take, whatever SES_TIMEOUT_MS says: a call must end (or be given up as
- * unknown) well inside the claim lease (CLAIM_LEASE_MS, send/records.ts), so a live consumer always
+ * unknown) well inside the claim lease (CLAIM_LEASE_MS, send/reasons.ts), so a live consumer always
  * records its outcome before the sweep could settle the claim.
  */
 export const MAX_PROVIDER_CALL_MS = 20_000;

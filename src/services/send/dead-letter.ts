@@ -1,10 +1,11 @@
 import { sql } from "drizzle-orm";
-import { getDb, runStatements } from "../../db/client";
 import { emails } from "../../db/schema";
 import type { Env } from "../../env";
 import { ACK, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import { settleDeadClaims, updateEmailsById } from "../../store/emails";
-import { emailIdsOf, OUTCOME_UNKNOWN_REASON } from "./records";
+import { emailIdsOf } from "../../messages";
+import { WriteBatch } from "../../store/batch";
+import { OUTCOME_UNKNOWN_REASON } from "./reasons";
 
 /**
  * Dead-letter consumer: a message that exhausted its retries marks its email
@@ -15,17 +16,18 @@ import { emailIdsOf, OUTCOME_UNKNOWN_REASON } from "./records";
  * message is acked.
  */
 export async function settleDeadLetters(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
-  const db = getDb(env.DB);
   const now = new Date();
   const ids = emailIdsOf(messages.map((m) => m.body));
-  await runStatements(db, [
-    ...updateEmailsById(db.$client, ids, ["QUEUED"], {
+  const batch = new WriteBatch(env.DB);
+  batch.add(
+    ...updateEmailsById(env.DB, ids, ["QUEUED"], {
       status: "FAILED",
       failedAt: now,
       updatedAt: now,
       error: sql`'Gave up after ' || ${emails.attempts} || ' attempts' || COALESCE(': ' || ${emails.error}, '')`,
     }),
     ...settleDeadClaims(env.DB, ids, now.getTime(), OUTCOME_UNKNOWN_REASON),
-  ]);
+  );
+  await batch.run();
   return messages.map(() => ACK);
 }

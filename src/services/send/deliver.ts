@@ -1,10 +1,12 @@
 import { newId } from "../../lib/ids";
 import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks/events";
-import { queueRecordedEvents } from "../webhooks/deliver";
 import { getDb, type Database } from "../../db/client";
 import { projectLimiter } from "../../durable/names";
 import type { SendKind } from "../../durable/project-limiter";
-import type { Env, SendEmailMessage } from "../../env";
+import type { Env } from "../../env";
+import type { AfterCommit } from "../../lib/after-commit";
+import { emailIdsOf, type SendEmailMessage } from "../../messages";
+import { WriteBatch } from "../../store/batch";
 import { publicUrl, readConfig, requireSecret } from "../../lib/config";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import {
@@ -16,6 +18,7 @@ import {
   type ClaimedEmail,
   type EmailBody,
   type Outcome,
+  updateEmailsById,
 } from "../../store/emails";
 import { getProvider, ProviderError, type EmailProvider, type OutgoingMessage } from "../providers";
 import type { MessageParts, ProviderResult } from "../providers/types";
@@ -26,14 +29,12 @@ import { buildMime, messageHeaders, plainTextOf } from "./mime";
 import { requeueMail } from "../../queues";
 import {
   CALL_DEADLINE_MS,
-  emailIdsOf,
   LAPSED_RECIPIENT_REASON,
   OUTCOME_UNKNOWN_PREFIX,
   outcomeUnknownReason,
   PROJECT_DISABLED_REASON,
   SENDING_PAUSED_REASON,
-  updateEmailsById,
-} from "./records";
+} from "./reasons";
 
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
@@ -90,8 +91,8 @@ interface Slot {
  * claim is never taken over: whether its provider call happened is unknown,
  * so the sweep settles it (sweep.ts).
  */
-async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean }, now: number): Promise<ClaimedEmail[]> {
-  const { claimed, alongside } = await claimEmails(
+function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean; afterCommit: AfterCommit }, now: number): Promise<ClaimedEmail[]> {
+  return claimEmails(
     env.DB,
     slots.map((slot) => slot.body),
     {
@@ -99,10 +100,9 @@ async function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boo
       reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON, paused: SENDING_PAUSED_REASON },
       now,
       alongside: [settledEvents(env.DB, slots, now)],
+      afterCommit: options.afterCommit,
     },
   );
-  await queueRecordedEvents(env, alongside[0]);
-  return claimed;
 }
 
 /**
@@ -358,11 +358,11 @@ async function sendInWaves(
  * settles them as "Outcome unknown" (then reconciled from the provider's events)
  * rather than sending them twice.
  */
-async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[], hooked: ReadonlySet<string>): Promise<Record<string, unknown>[]> {
-  if (outcomes.length === 0) return [];
+async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[], hooked: ReadonlySet<string>, afterCommit: AfterCommit): Promise<void> {
+  if (outcomes.length === 0) return;
   const now = Date.now();
   const statements = recordOutcomes(d1, outcomes, OUTCOME_UNKNOWN_PREFIX, now);
-  // Their webhook events (rows of id, project_id) in the same batch: only for emails whose project had an endpoint at the claim.
+  // Their webhook events in the same batch (they leave through afterCommit): only for emails whose project had an endpoint at the claim.
   const events = outcomeEvents(
     d1,
     outcomes.filter((o) => hooked.has(o.emailId)),
@@ -371,13 +371,15 @@ async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[], hooked: 
   const tries = outcomes.some((o) => o.status === "SENT") ? 3 : 1;
   for (let attempt = 1; ; attempt++) {
     try {
-      const results = await d1.batch<Record<string, unknown>>([...statements, ...events]);
-      return events.length > 0 ? results[results.length - 1].results : [];
+      const batch = new WriteBatch(d1);
+      batch.add(...statements, ...events);
+      await batch.run({ afterCommit });
+      return;
     } catch (err) {
       console.error(`recording ${outcomes.length} outcomes failed (try ${attempt} of ${tries})`, err);
       if (attempt >= tries) {
         if (outcomes.some((o) => o.status !== "SENT")) throw err;
-        return [];
+        return;
       }
     }
   }
@@ -410,7 +412,12 @@ export interface DeliveryOptions {
  * several times while the message is built and signed) go one at a time, so
  * an invocation never holds more than one large message.
  */
-export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], env: Env, options: DeliveryOptions): Promise<Verdict[]> {
+export async function deliverBatch(
+  messages: readonly QueuedMessage<unknown>[],
+  env: Env,
+  afterCommit: AfterCommit,
+  options: DeliveryOptions,
+): Promise<Verdict[]> {
   const verdicts: Verdict[] = messages.map(() => ACK);
   const db = getDb(env.DB);
   let provider: EmailProvider;
@@ -420,7 +427,9 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
     // A deployment problem (e.g. missing credentials): keep the mail, say why on each record, retry.
     const reason = err instanceof Error ? err.message : String(err);
     console.error("email provider unavailable", reason);
-    await updateEmailsById(db, emailIdsOf(messages.map((m) => m.body)), ["QUEUED"], { error: reason, updatedAt: new Date() });
+    const batch = new WriteBatch(env.DB);
+    batch.add(...updateEmailsById(env.DB, emailIdsOf(messages.map((m) => m.body)), ["QUEUED"], { error: reason, updatedAt: new Date() }));
+    await batch.run();
     return messages.map((m) => retryAfter(backoffSeconds(m.attempts)));
   }
 
@@ -438,7 +447,7 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
 
   // Unclaimed emails (already sent, being sent, failed; or settled by the claim) are acked.
   const claimedAt = Date.now();
-  const claimed = await claimBatch(env, slots, { checkAudience: options.kind === "bulk" }, claimedAt);
+  const claimed = await claimBatch(env, slots, { checkAudience: options.kind === "bulk", afterCommit }, claimedAt);
   const slotOf = new Map(slots.map((slot) => [slot.body.emailId, slot]));
   const byProject = new Map<string, ClaimedEmail[]>();
   for (const email of claimed) {
@@ -495,13 +504,12 @@ export async function deliverBatch(messages: readonly QueuedMessage<unknown>[], 
   }
   const released = attempts.filter((a) => a.status === "RELEASED").map((a) => slotOf.get(a.emailId)!);
   const hooked = new Set(toSend.filter((email) => email.webhooks).map((email) => email.id));
-  const [recorded, releaseVerdict] = await Promise.all([
-    recordBatchOutcomes(env.DB, outcomes, hooked),
+  const [, releaseVerdict] = await Promise.all([
+    recordBatchOutcomes(env.DB, outcomes, hooked, afterCommit),
     // Past the deadline: the claims untouched by any call go back to QUEUED, their messages re-queued at once.
     released.length > 0 ? deferClaimed(env.DB, options.requeue, released, 0) : undefined,
   ]);
   for (const slot of released) verdicts[slot.index] = releaseVerdict!;
-  await queueRecordedEvents(env, recorded);
   for (const [emailId, delay] of delays) verdicts[slotOf.get(emailId)!.index] = retryAfter(delay);
   return verdicts;
 }

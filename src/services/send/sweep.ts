@@ -1,13 +1,14 @@
 import { and, eq, isNull, lt, or } from "drizzle-orm";
-import { getDb, runStatements } from "../../db/client";
+import { getDb } from "../../db/client";
 import { emails } from "../../db/schema";
 import type { Env } from "../../env";
+import type { AfterCommit } from "../../lib/after-commit";
 import { newId } from "../../lib/ids";
 import { deferClaims, updateEmailsById } from "../../store/emails";
 import { recordEmailWebhookEvents } from "../../store/webhooks/events";
-import { queueRecordedEvents } from "../webhooks/deliver";
+import { WriteBatch } from "../../store/batch";
 import { resumeWalks } from "../campaigns/audience";
-import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS, updateEmailsById as touchEmails } from "./records";
+import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS } from "./reasons";
 import { enqueueMail } from "../../queues";
 
 /**
@@ -18,7 +19,7 @@ export const SWEEP_LIMIT = 2_000;
 
 /**
  * Scheduled sweep (every cron tick, so within a lease plus a minute), bounded to `limit` records of each
- * kind per run:
+ * kind per run (the email.failed events it records leave through the cron tick's `afterCommit`):
  * - QUEUED untouched for QUEUED_LEASE_MS (and not waiting for a retry's back-off, retry_at): their queue
  *   message was lost; enqueued again and touched, so the next sweep waits another lease. Claims make a
  *   duplicate message harmless.
@@ -28,7 +29,11 @@ export const SWEEP_LIMIT = 2_000;
  *   cannot be known, so it is settled as FAILED with the "Outcome unknown" reason, as a provider call
  *   without an answer is, and reconciled from the provider's events if it did (feedback/apply.ts).
  */
-export async function sweepStuckEmails(env: Env, now = new Date(), limit = SWEEP_LIMIT): Promise<number> {
+export async function sweepStuckEmails(
+  env: Env,
+  now = new Date(),
+  { afterCommit, limit = SWEEP_LIMIT }: { afterCommit?: AfterCommit; limit?: number } = {},
+): Promise<number> {
   const db = getDb(env.DB);
   const queuedCutoff = new Date(now.getTime() - QUEUED_LEASE_MS);
   const claimCutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
@@ -49,21 +54,24 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = SWEEP
   const unstarted = claims.filter((e) => e.sendingAt === null);
   const sending = claims.filter((e) => e.sendingAt !== null);
   if (unstarted.length > 0) {
-    await db.$client.batch(
-      deferClaims(
-        db.$client,
+    const giveBack = new WriteBatch(env.DB);
+    giveBack.add(
+      ...deferClaims(
+        env.DB,
         unstarted.map((e) => e.id),
         now.getTime(),
         now.getTime(),
       ),
     );
+    await giveBack.run();
   }
   const queued = [...waiting, ...unstarted];
   if (sending.length > 0) {
     const ids = sending.map((e) => e.id);
     // The settle and its email.failed events (each only for an email this write failed: failed_at = now) in one batch.
-    const results = await runStatements(db, [
-      ...updateEmailsById(db.$client, ids, ["SENDING"], { status: "FAILED", failedAt: now, updatedAt: now, error: OUTCOME_UNKNOWN_REASON }),
+    const settle = new WriteBatch(env.DB);
+    settle.add(
+      ...updateEmailsById(env.DB, ids, ["SENDING"], { status: "FAILED", failedAt: now, updatedAt: now, error: OUTCOME_UNKNOWN_REASON }),
       recordEmailWebhookEvents(
         env.DB,
         ids.map((emailId) => ({
@@ -76,8 +84,8 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = SWEEP
         })),
         now,
       ),
-    ]);
-    await queueRecordedEvents(env, results[results.length - 1]);
+    );
+    await settle.run({ afterCommit });
   }
   // Bulk mail goes back on the bulk queue, so it keeps yielding to transactional mail.
   // A campaign email keeps its campaignId, so the batch that sends it also finishes the campaign.
@@ -89,11 +97,15 @@ export async function sweepStuckEmails(env: Env, now = new Date(), limit = SWEEP
   // Their campaigns' audience walks lost their next page message with them: queued again at once.
   await resumeWalks(env, [...new Set(waiting.flatMap((e) => (e.campaignId ? [e.campaignId] : [])))], now);
   // Touch them so the next sweep waits another lease before trying again.
-  await touchEmails(
-    db,
-    queued.map((e) => e.id),
-    ["QUEUED"],
-    { updatedAt: now, retryAt: null },
+  const touch = new WriteBatch(env.DB);
+  touch.add(
+    ...updateEmailsById(
+      env.DB,
+      queued.map((e) => e.id),
+      ["QUEUED"],
+      { updatedAt: now, retryAt: null },
+    ),
   );
+  await touch.run();
   return queued.length + sending.length;
 }

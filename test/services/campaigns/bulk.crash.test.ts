@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { PAGE_SIZE } from "../../../src/services/campaigns/audience";
-import { QUEUED_LEASE_MS } from "../../../src/services/send/records";
+import { QUEUED_LEASE_MS } from "../../../src/services/send/reasons";
 import { BULK_QUEUE, callsPerAddress, campaignSetup } from "../../support/campaigns";
 import type { CampaignResponse } from "../../support/api";
 

@@ -3,7 +3,7 @@ import { eq, inArray } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { emails } from "../../../src/db/schema";
-import { CLAIM_LEASE_MS } from "../../../src/services/send/records";
+import { CLAIM_LEASE_MS } from "../../../src/services/send/reasons";
 import { sweepStuckEmails } from "../../../src/services/send/sweep";
 import { buildSetProjectDisabled } from "../../../src/services/projects";
 import { expectError } from "../../support/http";

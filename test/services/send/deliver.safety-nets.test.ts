@@ -17,7 +17,7 @@ import type { ProjectLimiter } from "../../../src/durable/project-limiter";
 import type { Env, SendEmailMessage } from "../../../src/env";
 import { MAX_ATTACHMENT_BYTES } from "../../../src/schemas/attachments";
 import { backoffSeconds } from "../../../src/lib/queue-consumer";
-import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON } from "../../../src/services/send/records";
+import { CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON } from "../../../src/services/send/reasons";
 import { sweepStuckEmails } from "../../../src/services/send/sweep";
 import { call, expectError } from "../../support/http";
 import { sendingSetup } from "../../support/sending";
@@ -123,10 +123,10 @@ describe("the scheduled sweep, through the Worker's scheduled handler", () => {
     const old = new Date(Date.now() - 10 * HOUR);
     await db().update(emails).set({ updatedAt: old }).where(inArray(emails.id, ids));
     const now = new Date(Date.now() - 10 * HOUR + CLAIM_LEASE_MS + MINUTE);
-    expect(await sweepStuckEmails(s.env, now, 2)).toBe(2);
-    expect(await sweepStuckEmails(s.env, now, 2)).toBe(2);
-    expect(await sweepStuckEmails(s.env, now, 2)).toBe(1);
-    expect(await sweepStuckEmails(s.env, now, 2)).toBe(0);
+    expect(await sweepStuckEmails(s.env, now, { limit: 2 })).toBe(2);
+    expect(await sweepStuckEmails(s.env, now, { limit: 2 })).toBe(2);
+    expect(await sweepStuckEmails(s.env, now, { limit: 2 })).toBe(1);
+    expect(await sweepStuckEmails(s.env, now, { limit: 2 })).toBe(0);
     expect(new Set(s.queue.take().map((m) => m.body.emailId))).toEqual(new Set(ids));
   });
 

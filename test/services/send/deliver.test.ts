@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { getDb } from "../../../src/db/client";
 import { emails, projects } from "../../../src/db/schema";
 import { sweepStuckEmails } from "../../../src/services/send/sweep";
-import { QUEUED_LEASE_MS } from "../../../src/services/send/records";
+import { QUEUED_LEASE_MS } from "../../../src/services/send/reasons";
 import { decodeWords } from "../../fakes/ses";
 import { sendingSetup } from "../../support/sending";
 import { deadLetterQueue, SEND_QUEUE } from "../../../src/messages";

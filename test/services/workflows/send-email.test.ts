@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { emails, projects, workflowExecutions } from "../../../src/db/schema";
 import { newId } from "../../../src/lib/ids";
 import { buildResumeSending } from "../../../src/services/projects";
-import { CLAIM_LEASE_MS } from "../../../src/services/send/records";
+import { CLAIM_LEASE_MS } from "../../../src/services/send/reasons";
 import { sweepStuckEmails } from "../../../src/services/send/sweep";
 import { sendWorkflowEmail, workflowSendId } from "../../../src/services/workflows/send-email";
 import { BULK_QUEUE, callsPerAddress, campaignSetup, SEND_QUEUE } from "../../support/campaigns";

@@ -1,12 +1,9 @@
-import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
-import { runBatch, type Database } from "../../db/client";
-import type { emails, EmailStatus } from "../../db/schema";
-import { updateEmailsById as updateEmailsByIdStatements } from "../../store/emails";
 import { MAX_PROVIDER_CALL_MS } from "../providers/types";
 
 /**
  * What the send consumer, the dead-letter consumer and the cron sweep agree
- * on about an email record's lifecycle (QUEUED -> SENDING -> SENT or FAILED).
+ * on about an email record's lifecycle (QUEUED -> SENDING -> SENT or FAILED):
+ * its leases and the reasons stored on mail that is not sent.
  */
 
 /**
@@ -38,12 +35,3 @@ export const OUTCOME_UNKNOWN_REASON = `${OUTCOME_UNKNOWN_PREFIX} the sending att
 export const outcomeUnknownReason = (detail: string) => `${OUTCOME_UNKNOWN_PREFIX} ${detail}; the provider may have accepted it, so it is not sent again`;
 /** The reason stored on a campaign email whose contact left the audience after its page was written. */
 export const LAPSED_RECIPIENT_REASON = "Not sent: the contact unsubscribed, was deleted or is suppressed";
-
-/** Updates the emails with these ids (of `projectId`, when given) that are in one of `statuses`, in one batch. */
-export async function updateEmailsById(db: Database, ids: string[], statuses: EmailStatus[], set: SQLiteUpdateSetSource<typeof emails>, projectId?: string) {
-  await runBatch(db, updateEmailsByIdStatements(db.$client, ids, statuses, set, projectId));
-}
-
-/** The email ids named by well-formed message bodies. */
-export const emailIdsOf = (bodies: readonly unknown[]) =>
-  bodies.map((body) => (body as { emailId?: unknown } | undefined)?.emailId).filter((id): id is string => typeof id === "string");
