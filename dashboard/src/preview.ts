@@ -1,8 +1,8 @@
 /**
  * Live previews: a template's or campaign's subject and HTML rendered in the
  * browser with sample data, the way the API renders mail (src/services/send/render.ts):
- * Liquid with HTML-escaped output and the server's per-call limits, `{{name ?? fallback}}` rewritten
- * by the server's own translateDefaults (src/lib/template-defaults.ts),
+ * Liquid with HTML-escaped output and the server's per-call limits, `{{name ?? fallback}}` turned
+ * into Liquid by the server's own code (src/lib/template-defaults.ts),
  * data keys at the top level and under `data`, plus `email` and `unsubscribeUrl`.
  * liquidjs is loaded on the first preview, not with the app.
  */
