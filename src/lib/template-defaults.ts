@@ -1,10 +1,10 @@
 /**
  * The template language's one addition to Liquid: `{{ name ?? fallback }}`, rewritten to Liquid's
  * `default` filter before parsing. Zod-free and dependency-free: the Worker's renderer
- * (services/send/render.ts) and the dashboard's live preview (dashboard/src/preview.ts) import this one copy.
+ * (services/send/render/liquid.ts) and the dashboard's live preview (dashboard/src/preview.ts) import this one copy.
  */
 
-/** White space as the scanner skips it (Unicode spaces and line breaks); render.ts's tag counter skips the same. */
+/** White space as the scanner skips it (Unicode spaces and line breaks); render/limits.ts's tag counter skips the same. */
 export const isSpace = (c: number) =>
   c === 32 ||
   (c >= 9 && c <= 13) ||

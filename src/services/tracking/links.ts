@@ -1,4 +1,5 @@
 import { sign, verify } from "./signing";
+import { decodeHtmlAttribute } from "../../lib/html";
 
 /**
  * Tracking and unsubscribe links. Every link the service puts in mail is
@@ -73,19 +74,6 @@ export function isTrackableUrl(url: string): boolean {
   } catch {
     return false;
   }
-}
-
-const NAMED_ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: "\u00a0" };
-
-/** Attribute values come from HTMLRewriter undecoded; decode the character references a URL may carry. */
-export function decodeHtmlAttribute(value: string): string {
-  return value.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, ref: string) => {
-    if (ref[0] === "#") {
-      const code = ref[1] === "x" || ref[1] === "X" ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
-      return Number.isFinite(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
-    }
-    return NAMED_ENTITIES[ref.toLowerCase()] ?? whole;
-  });
 }
 
 const escapeAttribute = (value: string) => value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");

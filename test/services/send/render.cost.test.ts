@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { emails } from "../../../src/db/schema";
 import { translateDefaults } from "../../../src/lib/template-defaults";
-import { countTemplateTags, MAX_MARKDOWN_CHARS, MAX_TEMPLATE_TAGS } from "../../../src/services/send/render";
+import { countTemplateTags, MAX_MARKDOWN_CHARS, MAX_TEMPLATE_TAGS } from "../../../src/services/send/render/limits";
 import { expectError } from "../../support/http";
 import { sendingSetup } from "../../support/sending";
 import type { Template } from "../../support/api";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isSafeUrl, renderBody, rendersFromDataKeys } from "../../../src/services/send/render";
+import { isSafeUrl } from "../../../src/lib/html";
+import { renderBody, rendersFromDataKeys } from "../../../src/services/send/render";
 
 const vars = (data: Record<string, unknown>) => ({
   data: data as never,

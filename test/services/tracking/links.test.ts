@@ -3,16 +3,9 @@ import { describe, expect, it } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { suppressions } from "../../../src/db/schema";
 import { advanceStatus, STATUS_RANK } from "../../../src/services/emails/status";
+import { decodeHtmlAttribute } from "../../../src/lib/html";
 import { findSuppressed } from "../../../src/services/suppressions";
-import {
-  addTracking,
-  clickSignature,
-  decodeHtmlAttribute,
-  openSignature,
-  parseUnsubscribeToken,
-  unsubscribeUrl,
-  verifyClickSignature,
-} from "../../../src/services/tracking/links";
+import { addTracking, clickSignature, openSignature, parseUnsubscribeToken, unsubscribeUrl, verifyClickSignature } from "../../../src/services/tracking/links";
 import { newProject } from "../../support/http";
 
 const BASE = "http://edge-mail.test";
