@@ -35,18 +35,16 @@ export async function verifiedDomain(project: TestProject, dns: ReturnType<typeo
  */
 export async function insertVerifiedDomain(projectId: string, prefix = "d"): Promise<string> {
   const name = `${prefix}-${crypto.randomUUID().slice(0, 8)}.test`;
-  await getDb(env.DB)
-    .insert(domains)
-    .values({
-      id: crypto.randomUUID(),
-      projectId,
-      name,
-      status: "VERIFIED",
-      dkimSelector: prefix,
-      dkimPublicKey: "",
-      dkimPrivateKeyEncrypted: "",
-      records: [],
-    });
+  await getDb(env.DB).insert(domains).values({
+    id: crypto.randomUUID(),
+    projectId,
+    name,
+    status: "VERIFIED",
+    dkimSelector: prefix,
+    dkimPublicKey: "",
+    dkimPrivateKeyEncrypted: "",
+    records: [],
+  });
   return name;
 }
 
