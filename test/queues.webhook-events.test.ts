@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Env, WebhookQueueMessage } from "../../../src/env";
-import type { WebhookWithSecret } from "../../support/api";
-import { call, newProject } from "../../support/http";
+import type { Env, WebhookQueueMessage } from "../src/env";
+import type { WebhookWithSecret } from "./support/api";
+import { call, newProject } from "./support/http";
 
 /** A webhook queue producer whose every call takes `ms`, as a queue call over the network does. */
 function slowQueue(ms: number) {
