@@ -56,7 +56,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext) {
-    // Not counted: the HTTP paths' statements are pinned by test/routes/round-trips.test.ts,
+    // Not counted: the HTTP paths' statements are pinned by test/app.round-trips.test.ts,
     // and the counting wrapper would add its own cost to the request figures of the bench.
     return (await app()).fetch(request, env, ctx);
   },

@@ -29,7 +29,7 @@ export const d1Stats: D1Stats & { bySource: Record<D1Source, D1Stats> } = {
 
 /**
  * Tests use countingD1 with stats of their own to pin how many round trips a
- * request costs (test/routes/round-trips.test.ts).
+ * request costs (test/app.round-trips.test.ts).
  */
 
 const real = new WeakMap<object, { statement: D1PreparedStatement; sql: string }>();

@@ -180,7 +180,7 @@ function evaluateFilter(filter: Filter, contact: ConditionContact, activity: Con
 /**
  * Evaluates a parsed condition against one contact in memory, with exactly the
  * meaning of `compileCondition` in SQL (the table test in
- * test/services/conditions.test.ts holds both to the same answers).
+ * test/services/conditions/index.test.ts holds both to the same answers).
  */
 export function evaluateCondition(condition: Condition, contact: ConditionContact, activity: ContactActivity = {}, now: Date | number = Date.now()): boolean {
   const at = ms(now);
