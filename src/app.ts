@@ -254,14 +254,9 @@ export function createApp(options: AppOptions = {}) {
       c.set("afterCommit", handOver);
       await next();
       const auth = c.get("auth");
-      if (auth) {
-        const ids = c.get("webhookEvents");
-        if (ids?.length) handOver.committed({ webhookEvents: ids.map((id) => ({ id, projectId: auth.projectId })), workflowTriggers: new Map() });
-        const pending = c.get("workflowTriggersPending");
-        if (pending === false) handOver.noWorkflowTriggers(auth.projectId);
-        // A write that probed nothing may have left triggers (D1 triggers fill the outbox on every event, contact creation and subscription).
-        else if (c.req.method !== "GET" && c.res.status < 400 && !handOver.probed(auth.projectId)) handOver.mayHaveWorkflowTriggers(auth.projectId);
-      }
+      // A write that probed nothing may have left triggers (D1 triggers fill the outbox on every event, contact creation and
+      // subscription); a handler that knows it left none says so (noWorkflowTriggers).
+      if (auth && c.req.method !== "GET" && c.res.status < 400 && !handOver.probed(auth.projectId)) handOver.mayHaveWorkflowTriggers(auth.projectId);
       const flushing = handOver.flush();
       try {
         c.executionCtx.waitUntil(flushing);

@@ -21,14 +21,6 @@ export interface AppBindings {
     auth: AuthContext;
     /** The app's in-isolate caches, on the app's clock (set for every request by createApp). */
     caches: Caches;
-    /**
-     * Set by a handler whose write batch looked at the workflow outbox: false
-     * when it holds nothing of this project, so the hand-over after the
-     * response is skipped. Unset: unknown, the hand-over runs.
-     */
-    workflowTriggersPending?: boolean;
-    /** Ids of webhook events the request's write recorded: handed to the webhook queue after the response. */
-    webhookEvents?: string[];
     /** The request's one door out: every batch it commits reports here; flushed after the response (set for every request by createApp). */
     afterCommit: HandOverDoor;
     /** Resolves when the rate limiter allowed the request, rejects with the 429 (routes whose limiter check is deferred). */
