@@ -1,10 +1,11 @@
-import { queueWebhookEvents } from "../services/webhooks/deliver";
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep as EngineStep } from "cloudflare:workers";
 import { NonRetryableError } from "cloudflare:workflows";
 import { and, eq } from "drizzle-orm";
 import { getDb } from "../db/client";
 import { workflowVersions, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../db/schema";
 import type { Env } from "../env";
+import { HandOver } from "../hand-over";
+import type { AfterCommit } from "../lib/after-commit";
 import { executionMayContinue, PROJECT_DISABLED_ERROR, recordProgress, type ExecutionParams } from "../services/workflows/executions";
 import { MAX_STEPS, durationMs, type WorkflowStep } from "../schemas/workflows";
 import { PermanentStepError, sendWorkflowEmail } from "../services/workflows/send-email";
@@ -59,10 +60,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       currentStepId: string | null,
       entries: WorkflowHistoryEntry[],
       extra: { waitingEvent?: string; resumeAt?: Date; error?: string } = {},
-    ) =>
-      recordProgress(db, params.executionId, { status, currentStepId, history: entries, ...extra }, (projectId, ids) =>
-        queueWebhookEvents(this.env, projectId, ids),
-      );
+    ) => this.handingOver((afterCommit) => recordProgress(db, params.executionId, { status, currentStepId, history: entries, ...extra }, afterCommit));
 
     let current: WorkflowStep | undefined = steps[0];
     if (!current) {
@@ -89,6 +87,20 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       current = result.next ? byId.get(result.next) : undefined;
     }
     return { status: "COMPLETED" };
+  }
+
+  /**
+   * Runs a write of a step with the step's own door out (src/hand-over.ts): a
+   * durable step is an invocation of its own, so what the write committed
+   * (its webhook events) is handed over before the step ends, even when it throws.
+   */
+  private async handingOver<T>(write: (afterCommit: AfterCommit) => Promise<T>): Promise<T> {
+    const door = new HandOver(this.env);
+    try {
+      return await write(door);
+    } finally {
+      await door.flush();
+    }
   }
 
   /** Runs one step and records it; the status written is where the execution stands afterwards. */
@@ -156,9 +168,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         return step.do(s.id, DB_STEP, () =>
           guard(async () => {
             const startedAt = iso();
-            const outcome = await updateContactStep(db, params.projectId, params.contactId, s.config, (projectId, ids) =>
-              queueWebhookEvents(this.env, projectId, ids),
-            );
+            const outcome = await this.handingOver((afterCommit) => updateContactStep(db, params.projectId, params.contactId, s.config, afterCommit));
             return finish(entry("COMPLETED", outcome, startedAt), s.next ?? null);
           }),
         );

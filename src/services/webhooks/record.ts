@@ -1,6 +1,6 @@
 import { newId } from "../../lib/ids";
 import type { WebhookEventType } from "../../schemas/webhooks";
-import { contactEvents, contactsWritten, recordedEventIds, type ContactEventItem, type WrittenContactItem } from "../../store/webhooks/events";
+import { contactEvents, contactsWritten, type ContactEventItem, type WrittenContactItem } from "../../store/webhooks/events";
 
 /** What one contact write does to a contact, for its contact.* webhook events. */
 export interface ContactChange {
@@ -19,7 +19,7 @@ export interface ContactChange {
 /**
  * The contact.* webhook events of one write of one or many contacts, as
  * statements to put around it in its batch (`before` ahead of the write,
- * `after` behind it), and a reader for the ids they recorded. Each event is
+ * `after` behind it; a WriteBatch collects the events they record). Each event is
  * recorded only when what it says happened and an endpoint subscribes.
  * contact.created (with the write's new id) and contact.updated are one
  * statement after the write (store.contactsWritten); a subscription change,
@@ -49,8 +49,5 @@ export function contactWriteEvents(d1: D1Database, input: ContactChange & { proj
   return {
     before: pair ? [pair.before] : [],
     after: [...(pair ? [pair.after] : []), ...writtenStatement],
-    /** The recorded events' ids, from the batch's results of the `before` statements and of the `after` ones. */
-    ids: (beforeResults: readonly (readonly Record<string, unknown>[])[], afterResults: readonly (readonly Record<string, unknown>[])[] = []) =>
-      recordedEventIds([...beforeResults, ...afterResults]),
   };
 }

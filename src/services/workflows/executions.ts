@@ -1,12 +1,14 @@
 import { and, eq, inArray, type SQL } from "drizzle-orm";
 import { chunks } from "../../lib/chunks";
-import { runStatements, type Database } from "../../db/client";
+import type { Database } from "../../db/client";
 import { projects, workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
 import type { Env } from "../../env";
+import type { AfterCommit } from "../../lib/after-commit";
+import { WriteBatch } from "../../store/batch";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
-import { recordedEventIds, recordExecutionWebhookEvent } from "../../store/webhooks/events";
+import { recordExecutionWebhookEvent } from "../../store/webhooks/events";
 import type { ExecutionView } from "../../schemas/workflows";
 
 import { enqueueWorkflowMessages } from "../../queues";
@@ -75,8 +77,8 @@ export async function recordProgress(
   db: Database,
   executionId: string,
   update: ProgressUpdate,
-  /** Hands the webhook events the write recorded to the webhook queue. */
-  handOver?: (projectId: string, eventIds: string[]) => Promise<unknown>,
+  /** Where the webhook event the write recorded leaves (the step's door). */
+  afterCommit?: AfterCommit,
 ): Promise<boolean> {
   const now = new Date();
   const finished = !ACTIVE_STATUSES.includes(update.status);
@@ -102,10 +104,10 @@ export async function recordProgress(
         ? "workflow.execution.completed"
         : null;
   if (!type) return (await query).length > 0;
-  const [rows, recorded] = await runStatements(db, [query, recordExecutionWebhookEvent(db.$client, { id: newId(), executionId, type, at: now })]);
-  const eventIds = recordedEventIds([recorded]);
-  if (handOver && rows[0] && eventIds.length > 0) await handOver(String(rows[0].project_id), eventIds);
-  return rows.length > 0;
+  const batch = new WriteBatch(db.$client);
+  const updated = batch.add(query);
+  batch.add(recordExecutionWebhookEvent(db.$client, { id: newId(), executionId, type, at: now }));
+  return (await batch.run({ afterCommit })).rows(updated).length > 0;
 }
 
 /**

@@ -1,7 +1,9 @@
 import { and, eq } from "drizzle-orm";
-import { runStatements, type Database } from "../../db/client";
+import type { Database } from "../../db/client";
 import { contacts, workflows, type Contact, type JsonObject } from "../../db/schema";
 import type { Env } from "../../env";
+import type { AfterCommit } from "../../lib/after-commit";
+import { WriteBatch } from "../../store/batch";
 import { updateContactById } from "../../store/contacts";
 import { raisedGuard } from "../../store/guards";
 import { evaluateCondition, loadContactActivity, type Condition } from "../conditions";
@@ -29,27 +31,28 @@ export async function evaluateConditionStep(db: Database, projectId: string, con
 
 /**
  * UPDATE_CONTACT: merges data (null removes a key) and sets the subscription, as PATCH /contacts/{id} does,
- * with its contact.updated / .(un)subscribed webhook events in the same batch; `handOver` queues them.
+ * with its contact.updated / .(un)subscribed webhook events in the same batch; they leave through `afterCommit`.
  */
 export async function updateContactStep(
   db: Database,
   projectId: string,
   contactId: string,
   config: { data?: JsonObject; subscribed?: boolean },
-  handOver?: (projectId: string, eventIds: string[]) => Promise<unknown>,
+  afterCommit?: AfterCommit,
 ): Promise<string> {
   const hooks = contactWriteEvents(db.$client, { projectId, at: new Date(), contactId, updates: true, subscribed: config.subscribed });
-  const n = hooks.before.length;
-  let eventIds: string[];
+  const batch = new WriteBatch(db.$client);
+  batch.add(...hooks.before);
+  const updated = batch.add(updateContactById(db.$client, projectId, contactId, config));
+  batch.add(...hooks.after);
+  let contactRows: Record<string, unknown>[];
   try {
-    const results = await runStatements(db, [...hooks.before, updateContactById(db.$client, projectId, contactId, config), ...hooks.after]);
-    if (results[n].length === 0) throw new PermanentStepError("The contact was deleted");
-    eventIds = hooks.ids(results.slice(0, n), results.slice(n + 1));
+    contactRows = (await batch.run({ afterCommit })).rows(updated);
   } catch (err) {
     if (raisedGuard(err) === "CONTACT_DATA_TOO_LARGE") throw new PermanentStepError("The contact's data would exceed 64 KB");
     throw err;
   }
-  if (handOver && eventIds.length > 0) await handOver(projectId, eventIds);
+  if (contactRows.length === 0) throw new PermanentStepError("The contact was deleted");
   const parts = [
     config.data !== undefined ? `data ${Object.keys(config.data).join(", ")}` : null,
     config.subscribed !== undefined ? `subscribed=${config.subscribed}` : null,

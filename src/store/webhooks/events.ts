@@ -25,7 +25,7 @@ const RECORD_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payl
  * Records a webhook event of `type` for the project, with `data` as the body's
  * `data`: one INSERT ... SELECT that writes nothing unless an enabled endpoint
  * of the project subscribes to the type. `RETURNING id`: the batch's result
- * for it holds the event's id when one was recorded (see recordedEventIds).
+ * for it holds the event's id when one was recorded (BatchResult.eventIds).
  */
 export function recordWebhookEvent(
   d1: D1Database,
@@ -265,13 +265,6 @@ export function recordTestEvent(d1: D1Database, input: { id: string; projectId: 
   return d1.prepare(TEST_EVENT_SQL).bind(input.id, input.projectId, input.payload, input.at.getTime());
 }
 const TEST_EVENT_SQL = "INSERT INTO webhook_events (id, project_id, type, payload, fanned_out, created_at) VALUES (?1, ?2, 'webhook.test', ?3, 1, ?4)";
-
-/** The ids of the events a batch recorded, from the results of its record* statements. */
-export function recordedEventIds(results: readonly (readonly Record<string, unknown>[])[]): string[] {
-  const ids: string[] = [];
-  for (const rows of results) for (const row of rows) if (typeof row.id === "string") ids.push(row.id);
-  return ids;
-}
 
 // The outbox ------------------------------------------------------------------
 

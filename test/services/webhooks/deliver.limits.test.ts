@@ -5,7 +5,8 @@ import { newId } from "../../../src/lib/ids";
 import { DEAD_ATTEMPT_ERROR, RETRY_SCHEDULE_SECONDS } from "../../../src/services/webhooks/attempts";
 import { runWebhookJobs } from "../../../src/services/webhooks/sweep";
 import type { WebhookEventType } from "../../../src/schemas/webhooks";
-import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks/events";
+import { WriteBatch } from "../../../src/store/batch";
+import { recordWebhookEvent } from "../../../src/store/webhooks/events";
 import type { WebhookDelivery } from "../../support/api";
 import { expectError } from "../../support/http";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
@@ -20,8 +21,9 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
 async function record(projectId: string, type: WebhookEventType, data: unknown = { n: 1 }) {
-  const result = await env.DB.batch<Record<string, unknown>>([recordWebhookEvent(env.DB, { id: newId(), projectId, type, data, at: new Date() })]);
-  return recordedEventIds(result.map((r) => r.results))[0];
+  const batch = new WriteBatch(env.DB);
+  const recorded = batch.add(recordWebhookEvent(env.DB, { id: newId(), projectId, type, data, at: new Date() }));
+  return (await batch.run()).eventIds(recorded)[0];
 }
 
 const scalar = async (sql: string, ...params: unknown[]) =>

@@ -6,7 +6,8 @@ import { newId } from "../../../src/lib/ids";
 import { runScheduledJobs } from "../../../src/scheduled";
 import { DEAD_ATTEMPT_ERROR } from "../../../src/services/webhooks/attempts";
 import type { WebhookEventType } from "../../../src/schemas/webhooks";
-import { recordedEventIds, recordWebhookEvent } from "../../../src/store/webhooks/events";
+import { WriteBatch } from "../../../src/store/batch";
+import { recordWebhookEvent } from "../../../src/store/webhooks/events";
 import { heldQueue, receiver, webhookProject } from "../../support/webhooks";
 import { d1Outage } from "../../fakes/d1-outage";
 
@@ -17,8 +18,9 @@ const MINUTE = 60_000;
 
 /** Records an event the way a write batch does (the statement from store/webhooks/events), and returns its id if one was written. */
 async function record(projectId: string, type: WebhookEventType, data: unknown = { n: 1 }) {
-  const result = await env.DB.batch<Record<string, unknown>>([recordWebhookEvent(env.DB, { id: newId(), projectId, type, data, at: new Date() })]);
-  return recordedEventIds(result.map((r) => r.results))[0];
+  const batch = new WriteBatch(env.DB);
+  const recorded = batch.add(recordWebhookEvent(env.DB, { id: newId(), projectId, type, data, at: new Date() }));
+  return (await batch.run()).eventIds(recorded)[0];
 }
 
 describe("recording an event", () => {
