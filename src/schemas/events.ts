@@ -3,10 +3,11 @@ import { EVENT_SOURCES } from "../db/schema";
 import { listEnvelope, successEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { DataObjectSchema, EmailAddressSchema, idQuery } from "../lib/validators";
+import { MAX_EVENT_NAME } from "./condition-grammar";
 
 /** Custom events: POST /v1/track records one, GET /events and /events/names read them. */
 
-export const MAX_EVENT_NAME = 100;
+export { MAX_EVENT_NAME };
 /** A public key's (pk_) event `data`, as JSON characters; past it 422 naming `data`. */
 export const MAX_PUBLIC_EVENT_DATA_CHARS = 2048;
 

@@ -71,10 +71,4 @@ describe("the dashboard's imports from src/", () => {
       "src/lib/zod.ts <- dashboard/src/components/conditions.tsx",
     ]);
   });
-
-  it("the grammar's event-name bound is the events schema's", () => {
-    const bound = (file: string) => /export const MAX_EVENT_NAME = (\d+);/.exec(read(join(root, file)))?.[1];
-    expect(bound("src/schemas/condition-grammar.ts")).toBeDefined();
-    expect(bound("src/schemas/condition-grammar.ts")).toBe(bound("src/schemas/events.ts"));
-  });
 });
