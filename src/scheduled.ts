@@ -4,8 +4,8 @@ import { HandOver } from "./hand-over";
 import type { AfterCommit } from "./lib/after-commit";
 import { runCampaignJobs } from "./services/campaigns/audience";
 import { releaseUnverifiedDomains, runDomainChecks } from "./services/domains";
-import { purgeExpiredIdempotencyKeys } from "./services/send/accept";
 import { sweepStuckEmails } from "./services/send/sweep";
+import { purgeExpiredIdempotencyKeys } from "./store/idempotency";
 import { reconcileUsageCounters, runRetention } from "./services/retention";
 import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 import { runWebhookJobs } from "./services/webhooks/sweep";
@@ -22,9 +22,9 @@ export type ScheduledJob = (env: Env, now: Date, afterCommit: AfterCommit) => Pr
 export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   domainChecks: (env, now, afterCommit) => runDomainChecks(getDb(env.DB), env, now, afterCommit),
   unverifiedDomains: (env, now) => releaseUnverifiedDomains(getDb(env.DB), env, now),
-  stuckEmails: (env, now) => sweepStuckEmails(env, now),
-  campaigns: (env, now) => runCampaignJobs(env, now),
-  idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(getDb(env.DB), now),
+  stuckEmails: (env, now, afterCommit) => sweepStuckEmails(env, now, { afterCommit }),
+  campaigns: (env, now, afterCommit) => runCampaignJobs(env, now, afterCommit),
+  idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(env.DB, now),
   retention: (env, now) => runRetention(env, now),
   usageCounters: (env, now) => reconcileUsageCounters(env, now),
   // Workflow triggers from paths that do not hand them over themselves (see src/app.ts).

@@ -1,6 +1,7 @@
 import type { Env } from "../env";
 import { readConfig, type ConfigInput } from "../lib/config";
 import { ApiError } from "../lib/errors";
+import { WriteBatch } from "../store/batch";
 import { ownerResume, pauseProjectsPastLimits, pruneReputation, sendingStatusOf, type ReputationLimits, type SendingStatusRow } from "../store/reputation";
 
 /**
@@ -38,12 +39,12 @@ function limitsOf(env: ConfigInput, now: number): ReputationLimits {
 /** The cron job: pauses the projects past a limit and prunes counter days before the window. One batch. */
 export async function runReputationCheck(env: Env, now: Date): Promise<{ paused: number }> {
   const limits = limitsOf(env, now.getTime());
-  const [paused] = await env.DB.batch<{ id: string; reason: string }>([
-    pauseProjectsPastLimits(env.DB, limits, now.getTime()),
-    pruneReputation(env.DB, limits.fromDay, PRUNE_PER_TICK),
-  ]);
-  for (const project of paused.results) console.warn(`reputation breaker: sending paused for project ${project.id}: ${project.reason}`);
-  return { paused: paused.results.length };
+  const batch = new WriteBatch(env.DB);
+  const pause = batch.add(pauseProjectsPastLimits(env.DB, limits, now.getTime()));
+  batch.add(pruneReputation(env.DB, limits.fromDay, PRUNE_PER_TICK));
+  const paused = (await batch.run()).rows(pause);
+  for (const project of paused) console.warn(`reputation breaker: sending paused for project ${project.id}: ${project.reason}`);
+  return { paused: paused.length };
 }
 
 /** What GET /project/sending answers. */
@@ -77,11 +78,11 @@ export async function getSendingStatus(env: Env, projectId: string, now = Date.n
  */
 export async function resumeSending(env: Env, projectId: string, now = Date.now()): Promise<SendingStatus> {
   const limits = limitsOf(env, now);
-  const results = await env.DB.batch<SendingStatusRow>([
-    ...ownerResume(env.DB, projectId, now, now - limits.windowDays * DAY_MS),
-    sendingStatusOf(env.DB, projectId, limits.fromDay),
-  ]);
-  const status = statusOf(results[results.length - 1].results[0] ?? null, limits);
+  const batch = new WriteBatch(env.DB);
+  batch.add(...ownerResume(env.DB, projectId, now, now - limits.windowDays * DAY_MS));
+  const after = batch.add(sendingStatusOf(env.DB, projectId, limits.fromDay));
+  const [row] = (await batch.run()).rows(after) as unknown as SendingStatusRow[];
+  const status = statusOf(row ?? null, limits);
   if (status.paused) {
     throw new ApiError("SENDING_PAUSED", `Sending is paused for this project and was already resumed through the API in the last ${limits.windowDays} days`, {
       suggestion: "Ask the operator of this service to run `npm run project -- resume <projectId>` once the list is cleaned.",

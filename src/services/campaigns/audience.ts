@@ -1,15 +1,17 @@
-import { and, asc, eq, gt, inArray, isNotNull, lt, lte, notExists, sql, type SQL } from "drizzle-orm";
-import { getDb, runStatements, type Database } from "../../db/client";
-import { campaigns, contacts, projects, type Campaign, type CampaignStatus } from "../../db/schema";
+import { and, asc, eq, gt, inArray, lte, sql, type SQL } from "drizzle-orm";
+import { getDb, type Database } from "../../db/client";
+import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { Env } from "../../env";
 import type { CampaignPageMessage } from "../../messages";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
-import { queueEmails } from "../send/outbox";
+import { renderEmails } from "../send/create-emails";
+import { WriteBatch } from "../../store/batch";
 import { recordCampaignSent } from "../../store/webhooks/events";
-import { queueRecordedEvents } from "../webhooks/deliver";
+import type { AfterCommit } from "../../lib/after-commit";
+import { advanceCursor, finishCampaign, holdScheduledCampaign, projectNotPaused, startCampaign, touchCampaign } from "../../store/campaigns";
 import { enqueueCampaignPage, enqueueMail } from "../../queues";
 
 /** Contacts walked per audience page (one queue message). */
@@ -65,7 +67,7 @@ function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: string[])
  * re-queues its still-QUEUED emails (claims make that harmless) and does not
  * queue the next page again, because its cursor advance no longer applies.
  */
-export async function handleCampaignPage(env: Env, message: CampaignPageMessage): Promise<void> {
+export async function handleCampaignPage(env: Env, message: CampaignPageMessage, afterCommit: AfterCommit): Promise<void> {
   const db = getDb(env.DB);
   // A plain select: drizzle builds a relational query (findFirst) anew on every call.
   const [campaign] = await db
@@ -93,10 +95,7 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
   const done = page.length < PAGE_SIZE;
   const now = Date.now();
   // The cursor advances only from where this page started: a redelivered page changes nothing here.
-  const advance = env.DB.prepare(
-    `UPDATE campaigns SET send_cursor = ?1, audience_done = ?2, updated_at = ?3
-     WHERE id = ?4 AND status = 'SENDING' AND send_cursor IS ?5 RETURNING id`,
-  ).bind(last, done ? 1 : 0, now, campaign.id, message.after);
+  const advance = advanceCursor(env.DB, campaign.id, message.after, last ?? null, done, now);
   // This page's emails still QUEUED (all of them the first time; the unsent ones on a redelivery).
   const queued = env.DB.prepare(`SELECT id FROM emails WHERE campaign_id = ?1 AND contact_id > ?2 AND contact_id <= ?3 AND status = 'QUEUED'`).bind(
     campaign.id,
@@ -107,8 +106,7 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
   // Stored bytes are checked: past QUOTA_STORED_BYTES the page writes nothing and the walk waits
   // (the cron re-queues a stalled walk) until retention or deletes free space. Unique
   // campaign+contact: a redelivered page writes nothing twice.
-  const written = await queueEmails(
-    db,
+  const emails = await renderEmails(
     env,
     {
       projectId: campaign.projectId,
@@ -124,8 +122,13 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
       bulk: true,
     },
     page.map((contact) => ({ to: contact.email, contactId: contact.id, data: contact.data ?? {} })),
-    { quotas: false, enqueue: "none", last: [advance, queued] },
-  ).catch((err: unknown) => {
+    { quotas: false },
+  );
+  const batch = new WriteBatch(env.DB);
+  emails.add(batch);
+  const advancedPart = batch.add(advance);
+  const queuedPart = batch.add(queued);
+  const written = await batch.run({ env, now: emails.now, afterCommit }).catch((err: unknown) => {
     if (err instanceof ApiError && err.code === "QUOTA_EXCEEDED") {
       console.warn(`campaign ${campaign.id} paused: ${err.message}`);
       return null;
@@ -133,42 +136,27 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage)
     throw err;
   });
   if (!written) return;
-  const { results } = written;
-  const advanced = results.last[0].length > 0;
-  const toSend = (results.last[1] as { id: string }[]).map((r) => r.id);
+  const advanced = written.rows(advancedPart).length > 0;
+  const toSend = written.rows(queuedPart).map((r) => String(r.id));
 
   // The next page is queued with this page's emails, not after them: the queue then always holds a
   // full batch, and the walk stays one page ahead of the sends instead of waiting for them.
   await Promise.all([enqueueCampaignEmails(env, campaign, toSend), advanced && !done ? enqueueCampaignPageOf(env, campaign, last) : undefined]);
-  if (advanced && done) await finalizeCampaigns(db, env, [campaign.id]);
+  if (advanced && done) await finalizeCampaigns(env.DB, [campaign.id], afterCommit);
 }
 
 /**
  * SENDING -> SENT once every page is written and no email of the campaign is
  * still QUEUED or SENDING (each is SENT or later, or FAILED). Idempotent.
+ * Each campaign's campaign.sent leaves through `afterCommit` (the cron
+ * re-queues it if that fails).
  */
-export async function finalizeCampaigns(db: Database, env: Env, campaignIds: string[]): Promise<void> {
+export async function finalizeCampaigns(d1: D1Database, campaignIds: string[], afterCommit: AfterCommit): Promise<void> {
   if (campaignIds.length === 0) return;
   const now = new Date();
-  const results = await runStatements(
-    db,
-    campaignIds.flatMap((id) => [
-      recordCampaignSent(db.$client, { id: newId(), campaignId: id, at: now }),
-      db
-        .update(campaigns)
-        .set({ status: "SENT", sentAt: now, updatedAt: now })
-        .where(
-          and(
-            eq(campaigns.id, id),
-            eq(campaigns.status, "SENDING"),
-            eq(campaigns.audienceDone, true),
-            sql`NOT EXISTS (SELECT 1 FROM emails WHERE emails.campaign_id = ${id} AND emails.status IN ('QUEUED', 'SENDING'))`,
-          ),
-        ),
-    ]),
-  );
-  // Each campaign's campaign.sent (the even results); the cron re-queues them if this fails.
-  await queueRecordedEvents(env, results.filter((_, i) => i % 2 === 0).flat());
+  const batch = new WriteBatch(d1);
+  for (const id of campaignIds) batch.add(recordCampaignSent(d1, { id: newId(), campaignId: id, at: now }), finishCampaign(d1, id, now));
+  await batch.run({ afterCommit });
 }
 
 /**
@@ -184,44 +172,12 @@ export async function startSending(
   now = new Date(),
   fromStatus: CampaignStatus[] = ["DRAFT", "SCHEDULED"],
 ) {
-  const [started] = await db
-    .update(campaigns)
-    .set({
-      status: "SENDING",
-      startedAt: now,
-      sendCondition: condition,
-      audienceUpperId: newId(),
-      sendCursor: null,
-      audienceDone: false,
-      updatedAt: now,
-    })
-    .where(
-      and(
-        eq(campaigns.id, campaign.id),
-        inArray(campaigns.status, fromStatus),
-        // The cron only starts a scheduled campaign that is due, and not while its project's sending is paused.
-        fromStatus.length === 1 && fromStatus[0] === "SCHEDULED" ? and(lt(campaigns.scheduledAt, new Date(now.getTime() + 1)), notPaused(db)) : undefined,
-      ),
-    )
-    .returning();
+  // The cron only starts a scheduled campaign that is due, and not while its project's sending is paused.
+  const [started] = await startCampaign(db.$client, campaign.id, { fromStatus, condition, audienceUpperId: newId(), now });
   if (!started) return undefined;
   await enqueueCampaignPageOf(env, started, null);
   return started;
 }
-
-/**
- * The campaign's project is not paused by the reputation breaker: a due
- * campaign of a paused project stays SCHEDULED (nothing written) and starts on
- * the first tick after the resume, instead of writing emails the consumer
- * would only fail.
- */
-const notPaused = (db: Database) =>
-  notExists(
-    db
-      .select({ one: sql`1` })
-      .from(projects)
-      .where(and(eq(projects.id, campaigns.projectId), isNotNull(projects.sendingPausedAt))),
-  );
 
 /**
  * Cron: starts each due SCHEDULED campaign exactly once (the conditional
@@ -229,12 +185,12 @@ const notPaused = (db: Database) =>
  * whose message was lost, and finishes campaigns whose last emails ended
  * outside the bulk consumer (dead letters, the sweep).
  */
-export async function runCampaignJobs(env: Env, now = new Date()) {
+export async function runCampaignJobs(env: Env, now: Date, afterCommit: AfterCommit) {
   const db = getDb(env.DB);
   const due = await db
     .select()
     .from(campaigns)
-    .where(and(eq(campaigns.status, "SCHEDULED"), lte(campaigns.scheduledAt, now), notPaused(db)))
+    .where(and(eq(campaigns.status, "SCHEDULED"), lte(campaigns.scheduledAt, now), projectNotPaused(env.DB)))
     .orderBy(asc(campaigns.scheduledAt))
     .limit(CRON_LIMIT);
   let started = 0;
@@ -251,9 +207,9 @@ export async function runCampaignJobs(env: Env, now = new Date()) {
   const stalled = sending.filter((c) => !c.audienceDone && c.updatedAt.getTime() < now.getTime() - STALLED_WALK_MS);
   for (const campaign of stalled) await requeueNextPage(db, env, campaign, now);
   await finalizeCampaigns(
-    db,
-    env,
+    env.DB,
     sending.filter((c) => c.audienceDone).map((c) => c.id),
+    afterCommit,
   );
   return { started, resumed: stalled.length };
 }
@@ -268,10 +224,7 @@ async function heldByQuota(db: Database, env: Env, campaign: Campaign, condition
   const quota = await campaignQuotaFit(db, env, campaign.projectId, audienceWhere(campaign.projectId, condition, now.getTime()), now);
   if (quota.fit === "now") return false;
   console.error("scheduled campaign held by the emails-per-day quota", campaign.id, quota);
-  await db
-    .update(campaigns)
-    .set(quota.fit === "later" ? { scheduledAt: nextUtcMidnight(now), updatedAt: now } : { status: "DRAFT", scheduledAt: null, updatedAt: now })
-    .where(and(eq(campaigns.id, campaign.id), eq(campaigns.status, "SCHEDULED")));
+  await holdScheduledCampaign(db.$client, campaign.id, quota.fit === "later" ? nextUtcMidnight(now) : null, now);
   return true;
 }
 
@@ -287,7 +240,7 @@ async function audienceOf(db: Database, campaign: Campaign): Promise<Condition |
 }
 
 async function requeueNextPage(db: Database, env: Env, campaign: Campaign, now: Date) {
-  await db.update(campaigns).set({ updatedAt: now }).where(eq(campaigns.id, campaign.id));
+  await touchCampaign(db.$client, campaign.id, now);
   await enqueueCampaignPageOf(env, campaign, campaign.sendCursor);
 }
 

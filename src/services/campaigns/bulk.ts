@@ -1,4 +1,4 @@
-import { getDb } from "../../db/client";
+import type { AfterCommit } from "../../lib/after-commit";
 import type { Env } from "../../env";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import { deliverBatch } from "../send/deliver";
@@ -19,8 +19,7 @@ export const campaignIdsOf = (bodies: readonly unknown[]) => [
  * bulk mail, deferring back onto the bulk queue. Pages go first, one at a
  * time; then the batch's campaign emails as one delivery batch.
  */
-export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
-  const db = getDb(env.DB);
+export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], env: Env, afterCommit: AfterCommit): Promise<Verdict[]> {
   const verdicts: Verdict[] = messages.map(() => ACK);
   const sends: { index: number; message: QueuedMessage<unknown> }[] = [];
   for (const [index, message] of messages.entries()) {
@@ -29,7 +28,7 @@ export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], e
       continue;
     }
     try {
-      await handleCampaignPage(env, message.body);
+      await handleCampaignPage(env, message.body, afterCommit);
     } catch (err) {
       console.error("campaign page failed; retrying", err);
       verdicts[index] = retryAfter(5);
@@ -41,16 +40,17 @@ export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], e
   const sent = await deliverBatch(
     sends.map((s) => s.message),
     env,
+    afterCommit,
     { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE },
   );
   for (const [i, s] of sends.entries()) verdicts[s.index] = sent[i];
-  await finalizeCampaigns(db, env, campaignIdsOf(bodies));
+  await finalizeCampaigns(env.DB, campaignIdsOf(bodies), afterCommit);
   return verdicts;
 }
 
 /** The bulk dead-letter queue: like the send queue's, then campaigns whose last emails just failed are finished. */
-export async function settleBulkDeadLetters(messages: readonly QueuedMessage<unknown>[], env: Env): Promise<Verdict[]> {
+export async function settleBulkDeadLetters(messages: readonly QueuedMessage<unknown>[], env: Env, afterCommit: AfterCommit): Promise<Verdict[]> {
   const verdicts = await settleDeadLetters(messages, env);
-  await finalizeCampaigns(getDb(env.DB), env, campaignIdsOf(messages.map((m) => m.body)));
+  await finalizeCampaigns(env.DB, campaignIdsOf(messages.map((m) => m.body)), afterCommit);
   return verdicts;
 }

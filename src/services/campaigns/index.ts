@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gt, inArray, lt, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import { fromRow, type Database } from "../../db/client";
 import { campaigns, emails, events, segments, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
@@ -9,11 +9,20 @@ import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { ConditionSchema, type Condition } from "../conditions";
 import { contactFromRow, contactsByEmail } from "../contacts";
 import { senderDomain } from "../domains";
-import { queueEmails } from "../send/outbox";
+import { createEmails } from "../send/create-emails";
 import { assertTemplateSyntax } from "../send/render";
 import { campaignQuotaError, campaignQuotaFit, writeWithinQuotas } from "../quotas";
 import { findSuppressed } from "../suppressions";
 import type { CampaignInput, CampaignView } from "../../schemas/campaigns";
+import {
+  type CampaignContent,
+  cancelScheduledCampaign,
+  deleteDraftCampaign,
+  EDITABLE,
+  insertCampaign,
+  scheduleCampaign,
+  updateCampaignContent,
+} from "../../store/campaigns";
 import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -65,28 +74,23 @@ const audienceColumns = (input: CampaignInput) => ({
   audienceFilter: input.audienceType === "FILTERED" ? input.audienceFilter! : null,
 });
 
+/** The columns a campaign's input sets (create, and PATCH once merged with the campaign as it is). */
+const contentColumns = (input: CampaignInput): CampaignContent => ({
+  name: input.name,
+  description: input.description ?? null,
+  subject: input.subject,
+  body: input.body,
+  from: input.from,
+  fromName: input.fromName ?? null,
+  replyTo: input.replyTo ?? null,
+  ...audienceColumns(input),
+});
+
 /** Within QUOTA_CAMPAIGNS and QUOTA_STORED_BYTES (checked in the insert's batch). */
 export async function createCampaign(db: Database, env: ConfigInput, projectId: string, input: CampaignInput): Promise<Campaign> {
   await validateCampaign(db, projectId, input, input);
   const now = new Date();
-  const insert = db
-    .insert(campaigns)
-    .values({
-      id: newId(),
-      projectId,
-      name: input.name,
-      description: input.description ?? null,
-      subject: input.subject,
-      body: input.body,
-      from: input.from,
-      fromName: input.fromName ?? null,
-      replyTo: input.replyTo ?? null,
-      ...audienceColumns(input),
-      status: "DRAFT",
-      createdAt: now,
-      updatedAt: now,
-    })
-    .returning();
+  const insert = insertCampaign(db.$client, { id: newId(), projectId, ...contentColumns(input), status: "DRAFT", createdAt: now, updatedAt: now });
   const [rows] = await writeWithinQuotas(db, env, projectId, [insert], { quota: "QUOTA_CAMPAIGNS" });
   return fromRow(campaigns, rows[0]);
 }
@@ -97,7 +101,7 @@ export async function getCampaign(db: Database, projectId: string, id: string): 
   return campaign;
 }
 
-export const EDITABLE: CampaignStatus[] = ["DRAFT", "SCHEDULED"];
+export { EDITABLE };
 
 export async function updateCampaign(db: Database, env: ConfigInput, projectId: string, id: string, changes: Partial<CampaignInput>): Promise<Campaign> {
   const current = await getCampaign(db, projectId, id);
@@ -119,22 +123,8 @@ export async function updateCampaign(db: Database, env: ConfigInput, projectId: 
   // A switch of audience type re-checks the segment it now needs.
   const segmentChanged = changes.segmentId !== undefined || (changes.audienceType === "SEGMENT" && current.audienceType !== "SEGMENT");
   await validateCampaign(db, projectId, merged, { ...changes, segmentId: segmentChanged ? merged.segmentId : undefined });
-  const update = db
-    .update(campaigns)
-    .set({
-      name: merged.name,
-      description: merged.description ?? null,
-      subject: merged.subject,
-      body: merged.body,
-      from: merged.from,
-      fromName: merged.fromName ?? null,
-      replyTo: merged.replyTo ?? null,
-      ...audienceColumns(merged),
-      updatedAt: new Date(),
-    })
-    // The state is checked again in the write: a send that started meanwhile wins.
-    .where(and(eq(campaigns.id, id), eq(campaigns.projectId, projectId), inArray(campaigns.status, EDITABLE)))
-    .returning();
+  // The state is checked again in the write: a send that started meanwhile wins.
+  const update = updateCampaignContent(db.$client, projectId, id, contentColumns(merged), new Date());
   const [rows] = await writeWithinQuotas(db, env, projectId, [update]);
   if (!rows[0]) throw ApiError.invalidState("The campaign started sending while it was being updated");
   return fromRow(campaigns, rows[0]);
@@ -148,10 +138,7 @@ export async function deleteCampaign(db: Database, projectId: string, id: string
       current.status === "SCHEDULED" ? "Cancel it first (POST /campaigns/{id}/cancel)." : undefined,
     );
   }
-  const deleted = await db
-    .delete(campaigns)
-    .where(and(eq(campaigns.id, id), eq(campaigns.projectId, projectId), eq(campaigns.status, "DRAFT")))
-    .returning({ id: campaigns.id });
+  const deleted = await deleteDraftCampaign(db.$client, projectId, id);
   if (deleted.length === 0) throw ApiError.invalidState("The campaign left DRAFT while it was being deleted");
 }
 
@@ -196,11 +183,7 @@ export async function sendCampaign(db: Database, env: Env, projectId: string, id
   const condition = await resolveAudience(db, campaign);
   await assertAudienceSendable(db, env, campaign, condition, now, scheduledFor !== null);
   if (scheduledFor) {
-    const [scheduled] = await db
-      .update(campaigns)
-      .set({ status: "SCHEDULED", scheduledAt: scheduledFor, updatedAt: now })
-      .where(and(eq(campaigns.id, id), inArray(campaigns.status, EDITABLE)))
-      .returning();
+    const [scheduled] = await scheduleCampaign(db.$client, id, scheduledFor, now);
     if (!scheduled) throw ApiError.invalidState("The campaign started sending meanwhile");
     return scheduled;
   }
@@ -211,11 +194,7 @@ export async function sendCampaign(db: Database, env: Env, projectId: string, id
 
 export async function cancelCampaign(db: Database, projectId: string, id: string): Promise<Campaign> {
   const campaign = await getCampaign(db, projectId, id);
-  const [cancelled] = await db
-    .update(campaigns)
-    .set({ status: "DRAFT", scheduledAt: null, updatedAt: new Date() })
-    .where(and(eq(campaigns.id, id), eq(campaigns.status, "SCHEDULED")))
-    .returning();
+  const [cancelled] = await cancelScheduledCampaign(db.$client, id, new Date());
   if (!cancelled) {
     throw ApiError.invalidState(`Only a SCHEDULED campaign can be cancelled; this one is ${campaign.status}`);
   }
@@ -237,8 +216,8 @@ export async function sendTestEmail(db: Database, env: Env, projectId: string, i
   }
   const contact = (await contactsByEmail(db.$client, projectId, [address.toLowerCase()]).all()).results.map(contactFromRow)[0];
   // A test send is an email like any other: it counts toward the daily and stored-bytes quotas.
-  const queued = await queueEmails(
-    db,
+  const queued = await createEmails(
+    db.$client,
     env,
     {
       projectId,

@@ -1,7 +1,7 @@
-import { and, eq, inArray, type SQL } from "drizzle-orm";
+import { and, eq, type SQL } from "drizzle-orm";
 import { chunks } from "../../lib/chunks";
 import type { Database } from "../../db/client";
-import { projects, workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../../db/schema";
+import { projects, workflowExecutions, type WorkflowExecution, type WorkflowExecutionStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
 import { WriteBatch } from "../../store/batch";
@@ -9,13 +9,14 @@ import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { listNewestFirst } from "../../lib/pagination";
 import { recordExecutionWebhookEvent } from "../../store/webhooks/events";
+import { ACTIVE_STATUSES, cancelExecutions, type ExecutionProgress, recordExecutionProgress } from "../../store/executions";
 import type { ExecutionView } from "../../schemas/workflows";
 
 import { enqueueWorkflowMessages } from "../../queues";
 
 export type { ExecutionParams, WorkflowQueueMessage } from "../../messages";
 
-export const ACTIVE_STATUSES: WorkflowExecutionStatus[] = ["RUNNING", "WAITING"];
+export { ACTIVE_STATUSES };
 export const TERMINATE_IDS_PER_MESSAGE = 10;
 
 export function toExecutionView(row: WorkflowExecution): ExecutionView {
@@ -58,14 +59,7 @@ export async function getExecution(db: Database, workflowId: string, executionId
   return row;
 }
 
-export interface ProgressUpdate {
-  status: WorkflowExecutionStatus;
-  currentStepId: string | null;
-  history: WorkflowHistoryEntry[];
-  waitingEvent?: string | null;
-  resumeAt?: Date | null;
-  error?: string | null;
-}
+export type ProgressUpdate = ExecutionProgress;
 
 /**
  * Writes an execution's progress from inside a step. Only a RUNNING or WAITING
@@ -81,21 +75,7 @@ export async function recordProgress(
   afterCommit?: AfterCommit,
 ): Promise<boolean> {
   const now = new Date();
-  const finished = !ACTIVE_STATUSES.includes(update.status);
-  const query = db
-    .update(workflowExecutions)
-    .set({
-      status: update.status,
-      currentStepId: update.currentStepId,
-      history: update.history,
-      waitingEvent: update.waitingEvent ?? null,
-      resumeAt: update.resumeAt ?? null,
-      ...(update.error !== undefined ? { error: update.error } : {}),
-      ...(finished ? { finishedAt: now } : {}),
-      updatedAt: now,
-    })
-    .where(and(eq(workflowExecutions.id, executionId), inArray(workflowExecutions.status, ACTIVE_STATUSES)))
-    .returning({ id: workflowExecutions.id, projectId: workflowExecutions.projectId });
+  const query = recordExecutionProgress(db.$client, executionId, update, now);
   // workflow.execution.completed (COMPLETED or EXITED) / .failed, in the batch that finishes the execution.
   const type =
     update.status === "FAILED"
@@ -123,11 +103,7 @@ export async function executionMayContinue(db: Database, executionId: string, pr
     .where(and(eq(workflowExecutions.id, executionId), eq(workflowExecutions.projectId, projectId)));
   if (!row || !ACTIVE_STATUSES.includes(row.status)) return false;
   if (!row.disabled) return true;
-  const now = new Date();
-  await db
-    .update(workflowExecutions)
-    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: PROJECT_DISABLED_ERROR, updatedAt: now })
-    .where(and(eq(workflowExecutions.id, executionId), inArray(workflowExecutions.status, ACTIVE_STATUSES)));
+  await cancelExecutions(db.$client, { executionId }, PROJECT_DISABLED_ERROR, new Date());
   return false;
 }
 
@@ -140,12 +116,7 @@ export const PROJECT_DISABLED_ERROR = "The project is disabled";
  * every step checks its execution is still active.
  */
 export async function cancelExecutionsOf(db: Database, env: Env, workflowId: string): Promise<number> {
-  const now = new Date();
-  const cancelled = await db
-    .update(workflowExecutions)
-    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: "The workflow was deleted", updatedAt: now })
-    .where(and(eq(workflowExecutions.workflowId, workflowId), inArray(workflowExecutions.status, ACTIVE_STATUSES)))
-    .returning({ id: workflowExecutions.id });
+  const cancelled = await cancelExecutions(db.$client, { workflowId }, "The workflow was deleted", new Date());
   const ids = cancelled.map((r) => r.id);
   // The executions are CANCELLED in D1; an instance a lost message does not reach stops at its next step.
   await enqueueWorkflowMessages(

@@ -1,17 +1,18 @@
-import { and, asc, eq, inArray, isNull, or, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, or, sql } from "drizzle-orm";
 import { chunks, IN_LIST_IDS } from "../../lib/chunks";
 import type { Database } from "../../db/client";
 import { getDb } from "../../db/client";
-import { events, projects, workflowExecutions, workflows, workflowTriggerOutbox } from "../../db/schema";
+import { events, projects, workflowExecutions, workflows } from "../../db/schema";
 import type { Env } from "../../env";
 import { newId } from "../../lib/ids";
 import { readConfig } from "../../lib/config";
 import { ACTIVE_STATUSES, type ExecutionParams, type WorkflowQueueMessage } from "./executions";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 import { enqueueWorkflowMessages } from "../../queues";
+import { WriteBatch } from "../../store/batch";
+import { countActiveExecutions, failUnstartedExecutions, startExecution } from "../../store/executions";
+import { claimOutboxPage, restoreOutboxRows } from "../../store/workflow-outbox";
 
-/** Outbox rows per INSERT (8 parameters each, under D1's 100). */
-const OUTBOX_ROWS_PER_INSERT = 12;
 /** Instances per Workflows createBatch call (its limit). */
 const WORKFLOW_CREATE_BATCH = 100;
 
@@ -32,13 +33,7 @@ export const waitEventType = (stepId: string) => `wait-${stepId}`;
  * back for the next drain. Returns how many were handed over.
  */
 export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId?: string): Promise<number> {
-  const page = db
-    .select({ id: workflowTriggerOutbox.id })
-    .from(workflowTriggerOutbox)
-    .where(projectId ? eq(workflowTriggerOutbox.projectId, projectId) : undefined)
-    .orderBy(asc(workflowTriggerOutbox.id))
-    .limit(OUTBOX_PAGE);
-  const rows = await db.delete(workflowTriggerOutbox).where(inArray(workflowTriggerOutbox.id, page)).returning();
+  const rows = await claimOutboxPage(db.$client, OUTBOX_PAGE, projectId);
   if (rows.length === 0) return 0;
   try {
     await enqueueWorkflowMessages(
@@ -58,7 +53,9 @@ export async function dispatchWorkflowTriggers(db: Database, env: Env, projectId
     );
   } catch (err) {
     console.error("queueing workflow triggers failed; they stay in the outbox", err);
-    for (const chunk of chunks(rows, OUTBOX_ROWS_PER_INSERT)) await db.insert(workflowTriggerOutbox).values(chunk).onConflictDoNothing();
+    const restore = new WriteBatch(db.$client);
+    restore.add(...restoreOutboxRows(db.$client, rows));
+    await restore.run();
     return 0;
   }
   return rows.length;
@@ -153,27 +150,28 @@ async function startExecutions(db: Database, env: Env, message: TriggerMessage):
   const planned = matching.map((workflow) => ({ workflow, id: newId() }));
   // The cap on active executions is a condition of each INSERT: exact however many consumers run at once.
   const activeCap = readConfig(env).MAX_ACTIVE_EXECUTIONS_PER_PROJECT;
-  // Raw D1 statements: an INSERT ... SELECT ... RETURNING with these guards, all in one atomic batch.
-  const inserts = planned.map(({ workflow, id }) =>
-    env.DB.prepare(
-      `INSERT INTO workflow_executions (id, project_id, workflow_id, workflow_version, contact_id, trigger_key, status, history, started_at, updated_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'RUNNING', '[]', ?7, ?7
-       WHERE EXISTS (SELECT 1 FROM contacts WHERE id = ?5 AND project_id = ?2)
-         AND (SELECT count(*) FROM workflow_executions WHERE project_id = ?2 AND status IN ('RUNNING', 'WAITING')) < ?8
-         AND NOT EXISTS (SELECT 1 FROM workflow_executions WHERE workflow_id = ?3 AND contact_id = ?5
-                         ${workflow.allowReentry ? "AND status IN ('RUNNING', 'WAITING')" : ""})
-       ON CONFLICT (workflow_id, trigger_key) DO NOTHING
-       RETURNING id`,
-    ).bind(id, message.projectId, workflow.id, workflow.version, message.contactId, key, now, activeCap),
+  // One atomic batch: each start, then the active count after them (to tell a start the cap refused).
+  const batch = new WriteBatch(env.DB);
+  const starts = planned.map(({ workflow, id }) =>
+    batch.add(
+      startExecution(env.DB, {
+        id,
+        projectId: message.projectId,
+        workflowId: workflow.id,
+        workflowVersion: workflow.version,
+        contactId: message.contactId,
+        triggerKey: key,
+        now,
+        activeCap,
+        allowReentry: workflow.allowReentry,
+      }),
+    ),
   );
-  // Last in the batch: the active count after the inserts, to tell a start the cap refused.
-  const active = env.DB.prepare("SELECT count(*) AS id FROM workflow_executions WHERE project_id = ?1 AND status IN ('RUNNING', 'WAITING')").bind(
-    message.projectId,
-  );
-  const all = (await env.DB.batch<{ id: string | number }>([...inserts, active])).map((r) => r.results);
-  const results = all.slice(0, inserts.length);
-  const activeNow = Number(all.at(-1)?.[0]?.id ?? 0);
-  if (activeNow >= activeCap && results.some((r) => r.length === 0)) {
+  const active = batch.add(countActiveExecutions(env.DB, message.projectId));
+  const result = await batch.run();
+  const started = planned.map((_, i) => result.rows(starts[i]).length > 0);
+  const activeNow = Number(result.rows(active)[0]?.n ?? 0);
+  if (activeNow >= activeCap && started.includes(false)) {
     console.warn(
       `workflow trigger ${key} of project ${message.projectId}: not started for some workflows, the project has ${activeNow} active executions (MAX_ACTIVE_EXECUTIONS_PER_PROJECT ${activeCap})`,
     );
@@ -188,12 +186,12 @@ async function startExecutions(db: Database, env: Env, message: TriggerMessage):
     eventId: message.eventId,
   });
   planned.forEach(({ workflow, id }, i) => {
-    if (results[i].length > 0) toCreate.push({ id, params: paramsFor(id, workflow) });
+    if (started[i]) toCreate.push({ id, params: paramsFor(id, workflow) });
   });
 
   // A redelivered message: its executions exist already. Create an instance
   // only where the first delivery inserted the row but did not get that far.
-  const notInserted = planned.filter((_, i) => results[i].length === 0).map((p) => p.workflow);
+  const notInserted = planned.filter((_, i) => !started[i]).map((p) => p.workflow);
   if (notInserted.length > 0) {
     const earlier = await db
       .select({ id: workflowExecutions.id, workflowId: workflowExecutions.workflowId, version: workflowExecutions.workflowVersion })
@@ -298,10 +296,5 @@ async function failUnstarted(db: Database, env: Env, executionIds: string[], rea
     if (!exists) missing.push(id);
   }
   const now = new Date();
-  for (const ids of chunks(missing, IN_LIST_IDS)) {
-    await db
-      .update(workflowExecutions)
-      .set({ status: "FAILED", error: reason.slice(0, 1000), finishedAt: now, updatedAt: now })
-      .where(and(inArray(workflowExecutions.id, ids), eq(workflowExecutions.status, "RUNNING")));
-  }
+  for (const ids of chunks(missing, IN_LIST_IDS)) await failUnstartedExecutions(db.$client, ids, reason.slice(0, 1000), now);
 }
