@@ -13,7 +13,6 @@ import {
   claimEmails,
   deferClaims,
   markCallsStarted,
-  readEmailBodies,
   recordOutcomes,
   type ClaimedEmail,
   type EmailBody,
@@ -25,6 +24,7 @@ import type { MessageParts, ProviderResult } from "../providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
+import { type BodyOf, bodyReader } from "./bodies";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
 import { requeueMail } from "../../queues";
 import {
@@ -40,7 +40,7 @@ import {
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
  * - one claim statement (1 D1 round trip), which returns the HTML and headers of
  *   small mail (INLINE_BODY_CHARS each),
- * - one read of the larger bodies per group (BODY_CHARS_PER_READ), made as the send lanes reach it,
+ * - one read of the larger bodies per group (bodies.ts BODY_CHARS_PER_READ), made as the send lanes reach it,
  * - one Durable Object call per project in the batch (sending-rate tokens),
  * - N provider calls in waves of PROVIDER_CONCURRENCY (or the provider's own
  *   maxConcurrency; one at a time for mail with attachments), each wave marked as
@@ -59,15 +59,6 @@ import {
  * stay far inside the paid plan's subrequest limit per invocation.
  */
 export const PROVIDER_CONCURRENCY = 6;
-/**
- * Characters of HTML and headers one statement reads, at most (an email larger
- * than that is read alone; the claim itself returns the bodies of small mail). Bodies
- * are read a group at a time as the lanes reach it (and the next group ahead
- * of them), so an invocation holds the bodies of the groups its lanes are in
- * plus one, never the whole batch's (up to 100 emails of up to 1 MB of HTML
- * each). The claim tells each body's size.
- */
-export const BODY_CHARS_PER_READ = 1_048_576;
 /** When the sending-rate bucket cannot be reached, claimed mail waits this long and tries again. */
 const LIMITER_UNAVAILABLE_RETRY_MS = 5_000;
 
@@ -182,63 +173,6 @@ async function composeMessage(
     },
   };
 }
-
-/** The emails in groups, in order: at most `maxEmails` and `maxChars` of bodies each (one larger email alone). */
-function bodyGroups(emails: readonly ClaimedEmail[], maxEmails: number, maxChars: number): ClaimedEmail[][] {
-  const groups: ClaimedEmail[][] = [];
-  let chars = 0;
-  for (const email of emails) {
-    const last = groups[groups.length - 1];
-    if (last && last.length < maxEmails && chars + email.bodyChars <= maxChars) {
-      last.push(email);
-      chars += email.bodyChars;
-    } else {
-      groups.push([email]);
-      chars = email.bodyChars;
-    }
-  }
-  return groups;
-}
-
-/** Hands out each email's body once: the first lane to reach a group reads it in one statement and starts reading the next group. */
-function bodyReader(d1: D1Database, emails: readonly ClaimedEmail[], maxEmails: number, maxChars = BODY_CHARS_PER_READ) {
-  // Small bodies came with the claim; only the others are read.
-  const members = bodyGroups(
-    emails.filter((email) => !email.body),
-    maxEmails,
-    maxChars,
-  );
-  const groupOf = new Map(members.flatMap((group, g) => group.map((email) => [email.id, g] as const)));
-  const groups = new Map<number, Promise<Map<string, EmailBody>>>();
-  const group = (g: number) => {
-    let read = groups.get(g);
-    if (!read) {
-      read = readEmailBodies(
-        d1,
-        members[g].map((email) => email.id),
-      );
-      // Read ahead of the lanes: nobody may await it yet, so a failure is handled where it is awaited.
-      read.catch(() => {});
-      groups.set(g, read);
-    }
-    return read;
-  };
-  return async (email: ClaimedEmail): Promise<EmailBody | undefined> => {
-    if (email.body) {
-      const body = email.body;
-      email.body = undefined; // held only until composed
-      return body;
-    }
-    const g = groupOf.get(email.id) ?? 0;
-    if (g + 1 < members.length) void group(g + 1);
-    const bodies = await group(g);
-    const body = bodies.get(email.id);
-    bodies.delete(email.id);
-    return body;
-  };
-}
-
-type BodyOf = (email: ClaimedEmail) => Promise<EmailBody | undefined>;
 
 /** What became of one claimed email: an outcome, or its claim given back untouched (the batch's call deadline passed). */
 type Attempt = Outcome | { emailId: string; status: "RELEASED" };

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../../src/env";
-import { BODY_CHARS_PER_READ } from "../../../src/services/send/deliver";
+import { BODY_CHARS_PER_READ } from "../../../src/services/send/bodies";
 import { FIXED_SQL } from "../../../src/store/emails";
 import { sendingSetup } from "../../support/sending";
 
