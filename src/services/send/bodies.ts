@@ -21,7 +21,7 @@ function bodyGroups(emails: readonly ClaimedEmail[], maxEmails: number, maxChars
   const groups: ClaimedEmail[][] = [];
   let chars = 0;
   for (const email of emails) {
-    const last = groups[groups.length - 1];
+    const last = groups.at(-1);
     if (last && last.length < maxEmails && chars + email.bodyChars <= maxChars) {
       last.push(email);
       chars += email.bodyChars;
