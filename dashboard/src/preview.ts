@@ -1,6 +1,6 @@
 /**
  * Live previews: a template's or campaign's subject and HTML rendered in the
- * browser with sample data, the way the API renders mail (src/services/send/render.ts):
+ * browser with sample data, the way the API renders mail (src/services/send/render/):
  * Liquid with HTML-escaped output and the server's per-call limits, `{{name ?? fallback}}` turned
  * into Liquid by the server's own code (src/lib/template-defaults.ts),
  * data keys at the top level and under `data`, plus `email` and `unsubscribeUrl`.
