@@ -7,7 +7,7 @@ import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { SendRequest, SendResult } from "../../schemas/send";
-import { WriteBatch } from "../../store/batch";
+import { type BatchResult, WriteBatch } from "../../store/batch";
 import { upsertContacts } from "../../store/contacts";
 import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppressionsOf } from "../../store/guards";
 import { deleteIdempotencyRecord, IDEMPOTENCY_TTL_MS, type IdempotencyRecord, idempotencyRecordOf, insertIdempotencyRecord } from "../../store/idempotency";
@@ -342,7 +342,7 @@ async function writeSend(
   emails.add(batch);
   // Last: whether a contact this send created started a workflow (see outboxProbe).
   batch.add(outboxProbe(d1, projectId));
-  let result: Awaited<ReturnType<WriteBatch["run"]>>;
+  let result: BatchResult;
   try {
     result = await batch.run({ env, now, afterCommit: options.afterCommit });
   } catch (err) {
