@@ -115,6 +115,12 @@ export function advanceCursor(d1: D1Database, id: string, after: string | null, 
 const ADVANCE_SQL = `UPDATE campaigns SET send_cursor = ?1, audience_done = ?2, updated_at = ?3
   WHERE id = ?4 AND status = 'SENDING' AND send_cursor IS ?5 RETURNING id`;
 
+/** The `id`s of a page's emails (contacts in (`after`, `last`]) still QUEUED: read in the page's batch, after its inserts. */
+export function queuedPageEmails(d1: D1Database, campaignId: string, after: string | null, last: string | null): D1PreparedStatement {
+  return d1.prepare(QUEUED_PAGE_SQL).bind(campaignId, after ?? "", last ?? "");
+}
+const QUEUED_PAGE_SQL = "SELECT id FROM emails WHERE campaign_id = ?1 AND contact_id > ?2 AND contact_id <= ?3 AND status = 'QUEUED'";
+
 /** SENDING -> SENT once every page is written and no email of the campaign is QUEUED or SENDING any more. Idempotent. */
 export function finishCampaign(d1: D1Database, id: string, now: Date) {
   return getDb(d1)
@@ -144,4 +150,4 @@ export function touchCampaign(d1: D1Database, id: string, now: Date) {
 }
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
-export const FIXED_SQL = { ADVANCE_SQL };
+export const FIXED_SQL = { ADVANCE_SQL, QUEUED_PAGE_SQL };

@@ -11,7 +11,7 @@ import { renderEmails } from "../send/create-emails";
 import { WriteBatch } from "../../store/batch";
 import { recordCampaignSent } from "../../store/webhooks/events";
 import type { AfterCommit } from "../../lib/after-commit";
-import { advanceCursor, finishCampaign, holdScheduledCampaign, projectNotPaused, startCampaign, touchCampaign } from "../../store/campaigns";
+import { advanceCursor, finishCampaign, queuedPageEmails, holdScheduledCampaign, projectNotPaused, startCampaign, touchCampaign } from "../../store/campaigns";
 import { enqueueCampaignPage, enqueueMail } from "../../queues";
 
 /** Contacts walked per audience page (one queue message). */
@@ -97,11 +97,7 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage,
   // The cursor advances only from where this page started: a redelivered page changes nothing here.
   const advance = advanceCursor(env.DB, campaign.id, message.after, last ?? null, done, now);
   // This page's emails still QUEUED (all of them the first time; the unsent ones on a redelivery).
-  const queued = env.DB.prepare(`SELECT id FROM emails WHERE campaign_id = ?1 AND contact_id > ?2 AND contact_id <= ?3 AND status = 'QUEUED'`).bind(
-    campaign.id,
-    message.after ?? "",
-    last ?? "",
-  );
+  const queued = queuedPageEmails(env.DB, campaign.id, message.after, last ?? null);
   // No count quotas: the whole audience was checked when the campaign started (campaignQuotaFit).
   // Stored bytes are checked: past QUOTA_STORED_BYTES the page writes nothing and the walk waits
   // (the cron re-queues a stalled walk) until retention or deletes free space. Unique
