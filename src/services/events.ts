@@ -5,7 +5,7 @@ import { upsertContacts } from "../store/contacts";
 import { WriteBatch } from "../store/batch";
 import { insertEvent } from "../store/events";
 import { quotaGuard } from "../store/guards";
-import { dropContactCreatedTrigger } from "../store/workflows";
+import { dropContactCreatedTrigger } from "../store/workflow-outbox";
 import type * as z from "../lib/zod";
 import { type EventListQuerySchema, type EventView, MAX_PUBLIC_EVENT_DATA_CHARS, type TrackEventRequest } from "../schemas/events";
 import { ApiError } from "../lib/errors";

@@ -2,7 +2,7 @@ import type { Database } from "../db/client";
 import { newId } from "../lib/ids";
 import { insertApiKeys, insertProject, revokeApiKeys, setProjectDisabled, setProjectSettings } from "../store/projects";
 import { operatorResume } from "../store/reputation";
-import { cancelProjectExecutions } from "../store/workflows";
+import { cancelProjectExecutions } from "../store/executions";
 import { generateApiKey, type GeneratedKey } from "./api-keys";
 
 /**

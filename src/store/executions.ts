@@ -1,6 +1,6 @@
 import { and, eq, inArray } from "drizzle-orm";
 import { getDb } from "../db/client";
-import { workflowExecutions, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../db/schema";
+import { workflowExecutions, workflows, type WorkflowExecutionStatus, type WorkflowHistoryEntry } from "../db/schema";
 
 /**
  * The writer of workflow_executions: an execution's start (one guarded INSERT
@@ -112,4 +112,30 @@ export function failUnstartedExecutions(d1: D1Database, executionIds: string[], 
 }
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
-export const FIXED_SQL = { START_ONCE_SQL, START_REENTRY_SQL, ACTIVE_COUNT_SQL };
+/** Deletes up to `limit` finished executions started before `cutoffId` (UUIDv7) and finished before `beforeMs`, oldest first. */
+export function pruneFinishedExecutions(d1: D1Database, cutoffId: string, beforeMs: number, limit: number): D1PreparedStatement {
+  return d1.prepare(PRUNE_EXECUTIONS_SQL).bind(cutoffId, beforeMs, limit);
+}
+const PRUNE_EXECUTIONS_SQL = `DELETE FROM workflow_executions WHERE id IN (
+    SELECT id FROM workflow_executions WHERE id < ?1 AND status NOT IN ('RUNNING', 'WAITING') AND finished_at < ?2 ORDER BY id LIMIT ?3)
+  RETURNING id`;
+
+/**
+ * With disabling a project: its running and waiting executions become
+ * CANCELLED (by workflow, on the workflow/status index). Their instances stop
+ * at their next step, which checks the execution first.
+ */
+export function cancelProjectExecutions(d1: D1Database, projectId: string, now = new Date()) {
+  const db = getDb(d1);
+  return db
+    .update(workflowExecutions)
+    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: "The project is disabled", updatedAt: now })
+    .where(
+      and(
+        inArray(workflowExecutions.workflowId, db.select({ id: workflows.id }).from(workflows).where(eq(workflows.projectId, projectId))),
+        inArray(workflowExecutions.status, ["RUNNING", "WAITING"]),
+      ),
+    );
+}
+
+export const FIXED_SQL = { START_ONCE_SQL, START_REENTRY_SQL, ACTIVE_COUNT_SQL, PRUNE_EXECUTIONS_SQL };

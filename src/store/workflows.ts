@@ -4,9 +4,9 @@ import { workflowExecutions, workflows, workflowVersions } from "../db/schema";
 
 /**
  * Workflows and their versions (a definition's every change of steps or
- * trigger is a version, kept while an execution may read it); retention of
- * the workflow tables as bounded statements for the cron; the double opt-in
- * trigger statements. Definitions are built by drizzle, the rest is fixed SQL.
+ * trigger is a version, kept while an execution may read it), and their
+ * retention as a bounded statement for the cron. Definitions are built by
+ * drizzle, the pruning is fixed SQL.
  */
 
 export type NewWorkflow = typeof workflows.$inferInsert;
@@ -65,61 +65,5 @@ const PRUNE_VERSIONS_SQL = `DELETE FROM workflow_versions WHERE rowid IN (
     LIMIT ?2)
   RETURNING workflow_id`;
 
-/** Deletes up to `limit` finished executions started before `cutoffId` (UUIDv7) and finished before `beforeMs`, oldest first. */
-export function pruneFinishedExecutions(d1: D1Database, cutoffId: string, beforeMs: number, limit: number): D1PreparedStatement {
-  return d1.prepare(PRUNE_EXECUTIONS_SQL).bind(cutoffId, beforeMs, limit);
-}
-const PRUNE_EXECUTIONS_SQL = `DELETE FROM workflow_executions WHERE id IN (
-    SELECT id FROM workflow_executions WHERE id < ?1 AND status NOT IN ('RUNNING', 'WAITING') AND finished_at < ?2 ORDER BY id LIMIT ?3)
-  RETURNING id`;
-
-// ---- double opt-in: CONTACT_CREATED waits for the confirmation ----------------
-
-/**
- * For a double opt-in batch, after the upsert: removes the CONTACT_CREATED
- * trigger the D1 trigger of migration 0006 queued for `contactId`, the id the
- * batch gives the contact if it creates it (a fresh id, so only this batch's
- * row can match; the batch is one transaction, so no drain sees it first).
- */
-export function dropContactCreatedTrigger(d1: D1Database, projectId: string, contactId: string): D1PreparedStatement {
-  return d1.prepare(DROP_CONTACT_CREATED_SQL).bind(projectId, contactId);
-}
-const DROP_CONTACT_CREATED_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id = ?1 AND contact_id = ?2 AND kind = 'CONTACT_CREATED'`;
-
-/**
- * For the confirm batch, first (before it records the confirmation): queues
- * the CONTACT_CREATED trigger the unconfirmed contact did not fire, only when
- * the contact is still unsubscribed, this confirmation email (?3) has not
- * confirmed it before (its `contact.subscribed` event), and an enabled
- * CONTACT_CREATED workflow exists. Once per contact either way: the execution's
- * trigger key is `created:<contact>`.
- */
-export function queueConfirmedContactCreated(d1: D1Database, projectId: string, contactId: string, emailId: string, now: number): D1PreparedStatement {
-  return d1.prepare(QUEUE_CONFIRMED_CREATED_SQL).bind(projectId, contactId, emailId, now);
-}
-const QUEUE_CONFIRMED_CREATED_SQL = `INSERT INTO workflow_trigger_outbox (project_id, contact_id, kind, created_at)
-  SELECT ?1, ?2, 'CONTACT_CREATED', ?4
-  WHERE EXISTS (SELECT 1 FROM contacts WHERE id = ?2 AND project_id = ?1 AND subscribed = 0)
-    AND NOT EXISTS (SELECT 1 FROM events WHERE contact_id = ?2 AND name = 'contact.subscribed' AND email_id = ?3)
-    AND EXISTS (SELECT 1 FROM workflows WHERE project_id = ?1 AND enabled = 1 AND deleted_at IS NULL AND trigger_type = 'CONTACT_CREATED')`;
-
-/**
- * With disabling a project: its running and waiting executions become
- * CANCELLED (by workflow, on the workflow/status index). Their instances stop
- * at their next step, which checks the execution first.
- */
-export function cancelProjectExecutions(d1: D1Database, projectId: string, now = new Date()) {
-  const db = getDb(d1);
-  return db
-    .update(workflowExecutions)
-    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: "The project is disabled", updatedAt: now })
-    .where(
-      and(
-        inArray(workflowExecutions.workflowId, db.select({ id: workflows.id }).from(workflows).where(eq(workflows.projectId, projectId))),
-        inArray(workflowExecutions.status, ["RUNNING", "WAITING"]),
-      ),
-    );
-}
-
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
-export const FIXED_SQL = { PRUNE_VERSIONS_SQL, PRUNE_EXECUTIONS_SQL, DROP_CONTACT_CREATED_SQL, QUEUE_CONFIRMED_CREATED_SQL };
+export const FIXED_SQL = { PRUNE_VERSIONS_SQL };

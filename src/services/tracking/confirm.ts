@@ -6,7 +6,7 @@ import type { ConfigInput } from "../../lib/config";
 import { WriteBatch } from "../../store/batch";
 import { updateContactById } from "../../store/contacts";
 import { insertContactEvent } from "../../store/events";
-import { queueConfirmedContactCreated } from "../../store/workflows";
+import { queueConfirmedContactCreated } from "../../store/workflow-outbox";
 import { contactWriteEvents } from "../webhooks/record";
 
 /** How long a double opt-in confirm link works after its email was created. */
