@@ -1,4 +1,4 @@
-import type { ProjectLimiter } from "./durable/project-limiter";
+import type { ProjectLimiter } from "./entrypoints/project-limiter";
 import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
@@ -86,7 +86,7 @@ export interface Env {
   QUOTA_CAMPAIGNS?: string;
   QUOTA_SEGMENTS?: string;
   QUOTA_WORKFLOW_VERSIONS?: string;
-  /** Workers Rate Limiting binding: key-less work per client IP (src/lib/client-limit.ts). Optional: absent, nothing is limited. */
+  /** Workers Rate Limiting binding: key-less work per client IP (src/middleware/client-limit.ts). Optional: absent, nothing is limited. */
   CLIENT_LIMITER?: RateLimit;
   /** WEBHOOK step calls per minute per project (default 600). */
   WORKFLOW_WEBHOOKS_PER_MINUTE?: string;

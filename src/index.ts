@@ -3,7 +3,7 @@ import type { Env } from "./env";
 import type { D1Source } from "./lib/d1-counter";
 import type { ExecutionParams } from "./services/workflows/executions";
 
-export { ProjectLimiter } from "./durable/project-limiter";
+export { ProjectLimiter } from "./entrypoints/project-limiter";
 
 // Worker startup evaluates this module and the small Durable Object only. Each entry
 // point imports its code (the HTTP app, the queue consumers, the cron jobs, the workflow
@@ -46,10 +46,10 @@ function counted(env: Env, source: D1Source): Promise<Env> {
   return wrapped;
 }
 
-/** The class the [[workflows]] binding names; the steps (src/workflows/automation.ts) load on the first run. */
+/** The class the [[workflows]] binding names; the steps (src/entrypoints/automation.ts) load on the first run. */
 export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams> {
   async run(event: Readonly<WorkflowEvent<ExecutionParams>>, step: WorkflowStep) {
-    const { AutomationWorkflow: Automation } = await import("./workflows/automation");
+    const { AutomationWorkflow: Automation } = await import("./entrypoints/automation");
     return new Automation(this.ctx, this.env).run(event, step);
   }
 }

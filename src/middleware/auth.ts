@@ -1,7 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import { getDb } from "../db/client";
 import type { AppBindings } from "../lib/context";
-import { assertClientWithinLimit } from "../lib/client-limit";
+import { assertClientWithinLimit } from "./client-limit";
 import { ApiError } from "../lib/errors";
 import { cachedKeyLookup, isWellFormedKey, type KeyLookup } from "../services/api-keys";
 import { sendingPausedError } from "../services/reputation";

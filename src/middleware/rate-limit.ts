@@ -1,6 +1,6 @@
 import { createMiddleware } from "hono/factory";
-import type { ApiLease, RateLimitResult } from "../durable/project-limiter";
-import { projectLimiter } from "../durable/names";
+import type { ApiLease, RateLimitResult } from "../entrypoints/project-limiter";
+import { projectLimiter } from "../lib/project-limiters";
 import type { AppBindings } from "../lib/context";
 import { type Clock, systemClock } from "../lib/caches";
 import { readConfig } from "../lib/config";

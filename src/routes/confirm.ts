@@ -3,7 +3,7 @@ import * as z from "../lib/zod";
 import type { Context } from "hono";
 import { getDb } from "../db/client";
 import type { AppBindings } from "../lib/context";
-import { assertClientWithinLimit } from "../lib/client-limit";
+import { assertClientWithinLimit } from "../middleware/client-limit";
 import { linkVerificationSecrets } from "../lib/config";
 import { escapeHtml, htmlPage } from "../lib/html";
 import { errorResponse } from "../lib/openapi";

@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import * as z from "../lib/zod";
 import { getDb } from "../db/client";
-import { assertClientWithinLimit } from "../lib/client-limit";
+import { assertClientWithinLimit } from "../middleware/client-limit";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/openapi";
@@ -16,7 +16,7 @@ import {
   SnsVerificationError,
   verifySnsMessage,
   type SnsMessage,
-} from "../services/feedback/sns";
+} from "../outside/sns";
 
 const sesRoute = createRoute({
   method: "post",

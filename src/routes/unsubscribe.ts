@@ -4,7 +4,7 @@ import type { Context } from "hono";
 import { getDb } from "../db/client";
 import type { AppBindings } from "../lib/context";
 import { linkVerificationSecrets } from "../lib/config";
-import { assertClientWithinLimit } from "../lib/client-limit";
+import { assertClientWithinLimit } from "../middleware/client-limit";
 import { ApiError } from "../lib/errors";
 import { escapeHtml, htmlPage } from "../lib/html";
 import { errorResponse } from "../lib/openapi";

@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { createRouter } from "../lib/router";
 import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { VerifyAddressRequestSchema, VerifyAddressResponseSchema } from "../schemas/verify-address";
-import { dnsAnswerCache, dnsConfig } from "../services/dns";
+import { dnsAnswerCache, dnsConfig } from "../outside/dns";
 import { verifyEmailAddress } from "../services/email-verification";
 
 const verifyRoute = createRoute({

@@ -4,7 +4,7 @@
  * and whether the domain exists and can receive mail (DNS over HTTPS, with a
  * short per-domain cache).
  */
-import { mxValue, resolveDnsCached, type DnsAnswerCache, type DnsConfig, type DnsResult } from "./dns";
+import { mxValue, resolveDnsCached, type DnsAnswerCache, type DnsConfig, type DnsResult } from "../outside/dns";
 import type { VerificationResult } from "../schemas/verify-address";
 import { normaliseDomainName } from "./domains/names";
 

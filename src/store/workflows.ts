@@ -1,6 +1,6 @@
-import { and, eq, inArray, isNull } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import { getDb } from "../db/client";
-import { workflowExecutions, workflows, workflowVersions } from "../db/schema";
+import { workflows, workflowVersions } from "../db/schema";
 
 /**
  * Workflows and their versions (a definition's every change of steps or

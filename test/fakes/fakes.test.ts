@@ -8,7 +8,7 @@
 import { AwsV4Signer } from "aws4fetch";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { base64ToBytes } from "../../src/lib/base64";
-import { resolveDns } from "../../src/services/dns";
+import { resolveDns } from "../../src/outside/dns";
 import { DOH_URL, fakeDns } from "./dns";
 import { fakeSes, SES_CREDENTIALS, SES_ENDPOINT } from "./ses";
 import { authorization, verifySigV4 } from "./sigv4";

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import type { ProjectLimiter } from "../../src/durable/project-limiter";
+import type { ProjectLimiter } from "../../src/entrypoints/project-limiter";
 import { call, expectError, newProject, type ErrorBody, type JsonResponse } from "../support/http";
 
 const LIMIT = 1000; // vitest.config.ts sets RATE_LIMIT_PER_MINUTE to 1000

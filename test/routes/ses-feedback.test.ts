@@ -5,7 +5,7 @@ import { createApp } from "../../src/app";
 import { getDb } from "../../src/db/client";
 import { contacts, emails, events, suppressions } from "../../src/db/schema";
 import { recordEngagement } from "../../src/services/emails/status";
-import { CERT_FAILURE_TTL_MS, clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/services/feedback/sns";
+import { CERT_FAILURE_TTL_MS, clearSnsKeyCache, spkiFromCertificate, pemToDer } from "../../src/outside/sns";
 import { findSuppressed } from "../../src/services/suppressions";
 import { CERT_URL, certPem, notification, sign, TOPIC, type Sns } from "../fakes/sns";
 import { eventsOfEmail, getContact, getEmail, insertSentEmail } from "../support/emails";

@@ -18,7 +18,9 @@ function parameterCount(sql: string): number {
 
 describe("the store's fixed SQL", () => {
   it("finds the store's modules", () => {
-    expect(groups.map(([module]) => module)).toEqual(expect.arrayContaining(["contacts.ts", "emails.ts", "webhooks/events.ts", "webhooks/endpoints.ts", "webhooks/deliveries.ts"]));
+    expect(groups.map(([module]) => module)).toEqual(
+      expect.arrayContaining(["contacts.ts", "emails.ts", "webhooks/events.ts", "webhooks/endpoints.ts", "webhooks/deliveries.ts"]),
+    );
   });
 
   it("every store module exports FIXED_SQL (an empty object when it has none)", () => {

@@ -22,7 +22,7 @@
 import { fromRow, type Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
-import { dnsConfig, resolveDns, type DnsConfig, type DnsResult } from "../dns";
+import { dnsConfig, resolveDns, type DnsConfig, type DnsResult } from "../../outside/dns";
 import { newId } from "../../lib/ids";
 import type { AfterCommit } from "../../lib/after-commit";
 import { WriteBatch } from "../../store/batch";

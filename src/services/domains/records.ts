@@ -4,7 +4,7 @@
  */
 import type { DomainDnsRecord } from "../../db/schema";
 import { readConfig, type ConfigInput } from "../../lib/config";
-import { mxValue, txtValue, type DnsResult, type DnsType } from "../dns";
+import { mxValue, txtValue, type DnsResult, type DnsType } from "../../outside/dns";
 import { dkimRecordValue } from "./dkim";
 
 export interface DomainRecordConfig {

@@ -3,7 +3,7 @@
  * key with SES so SES signs its mail with the key the owner published.
  * SES v2 HTTP API, signed with SigV4 by aws4fetch.
  */
-import { sesApi, sesErrorMessage, SES_NOT_CONFIGURED, type SesEnv } from "../providers/ses-client";
+import { sesApi, sesErrorMessage, SES_NOT_CONFIGURED, type SesEnv } from "../../outside/providers/ses-client";
 
 /** SES identity calls happen inside API requests: bounded well under a request's patience. */
 const SES_IDENTITY_TIMEOUT_MS = 10_000;

@@ -1,7 +1,7 @@
 import { getDb } from "../../db/client";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
-import { normalizeMessageId } from "../providers/cloudflare";
+import { normalizeMessageId } from "../../outside/providers/cloudflare";
 import { applyFeedback, type Feedback } from "./apply";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
 

@@ -1,7 +1,7 @@
 import type { Database } from "../../db/client";
 import type { AfterCommit } from "../../lib/after-commit";
 import type { ConfigInput } from "../../lib/config";
-import { EMAIL_TAG, PROJECT_TAG } from "../providers/ses";
+import { EMAIL_TAG, PROJECT_TAG } from "../../outside/providers/ses";
 import { applyFeedback, type EmailRef, type FeedbackOutcome } from "./apply";
 
 /**

@@ -1,8 +1,8 @@
 import { newId } from "../../lib/ids";
 import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks/events";
 import { getDb, type Database } from "../../db/client";
-import { projectLimiter } from "../../durable/names";
-import type { SendKind } from "../../durable/project-limiter";
+import { projectLimiter } from "../../lib/project-limiters";
+import type { SendKind } from "../../entrypoints/project-limiter";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
 import { emailIdsOf, type SendEmailMessage } from "../../messages";
@@ -19,8 +19,8 @@ import {
   type Outcome,
   updateEmailsById,
 } from "../../store/emails";
-import { getProvider, ProviderError, type EmailProvider, type OutgoingMessage } from "../providers";
-import type { MessageParts, ProviderResult } from "../providers/types";
+import { getProvider, ProviderError, type EmailProvider, type OutgoingMessage } from "../../outside/providers";
+import type { MessageParts, ProviderResult } from "../../outside/providers/types";
 import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";

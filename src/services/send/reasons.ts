@@ -1,4 +1,4 @@
-import { MAX_PROVIDER_CALL_MS } from "../providers/types";
+import { MAX_PROVIDER_CALL_MS } from "../../outside/providers/types";
 
 /**
  * What the send consumer, the dead-letter consumer and the cron sweep agree

@@ -1,7 +1,7 @@
 import type { Database } from "../../db/client";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
-import { clientWithinLimit } from "../../lib/client-limit";
+import { clientWithinLimit } from "../../middleware/client-limit";
 import type { Clock } from "../../lib/caches";
 import { TtlCache } from "../../lib/ttl-cache";
 import { ENGAGEMENT_DEDUP_WINDOW_MS, type Engagement, recordEngagement } from "../emails/status";

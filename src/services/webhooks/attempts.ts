@@ -1,6 +1,6 @@
 import { fromRow } from "../../db/client";
 import { webhookDeliveries, webhookEndpoints, type WebhookDelivery, type WebhookEndpoint } from "../../db/schema";
-import { projectLimiter } from "../../durable/names";
+import { projectLimiter } from "../../lib/project-limiters";
 import type { Env } from "../../env";
 import { readConfig } from "../../lib/config";
 import { signWebhook } from "../../lib/standard-webhooks";
@@ -8,7 +8,7 @@ import { enqueueDeliveries } from "../../queues";
 import { WriteBatch } from "../../store/batch";
 import { attemptInputs, claimDeliveries, parkDeliveries, recordDeliveryOutcomes, type DeliveryOutcome } from "../../store/webhooks/deliveries";
 import { endpointsFailed, endpointsSucceeded } from "../../store/webhooks/endpoints";
-import { outboundTargetProblem, type TargetProblem } from "../outbound-url";
+import { outboundTargetProblem, type TargetProblem } from "../../outside/outbound-url";
 import { openEndpointSecret } from "./endpoints";
 import { groupBy, runLanes } from "./lanes";
 

@@ -22,7 +22,7 @@ import { insertTestDelivery, requeueDelivery } from "../../store/webhooks/delive
 import * as store from "../../store/webhooks/endpoints";
 import { recordTestEvent } from "../../store/webhooks/events";
 import { enqueueDeliveries } from "../../queues";
-import { outboundUrlProblem } from "../outbound-url";
+import { outboundUrlProblem } from "../../outside/outbound-url";
 import { webhookUrlKey } from "./url";
 
 /** After a rotation the previous secret keeps signing this long. */

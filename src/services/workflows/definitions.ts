@@ -11,7 +11,7 @@ import { sealSecret } from "../../lib/crypto";
 import { cancelExecutionsOf } from "./executions";
 import type { CreateWorkflowInput, UpdateWorkflowInput, WorkflowStats, WorkflowStep, WorkflowTrigger, WorkflowView } from "../../schemas/workflows";
 import { newWebhookSecret } from "../../lib/standard-webhooks";
-import { outboundUrlProblem } from "../outbound-url";
+import { outboundUrlProblem } from "../../outside/outbound-url";
 import { writeWithinQuotas } from "../quotas";
 import { insertWorkflow, insertWorkflowVersion, markWorkflowDeleted, updateWorkflow as updateWorkflowRow, type WorkflowChange } from "../../store/workflows";
 

@@ -8,13 +8,13 @@ import { updateContactById } from "../../store/contacts";
 import { raisedGuard } from "../../store/guards";
 import { evaluateCondition, loadContactActivity, type Condition } from "../conditions";
 import { readConfig, requireEncryptionKey } from "../../lib/config";
-import { projectLimiter } from "../../durable/names";
+import { projectLimiter } from "../../lib/project-limiters";
 import { openSecret } from "../../lib/crypto";
 import { renderSubject } from "../send/render";
 import { webhookSecretContext } from "./definitions";
 import { PermanentStepError } from "./send-email";
 import { signWebhook } from "../../lib/standard-webhooks";
-import { outboundTargetProblem } from "../outbound-url";
+import { outboundTargetProblem } from "../../outside/outbound-url";
 import { contactWriteEvents } from "../webhooks/record";
 
 async function loadContact(db: Database, projectId: string, contactId: string): Promise<Contact> {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { clearSnsKeyCache } from "../../../src/services/feedback/sns";
+import { clearSnsKeyCache } from "../../../src/outside/sns";
 import { notification, sesBounce, sign, snsHandler } from "../../fakes/sns";
 import { call } from "../../support/http";
 import { sendingSetup } from "../../support/sending";

@@ -8,7 +8,7 @@ import { eq, inArray } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../../src/db/client";
 import { emails, suppressions } from "../../../src/db/schema";
-import { clearSnsKeyCache } from "../../../src/services/feedback/sns";
+import { clearSnsKeyCache } from "../../../src/outside/sns";
 import { CALL_DEADLINE_MS, CLAIM_LEASE_MS, OUTCOME_UNKNOWN_REASON, QUEUED_LEASE_MS } from "../../../src/services/send/reasons";
 import { sweepStuckEmails } from "../../../src/services/send/sweep";
 import { PROVIDER_CONCURRENCY } from "../../../src/services/send/deliver";

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_SEND_BODY_BYTES } from "../../../src/app";
 import { getDb } from "../../../src/db/client";
 import { capturedMessages, emails, idempotencyKeys } from "../../../src/db/schema";
-import type { ProjectLimiter } from "../../../src/durable/project-limiter";
+import type { ProjectLimiter } from "../../../src/entrypoints/project-limiter";
 import type { Env, SendEmailMessage } from "../../../src/env";
 import { MAX_ATTACHMENT_BYTES } from "../../../src/schemas/attachments";
 import { backoffSeconds } from "../../../src/lib/queue-consumer";

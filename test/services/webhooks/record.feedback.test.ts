@@ -1,6 +1,6 @@
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { clearSnsKeyCache } from "../../../src/services/feedback/sns";
+import { clearSnsKeyCache } from "../../../src/outside/sns";
 import { notification, sign, snsHandler } from "../../fakes/sns";
 import { insertSentEmail } from "../../support/emails";
 import { call } from "../../support/http";

@@ -2,7 +2,7 @@ import { introspectWorkflow } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { WEBHOOK_RETRIES } from "../../../src/workflows/automation";
+import { WEBHOOK_RETRIES } from "../../../src/entrypoints/automation";
 import { automationProject } from "../../support/workflows";
 
 vi.setConfig({ testTimeout: 60_000 });

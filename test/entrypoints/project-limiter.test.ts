@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { BULK_SHARE, type ProjectLimiter } from "../../src/durable/project-limiter";
+import { BULK_SHARE, type ProjectLimiter } from "../../src/entrypoints/project-limiter";
 
 /** A fresh per-project sending bucket, driven with an injected clock. */
 async function withBucket(name: string, run: (limiter: ProjectLimiter) => void) {

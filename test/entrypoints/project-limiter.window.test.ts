@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { ProjectLimiter } from "../../src/durable/project-limiter";
+import type { ProjectLimiter } from "../../src/entrypoints/project-limiter";
 
 const MINUTE = 60_000;
 

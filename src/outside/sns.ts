@@ -7,9 +7,9 @@
  * SHA256withRSA for 2).
  */
 
-import { base64ToBytes } from "../../lib/base64";
-import type { Clock } from "../../lib/caches";
-import { TtlCache } from "../../lib/ttl-cache";
+import { base64ToBytes } from "../lib/base64";
+import type { Clock } from "../lib/caches";
+import { TtlCache } from "../lib/ttl-cache";
 
 export type SnsMessageType = "Notification" | "SubscriptionConfirmation" | "UnsubscribeConfirmation";
 

@@ -1,5 +1,5 @@
 import type { Env } from "../env";
-import { ApiError } from "./errors";
+import { ApiError } from "../lib/errors";
 
 /** Paths that need no API key, each limited per client IP on its own (wrangler.toml [[ratelimits]] CLIENT_LIMITER). */
 export type ClientScope = "key-lookup" | "tracking" | "unsubscribe" | "confirm" | "sns-certificate";

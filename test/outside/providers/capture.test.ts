@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getDb } from "../../../src/db/client";
-import { CaptureProvider } from "../../../src/services/providers/capture";
+import { CaptureProvider } from "../../../src/outside/providers/capture";
 import { call } from "../../support/http";
 
 const devEnv = { ...env, ENVIRONMENT: "development" };

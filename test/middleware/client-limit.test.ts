@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import type { Env } from "../../src/env";
 import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
-import { clearSnsKeyCache } from "../../src/services/feedback/sns";
+import { clearSnsKeyCache } from "../../src/outside/sns";
 import { clickUrl, openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
 import { CERT_URL, notification, sign } from "../fakes/sns";
 import { getContact, getEmail, insertSentEmail } from "../support/emails";
