@@ -1,10 +1,13 @@
 import { createRoute } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import * as z from "../lib/zod";
 import { getDb } from "../db/client";
 import { linkVerificationSecrets } from "../lib/config";
+import type { AppBindings } from "../lib/context";
 import { ApiError } from "../lib/errors";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
+import type { Engagement } from "../services/emails/status";
 import { countedEngagements, recordLinkEngagement } from "../services/tracking/engagement-once";
 import { isTrackableUrl, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
 
@@ -63,6 +66,11 @@ const clickRoute = createRoute({
   },
 });
 
+/** One open or click, through the request's engagement cache and door. */
+function record(c: Context<AppBindings>, emailId: string, kind: Engagement, extra: { url?: string }) {
+  return recordLinkEngagement(getDb(c.env.DB), c.env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, kind, extra, c.get("afterCommit"));
+}
+
 /** Records an open or click unless the email is unknown or its project has tracking turned off. */
 export const trackingLinksRouter = createRouter()
   .openapi(openRoute, async (c) => {
@@ -71,16 +79,7 @@ export const trackingLinksRouter = createRouter()
     const secrets = linkVerificationSecrets(c.env);
     if (await verifyOpenSignature(secrets, emailId, s)) {
       try {
-        await recordLinkEngagement(
-          getDb(c.env.DB),
-          c.env,
-          c.get("caches").get(countedEngagements),
-          c.req.raw.headers,
-          emailId,
-          "OPENED",
-          {},
-          c.get("afterCommit"),
-        );
+        await record(c, emailId, "OPENED", {});
       } catch (err) {
         // The image is served either way; a lost open is better than a broken picture.
         console.error("recording an open failed", emailId, err);
@@ -99,16 +98,7 @@ export const trackingLinksRouter = createRouter()
     }
     if (!isTrackableUrl(u)) throw new ApiError("BAD_REQUEST", "This tracking link does not point to an http(s) URL");
     try {
-      await recordLinkEngagement(
-        getDb(c.env.DB),
-        c.env,
-        c.get("caches").get(countedEngagements),
-        c.req.raw.headers,
-        emailId,
-        "CLICKED",
-        { url: u },
-        c.get("afterCommit"),
-      );
+      await record(c, emailId, "CLICKED", { url: u });
     } catch (err) {
       // The reader gets to the link either way; a lost click is better than a dead link.
       console.error("recording a click failed", emailId, err);
