@@ -257,6 +257,7 @@ export function createApp(options: AppOptions = {}) {
       // A write that probed nothing may have left triggers (D1 triggers fill the outbox on every event, contact creation and
       // subscription); a handler that knows it left none says so (noWorkflowTriggers).
       if (auth && c.req.method !== "GET" && c.res.status < 400 && !handOver.probed(auth.projectId)) handOver.mayHaveWorkflowTriggers(auth.projectId);
+      if (!handOver.pending) return;
       const flushing = handOver.flush();
       try {
         c.executionCtx.waitUntil(flushing);

@@ -41,6 +41,11 @@ export class HandOver implements AfterCommit {
     if (!this.triggers.has(projectId)) this.triggers.set(projectId, false);
   }
 
+  /** Whether anything waits to be handed over (events, or a project whose triggers may wait). */
+  get pending(): boolean {
+    return this.events.length > 0 || [...this.triggers.values()].some(Boolean);
+  }
+
   /** Hands everything committed so far to the queues. */
   async flush(): Promise<void> {
     const events = this.events.splice(0);
