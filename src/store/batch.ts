@@ -68,12 +68,17 @@ export class WriteBatch {
   async run(options: RunOptions = {}): Promise<BatchResult> {
     if (this.ran) throw new Error("WriteBatch: run twice");
     this.ran = true;
-    let rows: Rows[] = [];
+    let answers: D1Result<Record<string, unknown>>[] = [];
     if (this.statements.length > 0) {
-      const execute = async () => (await this.d1.batch<Record<string, unknown>>(this.statements)).map((r) => r.results ?? []);
-      rows = options.env ? await runGuarded(options.env, execute, options.now) : await execute();
+      const execute = () => this.d1.batch<Record<string, unknown>>(this.statements);
+      answers = options.env ? await runGuarded(options.env, execute, options.now) : await execute();
     }
-    const result = new BatchResult(this, this.statements, rows);
+    const result = new BatchResult(
+      this,
+      this.statements,
+      answers.map((a) => a.results ?? []),
+      answers.map((a) => a.meta?.changes ?? 0),
+    );
     options.afterCommit?.committed(result);
     return result;
   }
@@ -89,6 +94,7 @@ export class BatchResult implements Committed {
     private readonly batch: WriteBatch,
     statements: readonly D1PreparedStatement[],
     private readonly results: readonly Rows[],
+    private readonly changed: readonly number[] = [],
   ) {
     statements.forEach((statement, i) => {
       const rows = results[i] ?? [];
@@ -113,6 +119,12 @@ export class BatchResult implements Committed {
   /** Every row of the part's statements, in order. */
   rows(part: Part): Rows {
     return this.each(part).flat();
+  }
+
+  /** Rows the part's statements wrote (D1's meta.changes, summed). */
+  changes(part: Part): number {
+    this.own(part);
+    return this.changed.slice(part.start, part.start + part.count).reduce((a, b) => a + b, 0);
   }
 
   /** The ids of the events the part's statements recorded (a part of record statements). */

@@ -48,6 +48,16 @@ describe("WriteBatch", () => {
     expect(told).toEqual([result]);
   });
 
+  it("answers how many rows each part's statements wrote", async () => {
+    const { id: projectId } = await webhookProject("batch changes");
+    const batch = new WriteBatch(env.DB);
+    const renamed = batch.add(env.DB.prepare("UPDATE projects SET name = 'renamed' WHERE id = ?1").bind(projectId));
+    const none = batch.add(env.DB.prepare("UPDATE projects SET name = 'x' WHERE id = 'no such project'"));
+    const result = await batch.run();
+    expect(result.changes(renamed)).toBe(1);
+    expect(result.changes(none)).toBe(0);
+  });
+
   it("costs no round trip when empty", async () => {
     const told: Committed[] = [];
     const result = await new WriteBatch(env.DB).run({ afterCommit: { committed: (r) => told.push(r) } });

@@ -120,8 +120,11 @@ export async function pruneWebhookDeliveries(env: Env, now = new Date()) {
   const days = readConfig(env).WEBHOOK_RETENTION_DAYS;
   const before = new Date(now.getTime() - days * 86_400_000);
   // Deliveries first: an event is pruned a day after its deliveries.
-  const [deliveries, events] = await env.DB.batch([pruneDeliveries(env.DB, before, PRUNE_ROWS_PER_TICK), pruneEvents(env.DB, before, PRUNE_ROWS_PER_TICK)]);
-  return { deliveries: deliveries.meta.changes ?? 0, events: events.meta.changes ?? 0 };
+  const batch = new WriteBatch(env.DB);
+  const deliveries = batch.add(pruneDeliveries(env.DB, before, PRUNE_ROWS_PER_TICK));
+  const events = batch.add(pruneEvents(env.DB, before, PRUNE_ROWS_PER_TICK));
+  const result = await batch.run();
+  return { deliveries: result.changes(deliveries), events: result.changes(events) };
 }
 
 /** The cron job: outbox, attempts that never reported, the paced drain. */
