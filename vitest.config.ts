@@ -25,14 +25,18 @@ export default defineConfig(async () => {
   // The dashboard's files (public/app/): skipped when its sources are unchanged.
   await buildDashboard();
   const migrations = await readD1Migrations("migrations");
+  // The data shards' own history (src/db/shards.ts): the tests run with a second data shard, SHARD_1.
+  const dataMigrations = await readD1Migrations("migrations-data");
   return {
     plugins: [
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
           // Explicit bindings so tests never depend on a developer's .dev.vars.
+          d1Databases: ["SHARD_1"],
           bindings: {
             TEST_MIGRATIONS: migrations,
+            TEST_DATA_MIGRATIONS: dataMigrations,
             ENVIRONMENT: "test",
             RATE_LIMIT_PER_MINUTE: "1000",
             // At least 32 bytes: shorter link-signing secrets are refused.

@@ -4,7 +4,17 @@ import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
   DB: D1Database;
+  /** The control database (projects, keys, domains, the project -> shard map) and data shard 0 (src/db/shards.ts). */
   /** Static assets ([assets] in wrangler.toml): the /docs UI files, the dashboard (/app) and the disposable-domain list. */
+  /** More data shards (wrangler.toml; none by default): SHARD_1 … SHARD_n, reached through src/db/shards.ts only. */
+  [shard: `SHARD_${number}`]: D1Database | undefined;
+  /** Set by shardEnv (src/db/shards.ts), never a binding: the shard `DB` is, and the Worker's own env behind it. */
+  DATA_SHARD?: number;
+  CONTROL_ENV?: Env;
+  /** Bytes past which a data shard takes no new project (default 6 GiB; D1 stops a database at 10 GB). */
+  SHARD_FILL_LIMIT_BYTES?: string;
+  /** R2: sent bodies, attachments, captured mail, import files, day archives (src/storage/). */
+  STORAGE: R2Bucket;
   ASSETS: Fetcher;
   PROJECT_LIMITER: DurableObjectNamespace<ProjectLimiter>;
   /** "development" enables local-only conveniences; anything else is a deployment. */

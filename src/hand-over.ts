@@ -52,15 +52,36 @@ export class HandOver implements AfterCommit {
     const projects = [...this.triggers].filter(([, pending]) => pending).map(([projectId]) => projectId);
     this.triggers.clear();
     const work: Promise<unknown>[] = [];
-    if (events.length > 0) work.push(this.coalescer ? this.coalescer.handOver(this.env, events) : enqueueWebhookEvents(this.env, events));
+    if (events.length > 0)
+      work.push(
+        onShards(this.env, events).then(async (located) => {
+          await (this.coalescer ? this.coalescer.handOver(this.env, located) : enqueueWebhookEvents(this.env, located));
+        }),
+      );
     if (projects.length > 0) work.push(dispatchTriggers(this.env, projects));
     await Promise.all(work.map((w) => w.catch((err) => console.error("hand-over after commit failed; the cron drains what is left", err))));
   }
 }
 
-/** Each project's waiting workflow triggers onto the workflow queue (loaded on first use). */
+/**
+ * Each event with its project's data shard (src/db/shards.ts routeOf: in a request the auth
+ * middleware left the route in the isolate's cache, so no lookup; a queue batch or cron tick
+ * reads it from control once per project per SHARD_CACHE_TTL_MS).
+ */
+async function onShards(env: Env, events: readonly RecordedEvent[]): Promise<(RecordedEvent & { shard: number })[]> {
+  const { routeOf } = await import("./db/shards");
+  return Promise.all(events.map(async (e) => ({ ...e, shard: (await routeOf(env, e.projectId)).shard })));
+}
+
+/** Each project's waiting workflow triggers onto the workflow queue, on the project's shard (loaded on first use). */
 async function dispatchTriggers(env: Env, projectIds: readonly string[]): Promise<void> {
-  const [{ getDb }, { dispatchWorkflowTriggers }] = await Promise.all([import("./db/client"), import("./services/workflows/triggers")]);
-  const db = getDb(env.DB);
-  for (const projectId of projectIds) await dispatchWorkflowTriggers(db, env, projectId);
+  const [{ getDb }, { envFor }, { dispatchWorkflowTriggers }] = await Promise.all([
+    import("./db/client"),
+    import("./db/shards"),
+    import("./services/workflows/triggers"),
+  ]);
+  for (const projectId of projectIds) {
+    const projectEnv = await envFor(env, projectId);
+    await dispatchWorkflowTriggers(getDb(projectEnv.DB), projectEnv, projectId);
+  }
 }

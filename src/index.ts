@@ -49,8 +49,17 @@ function counted(env: Env, source: D1Source): Promise<Env> {
 /** The class the [[workflows]] binding names; the steps (src/entrypoints/automation.ts) load on the first run. */
 export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams> {
   async run(event: Readonly<WorkflowEvent<ExecutionParams>>, step: WorkflowStep) {
-    const { AutomationWorkflow: Automation } = await import("./entrypoints/automation");
-    return new Automation(this.ctx, this.env).run(event, step);
+    const [{ AutomationWorkflow: Automation }, { shardEnv, shardOfWork }] = await Promise.all([import("./entrypoints/automation"), import("./db/shards")]);
+    // The execution's steps run on its project's data shard (params.shard; none: shard 0).
+    return new Automation(this.ctx, shardEnv(this.env, await shardOfWork(this.env, event.payload))).run(event, step);
+  }
+}
+
+/** `npm run project -- move`: a project's rows to another shard (src/entrypoints/project-move.ts, loaded on the first run). */
+export class ProjectMoveWorkflow extends WorkflowEntrypoint<Env, MoveParams> {
+  async run(event: Readonly<WorkflowEvent<MoveParams>>, step: WorkflowStep) {
+    const { ProjectMove } = await import("./entrypoints/project-move");
+    return new ProjectMove(this.ctx, this.env).run(event, step);
   }
 }
 

@@ -19,8 +19,17 @@ export const WEBHOOK_QUEUE_NAME = "edge-mail-webhooks";
 /** The dead-letter queue of a queue. */
 export const deadLetterQueue = (name: string) => `${name}-dlq`;
 
+/**
+ * The data shard of the message's project (src/db/shards.ts), set by every producer from the
+ * env it runs with; the consumer runs the message on it without a lookup. A message without
+ * one (sent before shards existed) is shard 0.
+ */
+export interface OnShard {
+  shard?: number;
+}
+
 /** A unit of send work: one email record (the record is claimed first). */
-export interface SendEmailMessage {
+export interface SendEmailMessage extends OnShard {
   emailId: string;
   projectId: string;
 }
@@ -30,7 +39,7 @@ export const emailIdsOf = (bodies: readonly unknown[]) =>
   bodies.map((body) => (body as { emailId?: unknown } | undefined)?.emailId).filter((id): id is string => typeof id === "string");
 
 /** A page of a campaign's audience to turn into email records; `after` is the last contact id already walked. */
-export interface CampaignPageMessage {
+export interface CampaignPageMessage extends OnShard {
   kind: "campaign-page";
   campaignId: string;
   projectId: string;
@@ -46,7 +55,7 @@ export interface CampaignEmailMessage extends SendEmailMessage {
 export type BulkMessage = CampaignPageMessage | CampaignEmailMessage | SendEmailMessage;
 
 /** A unit of work on the workflow queue. */
-export type WorkflowQueueMessage =
+export type WorkflowQueueMessage = (
   | {
       kind: "trigger";
       /** The outbox row it came from (a CONTACT_SUBSCRIBED trigger's identity). */
@@ -57,10 +66,12 @@ export type WorkflowQueueMessage =
       eventName: string | null;
       eventId: string | null;
     }
-  | { kind: "terminate"; executionIds: string[] };
+  | { kind: "terminate"; executionIds: string[] }
+) &
+  OnShard;
 
 /** What an instance of the workflow class is started with; its id is the execution id. */
-export interface ExecutionParams {
+export interface ExecutionParams extends OnShard {
   executionId: string;
   projectId: string;
   workflowId: string;
@@ -71,13 +82,15 @@ export interface ExecutionParams {
 }
 
 /** A chunk of a contact import: its staged rows numbered fromRow..toRow (claimed in its batch). */
-export interface ImportChunkMessage {
+export interface ImportChunkMessage extends OnShard {
   importId: string;
   projectId: string;
   fromRow: number;
   toRow: number;
 }
 /** Event webhooks' queue: fan out a recorded event, or one attempt of one delivery (src/services/webhooks/consumer.ts). */
-export type WebhookQueueMessage =
+export type WebhookQueueMessage = (
   | { kind: "event"; eventId: string; projectId: string }
-  | { kind: "delivery"; deliveryId: string; projectId: string; attempt: number };
+  | { kind: "delivery"; deliveryId: string; projectId: string; attempt: number }
+) &
+  OnShard;

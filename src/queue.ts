@@ -1,6 +1,7 @@
+import { type ShardId, shardEnv, shardOfWork } from "./db/shards";
 import type { Env } from "./env";
 import { HandOver } from "./hand-over";
-import { backoffSeconds, type QueueConsumer, type Verdict } from "./lib/queue-consumer";
+import { backoffSeconds, type QueueConsumer, type QueuedMessage, type Verdict } from "./lib/queue-consumer";
 import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
 import {
   BULK_QUEUE,
@@ -50,7 +51,7 @@ export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promi
   let verdicts: Verdict[];
   const handOver = new HandOver(env);
   try {
-    verdicts = await consumer(batch.messages, env, handOver);
+    verdicts = await onShards(consumer, batch.messages, env, handOver);
   } catch (err) {
     console.error(`consumer of ${batch.queue} failed; retrying its batch`, err);
     for (const message of batch.messages) message.retry({ delaySeconds: backoffSeconds(message.attempts) });
@@ -64,4 +65,35 @@ export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promi
     if (verdict && "retryAfterSeconds" in verdict) message.retry({ delaySeconds: verdict.retryAfterSeconds });
     else message.ack();
   });
+}
+
+/**
+ * A batch's messages grouped by the data shard each names (src/db/shards.ts shardOfWork), the
+ * consumer run once per shard with that shard's env, the verdicts put back in the batch's order.
+ * One shard (every small install, most batches): the consumer sees the batch as it came.
+ */
+async function onShards(consumer: QueueConsumer<unknown, Env>, messages: readonly QueuedMessage<unknown>[], env: Env, handOver: HandOver): Promise<Verdict[]> {
+  const groups = new Map<ShardId, number[]>();
+  for (const [i, message] of messages.entries()) {
+    const shard = await shardOfWork(env, message.body);
+    const group = groups.get(shard) ?? [];
+    group.push(i);
+    groups.set(shard, group);
+  }
+  if (groups.size === 1) {
+    const [shard] = groups.keys();
+    return consumer(messages, shardEnv(env, shard), handOver);
+  }
+  const verdicts: Verdict[] = new Array(messages.length);
+  for (const [shard, indexes] of groups) {
+    const got = await consumer(
+      indexes.map((i) => messages[i]),
+      shardEnv(env, shard),
+      handOver,
+    );
+    indexes.forEach((i, k) => {
+      verdicts[i] = got[k];
+    });
+  }
+  return verdicts;
 }

@@ -1,3 +1,4 @@
+import { type ShardId, shardField, shardOf } from "./db/shards";
 import type { Env } from "./env";
 import { chunks, QUEUE_BATCH } from "./lib/chunks";
 import type { CampaignEmailMessage, CampaignPageMessage, ImportChunkMessage, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
@@ -7,6 +8,8 @@ import type { CampaignEmailMessage, CampaignPageMessage, ImportChunkMessage, Sen
  * consumers: queue.ts). Messages go QUEUE_BATCH per sendBatch. Work is always
  * in D1 before its message is sent, so a send that fails loses nothing: the
  * producers that log instead of throwing say which cron job picks the work up.
+ * Every message carries `shard`, the data shard of the env its producer runs with
+ * (src/db/shards.ts shardEnv; left out for shard 0), so its consumer reaches the project without a lookup.
  */
 
 type Message<B> = MessageSendRequest<B>;
@@ -41,8 +44,10 @@ export interface MailToSend {
   campaignId?: string | null;
 }
 
-const mailBody = (m: MailToSend): SendEmailMessage | CampaignEmailMessage =>
-  m.campaignId ? { emailId: m.emailId, projectId: m.projectId, campaignId: m.campaignId } : { emailId: m.emailId, projectId: m.projectId };
+const mailBody = (m: MailToSend, shard: ShardId): SendEmailMessage | CampaignEmailMessage =>
+  m.campaignId
+    ? { emailId: m.emailId, projectId: m.projectId, campaignId: m.campaignId, ...shardField(shard) }
+    : { emailId: m.emailId, projectId: m.projectId, ...shardField(shard) };
 
 /**
  * Queues email records (already QUEUED in D1). `onFailure: "log"` (default):
@@ -51,8 +56,9 @@ const mailBody = (m: MailToSend): SendEmailMessage | CampaignEmailMessage =>
  */
 export async function enqueueMail(env: Env, mail: readonly MailToSend[], options: { onFailure?: "log" | "throw"; delaySeconds?: number } = {}): Promise<void> {
   const delay = options.delaySeconds ? { delaySeconds: options.delaySeconds } : {};
-  const transactional = mail.filter((m) => !m.bulk).map((m) => ({ body: mailBody(m) as SendEmailMessage, ...delay }));
-  const bulk = mail.filter((m) => m.bulk).map((m) => ({ body: mailBody(m), ...delay }));
+  const shard = shardOf(env);
+  const transactional = mail.filter((m) => !m.bulk).map((m) => ({ body: mailBody(m, shard) as SendEmailMessage, ...delay }));
+  const bulk = mail.filter((m) => m.bulk).map((m) => ({ body: mailBody(m, shard), ...delay }));
   if (options.onFailure === "throw") {
     await Promise.all([sendAll(env.EMAIL_QUEUE, transactional), sendAll(env.EMAIL_BULK_QUEUE, bulk)]);
     return;
@@ -71,7 +77,7 @@ export async function requeueMail<B extends SendEmailMessage>(queue: Queue<B>, b
 
 /** The next page of a campaign's audience walk (bulk queue); throws when queueing failed. */
 export async function enqueueCampaignPage(env: Env, page: Omit<CampaignPageMessage, "kind">): Promise<void> {
-  await env.EMAIL_BULK_QUEUE.send({ kind: "campaign-page", ...page } satisfies CampaignPageMessage);
+  await env.EMAIL_BULK_QUEUE.send({ kind: "campaign-page", ...page, ...shardField(shardOf(env)) } satisfies CampaignPageMessage);
 }
 
 // Imports -------------------------------------------------------------------
@@ -80,7 +86,7 @@ export async function enqueueCampaignPage(env: Env, page: Omit<CampaignPageMessa
 export async function enqueueImportChunks(env: Env, chunkMessages: readonly ImportChunkMessage[]): Promise<void> {
   await sendAll(
     env.IMPORT_QUEUE,
-    chunkMessages.map((body) => ({ body })),
+    chunkMessages.map((body) => ({ body: { ...body, ...shardField(shardOf(env)) } })),
   );
 }
 
@@ -96,7 +102,7 @@ export async function enqueueWorkflowMessages(
   messages: readonly WorkflowQueueMessage[],
   options: { onFailure?: "log" | "throw" } = {},
 ): Promise<void> {
-  const wrapped = messages.map((body) => ({ body }));
+  const wrapped = messages.map((body) => ({ body: { ...body, ...shardField(shardOf(env)) } }));
   if (options.onFailure === "log") await sendLogged(env.WORKFLOW_QUEUE, wrapped, "the executions are settled in D1");
   else await sendAll(env.WORKFLOW_QUEUE, wrapped);
 }
@@ -105,12 +111,21 @@ export async function enqueueWorkflowMessages(
 
 const WEBHOOK_RETRIES = "the cron's webhook drain re-queues them";
 
+/** A recorded webhook event to fan out; `shard` where it was recorded (default: the env's). */
+export interface EventToFanOut {
+  id: string;
+  projectId: string;
+  shard?: ShardId;
+}
+
 /** Recorded webhook events to fan out; false when queueing failed (logged: the cron's outbox drain queues them). */
-export function enqueueWebhookEvents(env: Env, events: readonly { id: string; projectId: string }[]): Promise<boolean> {
+export function enqueueWebhookEvents(env: Env, events: readonly EventToFanOut[]): Promise<boolean> {
   if (events.length === 0) return Promise.resolve(true);
   return sendLogged(
     env.WEBHOOK_QUEUE,
-    events.map((e) => ({ body: { kind: "event", eventId: e.id, projectId: e.projectId } satisfies WebhookQueueMessage })),
+    events.map((e) => ({
+      body: { kind: "event", eventId: e.id, projectId: e.projectId, ...shardField(e.shard ?? shardOf(env)) } satisfies WebhookQueueMessage,
+    })),
     WEBHOOK_RETRIES,
   );
 }
@@ -124,7 +139,7 @@ export function enqueueDeliveries(
   return sendLogged(
     env.WEBHOOK_QUEUE,
     items.map(({ delaySeconds, ...item }) => ({
-      body: { kind: "delivery", ...item } satisfies WebhookQueueMessage,
+      body: { kind: "delivery", ...item, ...shardField(shardOf(env)) } satisfies WebhookQueueMessage,
       ...(delaySeconds ? { delaySeconds } : {}),
     })),
     WEBHOOK_RETRIES,
@@ -145,9 +160,9 @@ const HANDOVER_ROUNDS = 8;
  * already; whatever no hand-over sends the cron's outbox drain queues.
  */
 export class WebhookEventCoalescer {
-  private waiting = new WeakMap<object, { events: { id: string; projectId: string }[]; sending: boolean }>();
+  private waiting = new WeakMap<object, { events: EventToFanOut[]; sending: boolean }>();
 
-  handOver(env: Env, events: readonly { id: string; projectId: string }[]): Promise<void> {
+  handOver(env: Env, events: readonly EventToFanOut[]): Promise<void> {
     if (events.length === 0) return Promise.resolve();
     let lane = this.waiting.get(env.WEBHOOK_QUEUE);
     if (!lane) {
@@ -158,7 +173,7 @@ export class WebhookEventCoalescer {
     return lane.sending ? Promise.resolve() : this.send(env, lane);
   }
 
-  private async send(env: Env, lane: { events: { id: string; projectId: string }[]; sending: boolean }) {
+  private async send(env: Env, lane: { events: EventToFanOut[]; sending: boolean }) {
     lane.sending = true;
     try {
       for (let round = 0; round < HANDOVER_ROUNDS && lane.events.length > 0; round++) {

@@ -1,4 +1,5 @@
 import { getDb } from "./db/client";
+import { controlDb, shardEnv, shardIds } from "./db/shards";
 import type { Env } from "./env";
 import { HandOver } from "./hand-over";
 import type { AfterCommit } from "./lib/after-commit";
@@ -20,8 +21,8 @@ export type ScheduledJob = (env: Env, now: Date, afterCommit: AfterCommit) => Pr
  * run) and one job's failure does not stop the others. Add new jobs here.
  */
 export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
-  domainChecks: (env, now, afterCommit) => runDomainChecks(getDb(env.DB), env, now, afterCommit),
-  unverifiedDomains: (env, now) => releaseUnverifiedDomains(getDb(env.DB), env, now),
+  domainChecks: (env, now, afterCommit) => runDomainChecks(getDb(controlDb(env)), env, now, afterCommit),
+  unverifiedDomains: (env, now) => releaseUnverifiedDomains(getDb(controlDb(env)), env, now),
   stuckEmails: (env, now, afterCommit) => sweepStuckEmails(env, now, { afterCommit }),
   campaigns: (env, now, afterCommit) => runCampaignJobs(env, now, afterCommit),
   idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(env.DB, now),
@@ -37,20 +38,31 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   reputation: (env, now) => runReputationCheck(env, now),
 };
 
-/** Runs every scheduled job for this tick; `now` is the tick's scheduled time. */
+/** The jobs that work on the control database (domains) and run once per tick; every other job runs once per data shard. */
+export const CONTROL_JOBS: ReadonlySet<string> = new Set(["domainChecks", "unverifiedDomains"]);
+
+/**
+ * Runs every scheduled job for this tick; `now` is the tick's scheduled time. A data job runs
+ * once per data shard (src/db/shards.ts), each run with that shard's env and its own bound,
+ * so a tick's work grows with the shards, never one shard's with another's. Results are keyed
+ * by job (shard 0, or a control job) and `job@shard` for the other shards.
+ */
 export async function runScheduledJobs(env: Env, controller: Pick<ScheduledController, "scheduledTime">) {
   const now = new Date(controller.scheduledTime);
   const results: Record<string, unknown> = {};
   const handOver = new HandOver(env);
   for (const [name, job] of Object.entries(SCHEDULED_JOBS)) {
-    try {
-      results[name] = await job(env, now, handOver);
-    } catch (err) {
-      console.error(`scheduled job ${name} failed`, err);
-      results[name] = { error: err instanceof Error ? err.message : String(err) };
+    for (const shard of CONTROL_JOBS.has(name) ? [0] : shardIds(env)) {
+      const key = shard === 0 ? name : `${name}@${shard}`;
+      try {
+        results[key] = await job(shardEnv(env, shard), now, handOver);
+      } catch (err) {
+        console.error(`scheduled job ${key} failed`, err);
+        results[key] = { error: err instanceof Error ? err.message : String(err) };
+      }
+      // Each job's hand-over before the next job runs (the webhook and workflow drains come later in the tick).
+      await handOver.flush();
     }
-    // Each job's hand-over before the next job runs (the webhook and workflow drains come later in the tick).
-    await handOver.flush();
   }
   return results;
 }

@@ -6,6 +6,8 @@ declare global {
   namespace Cloudflare {
     interface Env extends WorkerEnv {
       TEST_MIGRATIONS: D1Migration[];
+      /** migrations-data/, applied to the tests' second data shard SHARD_1 (test/setup.ts). */
+      TEST_DATA_MIGRATIONS: D1Migration[];
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index");

@@ -57,6 +57,24 @@ export const apiKeys = sqliteTable(
 
 export const contacts = sqliteTable(
   "contacts",
+/**
+ * Control database only (migration 0032): the data shard of each project placed off shard 0
+ * (src/db/shards.ts). No row: shard 0. `movingTo` while a move copies the project.
+ */
+export const projectShards = sqliteTable(
+  "project_shards",
+  {
+    projectId: text("project_id")
+      .primaryKey()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    shard: integer("shard").notNull().default(0),
+    movingTo: integer("moving_to"),
+    movedAt: timestamp("moved_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("project_shards_shard").on(t.shard)],
+);
+
   {
     id: text("id").primaryKey(),
     projectId: text("project_id")

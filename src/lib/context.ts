@@ -12,6 +12,12 @@ export interface AuthContext {
   doubleOptIn?: boolean;
   /** Why the project's sending is paused (reputation breaker), or null. */
   sendingPaused: string | null;
+  /**
+   * The project's data shard (src/db/shards.ts), read with the key. The auth middleware also
+   * sets `c.env` to shardEnv(env, shard): after it, `c.env.DB` is the project's data and the
+   * control tables are reached only through controlDb(c.env).
+   */
+  shard: number;
 }
 
 export interface AppBindings {

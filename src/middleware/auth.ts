@@ -1,5 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { getDb } from "../db/client";
+import { controlDb, rememberRoute, shardEnv } from "../db/shards";
 import type { AppBindings } from "../lib/context";
 import { assertClientWithinLimit } from "./client-limit";
 import { ApiError } from "../lib/errors";
@@ -29,7 +30,7 @@ export const authenticate = (options: { allowPublic?: boolean; lookup?: KeyLooku
       });
     }
     // A key no cache knows costs a hash and a D1 query: limited per client (a flood of made-up keys).
-    const owner = await lookup(getDb(c.env.DB), match[1], () => assertClientWithinLimit(c.env, "key-lookup", c.req.raw.headers));
+    const owner = await lookup(getDb(controlDb(c.env)), match[1], () => assertClientWithinLimit(c.env, "key-lookup", c.req.raw.headers));
     if (!owner) throw new ApiError("UNAUTHORIZED", "Invalid API key");
     if (owner.projectDisabled) throw new ApiError("PROJECT_DISABLED", "This project is disabled");
     if (owner.kind === "public" && !options.allowPublic) {
@@ -37,7 +38,10 @@ export const authenticate = (options: { allowPublic?: boolean; lookup?: KeyLooku
         suggestion: "Use a secret key (sk_) from your server for this endpoint.",
       });
     }
-    c.set("auth", { projectId: owner.projectId, keyKind: owner.kind, doubleOptIn: owner.doubleOptIn, sendingPaused: owner.sendingPaused });
+    c.set("auth", { projectId: owner.projectId, keyKind: owner.kind, doubleOptIn: owner.doubleOptIn, sendingPaused: owner.sendingPaused, shard: owner.shard });
+    // From here on the request runs on the project's data shard: c.env.DB is that shard (control tables: controlDb(c.env)).
+    rememberRoute(owner.projectId, { shard: owner.shard, movingTo: owner.movingTo });
+    c.env = shardEnv(c.env, owner.shard);
     await next();
   });
 };

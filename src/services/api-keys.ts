@@ -2,7 +2,7 @@ import { type Clock, systemClock } from "../lib/caches";
 import { TtlCache } from "../lib/ttl-cache";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { apiKeys, projects } from "../db/schema";
+import { apiKeys, projects, projectShards } from "../db/schema";
 import { randomHex, sha256Hex, timingSafeEqual, toHex } from "../lib/crypto";
 
 export type KeyKind = "secret" | "public";
@@ -35,6 +35,10 @@ export interface KeyOwner {
   doubleOptIn: boolean;
   /** The reputation breaker's reason while the project's sending is paused, else null. */
   sendingPaused: string | null;
+  /** The data shard of the project (project_shards; none: 0), read with the key: no lookup of its own per request. */
+  shard: number;
+  /** The shard a move is copying the project to, else null (src/db/shards.ts ShardRoute). */
+  movingTo: number | null;
 }
 
 /**
@@ -53,9 +57,12 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
       doubleOptIn: projects.doubleOptIn,
       pausedAt: projects.sendingPausedAt,
       pausedReason: projects.sendingPausedReason,
+      shard: projectShards.shard,
+      movingTo: projectShards.movingTo,
     })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
+    .leftJoin(projectShards, eq(projectShards.projectId, apiKeys.projectId))
     .where(and(eq(apiKeys.keyHash, hash), isNull(apiKeys.revokedAt)))
     .limit(1);
   const row = rows[0];
@@ -67,6 +74,8 @@ export async function findKeyOwner(db: Database, key: string, hash?: string): Pr
     projectDisabled: row.disabled,
     doubleOptIn: row.doubleOptIn,
     sendingPaused: row.pausedAt ? (row.pausedReason ?? "bounce or complaint rate too high") : null,
+    shard: row.shard ?? 0,
+    movingTo: row.movingTo ?? null,
   };
 }
 

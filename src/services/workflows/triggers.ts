@@ -1,3 +1,4 @@
+import { shardField, shardOf } from "../../db/shards";
 import { and, eq, inArray, isNull, or, sql } from "drizzle-orm";
 import { chunks, IN_LIST_IDS } from "../../lib/chunks";
 import type { Database } from "../../db/client";
@@ -184,6 +185,8 @@ async function startExecutions(db: Database, env: Env, message: TriggerMessage):
     version,
     contactId: message.contactId,
     eventId: message.eventId,
+    // The instance's steps run on the project's data shard (src/index.ts).
+    ...shardField(shardOf(env)),
   });
   planned.forEach(({ workflow, id }, i) => {
     if (started[i]) toCreate.push({ id, params: paramsFor(id, workflow) });
