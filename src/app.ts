@@ -33,6 +33,7 @@ const SECRET_KEY_PATHS = [
   "/v1/verify",
   "/workflows/*",
   "/project/*",
+  "/exports/*",
 ];
 
 type App = OpenAPIHono<AppBindings>;
@@ -91,6 +92,10 @@ const PARTS = {
   project: async () => {
     const { projectRouter } = await import("./routes/project");
     return (app: App) => app.route("/", projectRouter);
+  },
+  exports: async () => {
+    const { exportsRouter } = await import("./routes/exports");
+    return (app: App) => app.route("/", exportsRouter);
   },
   segments: async () => {
     const { segmentsRouter } = await import("./routes/segments");
@@ -186,6 +191,7 @@ export function partsFor(path: string): readonly Part[] {
     case "emails":
     case "workflows":
     case "project":
+    case "exports":
     case "segments":
     case "campaigns":
     case "unsubscribe":

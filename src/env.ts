@@ -83,6 +83,10 @@ export interface Env {
   /** Days events are kept (default 365). */
   EVENT_RETENTION_DAYS?: string;
   EMAIL_RETENTION_DAYS?: string;
+  /** The hot window in days (default 90): older email records, events and webhook deliveries move to R2 day archives. */
+  EMAIL_HOT_DAYS?: string;
+  /** Rows of each kind the archive job moves per shard per cron tick (default 5000). */
+  ARCHIVE_ROWS_PER_TICK?: string;
   WORKFLOW_EXECUTION_RETENTION_DAYS?: string;
   /** Per-project quotas (defaults in src/services/quotas.ts, docs/configuration.md "Limits and quotas"). */
   QUOTA_CONTACTS?: string;

@@ -61,6 +61,13 @@ const ConfigSchema = z.object({
   EVENT_RETENTION_DAYS: positive(365),
   /** Days an email's record (status, subject, counters) is kept once final; its HTML goes after EMAIL_HTML_RETENTION_DAYS. */
   EMAIL_RETENTION_DAYS: positive(365),
+  /**
+   * The hot window (days): email records, events and webhook deliveries older than it move from D1 to
+   * day archives in R2 (src/services/archive/); lists and the dashboard cover it, an archived email is read by id.
+   */
+  EMAIL_HOT_DAYS: positive(90, { integer: true }),
+  /** Rows of each kind (emails, events, webhook deliveries) the archive job moves per shard per cron tick. */
+  ARCHIVE_ROWS_PER_TICK: positive(5000, { integer: true }),
   /** Days a finished workflow execution (completed, exited, failed, cancelled) is kept. */
   WORKFLOW_EXECUTION_RETENTION_DAYS: positive(90),
   // Per-project quotas (src/services/quotas.ts, docs/configuration.md "Limits and quotas").

@@ -14,7 +14,7 @@ const listRoute = createRoute({
   tags,
   summary: "List events",
   description:
-    "Newest first, cursor pagination: pass `nextCursor` as `cursor` for the next page; it is null on the last page. Filter by exact event `name` and/or `contactId`.",
+    "Newest first, cursor pagination: pass `nextCursor` as `cursor` for the next page; it is null on the last page. Filter by exact event `name` and/or `contactId`. Covers the hot window: events of the last `EMAIL_HOT_DAYS` (default 90) days; older ones are archived (`GET /exports/events` streams a date range).",
   security: securityScheme,
   request: {
     query: EventListQuerySchema,
@@ -28,7 +28,8 @@ const namesRoute = createRoute({
   operationId: "listEventNames",
   tags,
   summary: "List distinct event names",
-  description: "Every distinct event name of the project, sorted by name, in one page; `counts` gives the number of events per name.",
+  description:
+    "Every distinct event name of the project, sorted by name, in one page; `counts` gives the number of events per name. Covers the hot window (`EMAIL_HOT_DAYS`, default 90 days): names and counts of archived events are not included.",
   security: securityScheme,
   responses: {
     200: jsonResponse(EventNamesResponseSchema, "The distinct event names"),

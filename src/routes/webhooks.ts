@@ -122,7 +122,8 @@ const deliveriesRoute = createRoute({
   operationId: "listWebhookDeliveries",
   tags,
   summary: "List an endpoint's deliveries",
-  description: "One delivery per event and endpoint, newest first, cursor pagination; `status` filters. `nextAttemptAt` is set while a retry is due.",
+  description:
+    "One delivery per event and endpoint, newest first, cursor pagination; `status` filters. `nextAttemptAt` is set while a retry is due. Deliveries are kept `WEBHOOK_RETENTION_DAYS` (30), inside the hot window (`EMAIL_HOT_DAYS`, 90), so the list shows every one kept; with a retention longer than the window, older deliveries are archived to R2 and not listed.",
   security: securityScheme,
   request: { params: IdParamSchema, query: DeliveryListQuerySchema },
   responses: { 200: jsonResponse(DeliveryListResponseSchema, "A page of deliveries"), ...commonErrors },

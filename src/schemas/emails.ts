@@ -37,6 +37,10 @@ export const EmailRecordSchema = z
     failedAt: timestamp,
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),
+    archived: z.boolean().optional().openapi({
+      description:
+        "Present (true) only when the email is older than the hot window (`EMAIL_HOT_DAYS`, default 90 days) and was read from its day archive in R2: a snapshot as it was when archived (its `contactId` may name a contact deleted since; later opens and clicks are not counted). Lists never show archived emails; `GET /exports/emails` streams them.",
+    }),
   })
   .openapi("Email");
 

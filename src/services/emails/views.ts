@@ -4,6 +4,7 @@ import { emails, type Email } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { listNewestFirst } from "../../lib/pagination";
 import type { EmailListQuery, EmailView } from "../../schemas/emails";
+import { readArchivedEmail } from "../archive/read";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -42,6 +43,18 @@ export async function getEmail(db: Database, projectId: string, id: string): Pro
   const email = await db.query.emails.findFirst({ where: and(eq(emails.id, id), eq(emails.projectId, projectId)) });
   if (!email) throw ApiError.notFound("Email");
   return email;
+}
+
+/**
+ * GET /emails/{id}: the email from D1, or, once it left the hot window, from its day archive in R2
+ * (`archived`; the id's UUIDv7 time names the day). 404 when neither holds it.
+ */
+export async function getEmailOrArchived(db: Database, bucket: R2Bucket, projectId: string, id: string): Promise<{ email: Email; archived: boolean }> {
+  const email = await db.query.emails.findFirst({ where: and(eq(emails.id, id), eq(emails.projectId, projectId)) });
+  if (email) return { email, archived: false };
+  const archived = await readArchivedEmail(db.$client, bucket, projectId, id);
+  if (!archived) throw ApiError.notFound("Email");
+  return { email: archived, archived: true };
 }
 
 /** Newest first, keyset pagination on id; filters use (project_id, status, id) and (contact_id, id). */

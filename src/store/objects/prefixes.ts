@@ -14,7 +14,18 @@ export interface ObjectPrefix {
   keepDays: (config: Config) => number;
 }
 
-export const OBJECT_PREFIXES = {} satisfies Record<string, ObjectPrefix>;
+/**
+ * Day archives (./archive.ts) are written once records are EMAIL_HOT_DAYS old, so an object is kept
+ * what is left of the kind's retention: a record lives EMAIL_RETENTION_DAYS (events: EVENT_, webhook
+ * deliveries: WEBHOOK_) in all. A kind kept no longer than the hot window is never archived.
+ */
+const archiveDays = (retentionDays: number, config: Config) => Math.max(1, Math.ceil(retentionDays) - config.EMAIL_HOT_DAYS);
+
+export const OBJECT_PREFIXES = {
+  archiveEmails: { prefix: "archive/emails/", keepDays: (config) => archiveDays(config.EMAIL_RETENTION_DAYS, config) },
+  archiveEvents: { prefix: "archive/events/", keepDays: (config) => archiveDays(config.EVENT_RETENTION_DAYS, config) },
+  archiveWebhookDeliveries: { prefix: "archive/webhook-deliveries/", keepDays: (config) => archiveDays(config.WEBHOOK_RETENTION_DAYS, config) },
+} satisfies Record<string, ObjectPrefix>;
 
 /** prefixes.ts holds no SQL (test/store/statements.test.ts asks every store module). */
 export const FIXED_SQL = {};
