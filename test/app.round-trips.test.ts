@@ -7,7 +7,7 @@ import { getDb } from "../src/db/client";
 import { contacts as dbContacts, domains, emails, suppressions, type Domain } from "../src/db/schema";
 import { VERIFIED_DOMAIN_CACHE_TTL_MS, verifiedDomainCache } from "../src/services/domains";
 import type { Env } from "../src/env";
-import { countingD1, type D1Stats } from "../src/lib/d1-counter";
+import { countingD1, type D1Stats, emptyD1Stats } from "../src/lib/d1-counter";
 import { BASE, type ErrorBody, newProject, type JsonResponse } from "./support/http";
 import type { SendResponse, Template } from "./support/api";
 import { heldQueue, receiver, webhookProject } from "./support/webhooks";
@@ -20,7 +20,7 @@ import { insertVerifiedDomain } from "./support/sending";
  * adds a round trip to one of these paths fails here.
  */
 function countingApp(settings: Partial<Env> = {}, now?: () => number) {
-  const stats: D1Stats = { statements: 0, batches: 0, roundTrips: 0, captureStatements: 0 };
+  const stats: D1Stats = emptyD1Stats();
   const app = createApp({ now });
   const countedEnv = { ...env, ...settings, DB: countingD1(env.DB, stats) } as Env;
   async function request<T = unknown>(

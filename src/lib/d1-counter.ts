@@ -1,10 +1,13 @@
 /**
  * Development only (ENVIRONMENT=development with BENCH_COUNT_D1=1): counts the
  * D1 statements the Worker's queue consumers and cron run, for `npm run
- * bench`'s "D1 statements per email" (the HTTP handler is not wrapped: its
- * statements are pinned by tests, and the bench times it). A statement is one SQL statement sent to D1, alone or inside a
- * batch. Counts live in the isolate (wrangler dev runs one) and are read with
- * GET /dev/d1-stats.
+ * bench`'s "D1 statements per email", and the rows D1 says they read and wrote
+ * (`meta.rows_read`, `meta.rows_written`: every table row, index entry and
+ * trigger write, what D1 bills). With BENCH_COUNT_D1=all the HTTP handler is
+ * counted too (the bench's rows section; its timing sections leave it out:
+ * the HTTP paths' statements are pinned by tests). A statement is one SQL
+ * statement sent to D1, alone or inside a batch. Counts live in the isolate
+ * (wrangler dev runs one) and are read with GET /dev/d1-stats.
  */
 export interface D1Stats {
   /** SQL statements sent, alone or inside a batch. */
@@ -14,41 +17,100 @@ export interface D1Stats {
   /** Round trips to D1: one per batch and one per statement run alone. */
   roundTrips: number;
   captureStatements: number;
+  /** D1's meta.rows_written summed: table rows, index entries and the rows triggers wrote. */
+  rowsWritten: number;
+  /** D1's meta.rows_read summed. */
+  rowsRead: number;
+  /** Rows written by SQL text, when the holder asks for it (a test's breakdown); the HTTP endpoint leaves it out. */
+  bySql?: Map<string, { statements: number; rowsWritten: number }>;
 }
 
-const zero = (): D1Stats => ({ statements: 0, batches: 0, roundTrips: 0, captureStatements: 0 });
+/** Counters at zero (a test's own, or a reset). */
+export const emptyD1Stats = (): D1Stats => ({ statements: 0, batches: 0, roundTrips: 0, captureStatements: 0, rowsWritten: 0, rowsRead: 0 });
 
 /** Which handler ran a statement: the HTTP API, the queue consumers (the consumer's own count) or the cron. */
 export type D1Source = "fetch" | "queue" | "scheduled";
 
-/** Every statement of the isolate, and the same counts per entry point (the Worker wraps DB twice, see src/index.ts). */
+/** Every statement of the isolate, and the same counts per entry point (see src/index.ts). */
 export const d1Stats: D1Stats & { bySource: Record<D1Source, D1Stats> } = {
-  ...zero(),
-  bySource: { fetch: zero(), queue: zero(), scheduled: zero() },
+  ...emptyD1Stats(),
+  bySource: { fetch: emptyD1Stats(), queue: emptyD1Stats(), scheduled: emptyD1Stats() },
 };
 
 /**
  * Tests use countingD1 with stats of their own to pin how many round trips a
- * request costs (test/app.round-trips.test.ts).
+ * request costs (test/app.round-trips.test.ts) and how many rows an email
+ * writes over its life (test/store/rows-written.test.ts).
  */
 
 const real = new WeakMap<object, { statement: D1PreparedStatement; sql: string }>();
 
-function count(stats: D1Stats, sql: string, capture = sql.includes("captured_messages")) {
-  stats.statements++;
-  // The capture provider's own writes (it stands in for SES, which writes nothing to D1).
-  if (capture) stats.captureStatements++;
+type Meta = { rows_written?: number; rows_read?: number } | undefined;
+
+function count(into: readonly D1Stats[], sql: string, capture = sql.includes("captured_messages")) {
+  for (const stats of into) {
+    stats.statements++;
+    // The capture provider's own writes (it stands in for SES, which writes nothing to D1).
+    if (capture) stats.captureStatements++;
+  }
 }
 
-function wrapStatement(statement: D1PreparedStatement, sql: string, stats: D1Stats): D1PreparedStatement {
+function addMeta(into: readonly D1Stats[], sql: string, meta: Meta) {
+  const written = meta?.rows_written ?? 0;
+  const read = meta?.rows_read ?? 0;
+  for (const stats of into) {
+    stats.rowsWritten += written;
+    stats.rowsRead += read;
+    if (stats.bySql) {
+      const entry = stats.bySql.get(sql) ?? { statements: 0, rowsWritten: 0 };
+      entry.statements++;
+      entry.rowsWritten += written;
+      stats.bySql.set(sql, entry);
+    }
+  }
+}
+
+/**
+ * first() and raw() answer without D1's meta. They are run here through the
+ * statement's own code with its session's send wrapped, so the meta of the
+ * one query they make is seen; when the runtime's statement has no such
+ * session (another runtime), they run as they are and their rows go uncounted.
+ */
+function runMetered(target: D1PreparedStatement, prop: "first" | "raw", args: unknown[], onMeta: (meta: Meta) => void): unknown {
+  const method = target[prop] as (...a: unknown[]) => unknown;
+  const session = (target as unknown as { dbSession?: { _sendOrThrow?: (...a: unknown[]) => Promise<unknown> } }).dbSession;
+  const send = session?._sendOrThrow;
+  if (!session || typeof send !== "function") return method.apply(target, args);
+  const meteredSession = Object.create(session, {
+    _sendOrThrow: {
+      value: async (...a: unknown[]) => {
+        const result = await send.apply(session, a);
+        onMeta((Array.isArray(result) ? result[0] : result)?.meta);
+        return result;
+      },
+    },
+  });
+  return method.apply(Object.create(target, { dbSession: { value: meteredSession } }), args);
+}
+
+function wrapStatement(statement: D1PreparedStatement, sql: string, into: readonly D1Stats[]): D1PreparedStatement {
   const wrapped = new Proxy(statement, {
     get(target, prop) {
-      if (prop === "bind") return (...values: unknown[]) => wrapStatement(target.bind(...values), sql, stats);
-      if (prop === "run" || prop === "all" || prop === "first" || prop === "raw") {
+      if (prop === "bind") return (...values: unknown[]) => wrapStatement(target.bind(...values), sql, into);
+      if (prop === "run" || prop === "all") {
+        return async (...args: unknown[]) => {
+          count(into, sql);
+          for (const stats of into) stats.roundTrips++;
+          const result = (await (target[prop] as (...a: unknown[]) => Promise<D1Result>).apply(target, args)) as D1Result;
+          addMeta(into, sql, result?.meta as Meta);
+          return result;
+        };
+      }
+      if (prop === "first" || prop === "raw") {
         return (...args: unknown[]) => {
-          count(stats, sql);
-          stats.roundTrips++;
-          return (target[prop] as (...a: unknown[]) => unknown).apply(target, args);
+          count(into, sql);
+          for (const stats of into) stats.roundTrips++;
+          return runMetered(target, prop, args, (meta) => addMeta(into, sql, meta));
         };
       }
       const value = Reflect.get(target, prop, target);
@@ -59,28 +121,34 @@ function wrapStatement(statement: D1PreparedStatement, sql: string, stats: D1Sta
   return wrapped;
 }
 
-export function countingD1(db: D1Database, stats: D1Stats = d1Stats): D1Database {
+/** `db` with every statement counted into each of `into` (the isolate's d1Stats when none is given). */
+export function countingD1(db: D1Database, ...into: D1Stats[]): D1Database {
+  const targets = into.length > 0 ? into : [d1Stats];
   return new Proxy(db, {
     get(target, prop) {
-      if (prop === "prepare") return (sql: string) => wrapStatement(target.prepare(sql), sql, stats);
+      if (prop === "prepare") return (sql: string) => wrapStatement(target.prepare(sql), sql, targets);
       if (prop === "batch") {
-        return (statements: D1PreparedStatement[]) => {
-          stats.batches++;
-          stats.roundTrips++;
+        return async (statements: D1PreparedStatement[]) => {
+          for (const stats of targets) {
+            stats.batches++;
+            stats.roundTrips++;
+          }
           const found = statements.map((s) => real.get(s));
           // A batch of the capture provider's is all its own (the message rows and the raw mail's blob chunks).
           const capture = found.some((f) => f?.sql.includes("captured_messages"));
           const unwrapped = statements.map((s, i) => {
-            count(stats, found[i]?.sql ?? "", capture);
+            count(targets, found[i]?.sql ?? "", capture);
             return found[i]?.statement ?? s;
           });
-          return target.batch(unwrapped);
+          const results = await target.batch(unwrapped);
+          for (const [i, result] of results.entries()) addMeta(targets, found[i]?.sql ?? "", result?.meta as Meta);
+          return results;
         };
       }
       if (prop === "exec") {
         return (sql: string) => {
-          count(stats, sql);
-          stats.roundTrips++;
+          count(targets, sql);
+          for (const stats of targets) stats.roundTrips++;
           return target.exec(sql);
         };
       }

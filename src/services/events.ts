@@ -169,11 +169,14 @@ export type ListEventsQuery = z.infer<typeof EventListQuerySchema>;
 
 /**
  * Newest first, keyset-paginated on id. Filters use the (project_id, name, id)
- * and (contact_id, id) indexes; `total` counts every event matching the filters.
+ * and (contact_id, name, created_at) indexes; `total` counts every event matching the filters.
  */
 export async function listEvents(db: Database, projectId: string, query: ListEventsQuery) {
   const after = decodeCursor(query.cursor);
-  const filters: SQL[] = [eq(events.projectId, projectId)];
+  // With a contact, its events are found through (contact_id, name, created_at) and sorted by id, not by walking
+  // the project's newest first (`+` keeps SQLite off the project index; migration 0028 dropped (contact_id, id)).
+  const ofProject = query.contactId === undefined ? eq(events.projectId, projectId) : sql`+${events.projectId} = ${projectId}`;
+  const filters: SQL[] = [ofProject];
   if (query.name !== undefined) filters.push(eq(events.name, query.name));
   if (query.contactId !== undefined) filters.push(eq(events.contactId, query.contactId));
   const where = and(...filters);

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import type { Env } from "../../src/env";
-import { countingD1, type D1Stats } from "../../src/lib/d1-counter";
+import { countingD1, type D1Stats, emptyD1Stats } from "../../src/lib/d1-counter";
 import { clearSnsKeyCache } from "../../src/outside/sns";
 import { clickUrl, openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
 import { CERT_URL, notification, sign } from "../fakes/sns";
@@ -23,7 +23,7 @@ const nextIp = () => `203.0.113.${++ipCounter}`;
 /** The Worker's app with the real (simulated) CLIENT_LIMITER binding, D1 counted; requests from `ip`. */
 function client(ip: string, now?: () => number) {
   expect(env.CLIENT_LIMITER, "wrangler.toml's CLIENT_LIMITER binding in the vitest pool").toBeDefined();
-  const stats: D1Stats = { statements: 0, batches: 0, roundTrips: 0, captureStatements: 0 };
+  const stats: D1Stats = emptyD1Stats();
   const app = createApp({ now });
   const testEnv = { ...env, DB: countingD1(env.DB, stats) } as Env;
   async function request(method: string, path: string, init: { key?: string; body?: string; headers?: Record<string, string> } = {}): Promise<JsonResponse> {

@@ -1,4 +1,4 @@
-import { and, eq, isNull, lt, or } from "drizzle-orm";
+import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import { getDb } from "../../db/client";
 import { emails } from "../../db/schema";
 import type { Env } from "../../env";
@@ -38,16 +38,18 @@ export async function sweepStuckEmails(
   const queuedCutoff = new Date(now.getTime() - QUEUED_LEASE_MS);
   const claimCutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
   const columns = { id: emails.id, projectId: emails.projectId, bulk: emails.bulk, campaignId: emails.campaignId, sendingAt: emails.sendingAt };
+  // `pending` as the partial index emails_pending_idx is defined, so SQLite uses it (migration 0028).
+  const pending = sql`${emails.status} IN ('QUEUED', 'SENDING')`;
   const [waiting, claims] = await db.batch([
     db
       .select(columns)
       .from(emails)
-      .where(and(eq(emails.status, "QUEUED"), lt(emails.updatedAt, queuedCutoff), or(isNull(emails.retryAt), lt(emails.retryAt, queuedCutoff))))
+      .where(and(pending, eq(emails.status, "QUEUED"), lt(emails.updatedAt, queuedCutoff), or(isNull(emails.retryAt), lt(emails.retryAt, queuedCutoff))))
       .limit(limit),
     db
       .select(columns)
       .from(emails)
-      .where(and(eq(emails.status, "SENDING"), lt(emails.updatedAt, claimCutoff)))
+      .where(and(pending, eq(emails.status, "SENDING"), lt(emails.updatedAt, claimCutoff)))
       .limit(limit),
   ]);
   // A dead claim whose call never started is given back (its attempt not counted) and queued again with the lost mail.
