@@ -3,8 +3,9 @@ import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
-  /** The control database (projects, keys, domains, the project -> shard map) and data shard 0 (src/db/shards.ts). */
   DB: D1Database;
+  /** The control database (projects, keys, domains, the project -> shard map) and data shard 0 (src/db/shards.ts). */
+  /** Static assets ([assets] in wrangler.toml): the /docs UI files, the dashboard (/app) and the disposable-domain list. */
   /** More data shards (wrangler.toml; none by default): SHARD_1 … SHARD_n, reached through src/db/shards.ts only. */
   [shard: `SHARD_${number}`]: D1Database | undefined;
   /** Set by shardEnv (src/db/shards.ts), never a binding: the shard `DB` is, and the Worker's own env behind it. */
@@ -12,7 +13,8 @@ export interface Env {
   CONTROL_ENV?: Env;
   /** Bytes past which a data shard takes no new project (default 6 GiB; D1 stops a database at 10 GB). */
   SHARD_FILL_LIMIT_BYTES?: string;
-  /** Static assets ([assets] in wrangler.toml): the /docs UI files, the dashboard (/app) and the disposable-domain list. */
+  /** R2: sent bodies, attachments, captured mail, import files, day archives (src/storage/). */
+  STORAGE: R2Bucket;
   ASSETS: Fetcher;
   PROJECT_LIMITER: DurableObjectNamespace<ProjectLimiter>;
   /** "development" enables local-only conveniences; anything else is a deployment. */
@@ -81,6 +83,10 @@ export interface Env {
   /** Days events are kept (default 365). */
   EVENT_RETENTION_DAYS?: string;
   EMAIL_RETENTION_DAYS?: string;
+  /** The hot window in days (default 90): older email records, events and webhook deliveries move to R2 day archives. */
+  EMAIL_HOT_DAYS?: string;
+  /** Rows of each kind the archive job moves per shard per cron tick (default 5000). */
+  ARCHIVE_ROWS_PER_TICK?: string;
   WORKFLOW_EXECUTION_RETENTION_DAYS?: string;
   /** Per-project quotas (defaults in src/services/quotas.ts, docs/configuration.md "Limits and quotas"). */
   QUOTA_CONTACTS?: string;

@@ -20,14 +20,14 @@ const app = () =>
       throw err;
     }));
 
-/** `npm run bench` counts D1 statements (development only, BENCH_COUNT_D1=1; see src/lib/d1-counter.ts). */
+/** `npm run bench` counts D1 statements and rows (development only, BENCH_COUNT_D1=1 or all; see src/lib/d1-counter.ts). */
 async function countingEnv(env: Env, source: D1Source): Promise<Env> {
   const { readConfig } = await import("./lib/config");
   const config = readConfig(env);
   if (!(config.BENCH_COUNT_D1 && config.development)) return env;
   const { countingD1, d1Stats } = await import("./lib/d1-counter");
-  // Counted twice: per entry point (inside) and in the isolate's total (outside).
-  return { ...env, DB: countingD1(countingD1(env.DB, d1Stats.bySource[source])) };
+  // Counted twice: in the isolate's total and per entry point.
+  return { ...env, DB: countingD1(env.DB, d1Stats, d1Stats.bySource[source]) };
 }
 
 // Decided once per env object and entry point: the same env then reaches the
@@ -49,17 +49,16 @@ function counted(env: Env, source: D1Source): Promise<Env> {
 /** The class the [[workflows]] binding names; the steps (src/entrypoints/automation.ts) load on the first run. */
 export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams> {
   async run(event: Readonly<WorkflowEvent<ExecutionParams>>, step: WorkflowStep) {
-    const [{ AutomationWorkflow: Automation }, { shardEnv, shardOfWork }] = await Promise.all([import("./entrypoints/automation"), import("./db/shards")]);
-    // The execution's steps run on its project's data shard (params.shard; none: shard 0).
-    return new Automation(this.ctx, shardEnv(this.env, await shardOfWork(this.env, event.payload))).run(event, step);
+    const { AutomationWorkflow: Automation } = await import("./entrypoints/automation");
+    return new Automation(this.ctx, this.env).run(event, step);
   }
 }
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext) {
-    // Not counted: the HTTP paths' statements are pinned by test/app.round-trips.test.ts,
-    // and the counting wrapper would add its own cost to the request figures of the bench.
-    return (await app()).fetch(request, env, ctx);
+    // Not counted unless BENCH_COUNT_D1=all (the bench's rows section): the HTTP paths' statements are
+    // pinned by test/app.round-trips.test.ts, and the wrapper would add its own cost to the request figures.
+    return (await app()).fetch(request, env.BENCH_COUNT_D1 === "all" ? await counted(env, "fetch") : env, ctx);
   },
   async queue(batch, env, _ctx) {
     const { handleQueue } = await import("./queue");

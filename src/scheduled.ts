@@ -12,6 +12,7 @@ import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 import { runWebhookJobs } from "./services/webhooks/sweep";
 import { runReputationCheck } from "./services/reputation";
 import { runImportJobs } from "./services/contact-imports/recovery";
+import { runArchive } from "./services/archive/run";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]); what its writes record leaves through the tick's door. */
 export type ScheduledJob = (env: Env, now: Date, afterCommit: AfterCommit) => Promise<unknown>;
@@ -27,6 +28,8 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   campaigns: (env, now, afterCommit) => runCampaignJobs(env, now, afterCommit),
   idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(env.DB, now),
   retention: (env, now) => runRetention(env, now),
+  // Records older than the hot window (EMAIL_HOT_DAYS) to R2 day archives, on every shard.
+  archive: (env, now) => runArchive(env, now),
   usageCounters: (env, now) => reconcileUsageCounters(env, now),
   // Workflow triggers from paths that do not hand them over themselves (see src/app.ts).
   workflowTriggers: (env) => dispatchAllWorkflowTriggers(env),

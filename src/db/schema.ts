@@ -55,6 +55,8 @@ export const apiKeys = sqliteTable(
   (t) => [uniqueIndex("api_keys_hash_uq").on(t.keyHash), index("api_keys_project_idx").on(t.projectId)],
 );
 
+export const contacts = sqliteTable(
+  "contacts",
 /**
  * Control database only (migration 0032): the data shard of each project placed off shard 0
  * (src/db/shards.ts). No row: shard 0. `movingTo` while a move copies the project.
@@ -73,8 +75,6 @@ export const projectShards = sqliteTable(
   (t) => [index("project_shards_shard").on(t.shard)],
 );
 
-export const contacts = sqliteTable(
-  "contacts",
   {
     id: text("id").primaryKey(),
     projectId: text("project_id")
@@ -842,3 +842,26 @@ export const webhookPending = sqliteTable(
 
 export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;
 export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;
+
+/**
+ * The committed parts of the day archives (migration 0031): records older than the hot
+ * window (EMAIL_HOT_DAYS) as gzipped NDJSON in R2, per project, kind (emails, events,
+ * webhook-deliveries), UTC day number and part. src/store/objects/archive.ts writes a row in
+ * the batch that deletes the part's records from D1; reads by id and exports list them.
+ */
+export const archiveRuns = sqliteTable(
+  "archive_runs",
+  {
+    projectId: text("project_id").notNull(),
+    kind: text("kind").notNull(),
+    day: integer("day").notNull(),
+    part: integer("part").notNull(),
+    r2Key: text("r2_key").notNull(),
+    firstId: text("first_id").notNull(),
+    lastId: text("last_id").notNull(),
+    rows: integer("rows").notNull(),
+    bytes: integer("bytes").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.kind, t.day, t.part] }), index("archive_runs_day_idx").on(t.day)],
+);
