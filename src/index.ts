@@ -49,8 +49,9 @@ function counted(env: Env, source: D1Source): Promise<Env> {
 /** The class the [[workflows]] binding names; the steps (src/entrypoints/automation.ts) load on the first run. */
 export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams> {
   async run(event: Readonly<WorkflowEvent<ExecutionParams>>, step: WorkflowStep) {
-    const { AutomationWorkflow: Automation } = await import("./entrypoints/automation");
-    return new Automation(this.ctx, this.env).run(event, step);
+    const [{ AutomationWorkflow: Automation }, { shardEnv, shardOfWork }] = await Promise.all([import("./entrypoints/automation"), import("./db/shards")]);
+    // The execution's steps run on its project's data shard (params.shard; none: shard 0).
+    return new Automation(this.ctx, shardEnv(this.env, await shardOfWork(this.env, event.payload))).run(event, step);
   }
 }
 

@@ -116,8 +116,8 @@ export const events = sqliteTable(
   (t) => [
     index("events_project_id_idx").on(t.projectId, t.id),
     index("events_project_name_id_idx").on(t.projectId, t.name, t.id),
-    index("events_contact_id_idx").on(t.contactId, t.id),
-    // Condition filters on event.<name>: EXISTS / max(created_at) per contact and name.
+    // Condition filters on event.<name>: EXISTS / max(created_at) per contact and name; also every other
+    // lookup by contact (its events list sorts by id; migration 0028 dropped (contact_id, id)).
     index("events_contact_name_created_idx").on(t.contactId, t.name, t.createdAt),
   ],
 );
@@ -284,15 +284,16 @@ export const emails = sqliteTable(
     // mail. Fewer b-trees to keep per insert and per status change on the hot path;
     // a lookup by `column = ?` implies IS NOT NULL, so SQLite still uses them.
     index("emails_provider_message_idx").on(t.providerMessageId).where(sql`provider_message_id IS NOT NULL`),
-    // The stuck-mail sweep looks for QUEUED/SENDING rows by age.
-    index("emails_status_updated_idx").on(t.status, t.updatedAt),
+    // The stuck-mail sweep looks for QUEUED/SENDING rows by age; only those are indexed, so later status
+    // changes write no entry here (its queries say `status IN ('QUEUED', 'SENDING')`; migration 0028).
+    index("emails_pending_idx").on(t.status, t.updatedAt).where(sql`status IN ('QUEUED', 'SENDING')`),
     // One email per campaign and contact: a redelivered audience page inserts nothing twice.
     uniqueIndex("emails_campaign_contact_uq").on(t.campaignId, t.contactId).where(sql`campaign_id IS NOT NULL`),
     // Campaign completion and stats; GET /emails?campaignId=.
     index("emails_campaign_status_idx").on(t.campaignId, t.status).where(sql`campaign_id IS NOT NULL`),
     index("emails_project_campaign_id_idx").on(t.projectId, t.campaignId, t.id).where(sql`campaign_id IS NOT NULL`),
-    // Retention walks the emails that still hold their HTML, oldest (lowest UUIDv7) first.
-    index("emails_html_kept_idx").on(t.id).where(sql`html != ''`),
+    // Retention walks the final emails that still hold their HTML, oldest (lowest UUIDv7) first (migration 0028).
+    index("emails_html_kept_idx").on(t.id).where(sql`html != '' AND status NOT IN ('QUEUED', 'SENDING')`),
   ],
 );
 

@@ -120,8 +120,8 @@ const ConfigSchema = z.object({
   REPUTATION_MAX_BOUNCE_RATE: positive(0.05, { max: 1 }),
   /** Complaints per email sent above which the project is paused (0.001 = 0.1 %). */
   REPUTATION_MAX_COMPLAINT_RATE: positive(0.001, { max: 1 }),
-  /** "1" (development only): count D1 statements for the bench. */
-  BENCH_COUNT_D1: z.preprocess((raw) => raw === "1", z.boolean()).catch(false),
+  /** "1" (development only): count D1 statements and rows for the bench; "all": the HTTP handler's too. */
+  BENCH_COUNT_D1: z.preprocess((raw) => raw === "1" || raw === "all", z.boolean()).catch(false),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { development: boolean };
