@@ -96,6 +96,7 @@ export interface Env {
   QUOTA_EMAILS_PER_DAY?: string;
   QUOTA_DOMAINS?: string;
   QUOTA_STORED_BYTES?: string;
+  QUOTA_R2_STORED_BYTES?: string;
   QUOTA_TEMPLATES?: string;
   QUOTA_CAMPAIGNS?: string;
   QUOTA_SEGMENTS?: string;

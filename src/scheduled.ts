@@ -12,6 +12,7 @@ import { dispatchAllWorkflowTriggers } from "./services/workflows/triggers";
 import { runWebhookJobs } from "./services/webhooks/sweep";
 import { runReputationCheck } from "./services/reputation";
 import { runImportJobs } from "./services/contact-imports/recovery";
+import { runObjectExpiry } from "./services/storage/expiry";
 import { runArchive } from "./services/archive/run";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]); what its writes record leaves through the tick's door. */
@@ -28,6 +29,8 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   campaigns: (env, now, afterCommit) => runCampaignJobs(env, now, afterCommit),
   idempotencyKeys: (env, now) => purgeExpiredIdempotencyKeys(env.DB, now),
   retention: (env, now) => runRetention(env, now),
+  // R2: expired days out of the r2_usage ledger; locally (no lifecycle rules) the expired objects too.
+  objectExpiry: (env, now) => runObjectExpiry(env, now),
   // Records older than the hot window (EMAIL_HOT_DAYS) to R2 day archives, on every shard.
   archive: (env, now) => runArchive(env, now),
   usageCounters: (env, now) => reconcileUsageCounters(env, now),

@@ -24,6 +24,8 @@ export const projects = sqliteTable("projects", {
    * contact data, templates, campaigns and workflow versions.
    */
   storedBytes: integer("stored_bytes").notNull().default(0),
+  /** Bytes the project keeps in R2 (QUOTA_R2_STORED_BYTES), kept by triggers on r2_usage (migration 0027). */
+  r2StoredBytes: integer("r2_stored_bytes").notNull().default(0),
   /**
    * Set by the reputation breaker (src/services/reputation.ts) when the
    * project's bounce or complaint rate passed its threshold: the project sends
@@ -235,7 +237,10 @@ export const emails = sqliteTable(
     toName: text("to_name"),
     replyTo: text("reply_to"),
     subject: text("subject").notNull(),
+    /** The HTML until it is sent (then '' and the body is in R2, see bodyRef); the retention purge empties a failed email's. */
     html: text("html").notNull(),
+    /** Where the sent HTML is in R2: "<key>#<offset>,<length>" (src/store/objects/bodies.ts; migration 0029); null while html holds it. */
+    bodyRef: text("body_ref"),
     /**
      * Legacy: custom headers used to be copied here for every recipient; since
      * migration 0022 they are stored once per send in send_headers and this is `{}`.

@@ -88,6 +88,11 @@ const ConfigSchema = z.object({
    * attachments, event and contact data, templates, campaigns and workflow versions.
    */
   QUOTA_STORED_BYTES: positive(5 * 1024 * 1024 * 1024, { integer: true }),
+  /**
+   * Bytes a project keeps in R2 (projects.r2_stored_bytes: sent bodies and every other object counted in
+   * r2_usage), apart from QUOTA_STORED_BYTES; past it new mail is refused. 50 GiB is about $0.75 a month at R2's price.
+   */
+  QUOTA_R2_STORED_BYTES: positive(50 * 1024 * 1024 * 1024, { integer: true }),
   /** Templates per project. */
   QUOTA_TEMPLATES: positive(1_000, { integer: true }),
   /** Campaigns per project (any status). */

@@ -4,7 +4,8 @@ import { commonErrors, jsonResponse, securityScheme, success } from "../lib/open
 import { IdParamSchema } from "../lib/validators";
 import { createRouter } from "../lib/router";
 import { getEmailOrArchived, listEmails, toEmailView } from "../services/emails/views";
-import { EmailListQuerySchema, EmailListResponseSchema, EmailRecordSchema } from "../schemas/emails";
+import { sentHtml } from "../services/emails/sent-html";
+import { EmailDetailSchema, EmailListQuerySchema, EmailListResponseSchema } from "../schemas/emails";
 
 const tags = ["Emails"];
 
@@ -28,12 +29,12 @@ const getRoute = createRoute({
   path: "/emails/{id}",
   operationId: "getEmail",
   tags,
-  summary: "Get an email and its delivery status",
+  summary: "Get an email, its delivery status and the HTML it was sent with",
   description:
-    "Any email within its retention (`EMAIL_RETENTION_DAYS`, default 365 days) is found: one older than the hot window (`EMAIL_HOT_DAYS`, default 90) is read from its day archive in R2 and carries `archived: true`. 404 for an unknown id.",
+    "`html` is the HTML as sent (variables filled, tracking applied), kept EMAIL_HTML_RETENTION_DAYS (default 30) after sending, then `null`; lists do not repeat it. Any email within its retention (`EMAIL_RETENTION_DAYS`, default 365 days) is found: one older than the hot window (`EMAIL_HOT_DAYS`, default 90) is read from its day archive in R2 and carries `archived: true`. 404 for an unknown id.",
   security: securityScheme,
   request: { params: IdParamSchema },
-  responses: { 200: jsonResponse(EmailRecordSchema, "The email"), ...commonErrors },
+  responses: { 200: jsonResponse(EmailDetailSchema, "The email"), ...commonErrors },
 });
 
 export const emailsRouter = createRouter()
@@ -43,5 +44,5 @@ export const emailsRouter = createRouter()
   })
   .openapi(getRoute, async (c) => {
     const { email, archived } = await getEmailOrArchived(getDb(c.env.DB), c.env.STORAGE, c.get("auth").projectId, c.req.valid("param").id);
-    return c.json(archived ? { ...toEmailView(email), archived } : toEmailView(email), 200);
+    return c.json({ ...toEmailView(email), html: await sentHtml(c.env.STORAGE, email, c.env), ...(archived ? { archived } : {}) }, 200);
   });

@@ -47,6 +47,15 @@ export const EmailRecordSchema = z
 /** What GET /emails shows of an email record (the rendered body is not repeated in lists). */
 export type EmailView = z.infer<typeof EmailRecordSchema>;
 
+/** GET /emails/{id}: the record and the HTML it was sent with, while that is kept. */
+export const EmailDetailSchema = EmailRecordSchema.extend({
+  html: z.string().nullable().openapi({
+    description:
+      "The HTML as sent: variables filled, open and click tracking applied (before sending: as it will be sent, without tracking; mail that failed keeps the HTML it would have been sent with). Kept EMAIL_HTML_RETENTION_DAYS (default 30) after sending, then `null`. Lists do not repeat it.",
+  }),
+}).openapi("EmailDetail");
+export type EmailDetailView = z.infer<typeof EmailDetailSchema>;
+
 export const EmailListQuerySchema = PaginationQuerySchema.extend({
   status: z
     .enum(EMAIL_STATUSES)

@@ -18,6 +18,13 @@ export const ProjectSettingsSchema = z
       .openapi({
         description: `The confirmation email's template. Its subject or body must use \`{{${CONFIRM_URL_VARIABLE}}}\` (the signed confirm link) and it must have a \`from\` on a VERIFIED domain of the project.`,
       }),
+    storedBytes: z.number().int().openapi({
+      description:
+        "Bytes the project keeps in the database (email HTML until sent, headers, event and contact data, templates, campaigns, workflow versions), against QUOTA_STORED_BYTES",
+    }),
+    r2StoredBytes: z.number().int().openapi({
+      description: "Bytes the project keeps in object storage (R2: sent email bodies and stored files), counted apart, against QUOTA_R2_STORED_BYTES",
+    }),
     updatedAt: z.string().datetime(),
   })
   .openapi("ProjectSettings");

@@ -14,10 +14,21 @@ const columns = {
   trackingEnabled: projects.trackingEnabled,
   doubleOptIn: projects.doubleOptIn,
   doubleOptInTemplateId: projects.doubleOptInTemplateId,
+  storedBytes: projects.storedBytes,
+  r2StoredBytes: projects.r2StoredBytes,
   updatedAt: projects.updatedAt,
 };
 
-type SettingsRow = { id: string; name: string; trackingEnabled: boolean; doubleOptIn: boolean; doubleOptInTemplateId: string | null; updatedAt: Date };
+type SettingsRow = {
+  id: string;
+  name: string;
+  trackingEnabled: boolean;
+  doubleOptIn: boolean;
+  doubleOptInTemplateId: string | null;
+  storedBytes: number;
+  r2StoredBytes: number;
+  updatedAt: Date;
+};
 
 const view = (row: SettingsRow): ProjectSettingsView => ({ ...row, updatedAt: row.updatedAt.toISOString() });
 

@@ -389,7 +389,7 @@ const SETTLE_DEAD_CLAIMS_SQL = `UPDATE emails SET status = 'FAILED', failed_at =
 
 /** What happened to one claimed email. */
 export type Outcome =
-  | { emailId: string; status: "SENT"; providerMessageId: string | null }
+  | { emailId: string; status: "SENT"; providerMessageId: string | null; /** Where its sent HTML went in R2 (then html is emptied). */ bodyRef?: string }
   | { emailId: string; status: "FAILED"; error: string }
   | { emailId: string; status: "QUEUED"; error: string; retryAt?: number };
 
@@ -402,16 +402,20 @@ const RECORD_OUTCOMES_SQL = `UPDATE emails SET
     provider_message_id = COALESCE(o.provider_message_id, emails.provider_message_id),
     error = o.error,
     retry_at = o.retry_at,
+    html = CASE WHEN o.body_ref IS NULL THEN emails.html ELSE '' END,
+    body_ref = COALESCE(o.body_ref, emails.body_ref),
     updated_at = ?1
   FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS status,
-          json_extract(value, '$[2]') AS provider_message_id, json_extract(value, '$[3]') AS error, json_extract(value, '$[4]') AS retry_at
+          json_extract(value, '$[2]') AS provider_message_id, json_extract(value, '$[3]') AS error, json_extract(value, '$[4]') AS retry_at,
+          json_extract(value, '$[5]') AS body_ref
         FROM json_each(?2)) AS o
   WHERE emails.id = o.id AND (+emails.status = 'SENDING'
     OR (o.status = 'SENT' AND +emails.status = 'FAILED' AND emails.provider_message_id IS NULL AND emails.error LIKE ?3))`;
 
 /**
  * The outcomes as statements for one batch, applied only to emails still SENDING (and a SENT one also
- * to an email settled as an unknown outcome, whose error starts with `unknownPrefix`).
+ * to an email settled as an unknown outcome, whose error starts with `unknownPrefix`). A SENT one with
+ * a `bodyRef` empties html in the same write (its body is in R2; the 0019 trigger takes the bytes off).
  */
 export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], unknownPrefix: string, now = Date.now()): D1PreparedStatement[] {
   return chunks(outcomes, IDS_PER_JSON_STATEMENT).map((chunk) =>
@@ -426,6 +430,7 @@ export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], unk
             o.status === "SENT" ? o.providerMessageId || null : null,
             o.status === "SENT" ? null : o.error,
             o.status === "QUEUED" ? (o.retryAt ?? null) : null,
+            o.status === "SENT" ? (o.bodyRef ?? null) : null,
           ]),
         ),
         `${likeEscape(unknownPrefix)}%`,

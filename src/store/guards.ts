@@ -19,6 +19,7 @@ export const GUARD_NAMES = [
   "QUOTA_EXCEEDED:QUOTA_EVENTS_PER_DAY",
   "QUOTA_EXCEEDED:QUOTA_EMAILS_PER_DAY",
   "QUOTA_EXCEEDED:QUOTA_STORED_BYTES",
+  "QUOTA_EXCEEDED:QUOTA_R2_STORED_BYTES", // 0029
   "QUOTA_EXCEEDED:QUOTA_PUBLIC_CONTACTS_PER_DAY", // 0018
   "QUOTA_EXCEEDED:QUOTA_PUBLIC_EVENTS_PER_DAY",
   "QUOTA_EXCEEDED:QUOTA_TEMPLATES", // 0019: count caps
@@ -40,6 +41,7 @@ export type QuotaName =
   | "QUOTA_EMAILS_PER_DAY"
   | "QUOTA_DOMAINS"
   | "QUOTA_STORED_BYTES"
+  | "QUOTA_R2_STORED_BYTES"
   | "QUOTA_PUBLIC_CONTACTS_PER_DAY"
   | "QUOTA_PUBLIC_EVENTS_PER_DAY"
   | CountedQuota;
@@ -53,6 +55,7 @@ const WHAT: Record<QuotaName, string> = {
   QUOTA_EMAILS_PER_DAY: "emails per day",
   QUOTA_DOMAINS: "sending domains",
   QUOTA_STORED_BYTES: "bytes of stored mail and data",
+  QUOTA_R2_STORED_BYTES: "bytes kept in object storage (sent email bodies and files)",
   QUOTA_PUBLIC_CONTACTS_PER_DAY: "new contacts per day through a public key",
   QUOTA_PUBLIC_EVENTS_PER_DAY: "events per day through a public key",
   QUOTA_TEMPLATES: "templates",
@@ -124,6 +127,8 @@ export interface QuotaUse {
    * (CONTACT_SNAPSHOT_BOUND): each a snapshot of the contact as the write leaves it.
    */
   storedBytesAtMost?: number;
+  /** Bytes the write will add in R2 (a send's HTML, which goes there once sent), against QUOTA_R2_STORED_BYTES. */
+  r2Bytes?: number;
 }
 
 /**
@@ -193,6 +198,10 @@ export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, 
     quotas.push("QUOTA_STORED_BYTES");
     params.push(projectId, use.storedBytesAtMost, config.QUOTA_STORED_BYTES);
   }
+  if (use.r2Bytes !== undefined) {
+    quotas.push("QUOTA_R2_STORED_BYTES");
+    params.push(projectId, use.r2Bytes, config.QUOTA_R2_STORED_BYTES);
+  }
   if (quotas.length === 0) return null;
   return d1.prepare(quotaGuardSql(quotas)).bind(...params);
 }
@@ -211,6 +220,8 @@ const QUOTA_ROWS: Record<GuardedQuota, string> = {
   QUOTA_PUBLIC_EVENTS_PER_DAY:
     "SELECT 'QUOTA_PUBLIC_EVENTS_PER_DAY', coalesce((SELECT public_events FROM project_daily_usage WHERE project_id = ? AND day = ?), 0) + ?, ?",
   QUOTA_STORED_BYTES: "SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ?, ?",
+  // What the project keeps in R2 (projects.r2_stored_bytes, kept by the r2_usage triggers of 0027), apart from D1.
+  QUOTA_R2_STORED_BYTES: "SELECT 'QUOTA_R2_STORED_BYTES', coalesce((SELECT r2_stored_bytes FROM projects WHERE id = ?), 0) + ?, ?",
   QUOTA_STORED_BYTES_WITH_SNAPSHOTS: `SELECT 'QUOTA_STORED_BYTES', coalesce((SELECT stored_bytes FROM projects WHERE id = ?), 0) + ? + ${CONTACT_SNAPSHOT_BOUND}, ?`,
 };
 
@@ -224,6 +235,16 @@ export function storedBytesGuard(d1: D1Database, env: ConfigInput, projectId: st
   return d1.prepare(STORED_BYTES_GUARD_SQL).bind(projectId, readConfig(env).QUOTA_STORED_BYTES);
 }
 const STORED_BYTES_GUARD_SQL = "INSERT INTO quota_checks (quota, used, quota_limit) SELECT 'QUOTA_STORED_BYTES', stored_bytes, ?2 FROM projects WHERE id = ?1";
+
+/**
+ * QUOTA_R2_STORED_BYTES on its own, for a batch without a quotaGuard (a campaign page): what the
+ * project keeps in R2 plus `adding` bytes; past the quota the whole batch is rolled back.
+ */
+export function r2StoredBytesGuard(d1: D1Database, env: ConfigInput, projectId: string, adding: number): D1PreparedStatement {
+  return d1.prepare(R2_STORED_BYTES_GUARD_SQL).bind(projectId, adding, readConfig(env).QUOTA_R2_STORED_BYTES);
+}
+const R2_STORED_BYTES_GUARD_SQL =
+  "INSERT INTO quota_checks (quota, used, quota_limit) SELECT 'QUOTA_R2_STORED_BYTES', r2_stored_bytes + ?2, ?3 FROM projects WHERE id = ?1";
 
 /**
  * A count cap, as a statement before the insert it guards (same batch): the
@@ -327,8 +348,9 @@ export const FIXED_SQL = {
   SUPPRESSION_GUARD_SQL,
   OUTBOX_PROBE_SQL,
   STORED_BYTES_GUARD_SQL,
+  R2_STORED_BYTES_GUARD_SQL,
   ...Object.fromEntries(Object.entries(COUNT_GUARD_SQL).map(([quota, text]) => [`COUNT_GUARD_SQL_${quota}`, text])),
-  QUOTA_GUARD_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_EMAILS_PER_DAY"]),
+  QUOTA_GUARD_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_EMAILS_PER_DAY", "QUOTA_R2_STORED_BYTES"]),
   QUOTA_GUARD_PUBLIC_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_EVENTS_PER_DAY", "QUOTA_PUBLIC_CONTACTS_PER_DAY", "QUOTA_PUBLIC_EVENTS_PER_DAY"]),
   QUOTA_GUARD_SNAPSHOTS_SQL: quotaGuardSql(["QUOTA_CONTACTS", "QUOTA_STORED_BYTES_WITH_SNAPSHOTS"]),
 };

@@ -6,7 +6,7 @@ import type { z } from "@hono/zod-openapi";
 import type { CampaignListResponseSchema, CampaignResponseSchema, CampaignStatsResponseSchema, CampaignSchema } from "../../src/schemas/campaigns";
 import type { ContactListResponseSchema, ContactSchema, UpsertedContactSchema } from "../../src/schemas/contacts";
 import type { DomainListResponseSchema, DomainSchema } from "../../src/schemas/domains";
-import type { EmailListResponseSchema, EmailRecordSchema } from "../../src/schemas/emails";
+import type { EmailDetailSchema, EmailListResponseSchema, EmailRecordSchema } from "../../src/schemas/emails";
 import type { EventListResponseSchema, EventNamesResponseSchema, TrackEventResponseSchema } from "../../src/schemas/events";
 import type { ImportJobSchema } from "../../src/schemas/contact-imports";
 import type { ProjectSettingsSchema, SendingStatusSchema } from "../../src/schemas/project";
@@ -47,6 +47,8 @@ export type UpsertedContact = z.infer<typeof UpsertedContactSchema>;
 export type ContactList = z.infer<typeof ContactListResponseSchema>;
 
 export type Email = z.infer<typeof EmailRecordSchema>;
+/** GET /emails/{id}: the record and `html`. */
+export type EmailDetail = z.infer<typeof EmailDetailSchema>;
 export type EmailList = z.infer<typeof EmailListResponseSchema>;
 
 export type EventList = z.infer<typeof EventListResponseSchema>;

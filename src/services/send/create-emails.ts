@@ -7,7 +7,7 @@ import { jsonByteLength } from "../../lib/validators";
 import { base64DecodedSize, estimateRawMessageSize, MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { insertQueued, insertSendHeaders } from "../../store/emails";
 import { type BatchResult, type Part, WriteBatch } from "../../store/batch";
-import { quotaGuard, storedBytesGuard, type QuotaUse } from "../../store/guards";
+import { quotaGuard, r2StoredBytesGuard, storedBytesGuard, type QuotaUse } from "../../store/guards";
 import type { AfterCommit } from "../../lib/after-commit";
 import { confirmUrl, unsubscribeUrl } from "../tracking/links";
 import { type AttachmentInput, buildAttachmentInserts } from "./attachments";
@@ -119,6 +119,12 @@ function storedBytesOf(draft: EmailDraft, rendered: { html: string }[]): number 
   return bytes;
 }
 
+/** The emails' HTML in bytes: what their bodies will add in R2 once sent (QUOTA_R2_STORED_BYTES). */
+function htmlBytesOf(rendered: { html: string }[]): number {
+  const encoder = new TextEncoder();
+  return rendered.reduce((sum, email) => sum + encoder.encode(email.html).length, 0);
+}
+
 /** With attachments, the largest email must fit what one provider call carries. */
 function assertMessageSize(draft: EmailDraft, rendered: { html: string }[]) {
   if (rendered.length === 0 || !draft.attachments?.length) return;
@@ -172,7 +178,7 @@ export class NewEmails {
     if (this.guarded) throw new Error("NewEmails: the quota guard is in the batch already");
     this.guarded = true;
     if (this.options.quotas === false) return;
-    const use: QuotaUse = { ...this.options.use, emailsToday: this.rendered.length };
+    const use: QuotaUse = { ...this.options.use, emailsToday: this.rendered.length, r2Bytes: htmlBytesOf(this.rendered) };
     if (this.bytesUpFront) use.storedBytesAtMost! += storedBytesOf(this.draft, this.rendered);
     batch.add(quotaGuard(batch.d1, this.env, this.draft.projectId, use, this.now));
   }
@@ -183,6 +189,8 @@ export class NewEmails {
     const { draft, rendered, now } = this;
     const d1 = batch.d1;
     const sendId = draft.sendId ?? newId();
+    // Without the quota guard (a campaign page) the R2 quota is still checked: every email's body goes there.
+    if (this.options.quotas === false && rendered.length > 0) batch.add(r2StoredBytesGuard(d1, this.env, draft.projectId, htmlBytesOf(rendered)));
     this.inserts = batch.add(
       ...insertQueued(
         d1,

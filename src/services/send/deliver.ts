@@ -25,6 +25,7 @@ import { addTracking, unsubscribeUrl } from "../tracking/links";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
 import { type BodyOf, bodyReader } from "./bodies";
+import { addBodyBytes, SentBodyWriter, type StoredBodies } from "../../store/objects/bodies";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
 import { requeueMail } from "../../queues";
 import {
@@ -45,7 +46,10 @@ import {
  * - N provider calls in waves of PROVIDER_CONCURRENCY (or the provider's own
  *   maxConcurrency; one at a time for mail with attachments), each wave marked as
  *   started in one statement just before its calls (docs/reliability.md),
- * - one statement with every outcome, and one with their webhook events when a
+ * - one R2 put of the sent emails' HTML as one object (store/objects/bodies.ts; more only past
+ *   BODY_OBJECT_BYTES), before
+ * - one statement with every outcome (which empties the sent HTML in D1 and keeps each body's
+ *   ref), its r2_usage bytes, and one with their webhook events when a
  *   claimed email's project has an enabled endpoint (1 round trip),
  * plus, only when some mail is over the sending rate, one statement and one
  * sendBatch to put it back. Each statement carries its ids as one JSON
@@ -178,8 +182,11 @@ async function composeMessage(
 type Attempt = Outcome | { emailId: string; status: "RELEASED" };
 
 type Call = () => Promise<ProviderResult>;
-/** A claimed email ready for its provider call (composed, the request built and signed), or what became of it before any call. */
-type Prepared = { emailId: string; call: Call } | { emailId: string; outcome: Outcome };
+/**
+ * A claimed email ready for its provider call (composed, the request built and signed; `html` as it goes out, kept
+ * for the batch's bodies object), or what became of it before any call.
+ */
+type Prepared = { emailId: string; projectId: string; html: string; call: Call } | { emailId: string; outcome: Outcome };
 
 /**
  * Composes one claimed email and prepares its call (nothing is written here); a failure here is before any
@@ -203,7 +210,12 @@ async function prepareOne(db: Database, env: Env, provider: EmailProvider, email
       raw: composed.raw,
       parts: composed.parts,
     };
-    return { emailId: email.id, call: provider.prepare ? await provider.prepare(outgoing) : () => provider.send(outgoing) };
+    return {
+      emailId: email.id,
+      projectId: email.projectId,
+      html: composed.parts.html,
+      call: provider.prepare ? await provider.prepare(outgoing) : () => provider.send(outgoing),
+    };
   } catch (err) {
     return { emailId: email.id, outcome: { emailId: email.id, status: "QUEUED", error: err instanceof Error ? err.message : String(err) } };
   }
@@ -242,6 +254,7 @@ async function sendInWaves(
   width: number,
   bodyOf: BodyOf,
   deadline: number,
+  bodies: SentBodyWriter,
 ): Promise<Attempt[]> {
   const attempts: Attempt[] = [];
   const prepareWave = (from: number) => Promise.all(emails.slice(from, from + width).map((email) => prepareOne(db, env, provider, email, bodyOf)));
@@ -277,7 +290,16 @@ async function sendInWaves(
       attempts.push(...rest.map((emailId) => ({ emailId, status: "RELEASED" as const })));
       break;
     }
-    const calls = Promise.all(ready.filter((p) => started.has(p.emailId)).map((p) => callProvider(p.emailId, p.call)));
+    const calls = Promise.all(
+      ready
+        .filter((p) => started.has(p.emailId))
+        .map(async (p) => {
+          const outcome = await callProvider(p.emailId, p.call);
+          // What the provider took is what GET /emails/{id} shows (written to R2 before the outcomes).
+          if (outcome.status === "SENT") bodies.add(p.emailId, p.projectId, p.html);
+          return outcome;
+        }),
+    );
     if (ahead && i + width < emails.length) next = prepareWave(i + width);
     attempts.push(...(await calls));
   }
@@ -292,10 +314,18 @@ async function sendInWaves(
  * settles them as "Outcome unknown" (then reconciled from the provider's events)
  * rather than sending them twice.
  */
-async function recordBatchOutcomes(d1: D1Database, outcomes: Outcome[], hooked: ReadonlySet<string>, afterCommit: AfterCommit): Promise<void> {
+async function recordBatchOutcomes(
+  d1: D1Database,
+  outcomes: Outcome[],
+  hooked: ReadonlySet<string>,
+  afterCommit: AfterCommit,
+  bodies: StoredBodies,
+): Promise<void> {
   if (outcomes.length === 0) return;
   const now = Date.now();
-  const statements = recordOutcomes(d1, outcomes, OUTCOME_UNKNOWN_PREFIX, now);
+  for (const outcome of outcomes) if (outcome.status === "SENT") outcome.bodyRef = bodies.refs.get(outcome.emailId);
+  // The bodies' bytes go to the r2_usage ledger in the same write as the refs to them.
+  const statements = [...recordOutcomes(d1, outcomes, OUTCOME_UNKNOWN_PREFIX, now), ...addBodyBytes(d1, bodies, new Date(now))];
   // Their webhook events in the same batch (they leave through afterCommit): only for emails whose project had an endpoint at the claim.
   const events = outcomeEvents(
     d1,
@@ -421,11 +451,14 @@ export async function deliverBatch(
   const plainBody = bodyReader(env.DB, plain, plain.length);
   const attachmentBody = bodyReader(env.DB, withAttachments, 1);
   const deadline = claimedAt + CALL_DEADLINE_MS;
+  // The sent HTML leaves D1: one R2 object for the batch's bodies (store/objects/bodies.ts), put before the outcomes are written.
+  const bodies = new SentBodyWriter(env.STORAGE, new Date(claimedAt));
   const [plainOutcomes, attachmentOutcomes] = await Promise.all([
-    sendInWaves(db, env, provider, plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, plainBody, deadline),
-    sendInWaves(db, env, provider, withAttachments, 1, attachmentBody, deadline),
+    sendInWaves(db, env, provider, plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, plainBody, deadline, bodies),
+    sendInWaves(db, env, provider, withAttachments, 1, attachmentBody, deadline, bodies),
     ...deferrals,
   ]);
+  const stored = await bodies.finish();
   const attempts = [...plainOutcomes, ...attachmentOutcomes];
   const outcomes = attempts.filter((a): a is Outcome => a.status !== "RELEASED");
   // A retry's delay is written with it: the sweep leaves the email alone until then.
@@ -439,7 +472,7 @@ export async function deliverBatch(
   const released = attempts.filter((a) => a.status === "RELEASED").map((a) => slotOf.get(a.emailId)!);
   const hooked = new Set(toSend.filter((email) => email.webhooks).map((email) => email.id));
   const [, releaseVerdict] = await Promise.all([
-    recordBatchOutcomes(env.DB, outcomes, hooked, afterCommit),
+    recordBatchOutcomes(env.DB, outcomes, hooked, afterCommit, stored),
     // Past the deadline: the claims untouched by any call go back to QUEUED, their messages re-queued at once.
     released.length > 0 ? deferClaimed(env.DB, options.requeue, released, 0) : undefined,
   ]);

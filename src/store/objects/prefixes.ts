@@ -22,6 +22,8 @@ export interface ObjectPrefix {
 const archiveDays = (retentionDays: number, config: Config) => Math.max(1, Math.ceil(retentionDays) - config.EMAIL_HOT_DAYS);
 
 export const OBJECT_PREFIXES = {
+  /** Sent email bodies (./bodies.ts), kept as long as the HTML is (EMAIL_HTML_RETENTION_DAYS). */
+  bodies: { prefix: "bodies/", keepDays: (config) => config.EMAIL_HTML_RETENTION_DAYS },
   archiveEmails: { prefix: "archive/emails/", keepDays: (config) => archiveDays(config.EMAIL_RETENTION_DAYS, config) },
   archiveEvents: { prefix: "archive/events/", keepDays: (config) => archiveDays(config.EVENT_RETENTION_DAYS, config) },
   archiveWebhookDeliveries: { prefix: "archive/webhook-deliveries/", keepDays: (config) => archiveDays(config.WEBHOOK_RETENTION_DAYS, config) },
