@@ -302,7 +302,7 @@ export const emails = sqliteTable(
   ],
 );
 
-/** Attachments of one send, shared by its recipients; content lives in blob_chunks. */
+/** Attachments of one send, shared by its recipients; content lives in R2 (object_key; before migration 0030, in blob_chunks by blob_id). */
 export const emailAttachments = sqliteTable(
   "email_attachments",
   {
@@ -312,7 +312,10 @@ export const emailAttachments = sqliteTable(
     filename: text("filename").notNull(),
     contentType: text("content_type").notNull(),
     size: integer("size").notNull(),
+    /** "" since migration 0030. */
     blobId: text("blob_id").notNull(),
+    /** The R2 object holding the content (base64), store/objects/attachments.ts. */
+    objectKey: text("object_key"),
   },
   (t) => [index("email_attachments_send_idx").on(t.sendId, t.position)],
 );
@@ -334,7 +337,7 @@ export const sendHeaders = sqliteTable("send_headers", {
   createdAt: createdAt(),
 });
 
-/** Large values split under D1's row size limit (attachments, captured raw mail). */
+/** Content of attachments written before migration 0030 (none since: R2), deleted with their rows. */
 export const blobChunks = sqliteTable(
   "blob_chunks",
   {
@@ -384,8 +387,11 @@ export const capturedMessages = sqliteTable("captured_messages", {
   fromAddress: text("from_address").notNull(),
   toAddress: text("to_address").notNull(),
   subject: text("subject").notNull(),
+  /** Bytes of the raw message. */
   size: integer("size").notNull(),
-  blobId: text("blob_id").notNull(),
+  /** Where the raw message is in R2 (store/objects/captured.ts): the object and its byte offset there. */
+  objectKey: text("object_key").notNull(),
+  objectOffset: integer("object_offset").notNull(),
   createdAt: createdAt(),
 });
 
@@ -693,6 +699,9 @@ export const contactImports = sqliteTable(
     progressAt: integer("progress_at").notNull().default(0),
     /** How far the cron's current re-queue round of a stalled import got (0: no round). */
     resumeRow: integer("resume_row").notNull().default(0),
+    /** The uploaded file in R2 (store/objects/imports.ts), and the record delimiter its header ended with (migration 0030). */
+    objectKey: text("object_key"),
+    recordDelimiter: text("record_delimiter"),
   },
   (t) => [
     index("contact_imports_project_id_idx").on(t.projectId, t.id),
@@ -703,24 +712,28 @@ export const contactImports = sqliteTable(
 );
 
 /**
- * The import's rows until a chunk processes them (then deleted in that chunk's
- * batch). One row per distinct email (`email_key`, lower-cased): a later row
- * of the file with the same address replaces the earlier one, so the last row
- * wins and counts once. A row without a usable address is keyed `#<row>`.
+ * The import's chunks (migration 0030): the upload cuts the file's data rows into ranges of
+ * at most CHUNK_ROWS rows and CHUNK_BYTES bytes, each a byte range of the R2 object
+ * (contact_imports.object_key) that a chunk consumer reads and parses. `skip`: the rows of the
+ * range another row of the file with the same address replaces (the last row wins);
+ * `rows`: the rows the chunk applies (the range's rows less those). Deleted when the import ends.
  */
-export const contactImportRows = sqliteTable(
-  "contact_import_rows",
+export const contactImportRanges = sqliteTable(
+  "contact_import_ranges",
   {
     importId: text("import_id")
       .notNull()
       .references(() => contactImports.id, { onDelete: "cascade" }),
-    emailKey: text("email_key").notNull(),
     /** 1 = the first data row of the file. */
-    row: integer("row").notNull(),
-    /** The row's cells as a JSON array of strings. */
-    cells: text("cells").notNull(),
+    firstRow: integer("first_row").notNull(),
+    lastRow: integer("last_row").notNull(),
+    /** The range's bytes in the object: [startByte, endByte). */
+    startByte: integer("start_byte").notNull(),
+    endByte: integer("end_byte").notNull(),
+    rows: integer("rows").notNull(),
+    skip: json<number[]>("skip").notNull().default([]),
   },
-  (t) => [primaryKey({ columns: [t.importId, t.emailKey] }), index("contact_import_rows_row_idx").on(t.importId, t.row)],
+  (t) => [primaryKey({ columns: [t.importId, t.firstRow] })],
 );
 
 /**

@@ -7,8 +7,8 @@ import type { AppBindings } from "../lib/context";
 import { base64ToUtf8 } from "../lib/base64";
 import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
-import { readBlob } from "../services/blobs";
 import { d1Stats } from "../lib/d1-counter";
+import { readCapturedMail } from "../store/objects/captured";
 
 /**
  * GET /dev/outbox: mail kept by the `capture` provider, for local development
@@ -76,7 +76,8 @@ devOutboxRouter.get("/dev/outbox/:file", async (c) => {
   const db = getDb(c.env.DB);
   const captured = await db.query.capturedMessages.findFirst({ where: eq(capturedMessages.id, id) });
   if (!captured) throw ApiError.notFound("Captured message");
-  const message = await readBlob(db, captured.blobId);
+  const message = await readCapturedMail(c.env.STORAGE, { key: captured.objectKey, offset: captured.objectOffset, size: captured.size });
+  if (message === null) throw ApiError.notFound("Captured message");
   if (file.endsWith(".eml")) {
     return c.body(message, 200, {
       "content-type": "message/rfc822",

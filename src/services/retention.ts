@@ -17,19 +17,21 @@ import { deleteCapturedMessages } from "../store/captured";
 /**
  * Retention, run by the cron in bounded batches so one tick never does
  * unbounded work and one tenant cannot fill the shared D1 for ever:
- * - attachments (and their blob chunks) are deleted once every email of their
- *   send is final (no longer QUEUED or SENDING): nothing will read them again;
+ * - attachment rows are deleted once every email of their send is final (no
+ *   longer QUEUED or SENDING): nothing will read them again (their R2 objects
+ *   expire with the HTML, by the `attachments/` lifecycle rule);
  * - email HTML is dropped EMAIL_HTML_RETENTION_DAYS (default 30) after the
  *   email was created; the record, its status, subject and counters stay;
  * - email records (final ones) are deleted EMAIL_RETENTION_DAYS (default 365) after;
  * - events are deleted EVENT_RETENTION_DAYS (default 365) after they happened;
  * - workflow versions no execution will read again, an hour after they were
  *   superseded; finished executions WORKFLOW_EXECUTION_RETENTION_DAYS (90) after;
- * - mail kept by the local `capture` provider goes with the HTML.
+ * - mail kept by the local `capture` provider goes with the HTML (rows here,
+ *   objects by the `captured/` lifecycle rule).
  * Ids are UUIDv7, so "older than" is an id range on the primary key.
  */
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** Sends whose attachments one tick deletes (an attachment is up to ~10 MB in 1 MB chunks). */
+/** Sends whose attachment rows one tick deletes (rows written before migration 0030 take their blob chunks, up to ~10 MB, with them). */
 const ATTACHMENT_SENDS_PER_TICK = 20;
 const HTML_ROWS_PER_TICK = 500;
 const EMAIL_ROWS_PER_TICK = 1000;
@@ -40,7 +42,7 @@ const VERSION_GRACE_MS = 60 * 60 * 1000;
 const EVENT_ROWS_PER_TICK = 2000;
 const CAPTURED_ROWS_PER_TICK = 200;
 const USAGE_ROWS_PER_TICK = 5000;
-/** Attachments of sends whose every email is final: rows and blob chunks (a trigger takes their bytes off the project's count). */
+/** Attachments of sends whose every email is final: their rows (and the blob chunks of rows written before migration 0030). */
 export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT_SENDS_PER_TICK) {
   const pending = db
     .select({ sendId: emails.sendId })
@@ -104,13 +106,15 @@ export async function pruneOldEvents(db: Database, env: Env, now = new Date(), l
 /** Mail kept by the capture provider (local development) goes with the HTML retention. */
 export async function pruneCapturedMail(db: Database, env: Env, now = new Date(), limit = CAPTURED_ROWS_PER_TICK) {
   const cutoff = idAtTime(now.getTime() - readConfig(env).EMAIL_HTML_RETENTION_DAYS * DAY_MS);
-  const rows = await db
-    .select({ id: capturedMessages.id, blobId: capturedMessages.blobId })
-    .from(capturedMessages)
-    .where(lt(capturedMessages.id, cutoff))
-    .limit(limit);
+  const rows = await db.select({ id: capturedMessages.id }).from(capturedMessages).where(lt(capturedMessages.id, cutoff)).limit(limit);
   if (rows.length === 0) return 0;
-  await runBatch(db, deleteCapturedMessages(db.$client, rows));
+  await runBatch(
+    db,
+    deleteCapturedMessages(
+      db.$client,
+      rows.map((r) => r.id),
+    ),
+  );
   return rows.length;
 }
 

@@ -1,9 +1,10 @@
 /**
- * The writer of the contact import tables (contact_imports, contact_import_rows,
+ * The writer of the contact import tables (contact_imports, contact_import_ranges,
  * contact_import_chunks): fixed SQL, returned as statements for one batch.
  * src/services/contact-imports/ orchestrates the upload (upload.ts), the chunks
- * (process.ts) and the cron's recovery (recovery.ts). Staged rows and the job's
- * header and errors count in projects.stored_bytes (triggers, migration 0025).
+ * (process.ts) and the cron's recovery (recovery.ts). The file itself is an R2 object
+ * (store/objects/imports.ts), counted in r2_usage; the job's header and errors count in
+ * projects.stored_bytes (triggers, migration 0025).
  */
 
 import { recordsWebhookEvents } from "./marks";
@@ -29,46 +30,73 @@ const INSERT_SQL = `INSERT INTO contact_imports (id, project_id, status, columns
   WHERE (SELECT count(*) FROM contact_imports WHERE project_id = ?2 AND ${OPEN}) < ?6
   RETURNING id`;
 
-/**
- * Stages rows [emailKey, row, cellsJson] (one JSON parameter): a later row with
- * the same key replaces the earlier one. Only while the import is PENDING (the
- * cron may have dropped a stalled upload).
- */
-export function stageRows(d1: D1Database, importId: string, rowsJson: string): D1PreparedStatement {
-  return d1.prepare(STAGE_ROWS_SQL).bind(importId, rowsJson);
-}
-const STAGE_ROWS_SQL = `INSERT INTO contact_import_rows (import_id, email_key, row, cells)
-  SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?2)
-  WHERE EXISTS (SELECT 1 FROM contact_imports WHERE id = ?1 AND status = 'PENDING')
-  ON CONFLICT (import_id, email_key) DO UPDATE SET row = excluded.row, cells = excluded.cells`;
-
-/** The upload is alive (in each staging batch): returns `id` while the import is still PENDING, nothing once the cron dropped it. */
+/** The upload is alive (while the file arrives): returns `id` while the import is still PENDING, nothing once the cron dropped it. */
 export function uploadProgress(d1: D1Database, importId: string, now: number): D1PreparedStatement {
   return d1.prepare("UPDATE contact_imports SET progress_at = ?2 WHERE id = ?1 AND status = 'PENDING' RETURNING id").bind(importId, now);
 }
 
-/** The upload is complete: the total is the distinct rows staged; PROCESSING (or COMPLETED when there are none). Nothing when no longer PENDING. */
-export function startImport(d1: D1Database, importId: string, now: number): D1PreparedStatement {
-  return d1.prepare(START_SQL).bind(importId, now);
+/**
+ * The upload is complete: `total` distinct rows (the last row of an address counts), the file's
+ * key and record delimiter; PROCESSING (or COMPLETED when there are none). Nothing when no longer PENDING.
+ */
+export function startImport(
+  d1: D1Database,
+  importId: string,
+  file: { total: number; objectKey: string | null; recordDelimiter: string | null },
+  now: number,
+): D1PreparedStatement {
+  return d1.prepare(START_SQL).bind(importId, now, file.total, file.objectKey, file.recordDelimiter);
 }
-const START_SQL = `UPDATE contact_imports SET total = (SELECT count(*) FROM contact_import_rows WHERE import_id = ?1), status = 'PROCESSING', progress_at = ?2
+const START_SQL = `UPDATE contact_imports SET total = ?3, object_key = ?4, record_delimiter = ?5, status = 'PROCESSING', progress_at = ?2
   WHERE id = ?1 AND status = 'PENDING' RETURNING *`;
 
-/** Removes an upload refused part way: what it staged, and the job while still PENDING (one the cron failed keeps its reason). */
-export function dropImport(d1: D1Database, importId: string): D1PreparedStatement[] {
-  return [
-    d1.prepare("DELETE FROM contact_import_rows WHERE import_id = ?1").bind(importId),
-    d1.prepare("DELETE FROM contact_imports WHERE id = ?1 AND status = 'PENDING'").bind(importId),
-  ];
+/** One chunk of the file: its rows [firstRow, lastRow], their bytes [startByte, endByte), the rows in it a later row replaces. */
+export interface ImportRange {
+  firstRow: number;
+  lastRow: number;
+  startByte: number;
+  endByte: number;
+  skip: number[];
 }
 
-/** The import and its staged rows in [fromRow, toRow] (a chunk), row order. */
-export function readChunk(d1: D1Database, importId: string, projectId: string, fromRow: number, toRow: number): D1PreparedStatement[] {
+/** Characters of range JSON per statement (a range with its skipped rows is at most a few KB). */
+const MAX_RANGES_JSON_CHARS = 500_000;
+
+/** Statements recording the import's ranges (after startImport in its batch: only while PROCESSING). */
+export function insertRanges(d1: D1Database, importId: string, ranges: readonly ImportRange[]): D1PreparedStatement[] {
+  const statements: D1PreparedStatement[] = [];
+  let rows: string[] = [];
+  let chars = 0;
+  for (const r of ranges) {
+    const row = JSON.stringify([r.firstRow, r.lastRow, r.startByte, r.endByte, r.lastRow - r.firstRow + 1 - r.skip.length, JSON.stringify(r.skip)]);
+    if (rows.length > 0 && chars + row.length > MAX_RANGES_JSON_CHARS) {
+      statements.push(d1.prepare(INSERT_RANGES_SQL).bind(importId, `[${rows.join(",")}]`));
+      rows = [];
+      chars = 0;
+    }
+    rows.push(row);
+    chars += row.length + 1;
+  }
+  if (rows.length > 0) statements.push(d1.prepare(INSERT_RANGES_SQL).bind(importId, `[${rows.join(",")}]`));
+  return statements;
+}
+const INSERT_RANGES_SQL = `INSERT INTO contact_import_ranges (import_id, first_row, last_row, start_byte, end_byte, rows, skip)
+  SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+    json_extract(value, '$[4]'), json_extract(value, '$[5]') FROM json_each(?2)
+  WHERE EXISTS (SELECT 1 FROM contact_imports WHERE id = ?1 AND status = 'PROCESSING')`;
+
+/** Removes an upload refused part way: the job while still PENDING (one the cron failed keeps its reason). */
+export function dropImport(d1: D1Database, importId: string): D1PreparedStatement[] {
+  return [d1.prepare("DELETE FROM contact_imports WHERE id = ?1 AND status = 'PENDING'").bind(importId)];
+}
+
+/** The import and the range starting at `fromRow` (a chunk). */
+export function readChunk(d1: D1Database, importId: string, projectId: string, fromRow: number): D1PreparedStatement[] {
   return [
     d1.prepare("SELECT * FROM contact_imports WHERE id = ?1 AND project_id = ?2").bind(importId, projectId),
     d1
-      .prepare("SELECT email_key, row, cells FROM contact_import_rows WHERE import_id = ?1 AND row BETWEEN ?2 AND ?3 ORDER BY row")
-      .bind(importId, fromRow, toRow),
+      .prepare("SELECT first_row, last_row, start_byte, end_byte, rows, skip FROM contact_import_ranges WHERE import_id = ?1 AND first_row = ?2")
+      .bind(importId, fromRow),
   ];
 }
 
@@ -92,7 +120,7 @@ export interface ChunkOutcome {
   projectId: string;
   fromRow: number;
   toRow: number;
-  /** Rows of the chunk (staged rows in the range, as read). */
+  /** Rows of the chunk (the range's rows less those a later row replaces). */
   processed: number;
   /** Addresses written (valid rows); created + updated = their count. */
   emailsJson: string;
@@ -105,19 +133,18 @@ export interface ChunkOutcome {
 }
 
 /**
- * A chunk's claim: the first statement of its batch, which it aborts when any
- * of the rows read is no longer staged (another delivery applied it) or the
- * same chunk was claimed before. Rows are only ever removed once staged, so
- * "as many rows in the range as were read" means "the same rows": a row is
- * applied once, whatever the overlap of redelivered and re-queued ranges.
- * The abort is a NOT NULL failure (outbox_mark) or the primary key's
- * (isChunkTaken). Notes the workflow outbox's last id.
+ * A chunk's claim: the first statement of its batch, which it aborts when the
+ * same chunk (its range's first row; ranges are fixed at upload) was claimed
+ * before, or the import is no longer PROCESSING (the cron failed it meanwhile):
+ * a row is applied once however often its chunk comes. The abort is the
+ * primary key's failure or a NOT NULL one (outbox_mark) (isChunkTaken).
+ * Notes the workflow outbox's last id.
  */
 export function claimChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatement {
-  return d1.prepare(CLAIM_SQL).bind(o.importId, o.fromRow, o.toRow, o.processed);
+  return d1.prepare(CLAIM_SQL).bind(o.importId, o.fromRow);
 }
 const CLAIM_SQL = `INSERT INTO contact_import_chunks (import_id, first_row, outbox_mark)
-  VALUES (?1, ?2, CASE WHEN (SELECT count(*) FROM contact_import_rows WHERE import_id = ?1 AND row BETWEEN ?2 AND ?3) = ?4
+  VALUES (?1, ?2, CASE WHEN EXISTS (SELECT 1 FROM contact_imports WHERE id = ?1 AND status = 'PROCESSING')
     THEN (SELECT coalesce(max(id), 0) FROM workflow_trigger_outbox) END)`;
 
 /** The message of `err` and of the errors in its `cause` chain. */
@@ -155,16 +182,12 @@ const COUNT_SQL = `UPDATE contact_imports SET
 
 /**
  * After the upsert: the workflow triggers its contacts queued (CONTACT_CREATED,
- * CONTACT_SUBSCRIBED: outbox rows past the claim's mark) are removed, the
- * chunk's staged rows deleted, and, when this chunk was the last, the import
- * COMPLETED with one `contacts.imported` event (contact_id NULL).
+ * CONTACT_SUBSCRIBED: outbox rows past the claim's mark) are removed, and,
+ * when this chunk was the last, the import COMPLETED with one
+ * `contacts.imported` event (contact_id NULL).
  */
 export function finishChunk(d1: D1Database, o: ChunkOutcome): D1PreparedStatement[] {
-  return [
-    d1.prepare(DROP_TRIGGERS_SQL).bind(o.projectId, o.importId, o.fromRow, o.emailsJson),
-    d1.prepare("DELETE FROM contact_import_rows WHERE import_id = ?1 AND row BETWEEN ?2 AND ?3").bind(o.importId, o.fromRow, o.toRow),
-    ...completeIfDone(d1, o.importId, o.eventId, o.now),
-  ];
+  return [d1.prepare(DROP_TRIGGERS_SQL).bind(o.projectId, o.importId, o.fromRow, o.emailsJson), ...completeIfDone(d1, o.importId, o.eventId, o.now)];
 }
 const DROP_TRIGGERS_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id = ?1
   AND id > (SELECT outbox_mark FROM contact_import_chunks WHERE import_id = ?2 AND first_row = ?3)
@@ -175,7 +198,7 @@ const DROP_TRIGGERS_SQL = `DELETE FROM workflow_trigger_outbox WHERE project_id 
  * The import's end, if every row is processed: the `contacts.imported` webhook
  * event (first, marked recordsWebhookEvents: it returns `id, project_id` when an
  * endpoint subscribes), the project event, then COMPLETED (each only once),
- * then its chunk claims, which a finished import no longer needs (a late
+ * then its chunk claims and ranges, which a finished import no longer needs (a late
  * delivery finds it COMPLETED).
  */
 export function completeIfDone(d1: D1Database, importId: string, eventId: string, now: number): D1PreparedStatement[] {
@@ -184,6 +207,7 @@ export function completeIfDone(d1: D1Database, importId: string, eventId: string
     d1.prepare(EVENT_SQL).bind(importId, eventId, now),
     d1.prepare(COMPLETE_SQL).bind(importId, now),
     d1.prepare(DROP_CLAIMS_SQL).bind(importId),
+    d1.prepare(DROP_RANGES_SQL).bind(importId),
   ];
 }
 export const IMPORTED_EVENT = "contacts.imported";
@@ -204,12 +228,14 @@ const COMPLETE_SQL = `UPDATE contact_imports SET status = 'COMPLETED', finished_
   WHERE id = ?1 AND status = 'PROCESSING' AND processed >= total`;
 const DROP_CLAIMS_SQL = `DELETE FROM contact_import_chunks WHERE import_id = ?1
   AND EXISTS (SELECT 1 FROM contact_imports WHERE id = ?1 AND status = 'COMPLETED')`;
+const DROP_RANGES_SQL = `DELETE FROM contact_import_ranges WHERE import_id = ?1
+  AND EXISTS (SELECT 1 FROM contact_imports WHERE id = ?1 AND status = 'COMPLETED')`;
 
 // The cron (src/services/contact-imports/recovery.ts).
 
 /**
  * Open imports without progress since `before`, in `status`, FAILED with
- * `reason` (at most `limit`); their staged rows are left to sweepRows. Returns their ids.
+ * `reason` (at most `limit`); their ranges are left to sweepRanges. Returns their ids.
  */
 export function failStalled(d1: D1Database, status: "PENDING" | "PROCESSING", before: number, reason: string, now: number, limit: number): D1PreparedStatement {
   return d1.prepare(FAIL_STALLED_SQL).bind(status, before, reason, now, limit);
@@ -219,29 +245,27 @@ const FAIL_STALLED_SQL = `UPDATE contact_imports SET status = 'FAILED', failure_
   RETURNING id`;
 
 /**
- * Imports that still have staged rows but are no longer open (failed by the
- * cron or refused): a skip scan over the staging table's primary key, one
- * index probe per import that has rows.
+ * Imports that still have ranges but are no longer open (failed by the cron):
+ * a skip scan over the ranges' primary key, one index probe per import that has some.
  */
 export function leftoverImports(d1: D1Database, limit: number): D1PreparedStatement {
   return d1.prepare(LEFTOVER_SQL).bind(limit);
 }
-const LEFTOVER_SQL = `WITH RECURSIVE staged(id) AS (
-    SELECT (SELECT min(import_id) FROM contact_import_rows)
-    UNION ALL SELECT (SELECT min(import_id) FROM contact_import_rows WHERE import_id > staged.id) FROM staged WHERE staged.id IS NOT NULL)
-  SELECT id FROM staged WHERE id IS NOT NULL
-    AND NOT EXISTS (SELECT 1 FROM contact_imports i WHERE i.id = staged.id AND i.${OPEN})
+const LEFTOVER_SQL = `WITH RECURSIVE ranged(id) AS (
+    SELECT (SELECT min(import_id) FROM contact_import_ranges)
+    UNION ALL SELECT (SELECT min(import_id) FROM contact_import_ranges WHERE import_id > ranged.id) FROM ranged WHERE ranged.id IS NOT NULL)
+  SELECT id FROM ranged WHERE id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM contact_imports i WHERE i.id = ranged.id AND i.${OPEN})
   LIMIT ?1`;
 
-/** Deletes up to `limit` staged rows of an import (lowest rows first), counted first (`n`, in the same batch); the trigger gives their bytes back. */
-export function sweepRows(d1: D1Database, importId: string, limit: number): { count: D1PreparedStatement; remove: D1PreparedStatement } {
-  return {
-    count: d1.prepare("SELECT count(*) AS n FROM (SELECT 1 FROM contact_import_rows WHERE import_id = ?1 LIMIT ?2)").bind(importId, limit),
-    remove: d1.prepare(SWEEP_SQL).bind(importId, limit),
-  };
+/** Deletes up to `limit` ranges and chunk claims of an import no longer open (the first statement returns the ranges' first rows). */
+export function sweepRanges(d1: D1Database, importId: string, limit: number): D1PreparedStatement[] {
+  return [d1.prepare(SWEEP_RANGES_SQL).bind(importId, limit), d1.prepare(SWEEP_CLAIMS_SQL).bind(importId, limit)];
 }
-const SWEEP_SQL = `DELETE FROM contact_import_rows WHERE import_id = ?1
-  AND row <= (SELECT max(row) FROM (SELECT row FROM contact_import_rows WHERE import_id = ?1 ORDER BY row LIMIT ?2))`;
+const SWEEP_RANGES_SQL = `DELETE FROM contact_import_ranges WHERE import_id = ?1
+  AND first_row IN (SELECT first_row FROM contact_import_ranges WHERE import_id = ?1 ORDER BY first_row LIMIT ?2) RETURNING first_row`;
+const SWEEP_CLAIMS_SQL = `DELETE FROM contact_import_chunks WHERE import_id = ?1
+  AND first_row IN (SELECT first_row FROM contact_import_chunks WHERE import_id = ?1 ORDER BY first_row LIMIT ?2)`;
 
 /**
  * PROCESSING imports to re-queue: no chunk applied since `before` (their
@@ -254,15 +278,17 @@ const STALLED_SQL = `SELECT id, project_id, resume_row FROM contact_imports INDE
   WHERE ${OPEN} AND status = 'PROCESSING' AND (progress_at < ?1 OR resume_row > 0)
   ORDER BY progress_at LIMIT ?2`;
 
-/** An import's staged rows after `afterRow`, in row order: their numbers and sizes (for cutting chunks). */
-export function stagedRowsAfter(d1: D1Database, importId: string, afterRow: number, limit: number): D1PreparedStatement {
-  return d1.prepare(STAGED_AFTER_SQL).bind(importId, afterRow, limit);
+/** An import's ranges starting after `afterRow` that no chunk applied yet, in row order: their rows (first, last, how many apply). */
+export function unappliedRanges(d1: D1Database, importId: string, afterRow: number, limit: number): D1PreparedStatement {
+  return d1.prepare(UNAPPLIED_SQL).bind(importId, afterRow, limit);
 }
-const STAGED_AFTER_SQL = `SELECT row, length(CAST(cells AS BLOB)) + length(CAST(email_key AS BLOB)) AS size FROM contact_import_rows
-  WHERE import_id = ?1 AND row > ?2 ORDER BY row LIMIT ?3`;
+const UNAPPLIED_SQL = `SELECT r.first_row, r.last_row, r.rows FROM contact_import_ranges r
+  WHERE r.import_id = ?1 AND r.first_row > ?2
+    AND NOT EXISTS (SELECT 1 FROM contact_import_chunks c WHERE c.import_id = r.import_id AND c.first_row = r.first_row)
+  ORDER BY r.first_row LIMIT ?3`;
 
 /**
- * The re-queue round got to `resumeRow` (0: it is over; the progress time
+ * The re-queue round got to the range starting at `resumeRow` (0: it is over; the progress time
  * then restarts, so the next round only comes after another stall).
  */
 export function markResumed(d1: D1Database, importId: string, resumeRow: number, now: number): D1PreparedStatement {
@@ -274,8 +300,8 @@ const MARK_RESUMED_SQL = `UPDATE contact_imports SET resume_row = ?2, progress_a
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
 export const FIXED_SQL = {
   INSERT_SQL,
-  STAGE_ROWS_SQL,
   START_SQL,
+  INSERT_RANGES_SQL,
   EXISTING_SQL,
   CLAIM_SQL,
   COUNT_SQL,
@@ -284,10 +310,12 @@ export const FIXED_SQL = {
   EVENT_SQL,
   COMPLETE_SQL,
   DROP_CLAIMS_SQL,
+  DROP_RANGES_SQL,
   FAIL_STALLED_SQL,
   LEFTOVER_SQL,
-  SWEEP_SQL,
+  SWEEP_RANGES_SQL,
+  SWEEP_CLAIMS_SQL,
   STALLED_SQL,
-  STAGED_AFTER_SQL,
+  UNAPPLIED_SQL,
   MARK_RESUMED_SQL,
 };

@@ -10,9 +10,10 @@ import { heldBody, importSetup, type Job, until } from "../support/imports";
 import type { EventList, ImportList } from "../support/api";
 
 /**
- * Issue 38, I1 and the import half of "Faults": import staging counted in the
- * project's stored bytes, at most MAX_ACTIVE_IMPORTS_PER_PROJECT open imports,
- * dead uploads dropped and lost chunks re-queued by the cron.
+ * Issue 38, I1 and the import half of "Faults" (with issue 34's file in R2): an
+ * import's file counted in the project's R2 bytes, at most
+ * MAX_ACTIVE_IMPORTS_PER_PROJECT open imports, dead uploads dropped and lost
+ * chunks re-queued by the cron.
  */
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -41,44 +42,39 @@ async function dataBytes(projectId: string) {
   return row!.b;
 }
 
-const allStagedRows = async () => (await env.DB.prepare("SELECT count(*) AS n FROM contact_import_rows").first<{ n: number }>())!.n;
-
-describe("import staging counts in the project's stored bytes", () => {
-  it("staged rows count until their chunk is processed; then only the contacts, the event and the job are left", async () => {
+describe("an import's file counts in the project's R2 bytes, not in its stored bytes", () => {
+  it("the file's bytes are on the R2 ledger from the upload on; D1's stored bytes hold the job, then the contacts and the event", async () => {
     const s = await importSetup();
     const before = await s.storedBytes();
-    const res = await s.upload(`email,name\n${rows(1200, "b", ",Someone")}\n`);
+    const csv = `email,name\n${rows(1200, "b", ",Someone")}\n`;
+    const res = await s.upload(csv);
     expect(res.status).toBe(202);
-    const staged = await s.staged();
-    expect(staged.rows).toBe(1200);
-    expect(staged.bytes).toBeGreaterThan(1200 * 30);
-    expect(await s.storedBytes()).toBe(before + staged.bytes + (await jobBytes(s.project.id)));
+    expect(await s.fileBytes()).toBe(csv.length);
+    expect(await s.storedBytes()).toBe(before + (await jobBytes(s.project.id)));
 
-    // One chunk processed: its staged bytes are given back, its contacts' data counted.
+    // One chunk processed: its contacts' data counted.
     const [first, ...others] = s.takeChunks();
     await s.runChunks([first]);
-    expect((await s.staged()).rows).toBe(700);
-    expect(await s.storedBytes()).toBe(before + (await s.staged()).bytes + (await jobBytes(s.project.id)) + (await dataBytes(s.project.id)));
+    expect(await s.storedBytes()).toBe(before + (await jobBytes(s.project.id)) + (await dataBytes(s.project.id)));
 
     await s.runChunks(others);
     expect(await s.job(res.body.id)).toMatchObject({ status: "COMPLETED", created: 1200 });
-    expect(await s.staged()).toEqual({ rows: 0, bytes: 0 });
+    expect(await s.ranges()).toBe(0);
     expect(await s.storedBytes()).toBe(before + (await jobBytes(s.project.id)) + (await dataBytes(s.project.id)));
+    expect(await s.fileBytes()).toBe(csv.length);
   });
 
-  it("an upload that would pass QUOTA_STORED_BYTES is refused with 403 QUOTA_EXCEEDED part way, and leaves no job, no rows and the bytes as before", async () => {
-    const probe = await importSetup();
-    const base = await probe.storedBytes();
-    // 8,000 rows stage about 400 KB; the first staging round trip (4,000 rows) fits in 300 KB, the second does not.
-    const s = await importSetup({ QUOTA_STORED_BYTES: String(base + 300_000) } as Partial<Env>);
+  it("an upload that would pass QUOTA_R2_STORED_BYTES is refused with 403 QUOTA_EXCEEDED, and leaves no job, no file and the bytes as before", async () => {
+    // 12,000 rows are about 350 KB.
+    const s = await importSetup({ QUOTA_R2_STORED_BYTES: "300000" } as Partial<Env>);
     const before = await s.storedBytes();
-    const stagedBefore = await allStagedRows();
-    const refused = await s.upload(`email,n\n${rows(8000, "q", ",0123456789")}\n`);
+    const refused = await s.upload(`email,n\n${rows(12_000, "q", ",0123456789")}\n`);
     const error = expectError(refused, 403, "QUOTA_EXCEEDED");
-    expect(error.message).toContain("bytes of stored mail and data");
+    expect(error.message).toContain("object storage");
     expect(s.takeChunks()).toEqual([]);
     expect((await s.request<ImportList>("GET", "/contacts/imports")).body.data.total).toBe(0);
-    expect(await allStagedRows()).toBe(stagedBefore);
+    expect(await s.files()).toEqual([]);
+    expect(await s.fileBytes()).toBe(0);
     expect(await s.storedBytes()).toBe(before);
     expect((await s.contacts()).size).toBe(0);
 
@@ -89,7 +85,7 @@ describe("import staging counts in the project's stored bytes", () => {
   it("a chunk whose contacts would pass QUOTA_STORED_BYTES fails its rows with the quota's message; the job still completes", async () => {
     const probe = await importSetup();
     const base = await probe.storedBytes();
-    // A long column name: each contact's data is about three times its staged row.
+    // A long column name: each contact's data is about 110 bytes, so the first 500 fit in 100 KB and the next 500 do not.
     const column = `note_${"x".repeat(95)}`;
     const s = await importSetup({ QUOTA_STORED_BYTES: String(base + 100_000) } as Partial<Env>);
     const res = await s.upload(`email,${column}\n${rows(1000, "c", ",v")}\n`);
@@ -98,7 +94,7 @@ describe("import staging counts in the project's stored bytes", () => {
     const job = await s.job(res.body.id);
     expect(job).toMatchObject({ status: "COMPLETED", total: 1000, created: 500, failed: 500 });
     expect(job.errors[0]).toMatchObject({ row: 501, message: expect.stringContaining("bytes of stored mail and data") });
-    expect(await s.staged()).toEqual({ rows: 0, bytes: 0 });
+    expect(await s.ranges()).toBe(0);
   });
 });
 
@@ -138,7 +134,7 @@ describe("open imports per project (MAX_ACTIVE_IMPORTS_PER_PROJECT, default 2)",
     // PROCESSING counts too: still 409 until one completes.
     const fourth = await s.upload("email\nlater@example.com\n");
     expectError(fourth, 409, "CONFLICT");
-    expect((await s.staged()).rows).toBe(1202);
+    expect(await s.ranges()).toBe(4);
     await s.pump();
     expect((await s.upload("email\nlater@example.com\n")).status).toBe(202);
     const contacts = await s.contacts();
@@ -157,30 +153,31 @@ describe("open imports per project (MAX_ACTIVE_IMPORTS_PER_PROJECT, default 2)",
 });
 
 describe("the cron finishes what a crash left", () => {
-  it("an upload that staged nothing for 3 minutes is FAILED with its reason, its rows deleted and its bytes given back; a late rest of it is refused", async () => {
+  it("an upload from which no rows arrived for 3 minutes is FAILED with its reason and keeps no file; a late rest of it is refused", async () => {
     const s = await importSetup({ MAX_ACTIVE_IMPORTS_PER_PROJECT: "1" } as Partial<Env>);
     const before = await s.storedBytes();
-    // 4,500 rows: the first 4,000 are staged in one round trip, then the client goes silent.
+    // 4,500 rows arrive, then the client goes silent.
     const held = heldBody(`email\n${rows(4500, "d")}\n`, "tail@example.com\n");
     const upload = s.upload(held.body);
-    await until(async () => expect((await s.staged()).rows).toBe(4000));
-    const list = await s.request<ImportList>("GET", "/contacts/imports");
+    const list = await until(async () => {
+      const listed = await s.request<ImportList>("GET", "/contacts/imports");
+      expect(listed.body.data.items).toHaveLength(1);
+      return listed;
+    });
     const id = list.body.data.items[0].id;
     expect(list.body.data.items[0]).toMatchObject({ status: "PENDING", failureReason: null });
-    expect(await s.storedBytes()).toBeGreaterThan(before + 4000 * 30);
 
     // Two minutes of silence is not yet dead.
     await s.cron(2 * MINUTE);
     expect((await s.job(id)).status).toBe("PENDING");
-    expect((await s.staged()).rows).toBe(4000);
 
     const tick = await s.cron(UPLOAD_TIMEOUT_MS + MINUTE);
-    expect(tick.imports).toMatchObject({ expired: 1, swept: 4000 });
+    expect(tick.imports).toMatchObject({ expired: 1 });
     const failed = await s.job(id);
     expect(failed).toMatchObject({ status: "FAILED", processed: 0, created: 0 });
     expect(failed.failureReason).toContain("no rows arrived for 3 minutes");
     expect(failed.finishedAt).not.toBeNull();
-    expect(await s.staged()).toEqual({ rows: 0, bytes: 0 });
+    expect(await s.files()).toEqual([]);
     expect(await s.storedBytes()).toBe(before + (await jobBytes(s.project.id)));
     // Its place is free again.
     expect((await s.importCsv("email\nnext@example.com\n")).status).toBe("COMPLETED");
@@ -190,14 +187,15 @@ describe("the cron finishes what a crash left", () => {
     const late = await upload;
     expect(expectError(late, 400, "INVALID_STATE").message).toContain("no rows arrived for 3 minutes");
     expect(await s.job(id)).toMatchObject({ status: "FAILED", failureReason: failed.failureReason });
-    expect(await s.staged()).toEqual({ rows: 0, bytes: 0 });
+    expect(await s.files()).toHaveLength(1); // only the next import's
+    expect(await s.fileBytes()).toBe("email\nnext@example.com\n".length);
     expect(s.takeChunks()).toEqual([]);
     expect((await s.contacts()).has("d1@example.com")).toBe(false);
   });
 
   it("a PROCESSING import whose chunk messages were lost is re-queued after a minute without progress and completes; every row applies once however often its chunks come", async () => {
     const s = await importSetup();
-    // Row 600 repeats row 3's address, so the re-queued chunks are cut differently from the originals.
+    // Row 600 repeats row 3's address: row 3 counts nowhere (its chunk skips it).
     const lines = Array.from({ length: 1200 }, (_, i) => (i === 599 ? "r2@example.com,late" : `r${i}@example.com,${i}`));
     const res = await s.upload(`email,n\n${lines.join("\n")}\n`);
     expect(res.body).toMatchObject({ status: "PROCESSING", total: 1199 });
@@ -219,8 +217,8 @@ describe("the cron finishes what a crash left", () => {
     expect(tick.imports).toMatchObject({ requeued: 999, resumed: [res.body.id] });
     const requeued = s.takeChunks();
     expect(requeued.map((c) => [c.fromRow, c.toRow])).toEqual([
-      [1, 501],
-      [502, 1000],
+      [1, 500],
+      [501, 1000],
     ]);
     // A re-queued chunk twice in one batch, with the lost originals turning up late, twice, in every order.
     expect(await s.runChunks([requeued[0], requeued[0], original[0]])).toEqual([]);
@@ -234,7 +232,7 @@ describe("the cron finishes what a crash left", () => {
     expect(contacts.get("r2@example.com")!.data).toEqual({ n: "late" });
     const events = await s.request<EventList>("GET", "/events?name=contacts.imported");
     expect(events.body.data.items).toHaveLength(1);
-    expect(await s.staged()).toEqual({ rows: 0, bytes: 0 });
+    expect(await s.ranges()).toBe(0);
 
     // Finished: the cron leaves it alone.
     expect((await s.cron(10 * MINUTE)).imports).toMatchObject({ requeued: 0 });
@@ -245,7 +243,7 @@ describe("the cron finishes what a crash left", () => {
     const s = await importSetup();
     const res = await s.upload(`email\n${rows(1200, "big")}\n`);
     s.takeChunks();
-    const tick = (at: number) => runImportJobs(s.testEnv, new Date(Date.now() + at), { resumeRowsPerTick: 500, sweepRowsPerTick: 500 });
+    const tick = (at: number) => runImportJobs(s.testEnv, new Date(Date.now() + at), { resumeRowsPerTick: 500, sweepRangesPerTick: 500 });
     expect(await tick(STALL_MS + MINUTE)).toMatchObject({ requeued: 500 });
     expect(s.takeChunks().map((c) => [c.fromRow, c.toRow])).toEqual([[1, 500]]);
     // The round goes on at the next tick although nothing is stalled any more.
@@ -281,7 +279,7 @@ describe("the cron finishes what a crash left", () => {
     expect(await s.job(res.body.id)).toMatchObject({ status: "COMPLETED", created: 700 });
   });
 
-  it("a PROCESSING import without any progress for 24 hours is FAILED with its reason and its rows dropped", async () => {
+  it("a PROCESSING import without any progress for 24 hours is FAILED with its reason and its ranges dropped", async () => {
     const s = await importSetup();
     const res = await s.upload(`email\n${rows(700, "a")}\n`);
     const [first] = s.takeChunks();
@@ -292,7 +290,7 @@ describe("the cron finishes what a crash left", () => {
     const job = await s.job(res.body.id);
     expect(job).toMatchObject({ status: "FAILED", processed: 500, created: 500 });
     expect(job.failureReason).toContain("no progress for 24 hours");
-    expect(await s.staged()).toEqual({ rows: 0, bytes: 0 });
+    expect(await s.ranges()).toBe(0);
   });
 });
 

@@ -112,15 +112,16 @@ describe("POST /contacts/imports", () => {
     const list = await s.request<ImportList>("GET", "/contacts/imports");
     expect(list.body.data).toMatchObject({ items: [], total: 0 });
     expect((await s.contacts()).size).toBe(0);
-    const staged = await env.DB.prepare("SELECT count(*) AS n FROM contact_import_rows").first<{ n: number }>();
-    expect(staged!.n).toBe(0);
+    // No file kept in R2, nothing counted.
+    expect(await s.files()).toEqual([]);
+    expect(await s.fileBytes()).toBe(0);
   });
 
   it("refuses a CSV past the size limit with 413 as it streams (no Content-Length) and leaves nothing", async () => {
     const s = await importSetup();
     const rows = Array.from({ length: 3000 }, (_, i) => `big${i}@example.com`).join("\n");
     const bytes = new TextEncoder().encode(`email\n${rows}\n`);
-    // A stream in 1 KB pieces, so the refusal comes after chunks were staged.
+    // A stream in 1 KB pieces, so the refusal comes after rows were read.
     const body = new ReadableStream<Uint8Array>({
       start(controller) {
         for (let i = 0; i < bytes.length; i += 1024) controller.enqueue(bytes.slice(i, i + 1024));
@@ -132,8 +133,8 @@ describe("POST /contacts/imports", () => {
     expect(refused).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });
     expect(s.takeChunks()).toEqual([]);
     expect((await s.request<ImportList>("GET", "/contacts/imports")).body.data.total).toBe(0);
-    const staged = await env.DB.prepare("SELECT count(*) AS n FROM contact_import_rows").first<{ n: number }>();
-    expect(staged!.n).toBe(0);
+    expect(await s.files()).toEqual([]);
+    expect(await s.fileBytes()).toBe(0);
     // Over HTTP, a declared Content-Length past 50 MB is refused before anything is read.
     const declared = await s.upload("email\n", "", { headers: { "Content-Length": String(MAX_IMPORT_BYTES + 1) } });
     expect(declared.status).toBe(413);

@@ -184,7 +184,7 @@ describe("stored bytes: one figure per project, kept by D1 triggers", () => {
     expect((await api("POST", "/v1/track", { email: "t@example.com", event: "visit", data: { note: big } })).status).toBe(200);
   });
 
-  it("a /v1/send whose HTML, custom headers, attachment or contact data would pass QUOTA_STORED_BYTES is a 403 and writes nothing: no email, no contact", async () => {
+  it("a /v1/send whose HTML, custom headers or contact data would pass QUOTA_STORED_BYTES is a 403 and writes nothing: no email, no contact", async () => {
     const s = await sendingSetup({ QUOTA_STORED_BYTES: "6000" });
     const email = (to: string[] | string, extra: Record<string, unknown> = {}) => ({ to, from: `hi@${s.domain}`, subject: "Hi", body: "<p>Hi</p>", ...extra });
     expect((await s.send(email("a@example.com"))).status).toBe(200);
@@ -193,7 +193,7 @@ describe("stored bytes: one figure per project, kept by D1 triggers", () => {
       email(["b@example.com", "c@example.com"], { body: `<p>${"x".repeat(Math.ceil(left / 2))}</p>` }),
       // Header values are at most 998 characters: enough 900-character ones to pass what is left.
       email("b@example.com", { headers: Object.fromEntries(Array.from({ length: Math.ceil(left / 900) }, (_, i) => [`X-Note-${i}`, "h".repeat(900)])) }),
-      email("b@example.com", { attachments: [{ filename: "a.bin", contentType: "application/octet-stream", content: btoa("z".repeat(left)) }] }),
+      // Attachments are in R2 since issue 34: QUOTA_R2_STORED_BYTES (test/routes/send.attachments-r2.test.ts).
       email("b@example.com", { data: { note: "d".repeat(left) } }),
     ];
     for (const body of refusals) expectError(await s.send(body), 403, "QUOTA_EXCEEDED");

@@ -3,7 +3,7 @@ import { eq, inArray } from "drizzle-orm";
 import { v7 as uuidv7 } from "uuid";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { getDb } from "../../src/db/client";
-import { blobChunks, emailAttachments, emails, events, projectDailyUsage, projects } from "../../src/db/schema";
+import { emailAttachments, emails, events, projectDailyUsage, projects } from "../../src/db/schema";
 import { dropOldEmailHtml, pruneDailyUsage, pruneOldEvents, runRetention } from "../../src/services/retention";
 import { insertOldEmail, insertSentEmail } from "../support/emails";
 import { newProject } from "../support/http";
@@ -18,21 +18,12 @@ const db = () => getDb(env.DB);
 const DAY = 24 * 3600_000;
 const attachment = (text: string) => ({ filename: "notes.txt", contentType: "text/plain", content: btoa(text) });
 
+/** A send's attachment rows, and its objects in R2 (which expire by the attachments/ lifecycle rule, not with the rows). */
 async function attachmentsOf(emailId: string) {
-  const [email] = await db().select({ sendId: emails.sendId }).from(emails).where(eq(emails.id, emailId));
+  const [email] = await db().select({ sendId: emails.sendId, projectId: emails.projectId }).from(emails).where(eq(emails.id, emailId));
   const rows = await db().select().from(emailAttachments).where(eq(emailAttachments.sendId, email.sendId));
-  const chunks = rows.length
-    ? await db()
-        .select()
-        .from(blobChunks)
-        .where(
-          inArray(
-            blobChunks.blobId,
-            rows.map((r) => r.blobId),
-          ),
-        )
-    : [];
-  return { rows, chunks };
+  const objects = (await env.STORAGE.list({ prefix: `attachments/${email.projectId}/${email.sendId}/` })).objects;
+  return { rows, objects };
 }
 
 const storedBytes = async (projectId: string) => (await db().select({ b: projects.storedBytes }).from(projects).where(eq(projects.id, projectId)))[0].b;
@@ -45,8 +36,6 @@ describe("retention (cron)", () => {
     expect([done.status, waiting.status]).toEqual([200, 200]);
     const doneIds = done.body.data.emails.map((e) => e.email);
     const waitingId = waiting.body.data.emails[0].email;
-    const before = await storedBytes(s.project.id);
-    expect(before).toBeGreaterThan(0);
 
     const queued = s.queue.take().map((m) => m.body);
     // One email of the first send delivered, the other not yet: nothing is deleted.
@@ -56,14 +45,16 @@ describe("retention (cron)", () => {
 
     await s.deliver(queued.filter((m) => m.emailId === doneIds[1]));
     expect((await db().select({ status: emails.status }).from(emails).where(inArray(emails.id, doneIds))).map((e) => e.status)).toEqual(["SENT", "SENT"]);
+    const before = await storedBytes(s.project.id);
     const result = await runRetention(s.env);
     expect(result.attachments).toBe(1);
     const gone = await attachmentsOf(doneIds[0]);
-    expect([gone.rows.length, gone.chunks.length]).toEqual([0, 0]);
+    expect([gone.rows.length, gone.objects.length]).toEqual([0, 1]);
     // The other send is still QUEUED: its attachment stays.
     const kept = await attachmentsOf(waitingId);
-    expect([kept.rows.length, kept.chunks.length]).toEqual([1, 1]);
-    expect(await storedBytes(s.project.id)).toBe(before - "first".length);
+    expect([kept.rows.length, kept.objects.length]).toEqual([1, 1]);
+    // Attachments are counted in R2 (r2_usage), not in D1's stored bytes (`before` is read after the sends' HTML left D1 at SENT).
+    expect(await storedBytes(s.project.id)).toBe(before);
   });
 
   it("drops the HTML of finished emails older than EMAIL_HTML_RETENTION_DAYS (default 30), keeping the record", async () => {

@@ -105,21 +105,50 @@ export async function importSetup(overrides: Partial<Env> = {}) {
     return row!.b;
   }
 
-  /** The project's staged rows: how many, and their bytes as the trigger counts them. */
-  async function staged(): Promise<{ rows: number; bytes: number }> {
-    const row = await env.DB.prepare(
-      `SELECT count(*) AS rows, coalesce(sum(length(CAST(r.cells AS BLOB)) + length(CAST(r.email_key AS BLOB))), 0) AS bytes
-       FROM contact_import_rows r JOIN contact_imports i ON i.id = r.import_id WHERE i.project_id = ?`,
-    )
+  /** The project's uploaded import files in R2 (imports/<projectId>/...): key and size. */
+  async function files(): Promise<{ key: string; size: number }[]> {
+    const listed = await env.STORAGE.list({ prefix: `imports/${project.id}/` });
+    return listed.objects.map((o) => ({ key: o.key, size: o.size }));
+  }
+
+  /** The bytes the project's r2_usage counts under imports/. */
+  async function fileBytes(): Promise<number> {
+    const row = await env.DB.prepare("SELECT coalesce(sum(bytes), 0) AS b FROM r2_usage WHERE project_id = ? AND prefix = 'imports/'")
       .bind(project.id)
-      .first<{ rows: number; bytes: number }>();
-    return row!;
+      .first<{ b: number }>();
+    return row!.b;
+  }
+
+  /** The chunk ranges the project's imports still have in D1 (deleted when an import ends). */
+  async function ranges(): Promise<number> {
+    const row = await env.DB.prepare("SELECT count(*) AS n FROM contact_import_ranges r JOIN contact_imports i ON i.id = r.import_id WHERE i.project_id = ?")
+      .bind(project.id)
+      .first<{ n: number }>();
+    return row!.n;
   }
 
   /** One cron tick (every scheduled job) at `atMs` from now, with this setup's queue. */
   const cron = (atMs = 0) => runScheduledJobs(testEnv, { scheduledTime: Date.now() + atMs });
 
-  return { project, queue, testEnv, request, upload, runChunks, takeChunks, pump, job, importCsv, contacts, exportCsv, storedBytes, staged, cron };
+  return {
+    project,
+    queue,
+    testEnv,
+    request,
+    upload,
+    runChunks,
+    takeChunks,
+    pump,
+    job,
+    importCsv,
+    contacts,
+    exportCsv,
+    storedBytes,
+    files,
+    fileBytes,
+    ranges,
+    cron,
+  };
 }
 
 /**

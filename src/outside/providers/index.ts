@@ -17,7 +17,7 @@ export function getProvider(env: Env, db: Database): EmailProvider {
   const { EMAIL_PROVIDER: name, ENVIRONMENT: environment } = readConfig(env);
   if (name === "ses") return new SesProvider(env);
   if (name === "cloudflare") return new CloudflareEmailProvider(env);
-  if (name === "capture" && (environment === "development" || environment === "test")) return new CaptureProvider(db);
+  if (name === "capture" && (environment === "development" || environment === "test")) return new CaptureProvider(db, env.STORAGE);
   throw new ProviderError(
     name === "capture" ? "EMAIL_PROVIDER=capture is only allowed when ENVIRONMENT=development" : `Unknown EMAIL_PROVIDER "${name}" (use "ses" or "cloudflare")`,
     true,

@@ -6,6 +6,12 @@ import { ApiError } from "../../lib/errors";
  * staged rows against it (process.ts).
  */
 
+/** Largest CSV record (characters): a contact's data is at most 64 KB, so a longer row cannot be stored. */
+export const MAX_RECORD_CHARS = 128 * 1024;
+
+/** The CSV parser's options, for the upload and for each chunk's byte range (which adds the header's record delimiter). */
+export const CSV_OPTIONS = { relax_column_count: true, skip_empty_lines: true, max_record_size: MAX_RECORD_CHARS } as const;
+
 /** Columns a header may have. */
 const MAX_COLUMNS = 200;
 

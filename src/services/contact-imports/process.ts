@@ -1,3 +1,5 @@
+import { Buffer } from "node:buffer";
+import { parse as parseCsv } from "csv-parse/sync";
 import { fromRow as mapRow, getDb, runStatements, type Database } from "../../db/client";
 import { contactImports, type ContactImport, type JsonObject } from "../../db/schema";
 import type { Env } from "../../env";
@@ -5,16 +7,17 @@ import type { AfterCommit } from "../../lib/after-commit";
 import { readConfig } from "../../lib/config";
 import { newId } from "../../lib/ids";
 import { ACK, backoffSeconds, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
-import { DataObjectSchema } from "../../lib/validators";
+import { DataObjectSchema, EmailAddressSchema } from "../../lib/validators";
 import type { ImportChunkMessage } from "../../messages";
 import { WriteBatch } from "../../store/batch";
 import { claimChunk, countChunk, finishChunk, isChunkTaken, readChunk, readExisting, type ChunkOutcome } from "../../store/contact-imports";
 import { type ContactRow, upsertContacts } from "../../store/contacts";
 import { guardError, MAX_CONTACT_DATA_BYTES, quotaExceeded, quotaGuard, raisedGuard, storedBytesGuard } from "../../store/guards";
-import { type ColumnPlan, planColumns } from "./columns";
+import { type ColumnPlan, CSV_OPTIONS, planColumns } from "./columns";
+import { readImportRange } from "../../store/objects/imports";
 
 /**
- * The import queue's consumer: a chunk of staged rows read against the header
+ * The import queue's consumer: a chunk of the uploaded file's rows read against the header
  * and written as contacts, once (the chunk's claim), with exact counts; and
  * the dead-letter queue's, which fails a chunk's rows so the job still ends.
  */
@@ -29,7 +32,22 @@ const FALSE = new Set(["false", "0", "no"]);
 
 type RowResult = { row: number; contact: ContactRow & { data: JsonObject } } | { row: number; error: string };
 
-/** One staged row read against the header: the contact it writes, or why it cannot. */
+/**
+ * A chunk's rows: its byte range of the uploaded file (R2), parsed with the upload's options and
+ * the header's record delimiter, so it reads the same records the upload counted. The range is
+ * at most CHUNK_BYTES and each record MAX_RECORD_CHARS. A file gone (expired) throws: the
+ * chunk is retried, then the dead-letter queue fails its rows.
+ */
+async function readRange(env: Env, job: ContactImport, start: number, end: number): Promise<string[][]> {
+  const bytes = await readImportRange(env.STORAGE, job.objectKey!, start, end);
+  if (!bytes) throw new Error(`import ${job.id}: its file ${job.objectKey} is gone`);
+  return parseCsv(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
+    ...CSV_OPTIONS,
+    ...(job.recordDelimiter ? { record_delimiter: job.recordDelimiter } : {}),
+  }) as string[][];
+}
+
+/** One row read against the header: the contact it writes, or why it cannot. */
 function readRow(job: ContactImport, plan: ColumnPlan, emailKey: string, row: number, cells: string[]): RowResult {
   const emailCell = (cells[plan.email] ?? "").trim();
   if (emailKey.startsWith("#")) return { row, error: emailCell === "" ? "email is empty" : `Invalid email address: ${emailCell.slice(0, 100)}` };
@@ -69,10 +87,10 @@ function readRow(job: ContactImport, plan: ColumnPlan, emailKey: string, row: nu
 }
 
 /**
- * Processes one chunk: reads its staged rows, decides each row (invalid,
+ * Processes one chunk: reads its rows from the file, decides each row (invalid,
  * over the contacts quota, data too large once merged, or written), and in
  * one D1 batch claims the chunk, advances the job's counters, upserts the
- * contacts, removes the workflow triggers they queued and the staged rows, and
+ * contacts, removes the workflow triggers they queued, and
  * completes the job when it was the last (its `contacts.imported` webhook event
  * leaves through `afterCommit`). A redelivered or re-queued chunk
  * whose rows were applied meanwhile fails its claim and its batch writes
@@ -88,15 +106,31 @@ export async function processChunk(
   giveUp?: string,
 ): Promise<"done" | "already" | "quota-race"> {
   const d1 = db.$client;
-  const { importId, projectId, fromRow, toRow } = message;
-  const [jobRows, staged] = await runStatements(db, readChunk(d1, importId, projectId, fromRow, toRow));
-  if (jobRows.length === 0 || staged.length === 0) return "already";
+  const { importId, projectId, fromRow } = message;
+  const [jobRows, rangeRows] = await runStatements(db, readChunk(d1, importId, projectId, fromRow));
+  if (jobRows.length === 0 || rangeRows.length === 0) return "already";
   const job = mapRow(contactImports, jobRows[0]);
-  if (job.status !== "PROCESSING") return "already";
+  if (job.status !== "PROCESSING" || !job.objectKey) return "already";
+  const range = rangeRows[0];
+  const firstRow = Number(range.first_row);
+  const lastRow = Number(range.last_row);
+  const skip = new Set(JSON.parse(String(range.skip)) as number[]);
   const plan = planColumns(job.columns);
-  const results: RowResult[] = staged.map((s) =>
-    giveUp ? { row: Number(s.row), error: giveUp } : readRow(job, plan, String(s.email_key), Number(s.row), JSON.parse(String(s.cells)) as string[]),
-  );
+  let results: RowResult[];
+  if (giveUp) {
+    results = [];
+    for (let row = firstRow; row <= lastRow; row++) if (!skip.has(row)) results.push({ row, error: giveUp });
+  } else {
+    const records = await readRange(env, job, Number(range.start_byte), Number(range.end_byte));
+    if (records.length !== lastRow - firstRow + 1) throw new Error(`import ${importId}: rows ${firstRow}-${lastRow} parsed as ${records.length} records`);
+    results = [];
+    for (const [i, cells] of records.entries()) {
+      const row = firstRow + i;
+      if (skip.has(row)) continue;
+      const parsed = EmailAddressSchema.safeParse(cells[plan.email] ?? "");
+      results.push(readRow(job, plan, parsed.success ? parsed.data : `#${row}`, row, cells));
+    }
+  }
 
   const candidates = results.filter((r): r is Extract<RowResult, { contact: unknown }> => "contact" in r);
   const pairs = JSON.stringify(candidates.map((r) => [r.contact.email, JSON.stringify(r.contact.data)]));
@@ -129,7 +163,7 @@ export async function processChunk(
     importId,
     projectId,
     fromRow,
-    toRow,
+    toRow: lastRow,
     processed: results.length,
     emailsJson: JSON.stringify(emails),
     failed: errors.length,
@@ -144,7 +178,6 @@ export async function processChunk(
     countChunk(d1, outcome),
     ...upsertContacts(d1, projectId, write, { onExisting: "merge", subscribedByDefault: false, now: new Date(outcome.now) }).statements,
     ...finishChunk(d1, outcome),
-    // Last: after the chunk's staged rows are deleted, their bytes are given back first.
     write.length > 0 ? storedBytesGuard(d1, env, projectId) : null,
   );
   try {

@@ -10,7 +10,8 @@ import { type BatchResult, type Part, WriteBatch } from "../../store/batch";
 import { quotaGuard, r2StoredBytesGuard, storedBytesGuard, type QuotaUse } from "../../store/guards";
 import type { AfterCommit } from "../../lib/after-commit";
 import { confirmUrl, unsubscribeUrl } from "../tracking/links";
-import { type AttachmentInput, buildAttachmentInserts } from "./attachments";
+import { type AttachmentInput, buildAttachmentInserts, storeAttachments } from "./attachments";
+import type { NewAttachment } from "../../store/attachments";
 import { type RenderBudget, renderBody, renderSubject } from "./render";
 import { enqueueMail } from "../../queues";
 
@@ -108,14 +109,13 @@ async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recip
   );
 }
 
-/** What the stored-bytes triggers count for these emails: each one's HTML and default headers (`{}`), the send's headers and attachments. */
+/** What the stored-bytes triggers count for these emails: each one's HTML and default headers (`{}`), the send's headers (attachments are in R2). */
 function storedBytesOf(draft: EmailDraft, rendered: { html: string }[]): number {
   if (rendered.length === 0) return 0;
   const encoder = new TextEncoder();
   let bytes = 0;
   for (const email of rendered) bytes += encoder.encode(email.html).length + 2;
   if (draft.headers && Object.keys(draft.headers).length > 0) bytes += jsonByteLength(draft.headers);
-  for (const attachment of draft.attachments ?? []) bytes += base64DecodedSize(attachment.content) ?? 0;
   return bytes;
 }
 
@@ -165,6 +165,9 @@ export class NewEmails {
     private readonly rendered: Rendered[],
     private readonly options: CreateOptions,
     readonly now: Date,
+    private readonly sendId: string,
+    /** The attachments renderEmails put in R2, for the rows naming them. */
+    private readonly attachments: readonly NewAttachment[] = [],
   ) {
     this.emails = rendered.map((e) => ({ id: e.id, to: e.recipient.to }));
   }
@@ -188,7 +191,7 @@ export class NewEmails {
     if (!this.guarded) this.addGuard(batch);
     const { draft, rendered, now } = this;
     const d1 = batch.d1;
-    const sendId = draft.sendId ?? newId();
+    const sendId = this.sendId;
     // Without the quota guard (a campaign page) the R2 quota is still checked: every email's body goes there.
     if (this.options.quotas === false && rendered.length > 0) batch.add(r2StoredBytesGuard(d1, this.env, draft.projectId, htmlBytesOf(rendered)));
     this.inserts = batch.add(
@@ -223,7 +226,11 @@ export class NewEmails {
       ),
     );
     if (rendered.length === 0) return this.inserts;
-    if (draft.attachments?.length) batch.add(...buildAttachmentInserts(d1, sendId, draft.attachments));
+    if (this.attachments.length > 0) {
+      batch.add(...buildAttachmentInserts(d1, draft.projectId, sendId, this.attachments, now));
+      // The attachments' objects are on the project's R2 ledger now: past QUOTA_R2_STORED_BYTES the send is refused.
+      if (this.options.quotas !== false) batch.add(r2StoredBytesGuard(d1, this.env, draft.projectId, 0));
+    }
     // Custom headers (only /v1/send has them): once per send, not per recipient.
     if (draft.headers && Object.keys(draft.headers).length > 0) batch.add(insertSendHeaders(d1, draft.projectId, sendId, draft.headers, now));
     if (!this.bytesUpFront) batch.add(storedBytesGuard(d1, this.env, draft.projectId));
@@ -254,13 +261,16 @@ export class NewEmails {
 /**
  * Renders every recipient's subject and body (on one budget when given) and
  * checks sizes: a render or size problem is a 422 before anything is written.
- * Then awaits `beforeWrite`. The emails go into a write batch with NewEmails.add.
+ * Then awaits `beforeWrite` and puts the attachments in R2 (before the batch that
+ * names them). The emails go into a write batch with NewEmails.add.
  */
 export async function renderEmails(env: Env, draft: EmailDraft, recipients: readonly Recipient[], options: CreateOptions = {}): Promise<NewEmails> {
   const rendered = await renderAll(env, draft, recipients, options);
   assertMessageSize(draft, rendered);
   await options.beforeWrite?.();
-  return new NewEmails(env, draft, rendered, options, options.now ?? new Date());
+  const sendId = draft.sendId ?? newId();
+  const attachments = rendered.length > 0 && draft.attachments?.length ? await storeAttachments(env.STORAGE, draft.projectId, sendId, draft.attachments) : [];
+  return new NewEmails(env, draft, rendered, options, options.now ?? new Date(), sendId, attachments);
 }
 
 export interface CreatedEmails {

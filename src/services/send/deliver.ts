@@ -158,7 +158,7 @@ async function composeMessage(
   // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says.
   const html =
     trackingEnabled && email.tracked ? await addTracking(email.html, { emailId: email.id, baseUrl, secret, trackOpens: true, trackClicks: true }) : email.html;
-  const attachments = email.hasAttachments ? await loadAttachments(db, email.sendId) : [];
+  const attachments = email.hasAttachments ? await loadAttachments(db, env.STORAGE, email.sendId) : [];
   const fromDomain = email.fromAddress.split("@")[1];
   const listUnsubscribe = email.marketing
     ? { url: await unsubscribeUrl(baseUrl, secret, email.id), mailto: `mailto:unsubscribe@${fromDomain}?subject=unsubscribe` }

@@ -21,12 +21,21 @@ export interface ObjectPrefix {
  */
 const archiveDays = (retentionDays: number, config: Config) => Math.max(1, Math.ceil(retentionDays) - config.EMAIL_HOT_DAYS);
 
+/** Days an uploaded import file is kept (docs/import-export.md). */
+export const IMPORT_FILE_DAYS = 7;
+
 export const OBJECT_PREFIXES = {
   /** Sent email bodies (./bodies.ts), kept as long as the HTML is (EMAIL_HTML_RETENTION_DAYS). */
   bodies: { prefix: "bodies/", keepDays: (config) => config.EMAIL_HTML_RETENTION_DAYS },
   archiveEmails: { prefix: "archive/emails/", keepDays: (config) => archiveDays(config.EMAIL_RETENTION_DAYS, config) },
   archiveEvents: { prefix: "archive/events/", keepDays: (config) => archiveDays(config.EVENT_RETENTION_DAYS, config) },
   archiveWebhookDeliveries: { prefix: "archive/webhook-deliveries/", keepDays: (config) => archiveDays(config.WEBHOOK_RETENTION_DAYS, config) },
+  /** Attachments of a send (./attachments.ts), kept as long as the HTML is. */
+  attachments: { prefix: "attachments/", keepDays: (config) => config.EMAIL_HTML_RETENTION_DAYS },
+  /** Raw mail of the local `capture` provider (./captured.ts), kept as long as the HTML is. */
+  captured: { prefix: "captured/", keepDays: (config) => config.EMAIL_HTML_RETENTION_DAYS },
+  /** Uploaded import files (./imports.ts): an import ends within a day of its upload (the cron fails it otherwise). */
+  imports: { prefix: "imports/", keepDays: () => IMPORT_FILE_DAYS },
 } satisfies Record<string, ObjectPrefix>;
 
 /** prefixes.ts holds no SQL (test/store/statements.test.ts asks every store module). */

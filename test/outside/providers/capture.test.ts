@@ -19,7 +19,7 @@ const outgoing = (n: number, raw: string) => ({
 
 describe("the capture provider (local development's stand-in for SES)", () => {
   it("keeps every message of one flush byte for byte, small ones together and large ones (over the row budget, over one blob chunk) alone", async () => {
-    const provider = new CaptureProvider(getDb(env.DB));
+    const provider = new CaptureProvider(getDb(env.DB), env.STORAGE);
     const raws = [
       'Subject: a\r\n\r\nhello "quoted" \\ back\u0001slash\r\n',
       ...Array.from({ length: 40 }, (_, i) => `Subject: ${i}\r\n\r\n${"x".repeat(i * 100)}\r\n`),
