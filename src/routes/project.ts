@@ -2,6 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
 import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success, successEnvelope } from "../lib/openapi";
 import { createRouter } from "../lib/router";
+import { type ConfigInput, readConfig } from "../lib/config";
 import { ProjectSettingsSchema, SendingStatusSchema, type SendingStatusView, UpdateProjectSettingsSchema } from "../schemas/project";
 import { getProjectSettings, updateProjectSettings } from "../services/project-settings";
 import { getSendingStatus, resumeSending, type SendingStatus } from "../services/reputation";
@@ -67,11 +68,14 @@ const resumeRoute = createRoute({
 
 const view = (status: SendingStatus): SendingStatusView => ({ ...status, pausedAt: status.pausedAt?.toISOString() ?? null });
 
+/** The settings and the deployment's hot window (how far lists reach back). */
+const withHistory = <T>(settings: T, env: ConfigInput) => ({ ...settings, historyDays: readConfig(env).EMAIL_HOT_DAYS });
+
 export const projectRouter = createRouter()
-  .openapi(getRoute, async (c) => c.json(success(await getProjectSettings(getDb(c.env.DB), c.get("auth").projectId)), 200))
+  .openapi(getRoute, async (c) => c.json(success(withHistory(await getProjectSettings(getDb(c.env.DB), c.get("auth").projectId), c.env)), 200))
   .openapi(updateRoute, async (c) => {
     const settings = await updateProjectSettings(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("json"));
-    return c.json(success(settings), 200);
+    return c.json(success(withHistory(settings, c.env)), 200);
   })
   .openapi(statusRoute, async (c) => c.json(view(await getSendingStatus(c.env, c.get("auth").projectId)), 200))
   .openapi(resumeRoute, async (c) => c.json(view(await resumeSending(c.env, c.get("auth").projectId)), 200));

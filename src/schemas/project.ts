@@ -25,6 +25,10 @@ export const ProjectSettingsSchema = z
     r2StoredBytes: z.number().int().openapi({
       description: "Bytes the project keeps in object storage (R2: sent email bodies and stored files), counted apart, against QUOTA_R2_STORED_BYTES",
     }),
+    historyDays: z.number().int().openapi({
+      description:
+        "The hot window (`EMAIL_HOT_DAYS`, default 90): lists of emails, events and webhook deliveries cover this many days; older records are archived (`GET /emails/{id}` and `GET /exports/*` still read them, docs/archive.md)",
+    }),
     updatedAt: z.string().datetime(),
   })
   .openapi("ProjectSettings");
@@ -38,7 +42,8 @@ export const UpdateProjectSettingsSchema = z
   .strict()
   .openapi("UpdateProjectSettings");
 
-export type ProjectSettingsView = z.infer<typeof ProjectSettingsSchema>;
+/** What the settings service answers; the route adds `historyDays` (a deployment setting, not the project's). */
+export type ProjectSettingsView = Omit<z.infer<typeof ProjectSettingsSchema>, "historyDays">;
 export type UpdateProjectSettingsRequest = z.infer<typeof UpdateProjectSettingsSchema>;
 
 export const SendingStatusSchema = z

@@ -172,6 +172,15 @@ describe("the hot window and the archive", () => {
     expect(result.archive[0]["webhook-deliveries"].rows).toBe(0);
   });
 
+  it("GET /project says how far lists reach back (historyDays, EMAIL_HOT_DAYS)", async () => {
+    const p = await newProject();
+    const res = await p.api.get<{ data: { historyDays: number } }>("/project");
+    expect(res.status).toBe(200);
+    expect(res.body.data.historyDays).toBe(90);
+    const patched = await p.api.patch<{ data: { historyDays: number } }>("/project", { trackingEnabled: false });
+    expect(patched.body.data.historyDays).toBe(90);
+  });
+
   it("answers a bad export range with the contract's 422 naming the field, and needs a secret key", async () => {
     const p = await newProject();
     const bad = async (query: string, field: string) => {
