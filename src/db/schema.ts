@@ -57,8 +57,6 @@ export const apiKeys = sqliteTable(
   (t) => [uniqueIndex("api_keys_hash_uq").on(t.keyHash), index("api_keys_project_idx").on(t.projectId)],
 );
 
-export const contacts = sqliteTable(
-  "contacts",
 /**
  * Control database only (migration 0032): the data shard of each project placed off shard 0
  * (src/db/shards.ts). No row: shard 0. `movingTo` while a move copies the project.
@@ -77,6 +75,8 @@ export const projectShards = sqliteTable(
   (t) => [index("project_shards_shard").on(t.shard)],
 );
 
+export const contacts = sqliteTable(
+  "contacts",
   {
     id: text("id").primaryKey(),
     projectId: text("project_id")
@@ -861,6 +861,22 @@ export const webhookPending = sqliteTable(
 
 export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;
 export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;
+
+/**
+ * What a project keeps in R2, per key prefix and UTC day of writing (migration 0027):
+ * src/store/objects/usage.ts adds to it as objects are written and drops the days
+ * whose objects expired; triggers keep projects.r2_stored_bytes.
+ */
+export const r2Usage = sqliteTable(
+  "r2_usage",
+  {
+    projectId: text("project_id").notNull(),
+    prefix: text("prefix").notNull(),
+    day: integer("day").notNull(),
+    bytes: integer("bytes").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.prefix, t.day] }), index("r2_usage_prefix_day").on(t.prefix, t.day)],
+);
 
 /**
  * The committed parts of the day archives (migration 0031): records older than the hot
