@@ -4,6 +4,8 @@
 //   1. the D1 database named in wrangler.toml (created if missing; its id written
 //      into wrangler.toml when that still holds another id),
 //   2. every queue wrangler.toml names, dead-letter queues included (created if missing),
+//   2b. the R2 bucket (created if missing) and its lifecycle rules, one per key prefix
+//      (scripts/setup-r2.mjs),
 //   3. the D1 migrations, applied remotely (wrangler applies only the new ones),
 //   4. the secrets still to set, printed with the command for each.
 // It drives the wrangler CLI of this project (WRANGLER overrides the command,
@@ -11,6 +13,7 @@
 // or CLOUDFLARE_API_TOKEN (+ CLOUDFLARE_ACCOUNT_ID).
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import { readVars, setupBucket } from "./setup-r2.mjs";
 
 const CONFIG = process.env.WRANGLER_CONFIG ?? "wrangler.toml";
 const wranglerCommand = (process.env.WRANGLER ?? "npx wrangler").split(" ").filter(Boolean);
@@ -89,6 +92,11 @@ for (const queue of config.queues) {
   if (created.status !== 0) fail(`wrangler queues create ${queue} failed`, created.out);
   console.log(`+ created queue ${queue}`);
 }
+
+// 2b. The R2 bucket and its lifecycle rules.
+const bucket = /\[\[r2_buckets\]\][^[]*?bucket_name\s*=\s*"([^"]+)"/s.exec(text)?.[1];
+if (!bucket) fail(`${CONFIG} names no [[r2_buckets]] bucket_name`);
+await setupBucket({ bucket, vars: readVars(text), wrangler, fail });
 
 // 3. Migrations (wrangler keeps the list of applied ones in the database itself).
 const migrations = wrangler(["d1", "migrations", "apply", "DB", "--remote"]);

@@ -61,6 +61,42 @@ if (a === "queues" && b === "create") {
   state.queues.push(c);
   out(`✅ Created queue ${c}.`);
 }
+// R2: `r2 bucket info` failing for a missing bucket, lifecycle rules listed as wrangler prints them.
+state.buckets ??= [];
+const bucketOf = (name) => state.buckets.find((x) => x.name === name);
+if (a === "r2" && b === "bucket" && c === "info") {
+  if (!bucketOf(args[3])) out("✘ [ERROR] The specified bucket does not exist. [code: 10006]", 1);
+  out(`name: ${args[3]}\nlocation: ENAM`);
+}
+if (a === "r2" && b === "bucket" && c === "create") {
+  if (bucketOf(args[3])) out("✘ [ERROR] The bucket you tried to create already exists, and you own it. [code: 10004]", 1);
+  state.buckets.push({ name: args[3], rules: [] });
+  out(`✅ Created bucket '${args[3]}' with default storage class of Standard.`);
+}
+if (a === "r2" && b === "bucket" && c === "lifecycle") {
+  const [, , , verb, name, id, prefix] = args;
+  const target = bucketOf(name);
+  if (!target) out("✘ [ERROR] The specified bucket does not exist. [code: 10006]", 1);
+  if (verb === "list") {
+    if (target.rules.length === 0) out(`There are no lifecycle rules for bucket '${name}'.`);
+    out(
+      target.rules
+        .map((r) => `name:     ${r.id}\nenabled:  Yes\nprefix:   ${r.prefix || "(all prefixes)"}\naction:   Expire objects after ${r.days} days`)
+        .join("\n\n"),
+    );
+  }
+  if (verb === "add") {
+    const days = Number(args[args.indexOf("--expire-days") + 1]);
+    if (target.rules.some((r) => r.id === id)) out(`✘ [ERROR] A rule with id ${id} already exists`, 1);
+    target.rules.push({ id, prefix, days });
+    out(`✨ Added lifecycle rule '${id}' to bucket '${name}'.`);
+  }
+  if (verb === "remove") {
+    const ruleId = args[args.indexOf("--name") + 1];
+    target.rules = target.rules.filter((r) => r.id !== ruleId);
+    out(`Lifecycle rule '${ruleId}' removed from bucket '${name}'.`);
+  }
+}
 if (a === "secret" && b === "list") {
   if (!state.workerDeployed) out(`✘ [ERROR] This Worker does not exist on your account. [code: 10007]`, 1);
   out(JSON.stringify(state.secrets.map((name) => ({ name, type: "secret_text" }))));

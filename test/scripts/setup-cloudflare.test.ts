@@ -3,6 +3,8 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { readConfig } from "../../src/lib/config";
+import { OBJECT_PREFIXES } from "../../src/store/objects/prefixes";
 
 /**
  * scripts/setup-cloudflare.mjs against a fake wrangler CLI
@@ -21,6 +23,7 @@ interface Account {
   queues: string[];
   secrets: string[];
   workerDeployed: boolean;
+  buckets?: { name: string; rules: { id: string; prefix: string; days: number }[] }[];
   calls?: string[];
 }
 
@@ -40,8 +43,9 @@ function workspace(initial: Partial<Account> = {}) {
     return { status: result.status, output: result.stdout + result.stderr };
   };
   const account = (): Account => JSON.parse(readFileSync(statePath, "utf8"));
-  const toml = () => readFileSync(join(dir, "wrangler.toml"), "utf8");
-  return { run, account, toml };
+  const tomlPath = join(dir, "wrangler.toml");
+  const toml = () => readFileSync(tomlPath, "utf8");
+  return { run, account, toml, statePath, tomlPath };
 }
 
 const committed = readFileSync(join(root, "wrangler.toml"), "utf8");
@@ -94,6 +98,38 @@ describe("npm run setup:cloudflare", () => {
     expect(w.account().queues.sort()).toEqual([...queuesInConfig].sort());
     expect(result.output).toContain("SES_SECRET_ACCESS_KEY:");
     expect(result.output).not.toContain("LINK_SIGNING_SECRET:");
+  });
+
+  it("creates the R2 bucket and one lifecycle rule per object prefix (its keepDays from [vars]); a changed keep replaces that rule, others stay; a second run changes nothing", async () => {
+    const w = workspace();
+    const first = w.run();
+    expect(first.status, first.output).toBe(0);
+    const config = readConfig({});
+    const expected = Object.entries(OBJECT_PREFIXES).map(([key, p]) => ({ id: `expire-${key}`, prefix: p.prefix, days: Math.ceil(p.keepDays(config)) }));
+    expect(expected).toContainEqual({ id: "expire-bodies", prefix: "bodies/", days: 30 });
+    const [bucket] = w.account().buckets!;
+    expect(bucket.name).toBe("edge-mail");
+    expect(bucket.rules).toEqual(expected);
+    expect(first.output).toContain("+ created R2 bucket edge-mail");
+
+    const again = w.run();
+    expect(again.status, again.output).toBe(0);
+    expect(again.output).toContain("✓ R2 bucket edge-mail exists");
+    expect(again.output).toContain("✓ R2 lifecycle rule expire-bodies: bodies/ expires after 30 days");
+    expect(w.account().buckets![0].rules).toEqual(expected);
+
+    // An operator's own rule stays; EMAIL_HTML_RETENTION_DAYS in [vars] changes the bodies rule (and only the rules it drives).
+    const state = w.account();
+    state.buckets![0].rules.push({ id: "operator-rule", prefix: "tmp/", days: 1 });
+    writeFileSync(w.statePath, JSON.stringify(state));
+    writeFileSync(w.tomlPath, w.toml().replace(/^\[vars\]\s*$/m, '[vars]\nEMAIL_HTML_RETENTION_DAYS = "7"'));
+    const changed = w.run();
+    expect(changed.status, changed.output).toBe(0);
+    const rules = w.account().buckets![0].rules;
+    expect(rules).toContainEqual({ id: "expire-bodies", prefix: "bodies/", days: 7 });
+    expect(rules).toContainEqual({ id: "operator-rule", prefix: "tmp/", days: 1 });
+    expect(rules).toHaveLength(expected.length + 1);
+    expect(changed.output).toContain("+ R2 lifecycle rule expire-bodies: bodies/ expires after 7 days (was bodies/, 30 days)");
   });
 
   it("stops with the login instructions, creating nothing, when wrangler is not logged in", async () => {
