@@ -303,7 +303,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description Newest first, cursor pagination: pass `nextCursor` as `cursor` for the next page; it is null on the last page. Filter by exact event `name` and/or `contactId`.
+         * @description Newest first, cursor pagination: pass `nextCursor` as `cursor` for the next page; it is null on the last page. Filter by exact event `name` and/or `contactId`. Covers the hot window: events of the last `EMAIL_HOT_DAYS` (default 90) days; older ones are archived (`GET /exports/events` streams a date range).
          */
         get: operations["listEvents"];
         put?: never;
@@ -323,7 +323,7 @@ export interface paths {
         };
         /**
          * List distinct event names
-         * @description Every distinct event name of the project, sorted by name, in one page; `counts` gives the number of events per name.
+         * @description Every distinct event name of the project, sorted by name, in one page; `counts` gives the number of events per name. Covers the hot window (`EMAIL_HOT_DAYS`, default 90 days): names and counts of archived events are not included.
          */
         get: operations["listEventNames"];
         put?: never;
@@ -383,7 +383,7 @@ export interface paths {
         };
         /**
          * List emails
-         * @description Newest first, cursor pagination. Filter by `status`, `contactId` and `campaignId`.
+         * @description Newest first, cursor pagination. Filter by `status`, `contactId` and `campaignId`. Covers the hot window: emails of the last `EMAIL_HOT_DAYS` (default 90) days; older ones are archived (read one with `GET /emails/{id}`, a date range with `GET /exports/emails`).
          */
         get: operations["listEmails"];
         put?: never;
@@ -401,7 +401,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an email and its delivery status */
+        /**
+         * Get an email, its delivery status and the HTML it was sent with
+         * @description `html` is the HTML as sent (variables filled, tracking applied), kept EMAIL_HTML_RETENTION_DAYS (default 30) after sending, then `null`; lists do not repeat it. Any email within its retention (`EMAIL_RETENTION_DAYS`, default 365 days) is found: one older than the hot window (`EMAIL_HOT_DAYS`, default 90) is read from its day archive in R2 and carries `archived: true`. 404 for an unknown id.
+         */
         get: operations["getEmail"];
         put?: never;
         post?: never;
@@ -577,6 +580,46 @@ export interface paths {
          * @description Resumes a paused project and starts a fresh window (its counts start again from zero). The owner may do this once per window: a second resume within REPUTATION_WINDOW_DAYS of the last is 403 SENDING_PAUSED, and only the operator can resume it (`npm run project -- resume <id>`). A project that is not paused is left as it is (200 with its status).
          */
         post: operations["resumeSending"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exports/emails": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export emails of a date range (NDJSON)
+         * @description Streams `application/x-ndjson`, one record a line, oldest first: records older than the hot window (`EMAIL_HOT_DAYS`, default 90 days) are read from the project's day archives in R2, newer ones from the database, so an export covers what lists no longer show. Records past their retention (365 days by default) are gone from both. Each line is an email as `GET /emails/{id}` shows it (without `html`), plus `archived` (true: read from the archive). An archived email is a snapshot: its `contactId` stays as it was when archived, even if the contact was deleted since. A range of whole UTC days, `from` and `to` included (YYYY-MM-DD), at most 366 days; `to` before `from`, a longer range or one holding more than 2000 archive parts is 422 naming the field. Secret key only.
+         */
+        get: operations["exportEmails"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exports/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export events of a date range (NDJSON)
+         * @description Streams `application/x-ndjson`, one record a line, oldest first: records older than the hot window (`EMAIL_HOT_DAYS`, default 90 days) are read from the project's day archives in R2, newer ones from the database, so an export covers what lists no longer show. Records past their retention (365 days by default) are gone from both. Each line is an event as `GET /events` lists it, plus `archived`. An archived event keeps its contact's `email` as it was when archived. A range of whole UTC days, `from` and `to` included (YYYY-MM-DD), at most 366 days; `to` before `from`, a longer range or one holding more than 2000 archive parts is 422 naming the field. Secret key only.
+         */
+        get: operations["exportEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -861,7 +904,7 @@ export interface paths {
         };
         /**
          * List an endpoint's deliveries
-         * @description One delivery per event and endpoint, newest first, cursor pagination; `status` filters. `nextAttemptAt` is set while a retry is due.
+         * @description One delivery per event and endpoint, newest first, cursor pagination; `status` filters. `nextAttemptAt` is set while a retry is due. Deliveries are kept `WEBHOOK_RETENTION_DAYS` (30), inside the hot window (`EMAIL_HOT_DAYS`, 90), so the list shows every one kept; with a retention longer than the window, older deliveries are archived to R2 and not listed.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -1323,6 +1366,12 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description Present (true) only when the email is older than the hot window (`EMAIL_HOT_DAYS`, default 90 days) and was read from its day archive in R2: a snapshot as it was when archived (its `contactId` may name a contact deleted since; later opens and clicks are not counted). Lists never show archived emails; `GET /exports/emails` streams them. */
+            archived?: boolean;
+        };
+        EmailDetail: components["schemas"]["Email"] & {
+            /** @description The HTML as sent: variables filled, open and click tracking applied (before sending: as it will be sent, without tracking; mail that failed keeps the HTML it would have been sent with). Kept EMAIL_HTML_RETENTION_DAYS (default 30) after sending, then `null`. Lists do not repeat it. */
+            html: string | null;
         };
         Workflow: {
             id: string;
@@ -1635,6 +1684,12 @@ export interface components {
             doubleOptIn: boolean;
             /** @description The confirmation email's template. Its subject or body must use `{{confirmUrl}}` (the signed confirm link) and it must have a `from` on a VERIFIED domain of the project. */
             doubleOptInTemplateId: string | null;
+            /** @description Bytes the project keeps in the database (email HTML until sent, headers, event and contact data, templates, campaigns, workflow versions), against QUOTA_STORED_BYTES */
+            storedBytes: number;
+            /** @description Bytes the project keeps in object storage (R2: sent email bodies and stored files), counted apart, against QUOTA_R2_STORED_BYTES */
+            r2StoredBytes: number;
+            /** @description The hot window (`EMAIL_HOT_DAYS`, default 90): lists of emails, events and webhook deliveries cover this many days; older records are archived (`GET /emails/{id}` and `GET /exports/*` still read them, docs/archive.md) */
+            historyDays: number;
             /** Format: date-time */
             updatedAt: string;
         };
@@ -4969,7 +5024,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Email"];
+                    "application/json": components["schemas"]["EmailDetail"];
                 };
             };
             /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
@@ -6062,6 +6117,200 @@ export interface operations {
                 };
             };
             /** @description Public key, disabled project, or SENDING_PAUSED: already resumed through the API within the window */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportEmails: {
+        parameters: {
+            query: {
+                /** @description First UTC day of the range (YYYY-MM-DD), included */
+                from: string;
+                /** @description Last UTC day of the range (YYYY-MM-DD), included; at most 366 days after `from` counted inclusively */
+                to: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records, one JSON object a line */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportEvents: {
+        parameters: {
+            query: {
+                /** @description First UTC day of the range (YYYY-MM-DD), included */
+                from: string;
+                /** @description Last UTC day of the range (YYYY-MM-DD), included; at most 366 days after `from` counted inclusively */
+                to: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records, one JSON object a line */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
             403: {
                 headers: {
                     [name: string]: unknown;
