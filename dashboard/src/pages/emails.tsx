@@ -5,7 +5,6 @@ import { Choice, Loading, Page, Status } from "../components/page";
 import { MailFrame } from "../components/preview-pane";
 import { when } from "../format";
 import { useLoad } from "../hooks";
-import { renderPreview } from "../preview";
 import { Link } from "../router";
 
 const STATUSES = ["QUEUED", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED"] as const;
@@ -30,23 +29,12 @@ export function EmailList() {
   );
 }
 
-/**
- * The API keeps a sent email's status and timestamps, not its HTML (GET /emails/{id}
- * has no body). The message is shown rendered again from its campaign or template
- * with the contact's data, in a sandboxed frame, and says so.
- */
-async function rendered(email: Email): Promise<{ html: string; source: string } | null> {
-  const contact = email.contactId ? await call(api.GET("/contacts/{id}", { params: { path: { id: email.contactId } } })).catch(() => null) : null;
-  const data = JSON.stringify(contact?.data ?? {});
-  if (email.campaignId) {
-    const campaign = (await call(api.GET("/campaigns/{id}", { params: { path: { id: email.campaignId } } }))).data;
-    return { html: (await renderPreview(campaign.subject, campaign.body, data, email.to)).html, source: "its campaign" };
-  }
-  if (email.templateId) {
-    const template = await call(api.GET("/templates/{id}", { params: { path: { id: email.templateId } } }));
-    return { html: (await renderPreview(template.subject, template.body, data, email.to)).html, source: "its template" };
-  }
-  return null;
+/** What the page says about the message: the HTML as sent (GET /emails/{id} `html`), or why there is none. */
+function messageNote(email: Email, html: string | null): string {
+  if (html === null) return "The HTML of this email is no longer kept (EMAIL_HTML_RETENTION_DAYS after sending, 30 days by default).";
+  if (email.status === "QUEUED" || email.status === "SENDING") return "Not sent yet: the HTML as it will go out, before open and click tracking is added.";
+  if (email.status === "FAILED" && !email.sentAt) return "Not sent: the HTML it would have been sent with.";
+  return "The HTML as it was sent (variables filled, tracking links applied).";
 }
 
 const TIMES: [keyof Email, string][] = [
@@ -61,12 +49,9 @@ const TIMES: [keyof Email, string][] = [
 ];
 
 export function EmailPage(props: { id: string }) {
-  const state = useLoad(async () => {
-    const email = await call(api.GET("/emails/{id}", { params: { path: { id: props.id } } }));
-    return { email, message: await rendered(email).catch(() => null) };
-  }, [props.id]);
+  const state = useLoad(() => call(api.GET("/emails/{id}", { params: { path: { id: props.id } } })), [props.id]);
   if (!state.data) return <Page title="Email">{<Loading state={state} />}</Page>;
-  const { email, message } = state.data;
+  const email = state.data;
   return (
     <Page title={email.subject} actions={<Status value={email.status} />}>
       <dl class="facts">
@@ -102,14 +87,8 @@ export function EmailPage(props: { id: string }) {
         ))}
       </dl>
       <h2>Message</h2>
-      {message ? (
-        <>
-          <p>Rendered from {message.source} with the contact's current data.</p>
-          <MailFrame title="Rendered message" html={message.html} />
-        </>
-      ) : (
-        <p>This email was sent with its own body, which the API does not return.</p>
-      )}
+      <p>{messageNote(email, email.html)}</p>
+      {email.html !== null && <MailFrame title="Sent message" html={email.html} />}
     </Page>
   );
 }
