@@ -20,8 +20,11 @@ import { deleteCapturedMessages } from "../store/captured";
  * - attachment rows are deleted once every email of their send is final (no
  *   longer QUEUED or SENDING): nothing will read them again (their R2 objects
  *   expire with the HTML, by the `attachments/` lifecycle rule);
- * - email HTML is dropped EMAIL_HTML_RETENTION_DAYS (default 30) after the
- *   email was created; the record, its status, subject and counters stay;
+ * - email HTML left in D1 is dropped EMAIL_HTML_RETENTION_DAYS (default 30) after the
+ *   email was created; the record, its status, subject and counters stay. A sent email's
+ *   HTML left D1 when it was sent (R2, store/objects/bodies.ts; expired there by the bucket's
+ *   lifecycle rule, locally by the objectExpiry job), so this drops what failed, what was sent
+ *   before migration 0029, and what was sent while its bodies object could not be written;
  * - email records (final ones) are deleted EMAIL_RETENTION_DAYS (default 365) after;
  * - events are deleted EVENT_RETENTION_DAYS (default 365) after they happened;
  * - workflow versions no execution will read again, an hour after they were

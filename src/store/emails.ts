@@ -389,7 +389,13 @@ const SETTLE_DEAD_CLAIMS_SQL = `UPDATE emails SET status = 'FAILED', failed_at =
 
 /** What happened to one claimed email. */
 export type Outcome =
-  | { emailId: string; status: "SENT"; providerMessageId: string | null; /** Where its sent HTML went in R2 (then html is emptied). */ bodyRef?: string }
+  | {
+      emailId: string;
+      status: "SENT";
+      providerMessageId: string | null;
+      /** Where its sent HTML went in R2 (store/objects/bodies.ts): the write empties html. */
+      bodyRef?: string;
+    }
   | { emailId: string; status: "FAILED"; error: string }
   | { emailId: string; status: "QUEUED"; error: string; retryAt?: number };
 
