@@ -12,7 +12,7 @@ export const BULK_QUEUE = "edge-mail-bulk";
 export const WORKFLOW_QUEUE_NAME = "edge-mail-workflows";
 /** Cloudflare Email Service delivery events (a Queues event subscription). */
 export const EMAIL_EVENTS_QUEUE = "edge-mail-email-events";
-/** Contact import chunks (CSV rows staged in D1). */
+/** Contact import chunks (byte ranges of the uploaded CSV in R2). */
 export const IMPORT_QUEUE = "edge-mail-imports";
 /** Event webhooks: fan-out and delivery attempts (src/services/webhooks/consumer.ts). */
 export const WEBHOOK_QUEUE_NAME = "edge-mail-webhooks";
@@ -81,7 +81,7 @@ export interface ExecutionParams extends OnShard {
   eventId: string | null;
 }
 
-/** A chunk of a contact import: its staged rows numbered fromRow..toRow (claimed in its batch). */
+/** A chunk of a contact import: its rows numbered fromRow..toRow, a byte range of the file (contact_import_ranges; claimed in its batch). */
 export interface ImportChunkMessage extends OnShard {
   importId: string;
   projectId: string;

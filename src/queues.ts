@@ -82,7 +82,7 @@ export async function enqueueCampaignPage(env: Env, page: Omit<CampaignPageMessa
 
 // Imports -------------------------------------------------------------------
 
-/** One message per chunk of staged import rows; throws when queueing failed (the import cron re-queues lost chunks). */
+/** One message per chunk of an import's file; throws when queueing failed (the import cron re-queues lost chunks). */
 export async function enqueueImportChunks(env: Env, chunkMessages: readonly ImportChunkMessage[]): Promise<void> {
   await sendAll(
     env.IMPORT_QUEUE,

@@ -38,7 +38,7 @@ export const SCHEDULED_JOBS: Record<string, ScheduledJob> = {
   workflowTriggers: (env) => dispatchAllWorkflowTriggers(env),
   // Webhook events and deliveries whose hand-over or message was lost.
   webhooks: (env, now) => runWebhookJobs(env, now),
-  // Contact imports: dead uploads dropped, staged rows of failed imports deleted, lost chunks queued again.
+  // Contact imports: dead uploads dropped, chunk ranges of failed imports deleted, lost chunks queued again.
   imports: (env, now) => runImportJobs(env, now),
   // Pauses projects whose bounce or complaint rate passed the limit (one statement over the window's counters).
   reputation: (env, now) => runReputationCheck(env, now),

@@ -25,7 +25,7 @@ const createRouteDef = createRoute({
     "Existing contacts are updated as by `POST /contacts` (data merged). A repeated email: its last row wins and counts once. A row that cannot be imported (invalid email, bad `subscribed` or `data`, over the contacts quota, data over 64 KB once merged) counts in `failed` with its row number (1 = the first data row); the first 100 are in `errors`. created + updated + failed = total.",
     "Imported contacts start no CONTACT_CREATED / CONTACT_SUBSCRIBED workflows; when the job completes one `contacts.imported` event is recorded (no contact, data `{importId, total, created, updated, failed}`).",
     "A malformed file (unbalanced quotes, a row over 128 KB) is refused with 422 and nothing is imported.",
-    "While an import is open its staged rows count in the project's stored bytes: an upload that would pass `QUOTA_STORED_BYTES` is refused part way with 403 `QUOTA_EXCEEDED` and leaves no job and no rows. A project may have 2 imports `PENDING` or `PROCESSING` at once (`MAX_ACTIVE_IMPORTS_PER_PROJECT`); the next upload is refused with 409 `CONFLICT` and nothing is kept.",
+    "The file is kept in object storage (R2) for 7 days after the upload and counts in the project's R2 bytes meanwhile: an upload that would pass `QUOTA_R2_STORED_BYTES` (or a project already past `QUOTA_STORED_BYTES`) is refused with 403 `QUOTA_EXCEEDED` and leaves no job and no file. A project may have 2 imports `PENDING` or `PROCESSING` at once (`MAX_ACTIVE_IMPORTS_PER_PROJECT`); the next upload is refused with 409 `CONFLICT` and nothing is kept.",
     "After a crash an import finishes by itself: an upload that stops sending for 3 minutes becomes `FAILED` with `failureReason`; chunks whose queue messages were lost are queued again by the cron after a minute without progress.",
   ].join("\n\n"),
   security: securityScheme,
@@ -36,7 +36,7 @@ const createRouteDef = createRoute({
   responses: {
     202: jsonResponse(ImportJobSchema, "The job, queued"),
     ...commonErrors,
-    403: errorResponse("Public key, disabled project, or QUOTA_EXCEEDED: the staged rows would pass the project's stored bytes quota"),
+    403: errorResponse("Public key, disabled project, or QUOTA_EXCEEDED: the file would pass the project's R2 bytes quota (or the project is past its stored bytes quota)"),
     409: errorResponse("CONFLICT: the project already has its maximum of imports PENDING or PROCESSING"),
   },
 });

@@ -3,7 +3,7 @@ import { ApiError } from "../../lib/errors";
 /**
  * A CSV header read as a column plan: where the email is and what each other
  * column means. The upload checks the header with it; each chunk reads its
- * staged rows against it (process.ts).
+ * rows against it (process.ts).
  */
 
 /** Largest CSV record (characters): a contact's data is at most 64 KB, so a longer row cannot be stored. */

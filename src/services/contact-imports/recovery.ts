@@ -25,7 +25,7 @@ const ABANDONED = "The import made no progress for 24 hours; the rows not yet pr
 
 /**
  * The cron's import job, bounded per tick:
- * - an upload that staged nothing for UPLOAD_TIMEOUT_MS is FAILED with UPLOAD_DIED
+ * - an upload from which no rows arrived for UPLOAD_TIMEOUT_MS is FAILED with UPLOAD_DIED
  *   (a PROCESSING import without progress for ABANDON_MS with ABANDONED);
  * - the ranges (and chunk claims) of imports that failed are deleted (their files
  *   expire by the `imports/` lifecycle rule);
