@@ -36,7 +36,9 @@ const createRouteDef = createRoute({
   responses: {
     202: jsonResponse(ImportJobSchema, "The job, queued"),
     ...commonErrors,
-    403: errorResponse("Public key, disabled project, or QUOTA_EXCEEDED: the file would pass the project's R2 bytes quota (or the project is past its stored bytes quota)"),
+    403: errorResponse(
+      "Public key, disabled project, or QUOTA_EXCEEDED: the file would pass the project's R2 bytes quota (or the project is past its stored bytes quota)",
+    ),
     409: errorResponse("CONFLICT: the project already has its maximum of imports PENDING or PROCESSING"),
   },
 });
