@@ -46,7 +46,13 @@ describe("the hot window and the archive", () => {
     const p = await newProject();
     const old = await insertOldEmail(p.id, 100);
     const recent = await insertOldEmail(p.id, 10);
-    const oldEvent = { id: uuidv7({ msecs: Date.now() - 100 * DAY }), projectId: p.id, name: "visited", data: { page: "/a" }, createdAt: new Date(Date.now() - 100 * DAY) };
+    const oldEvent = {
+      id: uuidv7({ msecs: Date.now() - 100 * DAY }),
+      projectId: p.id,
+      name: "visited",
+      data: { page: "/a" },
+      createdAt: new Date(Date.now() - 100 * DAY),
+    };
     await db().insert(events).values(oldEvent);
     const before = await p.api.get<{ id: string; archived?: boolean }>(`/emails/${old}`);
     expect(before.status).toBe(200);

@@ -56,7 +56,7 @@ async function* partsOf(d1: D1Database, kind: ExportKind, projectId: string, ran
     const page = await partsInRange(d1, kind, projectId, range, after, PARTS_PAGE);
     yield* page;
     if (page.length < PARTS_PAGE) return;
-    const last = page[page.length - 1];
+    const last = page.at(-1) as PartRef;
     after = { day: last.day, part: last.part };
   }
 }
@@ -68,7 +68,7 @@ async function* hotOf(d1: D1Database, kind: ExportKind, projectId: string, range
     const page = await hotRows(d1, kind, projectId, after, before, HOT_PAGE);
     yield* page;
     if (page.length < HOT_PAGE) return;
-    after = page[page.length - 1].id;
+    after = (page.at(-1) as RawRow).id;
   }
 }
 

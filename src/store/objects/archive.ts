@@ -118,7 +118,7 @@ export function commitPart(d1: D1Database, part: CommittedPart, now: Date): D1Pr
   const sql = KIND_SQL[part.kind];
   const listed = JSON.stringify(part.rows.map((r) => [r.id, r.updated_at ?? null]));
   const first = part.rows[0].id;
-  const last = part.rows[part.rows.length - 1].id;
+  const last = (part.rows.at(-1) as RawRow).id;
   const statements = [
     d1.prepare(sql.unchanged).bind(listed),
     d1.prepare(INSERT_RUN_SQL).bind(part.projectId, part.kind, part.day, part.part, part.key, first, last, part.rows.length, part.bytes, now.getTime()),
