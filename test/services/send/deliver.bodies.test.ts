@@ -4,8 +4,9 @@ import { eq, inArray } from "drizzle-orm";
 import { getDb } from "../../../src/db/client";
 import { emails } from "../../../src/db/schema";
 import { sendingSetup } from "../../support/sending";
+import { campaignSetup } from "../../support/campaigns";
 import { expectError } from "../../support/http";
-import type { EmailDetail, EmailList, ProjectSettings } from "../../support/api";
+import type { CampaignResponse, EmailDetail, EmailList, ProjectSettings } from "../../support/api";
 
 /**
  * Issue 34: a sent email's HTML leaves D1 for one R2 object per consumer batch (store/objects/bodies.ts),
@@ -135,5 +136,15 @@ describe("sent bodies in R2", () => {
     // Both bodies are in R2, none in D1: the D1 count holds only small things (headers "{}", contact data "{}").
     expect(full.storedBytes).toBeLessThan(100);
     expect((await row(first)).html).toBe("");
+  });
+
+  it("a campaign page whose bodies would pass QUOTA_R2_STORED_BYTES writes nothing and the campaign waits, SENDING", async () => {
+    const s = await campaignSetup({ QUOTA_R2_STORED_BYTES: "8000" });
+    await s.addContacts([{ email: "c1@example.com" }, { email: "c2@example.com" }, { email: "c3@example.com" }]);
+    const campaign = await s.createCampaign({ body: `<p>${"c".repeat(3000)}</p>` });
+    expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
+    await s.pump();
+    expect((await s.request<CampaignResponse>("GET", `/campaigns/${campaign.id}`)).body.data.status).toBe("SENDING");
+    expect((await s.request<EmailList>("GET", "/emails?limit=1")).body.data.total).toBe(0);
   });
 });
