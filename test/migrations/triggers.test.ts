@@ -54,6 +54,9 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   webhook_deliveries_pending_insert: "AFTER INSERT ON webhook_deliveries",
   webhook_deliveries_pending_update: "AFTER UPDATE OF status ON webhook_deliveries",
   webhook_deliveries_pending_delete: "AFTER DELETE ON webhook_deliveries",
+  r2_usage_insert: "AFTER INSERT ON r2_usage",
+  r2_usage_update: "AFTER UPDATE OF bytes ON r2_usage",
+  r2_usage_delete: "AFTER DELETE ON r2_usage",
 };
 
 /** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */
@@ -71,7 +74,7 @@ describe("D1 triggers", () => {
 
   it("docs/architecture.md's trigger table lists the same triggers", () => {
     const section = architecture.slice(architecture.indexOf("## D1 triggers"));
-    const rows = [...section.matchAll(/^\| `([a-z_]+)` \| ([^|]+?) \|/gm)].map(([, name, on]) => [name, on.trim()]);
+    const rows = [...section.matchAll(/^\| `([a-z0-9_]+)` \| ([^|]+?) \|/gm)].map(([, name, on]) => [name, on.trim()]);
     expect(Object.fromEntries(rows)).toEqual(EXPECTED_TRIGGERS);
     expect(rows).toHaveLength(Object.keys(EXPECTED_TRIGGERS).length);
   });
