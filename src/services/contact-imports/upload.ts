@@ -155,6 +155,7 @@ export async function createImport(
       if (next.done) break;
       row++;
       const { record: cells, info } = next.value;
+      // A range ends where a record ends, so it holds CHUNK_BYTES of rows at most, plus any blank lines before its first row.
       if (row > firstRow && (row - firstRow >= CHUNK_ROWS || info.bytes - start > CHUNK_BYTES)) {
         ranges.push({ firstRow: firstRow, lastRow: row - 1, startByte: start, endByte: end, skip: [] });
         firstRow = row;
