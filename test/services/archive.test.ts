@@ -8,6 +8,7 @@ import type { Env } from "../../src/env";
 import { readConfig } from "../../src/lib/config";
 import { runScheduledJobs } from "../../src/scheduled";
 import { archiveKind } from "../../src/services/archive/run";
+import { createProject } from "../../src/services/projects";
 import { insertOldEmail } from "../support/emails";
 import { call, expectError, newProject, type TestProject } from "../support/http";
 
@@ -176,6 +177,33 @@ describe("the hot window and the archive", () => {
     const result = (await tick()) as { archive: Record<string, Record<string, { rows: number }>> };
     expect(await inD1([stuck])).toEqual([stuck]);
     expect(result.archive[0]["webhook-deliveries"].rows).toBe(0);
+  });
+
+  it("archives on every data shard: a project on SHARD_1 gets its old email moved and reads it back", async () => {
+    const placed = await createProject(getDb(env.DB), "on shard 1", { shard: 1, d1: env.SHARD_1! });
+    const created = Date.now() - 100 * DAY;
+    const id = uuidv7({ msecs: created });
+    await getDb(env.SHARD_1!)
+      .insert(emails)
+      .values({
+        id,
+        projectId: placed.id,
+        sendId: uuidv7({ msecs: created }),
+        fromAddress: "news@sender.example",
+        toAddress: "far@example.com",
+        subject: "From shard 1",
+        html: "",
+        status: "DELIVERED",
+        messageId: `${id}@sender.example`,
+        createdAt: new Date(created),
+        updatedAt: new Date(created),
+      });
+    await tick();
+    expect(await getDb(env.SHARD_1!).select().from(emails).where(eq(emails.id, id))).toHaveLength(0);
+    expect(await getDb(env.SHARD_1!).select().from(archiveRuns).where(eq(archiveRuns.projectId, placed.id))).toHaveLength(1);
+    expect(await db().select().from(archiveRuns).where(eq(archiveRuns.projectId, placed.id))).toHaveLength(0);
+    const read = await call<{ id: string; subject: string; archived: boolean }>("GET", `/emails/${id}`, { key: placed.secretKey });
+    expect(read.body).toMatchObject({ id, subject: "From shard 1", archived: true });
   });
 
   it("GET /project says how far lists reach back (historyDays, EMAIL_HOT_DAYS)", async () => {
