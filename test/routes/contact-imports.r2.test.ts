@@ -76,6 +76,17 @@ describe("an import's file in R2", () => {
     expect(await s.files()).toHaveLength(1);
   });
 
+  it("a chunk reads its rows with the line ending the header ended with, not the first one in its own range", async () => {
+    const s = await importSetup();
+    // CRLF ends every record; row 501, the second chunk's first, has a bare LF inside its name.
+    const rows = Array.from({ length: 600 }, (_, i) => `lf${i + 1}@example.com,${i === 500 ? "two\nlines" : `n${i + 1}`}`);
+    const job = await s.importCsv(`email,name\r\n${rows.join("\r\n")}\r\n`);
+    expect(job).toMatchObject({ status: "COMPLETED", total: 600, created: 600, failed: 0 });
+    const contacts = await s.contacts();
+    expect(contacts.get("lf501@example.com")!.data).toEqual({ name: "two\nlines" });
+    expect(contacts.get("lf600@example.com")!.data).toEqual({ name: "n600" });
+  });
+
   it("a file larger than one multipart part is written in parts and imported whole; a chunk delivered again imports nothing twice", async () => {
     const s = await importSetup();
     const note = "n".repeat(20_000);
