@@ -105,6 +105,26 @@ describe("sent bodies in R2", () => {
     expect((await usage(s)).r2StoredBytes).toBe(before.r2StoredBytes);
   });
 
+  it("when the bodies object cannot be written the mail is still SENT and keeps its HTML in D1 (purged later); nothing is counted in R2", async () => {
+    const bucket = env.STORAGE;
+    const down = {
+      put: () => Promise.reject(new Error("R2 unavailable (test)")),
+      get: (key: string, options?: R2GetOptions) => bucket.get(key, options),
+      head: (key: string) => bucket.head(key),
+      list: (options?: R2ListOptions) => bucket.list(options),
+      delete: (keys: string | string[]) => bucket.delete(keys),
+    } as unknown as R2Bucket;
+    const s = await sendingSetup({ STORAGE: down });
+    const before = await usage(s);
+    const id = await sendTo(s, "ada@example.com", "<p>Kept</p>");
+    await s.deliver();
+    const email = await detail(s, id);
+    expect(email.status).toBe("SENT");
+    expect(email.html).toBe("<p>Kept</p>");
+    expect((await row(id)).bodyRef).toBeNull();
+    expect((await usage(s)).r2StoredBytes).toBe(before.r2StoredBytes);
+  });
+
   it("a body older than EMAIL_HTML_RETENTION_DAYS answers html: null even before its object is deleted", async () => {
     const s = await sendingSetup();
     const id = await sendTo(s, "ada@example.com", "<p>Old</p>");
