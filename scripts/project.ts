@@ -17,6 +17,12 @@
  *                        job ends, then its counts and first errors (docs/import-export.md)
  *   export <id> [--subscribed=true|false] [--segment=<segmentId>]
  *                        write GET /contacts/export (CSV) to stdout
+ *   move <id> <shard>    move the project's rows to another data shard (copy, switch, delete the
+ *                        old rows; its API writes answer 503 and its sending waits meanwhile) and
+ *                        show the move's steps until it ends (docs/deploy.md "Moving a project").
+ *                        It starts a run of the Worker's ProjectMoveWorkflow with
+ *                        `wrangler workflows trigger`: on the deployed Worker with --remote, else
+ *                        on the running `npm run dev` (its port from --url, default 8787).
  *
  * import and export talk to a running service (default http://127.0.0.1:8787, `npm run dev`;
  * --url=<base> or EDGE_MAIL_URL) with the project's secret key: --key=<sk_...> or
@@ -236,9 +242,16 @@ async function main() {
       await exportTo(rest[0]);
       break;
     }
+    case "move": {
+      const [id, shard] = rest;
+      if (!id || !shard || !/^(0|[1-9][0-9]*)$/.test(shard))
+        fail("Usage: npm run project -- move <project id> <shard> [--remote | --url=http://127.0.0.1:<port>]");
+      await moveProject(requireProject(id), Number(shard));
+      break;
+    }
     default:
       fail(
-        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | resume <id> | rotate-keys <id> | tracking <id> on|off | list | import <id> <file.csv> | export <id>> [--json] [--remote | --persist-to <dir>]",
+        "Usage: npm run project -- <create <name> | disable <id> | enable <id> | resume <id> | rotate-keys <id> | tracking <id> on|off | list | import <id> <file.csv> | export <id> | move <id> <shard>> [--json] [--remote | --persist-to <dir>]",
       );
   }
 }
@@ -344,6 +357,55 @@ async function exportTo(id: string) {
   const { Readable } = await import("node:stream");
   const { pipeline } = await import("node:stream/promises");
   await pipeline(Readable.fromWeb(res.body as never), process.stdout);
+}
+
+/** The Worker's [[workflows]] binding for moves (wrangler.toml PROJECT_MOVES). */
+const MOVE_WORKFLOW = "edge-mail-project-moves";
+
+/** `wrangler workflows ...` against the deployed Worker (--remote) or the local dev session on --url's port. */
+function workflows(args: string[]): string {
+  const where = flags.has("--remote") ? [] : ["--local", "--port", new URL(options.url).port || "80"];
+  try {
+    return execFileSync("npx", ["wrangler", "workflows", ...args, ...where], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" },
+    });
+  } catch (err) {
+    const out = err as { stderr?: string; stdout?: string };
+    fail(
+      `wrangler workflows ${args[0]} failed: ${(out.stderr || out.stdout || String(err)).trim()}${flags.has("--remote") ? "" : `\nIs \`npm run dev\` running on ${options.url}?`}`,
+    );
+  }
+}
+
+/** What `wrangler workflows instances describe` says of a run: its status, step names in order, and the error. */
+function describeMove(instanceId: string) {
+  const text = workflows(["instances", "describe", MOVE_WORKFLOW, instanceId]);
+  const status = /^Status:\s*(?:\S+\s+)?(\w+)/m.exec(text)?.[1] ?? "Unknown";
+  const steps = [...text.matchAll(/^\s*Name:\s*(.+?)\s*$/gm)].map((m) => m[1]);
+  const error = /NonRetryableError with message "(?:NonRetryableError: )?(.*?)"/.exec(text)?.[1] ?? /^Error:\s*(.+)$/m.exec(text)?.[1];
+  return { status, steps, error };
+}
+
+/** Starts a move of `id` to `shard` and reports its steps until it ends; exits non-zero unless it moved. */
+async function moveProject(id: string, shard: number) {
+  const instanceId = `move-${id}-${shard}-${Date.now()}`;
+  workflows(["trigger", MOVE_WORKFLOW, JSON.stringify({ projectId: id, to: shard }), "--id", instanceId]);
+  if (!json) console.error(`Moving project ${id} to shard ${shard} (run ${instanceId}); its API writes answer 503 and its mail waits until it ends.`);
+  let shown = 0;
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const run = describeMove(instanceId);
+    if (!json) for (const step of run.steps.slice(shown)) console.error(`  ${step}`);
+    shown = Math.max(shown, run.steps.length);
+    if (run.status === "Queued" || run.status === "Running" || run.status === "Waiting" || run.status === "Unknown") continue;
+    const moved = run.status === "Completed";
+    if (json) process.stdout.write(`${JSON.stringify({ id, shard, instanceId, status: run.status, error: run.error ?? null })}\n`);
+    else console.log(moved ? `Project ${id} is on shard ${shard}` : `Move ${run.status}: ${run.error ?? "see wrangler workflows instances describe"}`);
+    if (!moved) process.exit(1);
+    return;
+  }
 }
 
 main().catch((err) => fail(err instanceof Error ? err.message : String(err)));

@@ -1,11 +1,10 @@
 import type { ProjectLimiter } from "./entrypoints/project-limiter";
-import type { BulkMessage, ExecutionParams, ImportChunkMessage, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
+import type { BulkMessage, ExecutionParams, ImportChunkMessage, MoveParams, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
-  DB: D1Database;
   /** The control database (projects, keys, domains, the project -> shard map) and data shard 0 (src/db/shards.ts). */
-  /** Static assets ([assets] in wrangler.toml): the /docs UI files, the dashboard (/app) and the disposable-domain list. */
+  DB: D1Database;
   /** More data shards (wrangler.toml; none by default): SHARD_1 … SHARD_n, reached through src/db/shards.ts only. */
   [shard: `SHARD_${number}`]: D1Database | undefined;
   /** Set by shardEnv (src/db/shards.ts), never a binding: the shard `DB` is, and the Worker's own env behind it. */
@@ -15,8 +14,11 @@ export interface Env {
   SHARD_FILL_LIMIT_BYTES?: string;
   /** R2: sent bodies, attachments, captured mail, import files, day archives (src/storage/). */
   STORAGE: R2Bucket;
+  /** Static assets ([assets] in wrangler.toml): the /docs UI files, the dashboard (/app) and the disposable-domain list. */
   ASSETS: Fetcher;
   PROJECT_LIMITER: DurableObjectNamespace<ProjectLimiter>;
+  /** `npm run project -- move <project> <shard>` (src/entrypoints/project-move.ts). */
+  PROJECT_MOVES: Workflow<MoveParams>;
   /** "development" enables local-only conveniences; anything else is a deployment. */
   ENVIRONMENT?: string;
   /** API requests per minute per project (default 1000). */

@@ -2,6 +2,7 @@ import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloud
 import type { Env } from "./env";
 import type { D1Source } from "./lib/d1-counter";
 import type { ExecutionParams } from "./services/workflows/executions";
+import type { MoveParams } from "./messages";
 
 export { ProjectLimiter } from "./entrypoints/project-limiter";
 
@@ -52,6 +53,14 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
     const [{ AutomationWorkflow: Automation }, { shardEnv, shardOfWork }] = await Promise.all([import("./entrypoints/automation"), import("./db/shards")]);
     // The execution's steps run on its project's data shard (params.shard; none: shard 0).
     return new Automation(this.ctx, shardEnv(this.env, await shardOfWork(this.env, event.payload))).run(event, step);
+  }
+}
+
+/** `npm run project -- move`: a project's rows to another shard (src/entrypoints/project-move.ts, loaded on the first run). */
+export class ProjectMoveWorkflow extends WorkflowEntrypoint<Env, MoveParams> {
+  async run(event: Readonly<WorkflowEvent<MoveParams>>, step: WorkflowStep) {
+    const { ProjectMove } = await import("./entrypoints/project-move");
+    return new ProjectMove(this.ctx, this.env).run(event, step);
   }
 }
 

@@ -81,6 +81,13 @@ export interface ExecutionParams extends OnShard {
   eventId: string | null;
 }
 
+/** What a run of the project move workflow (src/entrypoints/project-move.ts, `npm run project -- move`) is started with. */
+export interface MoveParams {
+  projectId: string;
+  /** The data shard the project goes to. */
+  to: number;
+}
+
 /** A chunk of a contact import: its rows numbered fromRow..toRow, a byte range of the file (contact_import_ranges; claimed in its batch). */
 export interface ImportChunkMessage extends OnShard {
   importId: string;

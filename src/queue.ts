@@ -1,7 +1,9 @@
-import { type ShardId, shardEnv, shardOfWork } from "./db/shards";
+import { type ShardId, shardEnv } from "./db/shards";
 import type { Env } from "./env";
 import { HandOver } from "./hand-over";
-import { backoffSeconds, type QueueConsumer, type QueuedMessage, type Verdict } from "./lib/queue-consumer";
+import { ACK, backoffSeconds, type QueueConsumer, type QueuedMessage, retryAfter, type Verdict } from "./lib/queue-consumer";
+import { sendAgainLater } from "./queues";
+import { MOVE_RETRY_SECONDS, routeOfWork } from "./services/shards/moving";
 import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
 import {
   BULK_QUEUE,
@@ -51,7 +53,7 @@ export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promi
   let verdicts: Verdict[];
   const handOver = new HandOver(env);
   try {
-    verdicts = await onShards(consumer, batch.messages, env, handOver);
+    verdicts = await onShards(consumer, batch.queue, batch.messages, env, handOver);
   } catch (err) {
     console.error(`consumer of ${batch.queue} failed; retrying its batch`, err);
     for (const message of batch.messages) message.retry({ delaySeconds: backoffSeconds(message.attempts) });
@@ -68,23 +70,45 @@ export async function handleQueue(batch: MessageBatch<unknown>, env: Env): Promi
 }
 
 /**
- * A batch's messages grouped by the data shard each names (src/db/shards.ts shardOfWork), the
+ * A batch's messages grouped by the data shard each one's project is on (routeOfWork), the
  * consumer run once per shard with that shard's env, the verdicts put back in the batch's order.
  * One shard (every small install, most batches): the consumer sees the batch as it came.
+ * Messages of a project that is moving between shards go back to their queue to wait
+ * (src/services/shards/moving.ts), acked here, or retried where the queue has no producer.
  */
-async function onShards(consumer: QueueConsumer<unknown, Env>, messages: readonly QueuedMessage<unknown>[], env: Env, handOver: HandOver): Promise<Verdict[]> {
+async function onShards(
+  consumer: QueueConsumer<unknown, Env>,
+  queue: string,
+  messages: readonly QueuedMessage<unknown>[],
+  env: Env,
+  handOver: HandOver,
+): Promise<Verdict[]> {
   const groups = new Map<ShardId, number[]>();
+  const held: number[] = [];
   for (const [i, message] of messages.entries()) {
-    const shard = await shardOfWork(env, message.body);
-    const group = groups.get(shard) ?? [];
+    const route = await routeOfWork(env, message.body);
+    if (route.held) {
+      held.push(i);
+      continue;
+    }
+    const group = groups.get(route.shard) ?? [];
     group.push(i);
-    groups.set(shard, group);
+    groups.set(route.shard, group);
   }
-  if (groups.size === 1) {
+  if (held.length === 0 && groups.size === 1) {
     const [shard] = groups.keys();
     return consumer(messages, shardEnv(env, shard), handOver);
   }
   const verdicts: Verdict[] = new Array(messages.length);
+  if (held.length > 0) {
+    const sentAgain = await sendAgainLater(
+      env,
+      queue,
+      held.map((i) => messages[i].body),
+      MOVE_RETRY_SECONDS,
+    );
+    for (const i of held) verdicts[i] = sentAgain ? ACK : retryAfter(MOVE_RETRY_SECONDS);
+  }
   for (const [shard, indexes] of groups) {
     const got = await consumer(
       indexes.map((i) => messages[i]),

@@ -2,6 +2,7 @@ import { type ShardId, shardField, shardOf } from "./db/shards";
 import type { Env } from "./env";
 import { chunks, QUEUE_BATCH } from "./lib/chunks";
 import type { CampaignEmailMessage, CampaignPageMessage, ImportChunkMessage, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
+import { BULK_QUEUE, IMPORT_QUEUE, SEND_QUEUE, WEBHOOK_QUEUE_NAME, WORKFLOW_QUEUE_NAME } from "./messages";
 
 /**
  * Every queue producer of the Worker (names and bodies: messages.ts;
@@ -183,4 +184,31 @@ export class WebhookEventCoalescer {
       lane.sending = false;
     }
   }
+}
+
+// Moves ---------------------------------------------------------------------
+
+/** The producer binding of each queue a held message can go back to (dead-letter queues have none). */
+const PRODUCER_OF: Readonly<Record<string, "EMAIL_QUEUE" | "EMAIL_BULK_QUEUE" | "IMPORT_QUEUE" | "WORKFLOW_QUEUE" | "WEBHOOK_QUEUE">> = {
+  [SEND_QUEUE]: "EMAIL_QUEUE",
+  [BULK_QUEUE]: "EMAIL_BULK_QUEUE",
+  [IMPORT_QUEUE]: "IMPORT_QUEUE",
+  [WORKFLOW_QUEUE_NAME]: "WORKFLOW_QUEUE",
+  [WEBHOOK_QUEUE_NAME]: "WEBHOOK_QUEUE",
+};
+
+/**
+ * Messages of a project that is moving between shards (src/services/shards/moving.ts), sent to their
+ * queue again with a delay, so waiting for the move uses up none of their retries; throws when
+ * queueing failed. False when the queue has no producer here (a dead-letter queue): retry those instead.
+ */
+export async function sendAgainLater(env: Env, queueName: string, bodies: readonly unknown[], delaySeconds: number): Promise<boolean> {
+  const binding = Object.hasOwn(PRODUCER_OF, queueName) ? PRODUCER_OF[queueName] : undefined;
+  if (!binding) return false;
+  if (bodies.length > 0)
+    await sendAll(
+      env[binding] as Queue<unknown>,
+      bodies.map((body) => ({ body, delaySeconds })),
+    );
+  return true;
 }

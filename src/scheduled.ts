@@ -14,6 +14,7 @@ import { runReputationCheck } from "./services/reputation";
 import { runImportJobs } from "./services/contact-imports/recovery";
 import { runObjectExpiry } from "./services/storage/expiry";
 import { runArchive } from "./services/archive/run";
+import { shardsInMoves } from "./services/shards/moving";
 
 /** One scheduled job: runs on every Cron Trigger tick (wrangler.toml [triggers]); what its writes record leaves through the tick's door. */
 export type ScheduledJob = (env: Env, now: Date, afterCommit: AfterCommit) => Promise<unknown>;
@@ -57,9 +58,16 @@ export async function runScheduledJobs(env: Env, controller: Pick<ScheduledContr
   const now = new Date(controller.scheduledTime);
   const results: Record<string, unknown> = {};
   const handOver = new HandOver(env);
+  // A move copies between two shards: their project jobs wait for the next tick after it (src/services/shards/moving.ts).
+  const moving = await shardsInMoves(env);
   for (const [name, job] of Object.entries(SCHEDULED_JOBS)) {
     for (const shard of CONTROL_JOBS.has(name) ? [0] : shardIds(env)) {
       const key = shard === 0 ? name : `${name}@${shard}`;
+      const skipped = CONTROL_JOBS.has(name) ? undefined : moving.get(shard);
+      if (skipped) {
+        results[key] = { skipped };
+        continue;
+      }
       try {
         results[key] = await job(shardEnv(env, shard), now, handOver);
       } catch (err) {

@@ -6,6 +6,7 @@ import { assertClientWithinLimit } from "./client-limit";
 import { ApiError } from "../lib/errors";
 import { cachedKeyLookup, isWellFormedKey, type KeyLookup } from "../services/api-keys";
 import { sendingPausedError } from "../services/reputation";
+import { isWrite, projectMovingError } from "../services/shards/moving";
 
 /**
  * Resolves `Authorization: Bearer <key>` to a project.
@@ -38,6 +39,8 @@ export const authenticate = (options: { allowPublic?: boolean; lookup?: KeyLooku
         suggestion: "Use a secret key (sk_) from your server for this endpoint.",
       });
     }
+    // A project moving between shards (npm run project -- move) reads but does not write until the move ends.
+    if (owner.movingTo !== null && isWrite(c.req.method)) throw projectMovingError();
     c.set("auth", { projectId: owner.projectId, keyKind: owner.kind, doubleOptIn: owner.doubleOptIn, sendingPaused: owner.sendingPaused, shard: owner.shard });
     // From here on the request runs on the project's data shard: c.env.DB is that shard (control tables: controlDb(c.env)).
     rememberRoute(owner.projectId, { shard: owner.shard, movingTo: owner.movingTo });

@@ -1,0 +1,95 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { forgetRoute } from "../../src/db/shards";
+import { runScheduledJobs } from "../../src/scheduled";
+import { MOVE_RETRY_SECONDS } from "../../src/services/shards/moving";
+import { clearMoving, markMoving } from "../../src/store/moves";
+import type { Email } from "../support/api";
+import { call, expectError, newProject } from "../support/http";
+import { sendingSetup } from "../support/sending";
+import { move, POPULATED, populatedProject, rowsOn } from "./support";
+
+describe("npm run project -- move (ProjectMoveWorkflow)", () => {
+  it("copies every row of a project to the other shard, switches it and deletes the old rows", async () => {
+    const p = await populatedProject();
+    const before = await rowsOn(0, p.project.id);
+    expect(Object.keys(before).sort()).toEqual(expect.arrayContaining(POPULATED.sort()));
+    expect(await rowsOn(1, p.project.id)).toEqual({});
+
+    const moved = await move(p.project.id, 1);
+    expect(moved, moved.error).toMatchObject({ status: "complete", output: { status: "moved", from: 0, to: 1 } });
+
+    expect(await rowsOn(1, p.project.id)).toEqual(before);
+    // The control database keeps the project's registry row, nothing else.
+    expect(await rowsOn(0, p.project.id)).toEqual({ projects: 1 });
+    const route = await env.DB.prepare("SELECT shard, moving_to FROM project_shards WHERE project_id = ?1").bind(p.project.id).first();
+    expect(route).toEqual({ shard: 1, moving_to: null });
+  }, 60_000);
+});
+
+describe("while a project moves", () => {
+  it("its API writes answer 503 with Retry-After and change nothing; reads go on; writes work again after", async () => {
+    const p = await newProject("busy");
+    expect((await p.api.post("/contacts", { email: "first@example.org" })).status).toBeLessThan(300);
+    // The move's first step: the mark (a fresh app below, so no isolate cache still says otherwise).
+    await markMoving(env.DB, p.id, 0, 1).run();
+    forgetRoute(p.id);
+    const app = createApp();
+    const as = (method: string, path: string, body?: unknown) => call(method, path, { key: p.secretKey, body, handler: app.fetch });
+
+    const refused = await as("POST", "/contacts", { email: "during@example.org" });
+    const error = expectError(refused, 503, "SERVICE_UNAVAILABLE");
+    expect(error.message).toContain("being moved");
+    expect(refused.headers.get("Retry-After")).toBe(String(MOVE_RETRY_SECONDS));
+    expectError(await as("POST", "/v1/track", { email: "during@example.org", event: "x" }), 503);
+    expectError(await as("DELETE", "/contacts/first@example.org"), 503);
+    const list = await as("GET", "/contacts");
+    expect(list.status).toBe(200);
+    expect((list.body as { contacts: { email: string }[] }).contacts.map((c) => c.email)).toEqual(["first@example.org"]);
+
+    await clearMoving(env.DB, p.id).run();
+    forgetRoute(p.id);
+    const after = createApp();
+    expect((await call("POST", "/contacts", { key: p.secretKey, body: { email: "during@example.org" }, handler: after.fetch })).status).toBeLessThan(300);
+  });
+
+  it("a queued email waits (sent again later, not failed) and is sent once after the move, from the new shard", async () => {
+    const s = await sendingSetup();
+    const sent = await s.send({ to: "wait@example.org", from: s.from, subject: "Held", body: "<p>Held</p>" });
+    expect(sent.status).toBe(200);
+    const emailId = sent.body.data.emails[0].email;
+    const queued = s.queue.take().map((m) => m.body);
+    await markMoving(env.DB, s.project.id, 0, 1).run();
+    forgetRoute(s.project.id);
+
+    const held = await s.deliver(queued);
+    expect(held.retryMessages).toEqual([]);
+    expect(s.ses.calls).toHaveLength(0);
+    const again = s.queue.take();
+    expect(again.map((m) => [m.body.emailId, m.delaySeconds])).toEqual([[emailId, MOVE_RETRY_SECONDS]]);
+    expect(await env.DB.prepare("SELECT status FROM emails WHERE id = ?1").bind(emailId).first("status")).toBe("QUEUED");
+
+    // The move itself (marked already: the workflow goes on from the mark).
+    expect(await move(s.project.id, 1)).toMatchObject({ status: "complete", output: { status: "moved", from: 0, to: 1 } });
+    await s.deliver(again.map((m) => m.body));
+    await s.deliver(queued); // the first message again (a queue delivers at least once): nothing twice
+    expect(s.ses.calls).toHaveLength(1);
+    expect(await env.SHARD_1!.prepare("SELECT status FROM emails WHERE id = ?1").bind(emailId).first("status")).toBe("SENT");
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM emails WHERE id = ?1").bind(emailId).first("n")).toBe(0);
+    // Through a fresh app: the move waits out the isolates' key caches (5 s) before it switches; the test skips that wait.
+    const read = await call<Email>("GET", `/emails/${emailId}`, { key: s.project.secretKey, handler: createApp().fetch, env: s.env });
+    expect(read.body.status).toBe("SENT");
+  });
+
+  it("the cron leaves both shards' project jobs alone until the move ends", async () => {
+    const p = await newProject("cron");
+    await markMoving(env.DB, p.id, 0, 1).run();
+    const results = await runScheduledJobs(env, { scheduledTime: Date.now() });
+    expect(results.stuckEmails).toEqual({ skipped: "a project is moving between shards 0 and 1" });
+    expect(results["stuckEmails@1"]).toEqual({ skipped: "a project is moving between shards 0 and 1" });
+    expect(results.domainChecks).not.toHaveProperty("skipped");
+    await clearMoving(env.DB, p.id).run();
+    expect((await runScheduledJobs(env, { scheduledTime: Date.now() })).stuckEmails).not.toHaveProperty("skipped");
+  });
+});
