@@ -19,3 +19,45 @@ CREATE INDEX `emails_html_kept_idx` ON `emails` (`id`) WHERE html != '' AND stat
 -- the contact's events list, the cascade on contact deletion): (contact_id, id) only
 -- saved the contact's events list a sort by id, at one entry per event.
 DROP INDEX `events_contact_id_idx`;
+--> statement-breakpoint
+-- Stored bytes (migration 0019) no longer count an empty JSON object: an event without data
+-- and a sent email (its HTML in R2, its headers '{}' since 0022) add and take off nothing, so
+-- their insert and delete write no projects row (opens, most events, every archived email).
+DROP TRIGGER `emails_bytes_insert`;--> statement-breakpoint
+CREATE TRIGGER emails_bytes_insert AFTER INSERT ON emails
+  WHEN NEW.html != '' OR NEW.headers != '{}'
+BEGIN
+  UPDATE projects SET stored_bytes = stored_bytes + length(CAST(NEW.html AS BLOB))
+    + CASE NEW.headers WHEN '{}' THEN 0 ELSE length(CAST(NEW.headers AS BLOB)) END WHERE id = NEW.project_id;
+END;--> statement-breakpoint
+DROP TRIGGER `emails_bytes_update`;--> statement-breakpoint
+CREATE TRIGGER emails_bytes_update AFTER UPDATE OF html, headers ON emails
+  WHEN OLD.html IS NOT NEW.html OR OLD.headers IS NOT NEW.headers
+BEGIN
+  UPDATE projects SET stored_bytes = max(0, stored_bytes
+    + length(CAST(NEW.html AS BLOB)) + CASE NEW.headers WHEN '{}' THEN 0 ELSE length(CAST(NEW.headers AS BLOB)) END
+    - length(CAST(OLD.html AS BLOB)) - CASE OLD.headers WHEN '{}' THEN 0 ELSE length(CAST(OLD.headers AS BLOB)) END) WHERE id = NEW.project_id;
+END;--> statement-breakpoint
+DROP TRIGGER `emails_bytes_delete`;--> statement-breakpoint
+CREATE TRIGGER emails_bytes_delete AFTER DELETE ON emails
+  WHEN OLD.html != '' OR OLD.headers != '{}'
+BEGIN
+  UPDATE projects SET stored_bytes = max(0, stored_bytes - length(CAST(OLD.html AS BLOB))
+    - CASE OLD.headers WHEN '{}' THEN 0 ELSE length(CAST(OLD.headers AS BLOB)) END) WHERE id = OLD.project_id;
+END;--> statement-breakpoint
+DROP TRIGGER `events_bytes_insert`;--> statement-breakpoint
+CREATE TRIGGER events_bytes_insert AFTER INSERT ON events
+  WHEN NEW.data != '{}'
+BEGIN
+  UPDATE projects SET stored_bytes = stored_bytes + length(CAST(NEW.data AS BLOB)) WHERE id = NEW.project_id;
+END;--> statement-breakpoint
+DROP TRIGGER `events_bytes_delete`;--> statement-breakpoint
+CREATE TRIGGER events_bytes_delete AFTER DELETE ON events
+  WHEN OLD.data != '{}'
+BEGIN
+  UPDATE projects SET stored_bytes = max(0, stored_bytes - length(CAST(OLD.data AS BLOB))) WHERE id = OLD.project_id;
+END;--> statement-breakpoint
+-- The two bytes each existing '{}' was counted with, taken off once (one pass over both tables).
+UPDATE projects SET stored_bytes = max(0, stored_bytes
+  - 2 * (SELECT count(*) FROM emails WHERE emails.project_id = projects.id AND emails.headers = '{}')
+  - 2 * (SELECT count(*) FROM events WHERE events.project_id = projects.id AND events.data = '{}'));

@@ -17,7 +17,8 @@
 // BENCH_CAMPAIGN_CONTACTS, BENCH_CAMPAIGN_TIMEOUT, BENCH_PRIORITY_CONTACTS, BENCH_STARTUP_RUNS,
 // BENCH_INSPECTOR, BENCH_PROFILE, BENCH_SERVER_LOG, BENCH_PORTS=<first>-<last> (servers only on those
 // ports), BENCH_STARTUP_STATE (defaults in lib.mjs); BENCH_WEBHOOK_EVENTS,
-// BENCH_WEBHOOK_PAIRS, BENCH_WEBHOOK_WINDOW, BENCH_WEBHOOK_CONCURRENCY (scripts/bench/webhooks.mjs).
+// BENCH_WEBHOOK_PAIRS, BENCH_WEBHOOK_WINDOW, BENCH_WEBHOOK_CONCURRENCY (scripts/bench/webhooks.mjs);
+// BENCH_ROWS_EMAILS (scripts/bench/rows.mjs).
 import { randomUUID } from "node:crypto";
 import { campaignSection, prioritySection } from "./campaign.mjs";
 import {
@@ -37,6 +38,7 @@ import {
 } from "./lib.mjs";
 import { listSection } from "./list.mjs";
 import { productionSection } from "./production.mjs";
+import { rowsSection } from "./rows.mjs";
 import { startProfiler } from "./profile.mjs";
 import { attachmentsSection, consumerSection } from "./sending.mjs";
 import { dashboardSection, importSection } from "./standalone-scripts.mjs";
@@ -55,6 +57,7 @@ const SECTIONS = [
   { ...productionSection, standalone: true },
   { ...prioritySection, standalone: true },
   { ...webhooksSection, standalone: true },
+  { ...rowsSection, standalone: true },
   startupSection,
   importSection,
   dashboardSection,

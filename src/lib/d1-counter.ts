@@ -21,12 +21,25 @@ export interface D1Stats {
   rowsWritten: number;
   /** D1's meta.rows_read summed. */
   rowsRead: number;
+  /** Rows the capture provider's own statements wrote (SES writes nothing to D1: the bench leaves them out). */
+  captureRowsWritten: number;
+  /** The database's size in bytes after the last statement counted (meta.size_after: pages, free ones included). */
+  sizeAfter: number;
   /** Rows written by SQL text, when the holder asks for it (a test's breakdown); the HTTP endpoint leaves it out. */
   bySql?: Map<string, { statements: number; rowsWritten: number }>;
 }
 
 /** Counters at zero (a test's own, or a reset). */
-export const emptyD1Stats = (): D1Stats => ({ statements: 0, batches: 0, roundTrips: 0, captureStatements: 0, rowsWritten: 0, rowsRead: 0 });
+export const emptyD1Stats = (): D1Stats => ({
+  statements: 0,
+  batches: 0,
+  roundTrips: 0,
+  captureStatements: 0,
+  rowsWritten: 0,
+  rowsRead: 0,
+  captureRowsWritten: 0,
+  sizeAfter: 0,
+});
 
 /** Which handler ran a statement: the HTTP API, the queue consumers (the consumer's own count) or the cron. */
 export type D1Source = "fetch" | "queue" | "scheduled";
@@ -45,7 +58,7 @@ export const d1Stats: D1Stats & { bySource: Record<D1Source, D1Stats> } = {
 
 const real = new WeakMap<object, { statement: D1PreparedStatement; sql: string }>();
 
-type Meta = { rows_written?: number; rows_read?: number } | undefined;
+type Meta = { rows_written?: number; rows_read?: number; size_after?: number } | undefined;
 
 function count(into: readonly D1Stats[], sql: string, capture = sql.includes("captured_messages")) {
   for (const stats of into) {
@@ -55,12 +68,14 @@ function count(into: readonly D1Stats[], sql: string, capture = sql.includes("ca
   }
 }
 
-function addMeta(into: readonly D1Stats[], sql: string, meta: Meta) {
+function addMeta(into: readonly D1Stats[], sql: string, meta: Meta, capture = sql.includes("captured_messages")) {
   const written = meta?.rows_written ?? 0;
   const read = meta?.rows_read ?? 0;
   for (const stats of into) {
     stats.rowsWritten += written;
     stats.rowsRead += read;
+    if (capture) stats.captureRowsWritten += written;
+    if (meta?.size_after) stats.sizeAfter = meta.size_after;
     if (stats.bySql) {
       const entry = stats.bySql.get(sql) ?? { statements: 0, rowsWritten: 0 };
       entry.statements++;
@@ -141,7 +156,7 @@ export function countingD1(db: D1Database, ...into: D1Stats[]): D1Database {
             return found[i]?.statement ?? s;
           });
           const results = await target.batch(unwrapped);
-          for (const [i, result] of results.entries()) addMeta(targets, found[i]?.sql ?? "", result?.meta as Meta);
+          for (const [i, result] of results.entries()) addMeta(targets, found[i]?.sql ?? "", result?.meta as Meta, capture);
           return results;
         };
       }

@@ -13,7 +13,8 @@ import type { Env } from "../../src/env";
 import { countingD1, type D1Stats, emptyD1Stats } from "../../src/lib/d1-counter";
 import { SEND_QUEUE } from "../../src/messages";
 import { clearSnsKeyCache } from "../../src/outside/sns";
-import { dropOldEmailHtml, pruneOldEmails, pruneOldEvents } from "../../src/services/retention";
+import { runArchive } from "../../src/services/archive/run";
+import { dropOldEmailHtml } from "../../src/services/retention";
 import { sweepStuckEmails } from "../../src/services/send/sweep";
 import { notification, sesEvent, sign, snsHandler } from "../fakes/sns";
 import type { Email, SesFeedbackResponse } from "../support/api";
@@ -29,7 +30,7 @@ const decodeAttribute = (value: string) => value.replace(/&amp;/g, "&");
 /** A sending project whose D1 is counted: `rows(phase, fn)` runs fn and returns the rows it wrote. */
 async function countedSetup() {
   clearSnsKeyCache();
-  const s = await sendingSetup({ SES_CONFIGURATION_SET: "events" });
+  const s = await sendingSetup({ SES_CONFIGURATION_SET: "events", SEND_RATE_PER_SECOND: "100000" });
   s.serve(snsHandler);
   const stats: D1Stats = { ...emptyD1Stats(), bySql: new Map() };
   const counted = { ...s.env, DB: countingD1(env.DB, stats) } as Env;
@@ -118,29 +119,29 @@ async function life({ s, counted, request, rows }: Counted, addresses: string[])
   });
   for (const id of ids) expect((await request<Email>("GET", `/emails/${id}`, { key })).body).toMatchObject({ status: "CLICKED", opens: 1, clicks: 1 });
 
-  // The cron's retention jobs, each past its window (they find only these emails' rows: the earlier ones are gone).
+  // The cron's jobs, each past its window (they find only these emails' rows: the earlier ones are gone).
   const db = getDb(counted.DB);
   phases["body gone"] = await rows(async () => {
     // Sent mail's HTML left D1 at SENT (R2 holds it); this drops what is left, if anything.
     await dropOldEmailHtml(db, counted, new Date(Date.now() + 31 * DAY_MS));
   });
   phases["record gone"] = await rows(async () => {
-    const at = new Date(Date.now() + 366 * DAY_MS);
-    expect(await pruneOldEmails(db, counted, at)).toBe(addresses.length);
-    expect(await pruneOldEvents(db, counted, at)).toBe(2 * addresses.length); // email.opened, email.clicked
+    // Past the hot window (EMAIL_HOT_DAYS) the archive job moves the records and their events to R2.
+    await runArchive(counted, new Date(Date.now() + 91 * DAY_MS));
   });
-  for (const id of ids) expect((await request("GET", `/emails/${id}`, { key })).status).toBe(404);
+  for (const id of ids) expect((await request<{ archived?: boolean }>("GET", `/emails/${id}`, { key })).body.archived).toBe(true);
   return phases;
 }
 
 /**
- * Rows written per email by phase, at most (an email among ten sent together, the project's rows of the day
- * existing). Before issue 34: 12, 9, 3, 11, 11, 2, 6 = 54; the goal is 25 (docs/performance.md says what is left).
+ * Rows written per email by phase (an email among ten sent together, the project's rows of the day existing).
+ * Before issue 34: accepted 12, sent 9, delivered 3, opened 11, clicked 11, body gone 2, record gone 6 = 54.
+ * The goal is 25; docs/performance.md "Rows written per email" says where the rest go.
  */
-const BUDGET = { accepted: 11, sent: 9.2, delivered: 3, opened: 10, clicked: 10, "body gone": 2, "record gone": 6 };
+const BUDGET = { accepted: 11, sent: 9.2, delivered: 2, opened: 8, clicked: 9, "body gone": 0, "record gone": 4.8 };
 
 describe("D1 rows written over an email's life (meta.rows_written: rows, index entries, triggers)", () => {
-  it("accepted, sent, delivered, opened, clicked, body and record gone: each phase within its budget", async () => {
+  it("accepted, sent, delivered, opened, clicked, body and record gone: each phase as pinned", async () => {
     const setup = await countedSetup();
     // A first email creates the project's rows of the day (usage, reputation, R2 ledger): not per email.
     await life(setup, ["first@example.com"]);
@@ -151,9 +152,7 @@ describe("D1 rows written over an email's life (meta.rows_written: rows, index e
     );
     const perEmail = Object.fromEntries(Object.entries(phases).map(([phase, p]) => [phase, p.written / n]));
     const total = Object.values(perEmail).reduce((sum, x) => sum + x, 0);
-    const over = Object.entries(perEmail).filter(([phase, rows]) => rows > BUDGET[phase as keyof typeof BUDGET]);
-    expect(over, `${total} rows per email: ${JSON.stringify(perEmail)}\n${JSON.stringify(phases, null, 1)}`).toEqual([]);
-    expect(total).toBeLessThanOrEqual(Object.values(BUDGET).reduce((sum, x) => sum + x, 0));
+    expect(perEmail, `${total} rows per email\n${JSON.stringify(phases, null, 1)}`).toEqual(BUDGET);
   });
 });
 
@@ -193,5 +192,34 @@ describe("the queries on what migration 0028 re-indexed still use an index", () 
     const byContact = Object.entries(plans).filter(([sql]) => sql.includes('"events"."contact_id" = ?'));
     expect(byContact.length, JSON.stringify(plans, null, 1)).toBe(2);
     for (const [, plan] of byContact) expect(plan.join("; ")).toContain("events_contact_name_created_idx (contact_id=?)");
+  });
+});
+
+describe("D1 bytes per sent email", () => {
+  it("at most 2 KB with its indexes, once its body has left D1 (meta.size_after over 200 emails)", async () => {
+    const { s, counted, request } = await countedSetup();
+    const key = s.project.secretKey;
+    const size = async () => (await env.DB.prepare("SELECT 1").run()).meta.size_after as number;
+    const addresses = Array.from({ length: 200 }, (_, i) => `reader${i}@example.com`);
+    for (const email of addresses) expect((await request("POST", "/contacts", { key, body: { email } })).status).toBe(201);
+    const before = await size();
+    // Waves of 50, each sent before the next is accepted: the pages a sent body frees are reused by the next
+    // wave's, as in steady state, so the growth is what sent emails keep (rows and index entries, page slack included).
+    for (let i = 0; i < addresses.length; i += 50) {
+      const res = await request("POST", "/v1/send", {
+        key,
+        body: { to: addresses.slice(i, i + 50), from: s.from, subject: "Your weekly digest", body: `<p>${"Hello there, reader. ".repeat(200)}</p>` },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      await runConsumer(
+        SEND_QUEUE,
+        counted,
+        s.queue.take().map((m) => ({ body: m.body })),
+      );
+    }
+    expect((await request<{ data: { total: number } }>("GET", "/emails?status=SENT&limit=1", { key })).body.data.total).toBe(200);
+    const perEmail = ((await size()) - before) / addresses.length;
+    console.log(`D1 bytes per sent email: ${perEmail}`);
+    expect(perEmail).toBeLessThanOrEqual(2048);
   });
 });

@@ -1,0 +1,143 @@
+// D1 rows written (meta.rows_written: table rows, index entries, triggers' writes; what D1 bills) per
+// email over its life and per request path, counted by the Worker itself (BENCH_COUNT_D1=all, GET
+// /dev/d1-stats) on a server of its own, and what they cost per million emails. The phases a local
+// server cannot drive (SES's delivery feedback through signed SNS, the retention and archive crons
+// 30 and 90 days on) are measured by test/store/rows-written.test.ts, which drives all of them.
+import { createHmac } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import { api, applyMigrations, createProject, executeSql, fmt, log, report, send, settings, sleep, startServer, verifiedDomainSql } from "./lib.mjs";
+
+const STATE_DIR = ".wrangler/bench-rows-state";
+const SECRET = "bench-only-secret-at-least-32-bytes-long"; // lib.mjs startServer's LINK_SIGNING_SECRET
+const EMAILS = Number(process.env.BENCH_ROWS_EMAILS ?? 100);
+/** D1's price per million rows written past the included 50 M a month (docs/capacity.md). */
+const DOLLARS_PER_MILLION_ROWS = 1.0;
+/** Phases only the test drives, per email (test/store/rows-written.test.ts; docs/performance.md). */
+const TEST_PHASES = { delivered: 2, "body gone": 0, "record gone (archive)": 4.8 };
+
+/** The signature of a tracking link, as src/services/tracking/signing.ts makes it. */
+const sign = (purpose, ...parts) =>
+  createHmac("sha256", SECRET)
+    .update([purpose, ...parts.map((p) => `${p.length}:${p}`)].join("\n"))
+    .digest("base64url");
+
+export const rowsSection = {
+  key: "rows",
+  title: `D1 rows written per email (${EMAILS} emails) and per request path, and the cost per million emails`,
+  async run() {
+    applyMigrations(STATE_DIR);
+    const project = createProject("bench-rows", STATE_DIR);
+    const domain = `rows.${settings.domain}`;
+    executeSql(verifiedDomainSql(project.id, domain), STATE_DIR);
+    const server = await startServer(STATE_DIR, { BENCH_COUNT_D1: "all" });
+    const { base } = server;
+    const key = project.secretKey;
+    const from = `hello@${domain}`;
+    const stats = () => api(base, null, "GET", "/dev/d1-stats");
+    // The capture provider's own writes are left out (SES writes nothing to D1).
+    const written = async () => {
+      const s = await stats();
+      if (!s.counting || s.rowsWritten === undefined) throw new Error("the Worker does not count D1 rows (BENCH_COUNT_D1=all, ENVIRONMENT=development)");
+      return s.rowsWritten - s.captureRowsWritten;
+    };
+    const rows = async (fn) => {
+      const before = await written();
+      await fn();
+      return (await written()) - before;
+    };
+    const ok = async (method, path, body, expect = [200, 201]) => {
+      const res = await send(base, { method, path, key, body });
+      if (!expect.includes(res.status)) throw new Error(`${method} ${path} answered ${res.status}: ${res.text.slice(0, 200)}`);
+      return res.text ? JSON.parse(res.text) : null;
+    };
+    const waitSent = async (n) => {
+      const deadline = performance.now() + settings.sendTimeoutS * 1000;
+      while (performance.now() < deadline) {
+        if ((await api(base, key, "GET", "/emails?status=SENT&limit=1")).data.total >= n) return;
+        await sleep(100);
+      }
+      throw new Error(`fewer than ${n} emails SENT after ${settings.sendTimeoutS} s`);
+    };
+    const track = (id) => `/t/o/${id}?s=${sign("open", id)}`;
+    const link = "https://docs.example/news";
+    const click = (id) => `/t/c/${id}?u=${encodeURIComponent(link)}&s=${sign("click", id, link)}`;
+    const body = `<p>Hi {{email}}, read <a href="${link}">the news</a>.</p>`;
+
+    /** One life: contacts, one send to all of them, SENT, one open and one click each; rows by phase. */
+    let sentSoFar = 0;
+    async function life(prefix, n) {
+      const addresses = Array.from({ length: n }, (_, i) => `${prefix}${i}@bench.test`);
+      const phases = {};
+      phases.contact = await rows(async () => {
+        for (const email of addresses) await ok("POST", "/contacts", { email });
+      });
+      const ids = [];
+      phases.accepted = await rows(async () => {
+        for (let i = 0; i < n; i += 50) {
+          const res = await ok("POST", "/v1/send", { to: addresses.slice(i, i + 50), from, subject: "Hello", body });
+          ids.push(...res.data.emails.map((e) => e.email));
+        }
+      });
+      sentSoFar += n;
+      phases.sent = await rows(() => waitSent(sentSoFar));
+      phases.opened = await rows(async () => {
+        for (const id of ids) await send(base, { path: track(id) });
+      });
+      phases.clicked = await rows(async () => {
+        // The redirect itself, not where it leads.
+        for (const id of ids) await (await fetch(base + click(id), { redirect: "manual" })).text();
+      });
+      return Object.fromEntries(Object.entries(phases).map(([phase, r]) => [phase, r / n]));
+    }
+
+    // A first life creates the project's rows of the day (usage, reputation, R2 ledger) and warms the key cache.
+    await life("warm", 1);
+    log(`rows: ${EMAILS} emails through their life`);
+    const perEmail = await life("life", EMAILS);
+    const { contact, ...emailPhases } = perEmail;
+    const measured = Object.values(emailPhases).reduce((a, b) => a + b, 0);
+    const total = measured + Object.values(TEST_PHASES).reduce((a, b) => a + b, 0);
+    const phaseText = (o) =>
+      Object.entries(o)
+        .map(([p, r]) => `${p} ${fmt(r, 1)}`)
+        .join(", ");
+    report("D1 rows written per email over its life", fmt(total, 1), {
+      goal: "<= 25",
+      met: total <= 25,
+      shape: `${EMAILS} emails to existing contacts (50 per /v1/send), capture provider (its own rows left out), one open and one click each`,
+      detail: `here: ${phaseText(emailPhases)}; from test/store/rows-written.test.ts: ${phaseText(TEST_PHASES)}`,
+    });
+    report("D1 rows written per contact created (POST /contacts)", fmt(contact, 1), { shape: "a new address, no data" });
+
+    // Per request path, one request at a time on a warm isolate.
+    const path = async (name, fn, unit = 1) => {
+      const r = (await rows(fn)) / unit;
+      report(`D1 rows written: ${name}`, fmt(r, 1), { shape: "one request, warm isolate" });
+      return r;
+    };
+    await path("POST /v1/track, new contact", () => ok("POST", "/v1/track", { email: "t1@bench.test", event: "visit" }));
+    await path("POST /v1/track, existing contact", () => ok("POST", "/v1/track", { email: "t1@bench.test", event: "visit" }));
+    await path("POST /contacts, new", () => ok("POST", "/contacts", { email: "c1@bench.test", data: { plan: "pro" } }));
+    await path("POST /contacts, existing", () => ok("POST", "/contacts", { email: "c1@bench.test", data: { plan: "team" } }));
+    await path("POST /v1/send, 1 recipient (existing contact)", () => ok("POST", "/v1/send", { to: "c1@bench.test", from, subject: "Hi", body }));
+    sentSoFar += 1;
+    await waitSent(sentSoFar);
+    const campaignRows = await rows(async () => {
+      const campaign = (await ok("POST", "/campaigns", { name: "Rows", subject: "News", body, from, audienceType: "ALL" })).data;
+      await ok("POST", `/campaigns/${campaign.id}/send`, {});
+      const deadline = performance.now() + settings.sendTimeoutS * 1000;
+      while (performance.now() < deadline && (await api(base, key, "GET", `/campaigns/${campaign.id}`)).data.status !== "SENT") await sleep(200);
+    });
+    const audience = (await api(base, key, "GET", "/contacts?limit=1")).data.total;
+    report("D1 rows written per campaign email (accepted -> SENT)", fmt(campaignRows / audience, 1), {
+      shape: `a campaign to all ${audience} contacts (create, send, pages, consumer)`,
+      detail: `${campaignRows} rows; the life's accepted + sent for /v1/send: ${fmt(emailPhases.accepted + emailPhases.sent, 1)}`,
+    });
+
+    report("D1 rows-written cost per million emails", `$${fmt(total * DOLLARS_PER_MILLION_ROWS, 2)}`, {
+      shape: `${fmt(total, 1)} rows per email x $${DOLLARS_PER_MILLION_ROWS.toFixed(2)} per million rows written (past the included 50 M a month)`,
+      detail: "storage and the other products: docs/capacity.md",
+    });
+    await server.stop();
+  },
+};
