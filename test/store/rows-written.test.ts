@@ -201,6 +201,7 @@ describe("D1 bytes per sent email", () => {
     const key = s.project.secretKey;
     const size = async () => (await env.DB.prepare("SELECT 1").run()).meta.size_after as number;
     const addresses = Array.from({ length: 200 }, (_, i) => `reader${i}@example.com`);
+    const empty = await size();
     for (const email of addresses) expect((await request("POST", "/contacts", { key, body: { email } })).status).toBe(201);
     const before = await size();
     // Waves of 50, each sent before the next is accepted: the pages a sent body frees are reused by the next
@@ -218,8 +219,12 @@ describe("D1 bytes per sent email", () => {
       );
     }
     expect((await request<{ data: { total: number } }>("GET", "/emails?status=SENT&limit=1", { key })).body.data.total).toBe(200);
-    const perEmail = ((await size()) - before) / addresses.length;
-    console.log(`D1 bytes per sent email: ${perEmail}`);
+    const sent = await size();
+    const perEmail = (sent - before) / addresses.length;
+    // For docs/capacity.md: a contact (address, no data) and an event (POST /v1/track, no data), the same way.
+    for (const email of addresses) expect((await request("POST", "/v1/track", { key, body: { email, event: "visit" } })).status).toBe(200);
+    const perEvent = ((await size()) - sent) / addresses.length;
+    console.log(`D1 bytes per sent email: ${perEmail}, per contact: ${(before - empty) / addresses.length}, per event: ${perEvent}`);
     expect(perEmail).toBeLessThanOrEqual(2048);
   });
 });
