@@ -71,7 +71,8 @@ export async function runImportJobs(env: Env, now: Date, limits = { resumeRowsPe
     await queueChunks(env, job.id, job.project_id, chunks);
     // Ranges left after this round's: the next tick goes on after its last one.
     const more = chunks.length < ranges.length || ranges.length === room;
-    await markResumed(d1, job.id, more && chunks.length > 0 ? chunks[chunks.length - 1].fromRow : 0, t).run();
+    const last = chunks.at(-1);
+    await markResumed(d1, job.id, more && last ? last.fromRow : 0, t).run();
     requeued += rows;
     if (chunks.length > 0) resumed.push(job.id);
   }
