@@ -149,7 +149,7 @@ export function countingD1(db: D1Database, ...into: D1Stats[]): D1Database {
             stats.roundTrips++;
           }
           const found = statements.map((s) => real.get(s));
-          // A batch of the capture provider's is all its own (the message rows and the raw mail's blob chunks).
+          // A batch of the capture provider's is all its own (its message rows; the raw mail is in R2).
           const capture = found.some((f) => f?.sql.includes("captured_messages"));
           const unwrapped = statements.map((s, i) => {
             count(targets, found[i]?.sql ?? "", capture);
