@@ -87,6 +87,20 @@ describe("an import's file in R2", () => {
     expect(contacts.get("lf600@example.com")!.data).toEqual({ name: "n600" });
   });
 
+  it("rows that grow as JSON (control characters) make smaller chunks: what a chunk binds stays under D1's 2 MB per value", async () => {
+    const s = await importSetup();
+    // 5 KB of the file per row, about 35 KB once its data is a JSON string inside JSON (\\u0001 per character).
+    const note = "\u0001".repeat(5000);
+    const res = await s.upload<{ id: string }>(`email,note\n${Array.from({ length: 100 }, (_, i) => `c${i}@example.com,${note}`).join("\n")}\n`);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const chunks = s.takeChunks();
+    // By bytes alone one chunk would hold all 100 rows (500 KB).
+    expect(chunks.map((c) => c.toRow - c.fromRow + 1).every((n) => n <= 26)).toBe(true);
+    await s.runChunks(chunks);
+    expect(await s.job(res.body.id)).toMatchObject({ status: "COMPLETED", created: 100, failed: 0 });
+    expect((await s.contacts()).get("c7@example.com")!.data).toEqual({ note });
+  });
+
   it("a file larger than one multipart part is written in parts and imported whole; a chunk delivered again imports nothing twice", async () => {
     const s = await importSetup();
     const note = "n".repeat(20_000);

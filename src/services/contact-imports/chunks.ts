@@ -4,9 +4,14 @@ import { enqueueImportChunks } from "../../queues";
 
 /** How an import's file is cut into chunks: one byte range of the R2 object, one D1 batch and one queue message each. */
 
-/** Rows per chunk, and bytes of the file per chunk. */
+/**
+ * Rows per chunk, bytes of the file per chunk (what its consumer reads and parses), and characters
+ * of its rows as JSON strings within JSON (what its D1 statements carry at most: the existing
+ * contacts' read binds each row's data that way), under D1's 2 MB per value.
+ */
 export const CHUNK_ROWS = 500;
 export const CHUNK_BYTES = 900_000;
+export const CHUNK_CHARS = 900_000;
 
 export type ChunkRange = Pick<ImportChunkMessage, "fromRow" | "toRow">;
 

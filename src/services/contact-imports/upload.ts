@@ -13,7 +13,7 @@ import { completeIfDone, dropImport, type ImportRange, insertImport, insertRange
 import { guardError, r2StoredBytesGuard, storedBytesGuard } from "../../store/guards";
 import { ImportFileWriter, IMPORTS_PREFIX, importKey } from "../../store/objects/imports";
 import { addObjectBytes } from "../../store/objects/usage";
-import { CHUNK_BYTES, CHUNK_ROWS, queueChunks } from "./chunks";
+import { CHUNK_BYTES, CHUNK_CHARS, CHUNK_ROWS, queueChunks } from "./chunks";
 import { CSV_OPTIONS, MAX_RECORD_CHARS, planColumns } from "./columns";
 import { getImport } from "./jobs";
 import { LastRows } from "./last-rows";
@@ -150,18 +150,22 @@ export async function createImport(
     let firstRow = 1;
     let start = headerEnd;
     let end = headerEnd;
+    let chars = 0;
     for (;;) {
       const next = await records.read();
       if (next.done) break;
       row++;
       const { record: cells, info } = next.value;
+      const rowChars = JSON.stringify(JSON.stringify(cells)).length + 1;
       // A range ends where a record ends, so it holds CHUNK_BYTES of rows at most, plus any blank lines before its first row.
-      if (row > firstRow && (row - firstRow >= CHUNK_ROWS || info.bytes - start > CHUNK_BYTES)) {
+      if (row > firstRow && (row - firstRow >= CHUNK_ROWS || info.bytes - start > CHUNK_BYTES || chars + rowChars > CHUNK_CHARS)) {
         ranges.push({ firstRow: firstRow, lastRow: row - 1, startByte: start, endByte: end, skip: [] });
         firstRow = row;
         start = end;
+        chars = 0;
       }
       end = info.bytes;
+      chars += rowChars;
       const parsed = EmailAddressSchema.safeParse(cells[plan.email] ?? "");
       if (parsed.success) {
         const replaced = lastRows.set(parsed.data, row);
