@@ -1,6 +1,5 @@
 import type { Email } from "../../db/schema";
-import type { ConfigInput } from "../../lib/config";
-import { readConfig } from "../../lib/config";
+import { type ConfigInput, readConfig } from "../../lib/config";
 import { readBody } from "../../store/objects/bodies";
 
 const DAY_MS = 86_400_000;
