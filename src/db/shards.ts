@@ -44,13 +44,25 @@ export function shardIds(env: Env): ShardId[] {
 
 const isD1 = (value: unknown): value is D1Database => typeof value === "object" && value !== null && "prepare" in value;
 
+/** Each data shard's D1 (as shardDb handed it out) -> the control D1 of its deployment. */
+const controlOfShard = new WeakMap<D1Database, D1Database>();
+
 /** The D1 database of one shard; a shard this deployment does not have is a RangeError (an operator's or a message's mistake). */
 export function shardDb(env: Env, shard: ShardId): D1Database {
   const base = controlEnv(env);
   if (shard === 0) return base.DB;
   const d1 = Number.isInteger(shard) && shard > 0 ? base[shardBinding(shard)] : undefined;
   if (!isD1(d1)) throw new RangeError(`no data shard ${shard}: bind SHARD_${shard} in wrangler.toml (docs/deploy.md "Adding a shard")`);
+  controlOfShard.set(d1, base.DB);
   return d1;
+}
+
+/**
+ * The control database behind a data D1 (for code handed only a project's D1, such as the
+ * sender check): shard 0's D1 is the control database itself.
+ */
+export function controlDbOf(d1: D1Database): D1Database {
+  return controlOfShard.get(d1) ?? d1;
 }
 
 /** Whether the deployment has this shard. */
@@ -203,4 +215,14 @@ export async function shardOfWork(env: Env, body: unknown): Promise<ShardId> {
 /** What a message or link says of the shard its work runs on: nothing for shard 0 (as before shards existed), else `{ shard }`. */
 export function shardField(shard: ShardId): { shard?: ShardId } {
   return shard === 0 ? {} : { shard };
+}
+
+/**
+ * The shards a key-less request tries for an email its signed link names: the link's shard first,
+ * then the others in order (the project moved since the link was sent: its rows left that shard).
+ * A shard this deployment does not have is skipped.
+ */
+export function shardsFrom(env: Env, named: ShardId): ShardId[] {
+  const all = shardIds(env);
+  return all.includes(named) ? [named, ...all.filter((s) => s !== named)] : all;
 }

@@ -9,7 +9,8 @@ import { escapeHtml, htmlPage } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { confirmSubscription, findConfirmation } from "../services/tracking/confirm";
-import { parseConfirmToken } from "../services/tracking/links";
+import { parseConfirmToken, parseLinkId } from "../services/tracking/links";
+import { hasShard, shardDb, shardEnv, shardsFrom } from "../db/shards";
 
 const tags = ["Double opt-in"];
 
@@ -73,9 +74,15 @@ export const confirmRouter = createRouter();
 confirmRouter
   .openapi(pageRoute, async (c) => {
     const { token } = c.req.valid("param");
-    const emailId = await parseConfirmToken(linkVerificationSecrets(c.env), token);
-    if (!emailId) return invalid(c);
-    const found = await findConfirmation(getDb(c.env.DB), emailId);
+    const id = await parseConfirmToken(linkVerificationSecrets(c.env), token);
+    if (!id) return invalid(c);
+    const { emailId, shard: named } = parseLinkId(id);
+    // The link's shard first; the others only when the email is not there (its project moved since).
+    let found = await findConfirmation(getDb(shardDb(c.env, hasShard(c.env, named) ? named : 0)), emailId);
+    for (const shard of shardsFrom(c.env, named).slice(1)) {
+      if (found.outcome !== "unknown") break;
+      found = await findConfirmation(getDb(shardDb(c.env, shard)), emailId);
+    }
     if (found.outcome !== "valid") return gone(c, found.outcome);
     if (found.subscribed) return htmlPage(c, 200, "Subscription confirmed", "Your subscription is already confirmed. You can close this page.");
     if (found.used) return gone(c, "used");
@@ -84,10 +91,16 @@ confirmRouter
   .openapi(confirmRoute, async (c) => {
     await assertClientWithinLimit(c.env, "confirm", c.req.raw.headers);
     const { token } = c.req.valid("param");
-    const emailId = await parseConfirmToken(linkVerificationSecrets(c.env), token);
-    if (!emailId) return invalid(c);
-    const db = getDb(c.env.DB);
-    const { outcome, projectId } = await confirmSubscription(db, c.env, emailId, c.get("afterCommit"));
+    const id = await parseConfirmToken(linkVerificationSecrets(c.env), token);
+    if (!id) return invalid(c);
+    const { emailId, shard: named } = parseLinkId(id);
+    let confirmed: Awaited<ReturnType<typeof confirmSubscription>> = { outcome: "unknown" };
+    for (const shard of shardsFrom(c.env, named)) {
+      const env = shardEnv(c.env, shard);
+      confirmed = await confirmSubscription(getDb(env.DB), env, emailId, c.get("afterCommit"));
+      if (confirmed.outcome !== "unknown") break;
+    }
+    const { outcome, projectId } = confirmed;
     if (outcome === "unknown" || outcome === "expired" || outcome === "used") return gone(c, outcome);
     // CONTACT_SUBSCRIBED workflows: the D1 trigger filled the outbox; the request's door dispatches them after the response.
     if (outcome === "confirmed" && projectId) c.get("afterCommit").mayHaveWorkflowTriggers(projectId);

@@ -1,5 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { getDb } from "../db/client";
+import { controlDb } from "../db/shards";
 import { createRouter } from "../lib/router";
 import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
@@ -82,22 +83,22 @@ const deleteRoute = createRoute({
 
 export const domainsRouter = createRouter()
   .openapi(listRoute, async (c) => {
-    const page = await listDomains(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
+    const page = await listDomains(getDb(controlDb(c.env)), c.get("auth").projectId, c.req.valid("query"));
     return c.json(success({ items: page.items.map(toDomainView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }), 200);
   })
   .openapi(createDomainRoute, async (c) => {
-    const domain = await createDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("json").domain, c.get("afterCommit"));
+    const domain = await createDomain(getDb(controlDb(c.env)), c.env, c.get("auth").projectId, c.req.valid("json").domain, c.get("afterCommit"));
     return c.json(toDomainView(domain), 201);
   })
   .openapi(getRoute, async (c) => {
-    const domain = await getDomain(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id);
+    const domain = await getDomain(getDb(controlDb(c.env)), c.get("auth").projectId, c.req.valid("param").id);
     return c.json(toDomainView(domain), 200);
   })
   .openapi(verifyRoute, async (c) => {
-    const domain = await verifyDomainNow(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, c.get("afterCommit"));
+    const domain = await verifyDomainNow(getDb(controlDb(c.env)), c.env, c.get("auth").projectId, c.req.valid("param").id, c.get("afterCommit"));
     return c.json(toDomainView(domain), 200);
   })
   .openapi(deleteRoute, async (c) => {
-    await deleteDomain(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, c.get("caches").get(verifiedDomainCache));
+    await deleteDomain(getDb(controlDb(c.env)), c.env, c.get("auth").projectId, c.req.valid("param").id, c.get("caches").get(verifiedDomainCache));
     return c.body(null, 204);
   });

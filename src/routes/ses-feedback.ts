@@ -6,7 +6,8 @@ import { readConfig } from "../lib/config";
 import { ApiError } from "../lib/errors";
 import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/openapi";
 import { createRouter } from "../lib/router";
-import { applySesFeedback } from "../services/feedback/ses";
+import { applySesFeedback, sesNotificationProject } from "../services/feedback/ses";
+import { routeOf, shardEnv, shardIds } from "../db/shards";
 import {
   devCertificateFetcher,
   failedCertificates,
@@ -107,14 +108,21 @@ sesFeedbackRouter.post("/webhooks/ses", async (c) => {
     throw err;
   }
 
-  let outcome: string;
+  let outcome = "unknown-email";
   if (message.Type === "SubscriptionConfirmation") {
     await confirmSubscription(message);
     outcome = "confirmed";
   } else if (message.Type === "UnsubscribeConfirmation") {
     outcome = "ignored";
   } else {
-    outcome = await applySesFeedback(getDb(c.env.DB), message.MessageId, message.Message, c.env, c.get("afterCommit"));
+    // The email's data shard: its project's (the em_project tag SES hands back; a cached route), else each shard in turn.
+    const projectId = sesNotificationProject(message.Message);
+    const shards = projectId ? [(await routeOf(c.env, projectId)).shard] : shardIds(c.env);
+    for (const shard of shards) {
+      const env = shardEnv(c.env, shard);
+      outcome = await applySesFeedback(getDb(env.DB), message.MessageId, message.Message, env, c.get("afterCommit"));
+      if (outcome !== "unknown-email") break;
+    }
   }
   return c.json(success({ type: message.Type, outcome }), 200);
 });

@@ -9,7 +9,8 @@ import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import type { Engagement } from "../services/emails/status";
 import { countedEngagements, recordLinkEngagement } from "../services/tracking/engagement-once";
-import { isTrackableUrl, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
+import { isTrackableUrl, parseLinkId, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
+import { hasShard, shardEnv } from "../db/shards";
 
 const tags = ["Tracking"];
 
@@ -66,9 +67,11 @@ const clickRoute = createRoute({
   },
 });
 
-/** One open or click, through the request's engagement cache and door. */
-function record(c: Context<AppBindings>, emailId: string, kind: Engagement, extra: { url?: string }) {
-  return recordLinkEngagement(getDb(c.env.DB), c.env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, kind, extra, c.get("afterCommit"));
+/** One open or click, through the request's engagement cache and door, on the data shard the signed link id names (links.ts linkId). */
+function record(c: Context<AppBindings>, id: string, kind: Engagement, extra: { url?: string }) {
+  const { emailId, shard } = parseLinkId(id);
+  const env = shardEnv(c.env, hasShard(c.env, shard) ? shard : 0);
+  return recordLinkEngagement(getDb(env.DB), env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, kind, extra, c.get("afterCommit"));
 }
 
 /** Records an open or click unless the email is unknown or its project has tracking turned off. */

@@ -9,7 +9,8 @@ import { ApiError } from "../lib/errors";
 import { escapeHtml, htmlPage } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
-import { parseUnsubscribeToken } from "../services/tracking/links";
+import { parseUnsubscribeToken, parseLinkId } from "../services/tracking/links";
+import { shardDb, shardEnv, shardsFrom } from "../db/shards";
 import { emailExists, unsubscribeByEmail } from "../services/tracking/unsubscribe";
 
 const tags = ["Unsubscribe"];
@@ -72,8 +73,10 @@ const confirmForm = (token: string) =>
   `<input type="hidden" name="List-Unsubscribe" value="One-Click"><input type="hidden" name="source" value="page">` +
   `<button type="submit">Unsubscribe</button></form>`;
 
+/** The email and data shard a token names (links.ts linkId), or null when it is malformed or forged. */
 async function emailIdOf(c: Context<AppBindings>, token: string) {
-  return parseUnsubscribeToken(linkVerificationSecrets(c.env), token);
+  const id = await parseUnsubscribeToken(linkVerificationSecrets(c.env), token);
+  return id ? parseLinkId(id) : null;
 }
 
 async function readForm(c: Context<AppBindings>): Promise<Record<string, unknown>> {
@@ -95,11 +98,16 @@ export const unsubscribeRouter = createRouter();
 unsubscribeRouter
   .openapi(pageRoute, async (c) => {
     const { token } = c.req.valid("param");
-    const emailId = await emailIdOf(c, token);
-    if (!emailId) {
+    const named = await emailIdOf(c, token);
+    if (!named) {
       return htmlPage(c, 400, "Invalid unsubscribe link", "This link is not valid. Please use the unsubscribe link exactly as it appears in the email.");
     }
-    if (!(await emailExists(getDb(c.env.DB), emailId))) {
+    let exists = false;
+    for (const shard of shardsFrom(c.env, named.shard)) {
+      exists = await emailExists(getDb(shardDb(c.env, shard)), named.emailId);
+      if (exists) break;
+    }
+    if (!exists) {
       return htmlPage(c, 404, "Link expired", "The message this link belongs to no longer exists, so there is nothing to unsubscribe from.");
     }
     return htmlPage(c, 200, "Unsubscribe?", "Press the button to stop receiving these emails.", confirmForm(token));
@@ -109,8 +117,8 @@ unsubscribeRouter
   .post("/unsubscribe/:token", async (c) => {
     await assertClientWithinLimit(c.env, "unsubscribe", c.req.raw.headers);
     const { token } = c.req.param();
-    const emailId = await emailIdOf(c, token);
-    if (!emailId) throw new ApiError("BAD_REQUEST", "Invalid unsubscribe token");
+    const named = await emailIdOf(c, token);
+    if (!named) throw new ApiError("BAD_REQUEST", "Invalid unsubscribe token");
     const form = await readForm(c);
     if (form["List-Unsubscribe"] !== "One-Click") {
       throw new ApiError("BAD_REQUEST", "The body must be List-Unsubscribe=One-Click", {
@@ -118,7 +126,13 @@ unsubscribeRouter
       });
     }
     const fromPage = form.source === "page";
-    const outcome = await unsubscribeByEmail(getDb(c.env.DB), emailId, fromPage ? "page" : "one-click", c.env, c.get("afterCommit"));
+    // The link's shard first; the others only when the email is not there (its project moved since).
+    let outcome: Awaited<ReturnType<typeof unsubscribeByEmail>> = "unknown-email";
+    for (const shard of shardsFrom(c.env, named.shard)) {
+      const env = shardEnv(c.env, shard);
+      outcome = await unsubscribeByEmail(getDb(env.DB), named.emailId, fromPage ? "page" : "one-click", env, c.get("afterCommit"));
+      if (outcome !== "unknown-email") break;
+    }
     if (outcome === "unknown-email") throw ApiError.notFound("Email");
     if (fromPage) return htmlPage(c, 200, "You are unsubscribed", "You will no longer receive these emails. You can close this page.");
     return c.body("Unsubscribed", 200, { "Content-Type": "text/plain; charset=utf-8", ...NO_CACHE });

@@ -1,3 +1,4 @@
+import { controlDbOf } from "../db/shards";
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { projects, templates, type Template } from "../db/schema";
@@ -82,5 +83,8 @@ export async function updateProjectSettings(db: Database, projectId: string, inp
   if (Object.keys(set).length === 0) return current;
   set.updatedAt = new Date();
   const [row] = await setProjectSettings(db.$client, projectId, set).returning(columns);
+  // The control row too (the API key lookup reads doubleOptIn there) when the project is on another shard than 0.
+  const control = controlDbOf(db.$client);
+  if (control !== db.$client) await setProjectSettings(control, projectId, set);
   return view(row);
 }

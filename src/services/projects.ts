@@ -1,6 +1,8 @@
-import type { Database } from "../db/client";
+import { type Database, getDb, runBatch } from "../db/client";
+import { controlDb, placeProject, type ShardId, shardDb } from "../db/shards";
+import type { Env } from "../env";
 import { newId } from "../lib/ids";
-import { insertApiKeys, insertProject, revokeApiKeys, setProjectDisabled, setProjectSettings } from "../store/projects";
+import { insertApiKeys, insertProject, insertProjectShard, revokeApiKeys, setProjectDisabled, setProjectSettings } from "../store/projects";
 import { operatorResume } from "../store/reputation";
 import { cancelProjectExecutions } from "../store/executions";
 import { generateApiKey, type GeneratedKey } from "./api-keys";
@@ -20,16 +22,26 @@ const keyRow = (projectId: string, key: GeneratedKey, now: Date) => ({
   createdAt: now,
 });
 
-export async function buildProjectCreation(db: Database, name: string) {
+/**
+ * A new project on `shard` (default 0): `queries` for the control database (the project's
+ * registry row, its keys and, off shard 0, its project_shards row), `shardQueries` for its data
+ * shard (its data-side projects row; none on shard 0, which is the control database).
+ */
+export async function buildProjectCreation(db: Database, name: string, shard: ShardId = 0, shardD1: D1Database = db.$client) {
   const now = new Date();
   const id = newId();
   const secret = await generateApiKey("secret");
   const pub = await generateApiKey("public");
   return {
-    project: { id, name },
+    project: { id, name, shard },
     secretKey: secret.key,
     publicKey: pub.key,
-    queries: [insertProject(db.$client, { id, name, now }), insertApiKeys(db.$client, [keyRow(id, secret, now), keyRow(id, pub, now)])] as const,
+    queries: [
+      insertProject(db.$client, { id, name, now }),
+      insertApiKeys(db.$client, [keyRow(id, secret, now), keyRow(id, pub, now)]),
+      ...(shard === 0 ? [] : [insertProjectShard(db.$client, id, shard, now)]),
+    ],
+    shardQueries: shard === 0 ? [] : [insertProject(shardD1, { id, name, now })],
   };
 }
 
@@ -62,11 +74,22 @@ export function buildSetProjectTracking(db: Database, projectId: string, enabled
   return setProjectSettings(db.$client, projectId, { trackingEnabled: enabled, updatedAt: new Date() });
 }
 
-/** Creates a project with one secret and one public key; the keys are returned once and stored only as hashes. */
-export async function createProject(db: Database, name: string) {
-  const creation = await buildProjectCreation(db, name);
-  await db.batch(creation.queries);
-  return { id: creation.project.id, name, secretKey: creation.secretKey, publicKey: creation.publicKey };
+/**
+ * Creates a project with one secret and one public key; the keys are returned once and stored only as hashes.
+ * `db` is the control database; `placement` the data shard and its D1 (default shard 0: the control database).
+ * The shard's row first: a project the control database names always has its data-side row.
+ */
+export async function createProject(db: Database, name: string, placement?: { shard: ShardId; d1: D1Database }) {
+  const creation = await buildProjectCreation(db, name, placement?.shard ?? 0, placement?.d1);
+  if (placement) await runBatch(getDb(placement.d1), creation.shardQueries);
+  await runBatch(db, creation.queries);
+  return { id: creation.project.id, name, shard: creation.project.shard, secretKey: creation.secretKey, publicKey: creation.publicKey };
+}
+
+/** Creates a project on the least-filled data shard under SHARD_FILL_LIMIT_BYTES (src/db/shards.ts placeProject). */
+export async function createPlacedProject(env: Env, name: string) {
+  const shard = await placeProject(env);
+  return createProject(getDb(controlDb(env)), name, { shard, d1: shardDb(env, shard) });
 }
 
 /**

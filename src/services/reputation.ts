@@ -1,3 +1,6 @@
+import { getDb, runBatch } from "../db/client";
+import { controlDb } from "../db/shards";
+import { mirrorSendingPause } from "../store/projects";
 import type { Env } from "../env";
 import { readConfig, type ConfigInput } from "../lib/config";
 import { ApiError } from "../lib/errors";
@@ -42,8 +45,15 @@ export async function runReputationCheck(env: Env, now: Date): Promise<{ paused:
   const batch = new WriteBatch(env.DB);
   const pause = batch.add(pauseProjectsPastLimits(env.DB, limits, now.getTime()));
   batch.add(pruneReputation(env.DB, limits.fromDay, PRUNE_PER_TICK));
-  const paused = (await batch.run()).rows(pause);
+  const paused = (await batch.run()).rows(pause) as { id: string; reason: string }[];
   for (const project of paused) console.warn(`reputation breaker: sending paused for project ${project.id}: ${project.reason}`);
+  // The API key lookup reads the pause from the control database: a shard's pauses are copied there.
+  const control = controlDb(env);
+  if (paused.length > 0 && control !== env.DB)
+    await runBatch(
+      getDb(control),
+      paused.map((p) => mirrorSendingPause(control, p.id, now, p.reason, now)),
+    );
   return { paused: paused.length };
 }
 
@@ -83,6 +93,8 @@ export async function resumeSending(env: Env, projectId: string, now = Date.now(
   const after = batch.add(sendingStatusOf(env.DB, projectId, limits.fromDay));
   const [row] = (await batch.run()).rows(after) as unknown as SendingStatusRow[];
   const status = statusOf(row ?? null, limits);
+  const control = controlDb(env);
+  if (!status.paused && control !== env.DB) await mirrorSendingPause(control, projectId, null, null, new Date(now)).run();
   if (status.paused) {
     throw new ApiError("SENDING_PAUSED", `Sending is paused for this project and was already resumed through the API in the last ${limits.windowDays} days`, {
       suggestion: "Ask the operator of this service to run `npm run project -- resume <projectId>` once the list is cleaned.",

@@ -1,6 +1,6 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { getDb } from "../db/client";
-import { apiKeys, projects } from "../db/schema";
+import { apiKeys, projects, projectShards } from "../db/schema";
 
 /**
  * A project and its API keys (projects, api_keys). Statements are built, not
@@ -20,6 +20,11 @@ export interface NewApiKey {
 
 export function insertProject(d1: D1Database, project: { id: string; name: string; now: Date }) {
   return getDb(d1).insert(projects).values({ id: project.id, name: project.name, createdAt: project.now, updatedAt: project.now });
+}
+
+/** A project placed off shard 0 (control database; src/db/shards.ts). */
+export function insertProjectShard(d1: D1Database, projectId: string, shard: number, now: Date) {
+  return getDb(d1).insert(projectShards).values({ projectId, shard, createdAt: now });
 }
 
 /** Only hashes of the keys are stored. */
@@ -46,6 +51,14 @@ export function setProjectSettings(
   set: Pick<typeof projects.$inferInsert, "trackingEnabled" | "doubleOptIn" | "doubleOptInTemplateId" | "updatedAt">,
 ) {
   return getDb(d1).update(projects).set(set).where(eq(projects.id, projectId));
+}
+
+/**
+ * The control row's copy of the sending pause (the API key lookup reads it): for a project on
+ * another shard than 0, written after its shard's row (the authoritative one) changed.
+ */
+export function mirrorSendingPause(d1: D1Database, projectId: string, pausedAt: Date | null, reason: string | null, now = new Date()) {
+  return getDb(d1).update(projects).set({ sendingPausedAt: pausedAt, sendingPausedReason: reason, updatedAt: now }).where(eq(projects.id, projectId));
 }
 
 /** The module's fixed SQL, by name (none: drizzle builds its statements). */

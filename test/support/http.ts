@@ -5,6 +5,7 @@ import { getDb } from "../../src/db/client";
 import type { Env } from "../../src/env";
 import worker from "../../src/index";
 import { createProject } from "../../src/services/projects";
+import { shardDb } from "../../src/db/shards";
 
 export const BASE = "http://edge-mail.test";
 
@@ -66,9 +67,10 @@ export async function call<T = unknown>(method: string, path: string, options: C
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
-/** A project with its keys and a client bound to its secret key. */
-export async function newProject(name = "test project") {
-  const project = await createProject(getDb(env.DB), name);
+/** A project with its keys and a client bound to its secret key; `shard` places it on that data shard (default 0; the tests also have SHARD_1). */
+export async function newProject(name = "test project", options: { shard?: number } = {}) {
+  const shard = options.shard ?? 0;
+  const project = await createProject(getDb(env.DB), name, shard === 0 ? undefined : { shard, d1: shardDb(env, shard) });
   const as = (key: string) => ({
     get: <T = unknown>(path: string) => call<T>("GET", path, { key }),
     post: <T = unknown>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>("POST", path, { key, body, headers }),

@@ -54,7 +54,7 @@ export async function insertVerifiedDomain(projectId: string, prefix = "d"): Pro
  * them with a recording queue. `send` posts to /v1/send; `deliver` runs the
  * real queue consumer on recorded messages.
  */
-export async function sendingSetup(overrides: Partial<Env> = {}) {
+export async function sendingSetup(overrides: Partial<Env> = {}, options: { shard?: number } = {}) {
   const ses = fakeSes();
   /** More of the outside world (e.g. the fake SNS), added with `serve`. */
   const others: ((request: Request) => Response | undefined | Promise<Response | undefined>)[] = [];
@@ -76,7 +76,7 @@ export async function sendingSetup(overrides: Partial<Env> = {}) {
     ...overrides,
   } as Env;
 
-  const project = await newProject("sender");
+  const project = await newProject("sender", { shard: options.shard });
   const domain = await verifiedDomain(project, dns);
 
   const request = <T = unknown>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>

@@ -19,6 +19,7 @@
  * A resolver failure (SERVFAIL, timeout) changes no status; it is noted in the
  * record's `detail` and retried.
  */
+import { dbFor } from "../../db/shards";
 import { fromRow, type Database } from "../../db/client";
 import { domains, type Domain, type DomainDnsRecord } from "../../db/schema";
 import type { Env } from "../../env";
@@ -123,7 +124,11 @@ export function applyCheck(domain: Domain, judgements: Judgement[], now: Date) {
   };
 }
 
-/** Checks one domain against DNS now and saves the outcome; its webhook event leaves through `afterCommit` (without one, the cron's outbox drain queues it). */
+/**
+ * Checks one domain against DNS now and saves the outcome; its webhook event leaves through `afterCommit` (without one, the cron's outbox
+ * drain queues it). `db` is the control database (domains); the event is recorded on the project's data shard: in the same batch when
+ * that is the control database (shard 0), else right after the save.
+ */
 export async function checkDomain(db: Database, env: Env, domain: Domain, now = new Date(), afterCommit?: AfterCommit): Promise<Domain> {
   const results = await lookupRecords(dnsConfig(env), domain.records);
   const config = domainRecordConfig(env);
@@ -131,13 +136,20 @@ export async function checkDomain(db: Database, env: Env, domain: Domain, now = 
   const update = applyCheck(domain, judgements, now);
   // domain.verified / domain.failed when this check changes the status, in the same batch as the change.
   const type = update.status !== domain.status && update.status !== "PENDING" ? (update.status === "VERIFIED" ? "domain.verified" : "domain.failed") : null;
+  const data = type ? await dbFor(env, domain.projectId) : db.$client;
   const event = type
-    ? recordWebhookEvent(db.$client, { id: newId(), projectId: domain.projectId, type, data: toDomainView({ ...domain, ...update }), at: now })
+    ? recordWebhookEvent(data, { id: newId(), projectId: domain.projectId, type, data: toDomainView({ ...domain, ...update }), at: now })
     : null;
+  const apart = data !== db.$client;
   const batch = new WriteBatch(db.$client);
   const saved = batch.add(saveDomainCheck(db.$client, domain.id, update));
-  batch.add(event);
+  batch.add(apart ? null : event);
   const [row] = (await batch.run({ afterCommit })).rows(saved);
+  if (apart && event) {
+    const recorded = new WriteBatch(data);
+    recorded.add(event);
+    await recorded.run({ afterCommit });
+  }
   return row ? fromRow(domains, row) : { ...domain, ...update };
 }
 

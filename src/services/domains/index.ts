@@ -2,6 +2,8 @@
  * Sending domains: create (with a DKIM key pair), list, get, check now,
  * delete, and the sender check every send path makes (`senderDomain`).
  */
+import { getDb } from "../../db/client";
+import { controlDbOf } from "../../db/shards";
 import { and, eq, isNull, lt, ne, sql, type SQL } from "drizzle-orm";
 import type { Clock } from "../../lib/caches";
 import { TtlCache } from "../../lib/ttl-cache";
@@ -231,11 +233,14 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
   return { released, failed: expired.length - released };
 }
 
-/** The project's domain named like the address's domain (not yet checked for status), as a query not yet run (for a caller's read batch). */
+/**
+ * The project's domain named like the address's domain (not yet checked for status), as a query not yet run
+ * (for a caller's read batch). `db` may be the project's data shard: domains are read from its control database.
+ */
 export function findSendingDomain(db: Database, projectId: string, fromAddress: string) {
   const name = domainOfAddress(fromAddress);
   return name
-    ? db
+    ? getDb(controlDbOf(db.$client))
         .select()
         .from(domains)
         .where(and(eq(domains.projectId, projectId), eq(domains.name, name)))

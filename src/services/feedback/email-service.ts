@@ -1,4 +1,5 @@
 import { getDb } from "../../db/client";
+import { shardEnv, shardIds } from "../../db/shards";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
 import { normalizeMessageId } from "../../outside/providers/cloudflare";
@@ -105,7 +106,6 @@ export function parseEmailServiceEvent(body: unknown): Feedback | null {
  * webhook events they record leave through the batch's `afterCommit`.
  */
 export async function applyEmailServiceEvents(messages: readonly QueuedMessage<unknown>[], env: Env, afterCommit: AfterCommit): Promise<Verdict[]> {
-  const db = getDb(env.DB);
   const verdicts: Verdict[] = [];
   for (const message of messages) {
     const feedback = parseEmailServiceEvent(message.body);
@@ -114,7 +114,11 @@ export async function applyEmailServiceEvents(messages: readonly QueuedMessage<u
       continue;
     }
     try {
-      await applyFeedback(db, feedback, env, afterCommit);
+      // Cloudflare's events name the message id only: each data shard in turn until one has the email (one shard: one try).
+      for (const shard of shardIds(env)) {
+        const shardScoped = shardEnv(env, shard);
+        if ((await applyFeedback(getDb(shardScoped.DB), feedback, shardScoped, afterCommit)) !== "unknown-email") break;
+      }
       verdicts.push(ACK);
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);

@@ -127,6 +127,19 @@ export async function applySesFeedback(
   );
 }
 
+/**
+ * The project an SES notification names by its message tag (em_project), to find the project's data
+ * shard (src/db/shards.ts routeOf); undefined for a notification without tags (identity notifications).
+ */
+export function sesNotificationProject(messageText: string): string | undefined {
+  try {
+    const message = JSON.parse(messageText) as unknown;
+    return isObj(message) && isObj(message.mail) ? emailRefOf(message.mail as SesMail)?.projectId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** "Name <a@b>" or "a@b" -> "a@b" (SES lists bounced recipients as plain addresses, but a display name costs nothing to drop). */
 const bareAddress = (value: string) => /<([^>]+)>\s*$/.exec(value)?.[1]?.trim() ?? value.trim();
 

@@ -1,3 +1,4 @@
+import { controlDbOf } from "../../db/shards";
 import { and, asc, eq } from "drizzle-orm";
 import { fromRow, type Database } from "../../db/client";
 import { domains, emails, idempotencyKeys, type JsonObject, templates, type Template } from "../../db/schema";
@@ -100,13 +101,15 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
           .where(and(eq(templates.id, body.template), eq(templates.projectId, projectId)))
       : null,
   );
-  const domainRows = batch.add(domainQuery);
+  // Domains live in the control database: in this batch when it is the project's shard (shard 0), else beside it.
+  const domainApart = domainQuery && controlDbOf(d1) !== d1 ? domainQuery : null;
+  const domainRows = batch.add(domainApart ? null : domainQuery);
   const suppressions = batch.add(suppressionsOf(d1, projectId, addresses));
   const contactRows = batch.add(contactsByEmail(d1, projectId, addresses));
-  const read = await batch.run();
+  const [read, domainsApart] = await Promise.all([batch.run(), domainApart ?? undefined]);
   const [record] = read.rows(records).map((row) => fromRow(idempotencyKeys, row));
   const [template] = read.rows(templateRows).map((row) => fromRow(templates, row));
-  const [domain] = read.rows(domainRows).map((row) => fromRow(domains, row));
+  const [domain] = domainsApart ?? read.rows(domainRows).map((row) => fromRow(domains, row));
   const suppressed = read.rows(suppressions) as { email: string; reason: SuppressionReason }[];
   const existing = read.rows(contactRows).map(contactFromRow);
   return {

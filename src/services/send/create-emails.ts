@@ -9,7 +9,8 @@ import { insertQueued, insertSendHeaders } from "../../store/emails";
 import { type BatchResult, type Part, WriteBatch } from "../../store/batch";
 import { quotaGuard, r2StoredBytesGuard, storedBytesGuard, type QuotaUse } from "../../store/guards";
 import type { AfterCommit } from "../../lib/after-commit";
-import { confirmUrl, unsubscribeUrl } from "../tracking/links";
+import { confirmUrl, linkId, unsubscribeUrl } from "../tracking/links";
+import { shardOf } from "../../db/shards";
 import { type AttachmentInput, buildAttachmentInserts, storeAttachments } from "./attachments";
 import type { NewAttachment } from "../../store/attachments";
 import { type RenderBudget, renderBody, renderSubject } from "./render";
@@ -95,8 +96,8 @@ async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recip
       const vars = {
         data: recipient.data,
         email: recipient.to,
-        unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, id) : "",
-        ...(draft.confirmation ? { confirmUrl: await confirmUrl(baseUrl, secret, id) } : {}),
+        unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, linkId(id, shardOf(env))) : "",
+        ...(draft.confirmation ? { confirmUrl: await confirmUrl(baseUrl, secret, linkId(id, shardOf(env))) } : {}),
       };
       const subject = await renderSubject(draft.subject, vars, options.budget);
       return {

@@ -21,7 +21,8 @@ import {
 } from "../../store/emails";
 import { getProvider, ProviderError, type EmailProvider, type OutgoingMessage } from "../../outside/providers";
 import type { MessageParts, ProviderResult } from "../../outside/providers/types";
-import { addTracking, unsubscribeUrl } from "../tracking/links";
+import { addTracking, linkId, unsubscribeUrl } from "../tracking/links";
+import { shardOf } from "../../db/shards";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
 import { type BodyOf, bodyReader } from "./bodies";
@@ -157,11 +158,13 @@ async function composeMessage(
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says.
   const html =
-    trackingEnabled && email.tracked ? await addTracking(email.html, { emailId: email.id, baseUrl, secret, trackOpens: true, trackClicks: true }) : email.html;
+    trackingEnabled && email.tracked
+      ? await addTracking(email.html, { emailId: linkId(email.id, shardOf(env)), baseUrl, secret, trackOpens: true, trackClicks: true })
+      : email.html;
   const attachments = email.hasAttachments ? await loadAttachments(db, env.STORAGE, email.sendId) : [];
   const fromDomain = email.fromAddress.split("@")[1];
   const listUnsubscribe = email.marketing
-    ? { url: await unsubscribeUrl(baseUrl, secret, email.id), mailto: `mailto:unsubscribe@${fromDomain}?subject=unsubscribe` }
+    ? { url: await unsubscribeUrl(baseUrl, secret, linkId(email.id, shardOf(env))), mailto: `mailto:unsubscribe@${fromDomain}?subject=unsubscribe` }
     : undefined;
   const text = plainTextOf(html);
   return {

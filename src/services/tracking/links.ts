@@ -8,6 +8,21 @@ import { decodeHtmlAttribute } from "../../lib/html";
  * unsubscribe token cannot be made up for someone else's email.
  */
 
+/**
+ * The id a link signs: the email's id, and `~<shard>` after it when the email's project is on a data
+ * shard other than 0 (src/db/shards.ts), so the key-less route reaches the shard without a lookup.
+ * Links without it (all links sent before shards existed) are shard 0.
+ */
+export function linkId(emailId: string, shard: number): string {
+  return shard === 0 ? emailId : `${emailId}~${shard}`;
+}
+
+/** A signed link id's email and shard (see linkId). */
+export function parseLinkId(id: string): { emailId: string; shard: number } {
+  const match = /^(.+)~([1-9][0-9]{0,5})$/.exec(id);
+  return match ? { emailId: match[1], shard: Number(match[2]) } : { emailId: id, shard: 0 };
+}
+
 const PURPOSE_OPEN = "open";
 const PURPOSE_CLICK = "click";
 const PURPOSE_UNSUBSCRIBE = "unsubscribe";
