@@ -383,7 +383,8 @@ function workflows(args: string[]): string {
 function describeMove(instanceId: string) {
   const text = workflows(["instances", "describe", MOVE_WORKFLOW, instanceId]);
   const status = /^Status:\s*(?:\S+\s+)?(\w+)/m.exec(text)?.[1] ?? "Unknown";
-  const steps = [...text.matchAll(/^\s*Name:\s*(.+?)\s*$/gm)].map((m) => m[1]);
+  // Step names as the engine lists them, without the count it adds to each ("copy emails #2-1").
+  const steps = [...text.matchAll(/^\s*Name:\s*(.+?)\s*$/gm)].map((m) => m[1].replace(/-\d+$/, ""));
   const error = /NonRetryableError with message "(?:NonRetryableError: )?(.*?)"/.exec(text)?.[1] ?? /^Error:\s*(.+)$/m.exec(text)?.[1];
   return { status, steps, error };
 }
