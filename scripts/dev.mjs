@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run dev`: a working local service from a fresh clone, offline.
 // 1. .dev.vars from .dev.vars.example (safe local defaults) if missing
-// 2. local D1 migrations (state in .wrangler/state, shared with wrangler and the project CLI;
+// 2. local D1 migrations: migrations/ on DB, migrations-data/ on every SHARD_n wrangler.toml binds
+//    (state in .wrangler/state, shared with wrangler and the project CLI;
 //    `npm run dev -- --persist-to <dir>` keeps it in <dir> instead)
 // 3. the local dev project, its keys in .dev/project.json (or <dir>/dev-project.json)
 // 4. wrangler dev on 127.0.0.1:8787 with local D1, Queues, Durable Objects and Workflows
@@ -23,6 +24,12 @@ const base = `http://127.0.0.1:${port}`;
 // --test-scheduled makes wrangler answer /__scheduled by running the Worker's scheduled handler.
 // (With [assets] configured, wrangler's own /cdn-cgi/handler/scheduled answers 500 before the Worker runs.)
 const scheduledUrl = `${base}/__scheduled?cron=${encodeURIComponent("* * * * *")}`;
+
+/** The data shard bindings of wrangler.toml's [[d1_databases]] (src/db/shards.ts): SHARD_1 … SHARD_n, commented-out ones not. */
+function shardBindings() {
+  const toml = readFileSync("wrangler.toml", "utf8");
+  return [...toml.matchAll(/^\s*binding\s*=\s*"(SHARD_[1-9][0-9]*)"/gm)].map((m) => m[1]);
+}
 
 function run(cmd, args) {
   const result = spawnSync(cmd, args, { stdio: "inherit", env });
@@ -55,6 +62,8 @@ if (!existsSync(".dev.vars")) {
   }
 }
 run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", ...stateArgs]);
+// Every extra data shard wrangler.toml binds (SHARD_1 … SHARD_n; none by default) gets the data migrations (migrations-data/).
+for (const shard of shardBindings()) run("npx", ["wrangler", "d1", "migrations", "apply", shard, "--local", ...stateArgs]);
 run("npx", ["tsx", "scripts/project.ts", "ensure-dev", ...stateArgs]);
 
 const keys = persistTo ? `${persistTo}/dev-project.json` : ".dev/project.json";

@@ -6,7 +6,12 @@
 //   2. every queue wrangler.toml names, dead-letter queues included (created if missing),
 //   2b. the R2 bucket (created if missing) and its lifecycle rules, one per key prefix
 //      (scripts/setup-r2.mjs),
-//   3. the D1 migrations, applied remotely (wrangler applies only the new ones),
+//   2c. the data shards: `--shards N` makes sure SHARD_1 … SHARD_N exist (database
+//      <name>-shard-<n>, created if missing, its [[d1_databases]] entry written into
+//      wrangler.toml); shards wrangler.toml binds already are kept (docs/deploy.md
+//      "Adding a shard"). Without --shards and without SHARD_n entries: one database, as before.
+//   3. the D1 migrations, applied remotely (wrangler applies only the new ones): migrations/
+//      on DB, migrations-data/ on every data shard,
 //   4. the secrets still to set, printed with the command for each.
 // It drives the wrangler CLI of this project (WRANGLER overrides the command,
 // e.g. for tests), so it uses whatever login wrangler has: `npx wrangler login`
@@ -52,7 +57,7 @@ if (whoami.status !== 0 || /not authenticated/i.test(whoami.out)) {
 }
 
 // 1. D1 database.
-function findDatabase() {
+function findDatabase(name = config.database) {
   const list = wrangler(["d1", "list", "--json"]);
   if (list.status !== 0) fail("wrangler d1 list failed", list.out);
   const start = list.out.indexOf("[");
@@ -62,7 +67,7 @@ function findDatabase() {
   } catch {
     fail("could not read `wrangler d1 list --json`", list.out);
   }
-  return rows.find((row) => row.name === config.database);
+  return rows.find((row) => row.name === name);
 }
 let database = findDatabase();
 if (database) {
@@ -98,10 +103,46 @@ const bucket = /\[\[r2_buckets\]\][^[]*?bucket_name\s*=\s*"([^"]+)"/s.exec(text)
 if (!bucket) fail(`${CONFIG} names no [[r2_buckets]] bucket_name`);
 await setupBucket({ bucket, vars: readVars(text), wrangler, fail });
 
-// 3. Migrations (wrangler keeps the list of applied ones in the database itself).
-const migrations = wrangler(["d1", "migrations", "apply", "DB", "--remote"]);
-if (migrations.status !== 0) fail("wrangler d1 migrations apply DB --remote failed", migrations.out);
-console.log(/no migrations to apply/i.test(migrations.out) ? "✓ D1 migrations: all applied" : "+ applied the new D1 migrations");
+// 2c. Data shards: SHARD_1 … SHARD_n (src/db/shards.ts), each a database of its own with its own migrations.
+const shardsAt = process.argv.findIndex((a) => a === "--shards" || a.startsWith("--shards="));
+const shardsArg = shardsAt < 0 ? undefined : process.argv[shardsAt].includes("=") ? process.argv[shardsAt].split("=")[1] : process.argv[shardsAt + 1];
+if (shardsArg !== undefined && !/^(0|[1-9][0-9]{0,2})$/.test(shardsArg)) fail(`--shards takes the number of extra data shards (0-999), not "${shardsArg}"`);
+const shardBlock = (n) => new RegExp(`\\[\\[d1_databases\\]\\]\\s*\\nbinding\\s*=\\s*"SHARD_${n}"[^[]*`, "s");
+const boundShards = () => [...readFileSync(CONFIG, "utf8").matchAll(/^binding\s*=\s*"SHARD_([1-9][0-9]*)"/gm)].map((m) => Number(m[1]));
+const shardCount = Math.max(Number(shardsArg ?? 0), 0, ...boundShards());
+for (let n = 1; n <= shardCount; n++) {
+  const current = readFileSync(CONFIG, "utf8");
+  const block = shardBlock(n).exec(current)?.[0];
+  const name = (block && /database_name\s*=\s*"([^"]+)"/.exec(block)?.[1]) ?? `${config.database}-shard-${n}`;
+  let shard = findDatabase(name);
+  if (shard) console.log(`✓ D1 database ${name} (SHARD_${n}) exists (${shard.uuid})`);
+  else {
+    const created = wrangler(["d1", "create", name]);
+    if (created.status !== 0) fail(`wrangler d1 create ${name} failed`, created.out);
+    shard = findDatabase(name);
+    if (!shard) fail(`created D1 database ${name} but cannot find it in wrangler d1 list`);
+    console.log(`+ created D1 database ${name} (SHARD_${n}) (${shard.uuid})`);
+  }
+  const entry = `[[d1_databases]]\nbinding = "SHARD_${n}"\ndatabase_name = "${name}"\ndatabase_id = "${shard.uuid}"\nmigrations_dir = "migrations-data"\n`;
+  if (!block) {
+    // After the last [[d1_databases]] entry (DB's, or the previous shard's).
+    const last = [...current.matchAll(/^\[\[d1_databases\]\]\n(?:(?:[a-z_]+\s*=.*|#.*)\n)*/gm)].at(-1);
+    const at = last ? last.index + last[0].length : current.length;
+    writeFileSync(CONFIG, `${current.slice(0, at).replace(/\n*$/, "\n\n")}${entry}\n${current.slice(at).replace(/^\n+/, "")}`);
+    console.log(`+ ${CONFIG}: [[d1_databases]] SHARD_${n} (commit this change)`);
+  } else if (!block.includes(`database_id = "${shard.uuid}"`)) {
+    writeFileSync(CONFIG, current.replace(block, block.replace(/database_id\s*=\s*"[^"]*"/, `database_id = "${shard.uuid}"`)));
+    console.log(`+ ${CONFIG}: SHARD_${n} database_id = "${shard.uuid}" (commit this change)`);
+  }
+}
+
+// 3. Migrations (wrangler keeps the list of applied ones in the database itself): control and shard 0, then each data shard.
+for (const binding of ["DB", ...boundShards().map((n) => `SHARD_${n}`)]) {
+  const migrations = wrangler(["d1", "migrations", "apply", binding, "--remote"]);
+  if (migrations.status !== 0) fail(`wrangler d1 migrations apply ${binding} --remote failed`, migrations.out);
+  const what = binding === "DB" ? "D1 migrations" : `D1 migrations of ${binding}`;
+  console.log(/no migrations to apply/i.test(migrations.out) ? `✓ ${what}: all applied` : `+ applied the new ${what}`);
+}
 
 // 4. Secrets still to set (the Worker may not exist before its first deploy: then none are set).
 const required = [

@@ -4,8 +4,8 @@
 // migrations, secrets) lives in the JSON file FAKE_WRANGLER_STATE. It answers
 // as wrangler 4.86 does where the script reads the answer: `d1 list --json`,
 // `queues info` failing with 'Queue "x" does not exist', creates that refuse
-// duplicates, `d1 migrations apply DB --remote` that needs the database_id of
-// wrangler.toml to exist and applies only new files, `secret list` failing
+// duplicates, `d1 migrations apply <binding> --remote` that needs the binding's database_id
+// in wrangler.toml to exist and applies only new files of its migrations_dir, `secret list` failing
 // before the Worker's first deploy.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 
@@ -41,10 +41,14 @@ if (a === "d1" && b === "create") {
 }
 if (a === "d1" && b === "migrations" && c === "apply" && args.includes("--remote")) {
   const config = readFileSync(process.env.WRANGLER_CONFIG ?? "wrangler.toml", "utf8");
-  const id = /database_id\s*=\s*"([^"]*)"/.exec(config)?.[1];
+  // The [[d1_databases]] entry of the binding named (DB: the first one), and its migrations_dir.
+  const block =
+    args[3] === "DB" ? config : (new RegExp(`^\\[\\[d1_databases\\]\\]\\nbinding = "${args[3]}"\\n(?:[a-z_]+\\s*=.*\\n)*`, "m").exec(config)?.[0] ?? "");
+  const id = /database_id\s*=\s*"([^"]*)"/.exec(block)?.[1];
   const db = state.databases.find((d) => d.uuid === id);
   if (!db) out(`✘ [ERROR] Couldn't find DB with id ${id}`, 1);
-  const files = readdirSync("migrations")
+  const dir = args[3] === "DB" ? "migrations" : (/migrations_dir\s*=\s*"([^"]*)"/.exec(block)?.[1] ?? "migrations");
+  const files = readdirSync(dir)
     .filter((f) => f.endsWith(".sql"))
     .sort();
   const pending = files.filter((f) => !db.applied.includes(f));

@@ -30,10 +30,11 @@ function workspace(initial: Partial<Account> = {}) {
   dirs.push(dir);
   cpSync(join(root, "wrangler.toml"), join(dir, "wrangler.toml"));
   cpSync(join(root, "migrations"), join(dir, "migrations"), { recursive: true });
+  cpSync(join(root, "migrations-data"), join(dir, "migrations-data"), { recursive: true });
   const statePath = join(dir, "account.json");
   writeFileSync(statePath, JSON.stringify({ loggedIn: true, databases: [], queues: [], secrets: [], workerDeployed: false, ...initial }));
-  const run = () => {
-    const result = spawnSync(process.execPath, [join(root, "scripts/setup-cloudflare.mjs")], {
+  const run = (args: string[] = []) => {
+    const result = spawnSync(process.execPath, [join(root, "scripts/setup-cloudflare.mjs"), ...args], {
       cwd: dir,
       encoding: "utf8",
       env: { ...process.env, WRANGLER: `${process.execPath} ${join(root, "test/scripts/fake-wrangler.mjs")}`, FAKE_WRANGLER_STATE: statePath },
@@ -53,6 +54,36 @@ const migrationFiles = spawnSync("ls", [join(root, "migrations")], { encoding: "
   .filter((f) => f.endsWith(".sql"));
 
 describe("npm run setup:cloudflare", () => {
+  it("--shards 2: creates a database per data shard, writes its [[d1_databases]] entry, applies migrations-data/ to it and migrations/ to DB; a second run without --shards keeps them and changes nothing", async () => {
+    const dataFiles = spawnSync("ls", [join(root, "migrations-data")], { encoding: "utf8" })
+      .stdout.split("\n")
+      .filter((f) => f.endsWith(".sql"));
+    const w = workspace();
+    const first = w.run(["--shards", "2"]);
+    expect(first.status, first.output).toBe(0);
+    const dbs = w.account().databases;
+    expect(dbs.map((d) => d.name)).toEqual(["edge-mail", "edge-mail-shard-1", "edge-mail-shard-2"]);
+    expect(dbs[0].applied).toEqual(migrationFiles);
+    expect(dbs[1].applied).toEqual(dataFiles);
+    expect(dbs[2].applied).toEqual(dataFiles);
+    for (const [n, db] of [
+      [1, dbs[1]],
+      [2, dbs[2]],
+    ] as const) {
+      expect(w.toml()).toContain(
+        `[[d1_databases]]\nbinding = "SHARD_${n}"\ndatabase_name = "edge-mail-shard-${n}"\ndatabase_id = "${db.uuid}"\nmigrations_dir = "migrations-data"\n`,
+      );
+    }
+    const toml = w.toml();
+    const again = w.run();
+    expect(again.status, again.output).toBe(0);
+    expect(again.output).toContain("✓ D1 database edge-mail-shard-2 (SHARD_2) exists");
+    expect(again.output).toContain("✓ D1 migrations of SHARD_2: all applied");
+    expect(w.toml()).toBe(toml);
+    expect(w.account().databases).toHaveLength(3);
+    expect(w.run(["--shards", "x"]).output).toContain("--shards takes the number of extra data shards");
+  });
+
   it("creates the database, every queue (dead-letter too), applies migrations, writes database_id, lists the secrets; a second run changes nothing", async () => {
     expect(queuesInConfig).toEqual(expect.arrayContaining(["edge-mail-send", "edge-mail-send-dlq"]));
     const w = workspace();
