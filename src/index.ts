@@ -27,8 +27,10 @@ async function countingEnv(env: Env, source: D1Source): Promise<Env> {
   const config = readConfig(env);
   if (!(config.BENCH_COUNT_D1 && config.development)) return env;
   const { countingD1, d1Stats } = await import("./lib/d1-counter");
-  // Counted twice: in the isolate's total and per entry point.
-  return { ...env, DB: countingD1(env.DB, d1Stats, d1Stats.bySource[source]) };
+  // Counted twice: in the isolate's total and per entry point. Every data shard (SHARD_n, src/db/shards.ts) too.
+  const count = (d1: D1Database) => countingD1(d1, d1Stats, d1Stats.bySource[source]);
+  const shards = Object.entries(env).filter((entry): entry is [string, D1Database] => /^SHARD_[1-9][0-9]*$/.test(entry[0]) && entry[1] != null);
+  return { ...env, DB: count(env.DB), ...Object.fromEntries(shards.map(([name, d1]) => [name, count(d1)])) };
 }
 
 // Decided once per env object and entry point: the same env then reaches the
