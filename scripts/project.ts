@@ -39,6 +39,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { drizzle } from "drizzle-orm/d1";
 import * as schema from "../src/db/schema";
+import { AllShardsFullError, chooseShard, shardFillLimit } from "../src/db/shards";
 import { buildDevSeed } from "../src/services/dev-seed";
 import {
   buildCancelProjectExecutions,
@@ -99,20 +100,21 @@ function toSqlText(query: Query): string {
   return `${sql.replace(/\?/g, () => literal(params[i++]))};`;
 }
 
-function wrangler(args: string[]): string {
-  return execFileSync("npx", ["wrangler", "d1", "execute", "DB", ...target, ...args], {
+/** `wrangler d1 execute` on a D1 binding: DB (control and data shard 0) unless another data shard is named. */
+function wrangler(args: string[], binding = "DB"): string {
+  return execFileSync("npx", ["wrangler", "d1", "execute", binding, ...target, ...args], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" },
   });
 }
 
-function execute(queries: readonly Query[]): void {
+function execute(queries: readonly Query[], binding = "DB"): void {
   const dir = mkdtempSync(join(tmpdir(), "edge-mail-"));
   const file = join(dir, "statements.sql");
   try {
     writeFileSync(file, queries.map(toSqlText).join("\n"));
-    wrangler(["--file", file, "--yes"]);
+    wrangler(["--file", file, "--yes"], binding);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -121,6 +123,39 @@ function execute(queries: readonly Query[]): void {
 function select<T>(sql: string): T[] {
   const out = JSON.parse(wrangler(["--json", "--command", sql])) as { results: T[] }[];
   return out[0]?.results ?? [];
+}
+
+/** The data shards wrangler.toml binds besides DB (shard 0): SHARD_1 … SHARD_n (src/db/shards.ts). */
+function shardBindings(): number[] {
+  const toml = readFileSync("wrangler.toml", "utf8");
+  return [...toml.matchAll(/^\s*binding\s*=\s*"SHARD_([1-9][0-9]*)"/gm)].map((m) => Number(m[1]));
+}
+
+/** A project's data shard, as the control database maps it (no row: 0). */
+function shardOfProject(id: string): number {
+  return select<{ shard: number }>(`SELECT shard FROM project_shards WHERE project_id = ${literal(id)}`)[0]?.shard ?? 0;
+}
+
+/**
+ * Writes to a project's row go to the control database and, for a project on another shard,
+ * to its shard's copy too (the key lookup reads control; the data side reads the shard's).
+ */
+function executeOnProject(id: string, queries: readonly Query[]): void {
+  execute(queries);
+  const shard = shardOfProject(id);
+  if (shard !== 0) execute(queries, `SHARD_${shard}`);
+}
+
+/** The shard for a new project: the least-filled under SHARD_FILL_LIMIT_BYTES, sizes as D1 reports them (meta.size_after). */
+function placeNewProject(): number {
+  const sizes = [0, ...shardBindings()].map((shard) => {
+    const out = JSON.parse(wrangler(["--json", "--command", "SELECT 1"], shard === 0 ? "DB" : `SHARD_${shard}`)) as { meta?: { size_after?: number } }[];
+    return { shard, bytes: Number(out[0]?.meta?.size_after ?? 0) };
+  });
+  const limit = shardFillLimit({ SHARD_FILL_LIMIT_BYTES: process.env.SHARD_FILL_LIMIT_BYTES });
+  const shard = chooseShard(sizes, limit);
+  if (shard === null) fail(new AllShardsFullError(sizes, limit).message);
+  return shard!;
 }
 
 function requireProject(id: string | undefined): string {
@@ -148,7 +183,7 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-function printKeys(result: { id: string; name?: string; secretKey: string; publicKey: string }) {
+function printKeys(result: { id: string; name?: string; secretKey: string; publicKey: string; shard?: number }) {
   if (json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return;
@@ -164,23 +199,29 @@ async function main() {
     case "create": {
       const name = rest.join(" ").trim();
       if (!name) fail("Usage: npm run project -- create <name> [--json] [--remote]");
-      const creation = await buildProjectCreation(db, name);
+      // On the least-filled data shard (one shard: 0); its shard's row first, then the control rows.
+      const shard = shardBindings().length > 0 ? placeNewProject() : 0;
+      const creation = await buildProjectCreation(db, name, shard);
+      if (shard !== 0) execute(creation.shardQueries, `SHARD_${shard}`);
       execute(creation.queries);
-      printKeys({ id: creation.project.id, name, secretKey: creation.secretKey, publicKey: creation.publicKey });
+      printKeys({ id: creation.project.id, name, secretKey: creation.secretKey, publicKey: creation.publicKey, ...(shard !== 0 ? { shard } : {}) });
       break;
     }
     case "disable":
     case "enable": {
       const id = requireProject(rest[0]);
       // Disabling also cancels the project's running workflow executions (they stop at their next step).
-      execute(command === "disable" ? [buildSetProjectDisabled(db, id, true), buildCancelProjectExecutions(db, id)] : [buildSetProjectDisabled(db, id, false)]);
+      executeOnProject(id, [buildSetProjectDisabled(db, id, command === "disable")]);
+      // The executions are data: on the project's shard.
+      if (command === "disable") execute([buildCancelProjectExecutions(db, id)], shardOfProject(id) === 0 ? "DB" : `SHARD_${shardOfProject(id)}`);
       if (json) process.stdout.write(`${JSON.stringify({ id, disabled: command === "disable" })}\n`);
       else console.log(`Project ${id} ${command}d`);
       break;
     }
     case "resume": {
       const id = requireProject(rest[0]);
-      execute([...buildResumeSending(db, id)]);
+      // The pause's copy in control and the shard's row; the reputation counters are on the shard only (a no-op in control).
+      executeOnProject(id, [...buildResumeSending(db, id)]);
       if (json) process.stdout.write(`${JSON.stringify({ id, sendingPaused: false })}\n`);
       else console.log(`Sending resumed for project ${id}`);
       break;
@@ -195,7 +236,7 @@ async function main() {
     case "tracking": {
       const id = requireProject(rest[0]);
       if (rest[1] !== "on" && rest[1] !== "off") fail("Usage: npm run project -- tracking <id> on|off");
-      execute([buildSetProjectTracking(db, id, rest[1] === "on")]);
+      executeOnProject(id, [buildSetProjectTracking(db, id, rest[1] === "on")]);
       if (json) process.stdout.write(`${JSON.stringify({ id, trackingEnabled: rest[1] === "on" })}\n`);
       else console.log(`Tracking ${rest[1]} for project ${id}`);
       break;

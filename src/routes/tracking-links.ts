@@ -10,7 +10,8 @@ import { createRouter } from "../lib/router";
 import type { Engagement } from "../services/emails/status";
 import { countedEngagements, recordLinkEngagement } from "../services/tracking/engagement-once";
 import { isTrackableUrl, parseLinkId, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
-import { hasShard, shardEnv } from "../db/shards";
+import { shardEnv, shardIds, shardsFrom } from "../db/shards";
+import { emailExists } from "../services/tracking/unsubscribe";
 
 const tags = ["Tracking"];
 
@@ -67,11 +68,21 @@ const clickRoute = createRoute({
   },
 });
 
-/** One open or click, through the request's engagement cache and door, on the data shard the signed link id names (links.ts linkId). */
-function record(c: Context<AppBindings>, id: string, kind: Engagement, extra: { url?: string }) {
-  const { emailId, shard } = parseLinkId(id);
-  const env = shardEnv(c.env, hasShard(c.env, shard) ? shard : 0);
-  return recordLinkEngagement(getDb(env.DB), env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, kind, extra, c.get("afterCommit"));
+/**
+ * One open or click, through the request's engagement cache and door, on the data shard the signed link id names
+ * (links.ts linkId). Not counted there and the email not there either (its project moved since the mail was sent):
+ * the other shards in turn. One shard: one try, as before shards.
+ */
+async function record(c: Context<AppBindings>, id: string, kind: Engagement, extra: { url?: string }) {
+  const { emailId, shard: named } = parseLinkId(id);
+  for (const shard of shardsFrom(c.env, named)) {
+    const env = shardEnv(c.env, shard);
+    const db = getDb(env.DB);
+    if (await recordLinkEngagement(db, env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, kind, extra, c.get("afterCommit")))
+      return true;
+    if (shardIds(c.env).length === 1 || (await emailExists(db, emailId))) return false;
+  }
+  return false;
 }
 
 /** Records an open or click unless the email is unknown or its project has tracking turned off. */

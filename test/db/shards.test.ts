@@ -14,7 +14,7 @@ import {
 } from "../../src/db/shards";
 import type { Env } from "../../src/env";
 import { runScheduledJobs } from "../../src/scheduled";
-import { linkId, unsubscribeUrl } from "../../src/services/tracking/links";
+import { linkId, openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
 import { SEND_QUEUE } from "../../src/messages";
 import { insertSentEmail } from "../support/emails";
 import { BASE, call, newProject } from "../support/http";
@@ -195,6 +195,10 @@ describe("a project on shard 1", () => {
     // A link that names shard 1 for an email now on shard 0 (its project moved): the other shards are tried.
     const stale = await unsubscribeUrl(testEnv.PUBLIC_URL!, testEnv.LINK_SIGNING_SECRET!, linkId(oldEmail.id, 1));
     expect((await call("GET", stale.slice(BASE.length))).status).toBe(200);
+    // So does its open pixel: the open is counted on the shard the email is on now.
+    const pixel = await openPixelUrl(testEnv.PUBLIC_URL!, testEnv.LINK_SIGNING_SECRET!, linkId(oldEmail.id, 1));
+    expect((await call("GET", pixel.slice(BASE.length))).status).toBe(200);
+    expect(await testEnv.DB.prepare("SELECT opens FROM emails WHERE id = ?1").bind(oldEmail.id).first("opens")).toBe(1);
   });
 
   it("a cron tick runs every data job on each shard (job@1), the domain jobs once", async () => {
