@@ -2,6 +2,7 @@ import { desc, eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { html, raw } from "hono/html";
 import { getDb } from "../db/client";
+import { shardDb, shardIds } from "../db/shards";
 import { capturedMessages } from "../db/schema";
 import type { AppBindings } from "../lib/context";
 import { base64ToUtf8 } from "../lib/base64";
@@ -48,7 +49,14 @@ function htmlPart(message: string): string {
 }
 
 devOutboxRouter.get("/dev/outbox", async (c) => {
-  const rows = await getDb(c.env.DB).select().from(capturedMessages).orderBy(desc(capturedMessages.id)).limit(100);
+  // Every data shard's captured mail (src/db/shards.ts), newest first.
+  const perShard = await Promise.all(
+    shardIds(c.env).map((shard) => getDb(shardDb(c.env, shard)).select().from(capturedMessages).orderBy(desc(capturedMessages.id)).limit(100)),
+  );
+  const rows = perShard
+    .flat()
+    .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+    .slice(0, 100);
   return c.html(
     layout(
       "Outbox",
@@ -73,8 +81,11 @@ devOutboxRouter.get("/dev/outbox", async (c) => {
 devOutboxRouter.get("/dev/outbox/:file", async (c) => {
   const file = c.req.param("file");
   const id = file.replace(/\.eml$/, "");
-  const db = getDb(c.env.DB);
-  const captured = await db.query.capturedMessages.findFirst({ where: eq(capturedMessages.id, id) });
+  let captured: typeof capturedMessages.$inferSelect | undefined;
+  for (const shard of shardIds(c.env)) {
+    captured = await getDb(shardDb(c.env, shard)).query.capturedMessages.findFirst({ where: eq(capturedMessages.id, id) });
+    if (captured) break;
+  }
   if (!captured) throw ApiError.notFound("Captured message");
   const message = await readCapturedMail(c.env.STORAGE, { key: captured.objectKey, offset: captured.objectOffset, size: captured.size });
   if (message === null) throw ApiError.notFound("Captured message");
