@@ -14,12 +14,13 @@ import {
 } from "../../src/db/shards";
 import type { Env } from "../../src/env";
 import { runScheduledJobs } from "../../src/scheduled";
+import { runReputationCheck } from "../../src/services/reputation";
 import { linkId, openPixelUrl, unsubscribeUrl } from "../../src/services/tracking/links";
 import { SEND_QUEUE } from "../../src/messages";
 import { insertSentEmail } from "../support/emails";
 import { BASE, call, newProject } from "../support/http";
 import { runConsumer } from "../support/queues";
-import { sendingSetup } from "../support/sending";
+import { insertVerifiedDomain, sendingSetup } from "../support/sending";
 import type { Contact } from "../support/api";
 
 const testEnv = env as Env;
@@ -199,6 +200,37 @@ describe("a project on shard 1", () => {
     const pixel = await openPixelUrl(testEnv.PUBLIC_URL!, testEnv.LINK_SIGNING_SECRET!, linkId(oldEmail.id, 1));
     expect((await call("GET", pixel.slice(BASE.length))).status).toBe(200);
     expect(await testEnv.DB.prepare("SELECT opens FROM emails WHERE id = ?1").bind(oldEmail.id).first("opens")).toBe(1);
+  });
+
+  it("what the key lookup reads stays in step: the reputation pause of a shard-1 project and the owner's resume reach the control row; double opt-in too", async () => {
+    const p = await newProject("bad list", { shard: 1 });
+    const shard1 = shardDb(testEnv, 1);
+    const day = Math.floor(Date.now() / 86_400_000);
+    await shard1.prepare("INSERT INTO project_reputation (project_id, day, sent, bounced, complained) VALUES (?1, ?2, 1000, 200, 0)").bind(p.id, day).run();
+    expect(await runReputationCheck(shardEnv(testEnv, 1), new Date())).toEqual({ paused: 1 });
+    const paused = await p.api.post<{ error: { code: string } }>("/v1/send", { to: "a@example.com", from: "a@x.test", subject: "s", body: "b" });
+    expect(paused.status).toBe(403);
+    expect(paused.body.error.code).toBe("SENDING_PAUSED");
+    const pausedAt = (d1: D1Database) => d1.prepare("SELECT sending_paused_at AS at FROM projects WHERE id = ?1").bind(p.id).first("at");
+    expect(await pausedAt(testEnv.DB)).not.toBeNull();
+
+    expect((await p.api.post("/project/sending/resume")).status).toBe(200);
+    expect(await pausedAt(shard1)).toBeNull();
+    expect(await pausedAt(testEnv.DB)).toBeNull();
+
+    // Double opt-in (the key lookup hands it to POST /v1/track): written to the shard's row and the control row.
+    const domain = await insertVerifiedDomain(p.id);
+    const template = await p.api.post<{ id: string }>("/templates", {
+      name: "Confirm",
+      subject: "Confirm",
+      body: '<a href="{{confirmUrl}}">confirm</a>',
+      type: "TRANSACTIONAL",
+      from: `hi@${domain}`,
+    });
+    expect(template.status, JSON.stringify(template.body)).toBe(201);
+    const on = await p.api.patch("/project", { doubleOptIn: true, doubleOptInTemplateId: template.body.id });
+    expect(on.status, JSON.stringify(on.body)).toBe(200);
+    for (const d1 of [shard1, testEnv.DB]) expect(await d1.prepare("SELECT double_opt_in AS on_ FROM projects WHERE id = ?1").bind(p.id).first("on_")).toBe(1);
   });
 
   it("a cron tick runs every data job on each shard (job@1), the domain jobs once", async () => {
