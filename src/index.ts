@@ -52,9 +52,13 @@ function counted(env: Env, source: D1Source): Promise<Env> {
 /** The class the [[workflows]] binding names; the steps (src/entrypoints/automation.ts) load on the first run. */
 export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams> {
   async run(event: Readonly<WorkflowEvent<ExecutionParams>>, step: WorkflowStep) {
-    const [{ AutomationWorkflow: Automation }, { shardEnv, shardOfWork }] = await Promise.all([import("./entrypoints/automation"), import("./db/shards")]);
-    // The execution's steps run on its project's data shard (params.shard; none: shard 0).
-    return new Automation(this.ctx, shardEnv(this.env, await shardOfWork(this.env, event.payload))).run(event, step);
+    const [{ AutomationWorkflow: Automation }, { followingShard }] = await Promise.all([
+      import("./entrypoints/automation"),
+      import("./entrypoints/follow-shard"),
+    ]);
+    // The execution's steps run on its project's data shard, where the project is at each step (it may move meanwhile).
+    const following = await followingShard(this.env, event.payload, step);
+    return new Automation(this.ctx, following.env).run(event, following.step);
   }
 }
 

@@ -44,10 +44,9 @@ function asEngineError(err: unknown): unknown {
 export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams> {
   async run(event: Readonly<WorkflowEvent<ExecutionParams>>, step: EngineStep): Promise<{ status: WorkflowExecutionStatus }> {
     const params = event.payload;
-    const db = getDb(this.env.DB);
     // Kept by the engine as JSON text: a replay after a deploy sees exactly the version it started with.
     const definition = await step.do("load definition", DB_STEP, async () => {
-      const row = await db.query.workflowVersions.findFirst({
+      const row = await this.db.query.workflowVersions.findFirst({
         where: and(eq(workflowVersions.workflowId, params.workflowId), eq(workflowVersions.version, params.version)),
       });
       return JSON.stringify(row?.steps ?? []);
@@ -60,7 +59,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       currentStepId: string | null,
       entries: WorkflowHistoryEntry[],
       extra: { waitingEvent?: string; resumeAt?: Date; error?: string } = {},
-    ) => this.handingOver((afterCommit) => recordProgress(db, params.executionId, { status, currentStepId, history: entries, ...extra }, afterCommit));
+    ) => this.handingOver((afterCommit) => recordProgress(this.db, params.executionId, { status, currentStepId, history: entries, ...extra }, afterCommit));
 
     let current: WorkflowStep | undefined = steps[0];
     if (!current) {
@@ -72,7 +71,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       const s: WorkflowStep = current;
       let result: StepRecord;
       try {
-        result = await this.runStep(step, db, params, s, history, record);
+        result = await this.runStep(step, params, s, history, record);
       } catch (err) {
         const message = errorMessage(err);
         await step.do(`${s.id}:failed`, DB_STEP, async () => {
@@ -87,6 +86,11 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       current = result.next ? byId.get(result.next) : undefined;
     }
     return { status: "COMPLETED" };
+  }
+
+  /** The execution's data shard as it is now: its env may follow the project to another shard between steps (entrypoints/follow-shard.ts). */
+  private get db() {
+    return getDb(this.env.DB);
   }
 
   /**
@@ -106,7 +110,6 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
   /** Runs one step and records it; the status written is where the execution stands afterwards. */
   private async runStep(
     step: EngineStep,
-    db: ReturnType<typeof getDb>,
     params: ExecutionParams,
     s: WorkflowStep,
     history: WorkflowHistoryEntry[],
@@ -135,7 +138,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
     // not disabled (a disabled project's execution is CANCELLED there and stops).
     const guard = async (fn: () => Promise<StepRecord>): Promise<StepRecord> => {
       try {
-        if (!(await executionMayContinue(db, params.executionId, params.projectId))) {
+        if (!(await executionMayContinue(this.db, params.executionId, params.projectId))) {
           return { entry: entry("FAILED", `cancelled: ${PROJECT_DISABLED_ERROR.toLowerCase()} or the execution ended`, iso()), next: null, stopped: true };
         }
         return await fn();
@@ -149,7 +152,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         return step.do(s.id, DB_STEP, () =>
           guard(async () => {
             const startedAt = iso();
-            const sent = await sendWorkflowEmail(db, this.env, {
+            const sent = await sendWorkflowEmail(this.db, this.env, {
               projectId: params.projectId,
               executionId: params.executionId,
               stepId: s.id,
@@ -168,7 +171,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         return step.do(s.id, DB_STEP, () =>
           guard(async () => {
             const startedAt = iso();
-            const outcome = await this.handingOver((afterCommit) => updateContactStep(db, params.projectId, params.contactId, s.config, afterCommit));
+            const outcome = await this.handingOver((afterCommit) => updateContactStep(this.db, params.projectId, params.contactId, s.config, afterCommit));
             return finish(entry("COMPLETED", outcome, startedAt), s.next ?? null);
           }),
         );
@@ -176,7 +179,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         return step.do(s.id, DB_STEP, () =>
           guard(async () => {
             const startedAt = iso();
-            const matched = await evaluateConditionStep(db, params.projectId, params.contactId, s.config.condition);
+            const matched = await evaluateConditionStep(this.db, params.projectId, params.contactId, s.config.condition);
             return finish(entry("COMPLETED", matched ? "yes" : "no", startedAt), (matched ? s.branches?.yes : s.branches?.no) ?? null);
           }),
         );
@@ -184,7 +187,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         return step.do(s.id, WEBHOOK_STEP, () =>
           guard(async () => {
             const startedAt = iso();
-            const outcome = await callWebhookStep(db, this.env, {
+            const outcome = await callWebhookStep(this.db, this.env, {
               projectId: params.projectId,
               workflowId: params.workflowId,
               executionId: params.executionId,

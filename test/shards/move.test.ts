@@ -5,9 +5,12 @@ import { forgetRoute } from "../../src/db/shards";
 import { runScheduledJobs } from "../../src/scheduled";
 import { MOVE_RETRY_SECONDS } from "../../src/services/shards/moving";
 import { clearMoving, markMoving } from "../../src/store/moves";
-import type { Email } from "../support/api";
+import type { Email, Execution } from "../support/api";
 import { call, expectError, newProject } from "../support/http";
 import { sendingSetup } from "../support/sending";
+import { eventually } from "../support/wait";
+import { automationProject } from "../support/workflows";
+import { shardOf } from "./world";
 import { move, POPULATED, populatedProject, rowsOn } from "./support";
 
 describe("npm run project -- move (ProjectMoveWorkflow)", () => {
@@ -92,4 +95,38 @@ describe("while a project moves", () => {
     await clearMoving(env.DB, p.id).run();
     expect((await runScheduledJobs(env, { scheduledTime: Date.now() })).stuckEmails).not.toHaveProperty("skipped");
   });
+});
+
+describe("a workflow execution across a move", () => {
+  it("one waiting for an event when its project moves goes on from the new shard", async () => {
+    const a = await automationProject();
+    const template = await a.template("Done");
+    const workflow = await a.createWorkflow({
+      name: "hold",
+      eventName: "start",
+      steps: [
+        { id: "hold", type: "WAIT_FOR_EVENT", config: { eventName: "go", timeout: { amount: 1, unit: "days" } }, branches: { event: "mail", timeout: null } },
+        { id: "mail", type: "SEND_EMAIL", config: { templateId: template } },
+      ],
+    });
+    await a.track("eve@example.org", "start");
+    const waiting = await a.executionWhere(workflow.id, (e) => e.status === "WAITING");
+    const from = await shardOf(a.project.id);
+    const to = from === 0 ? 1 : 0;
+    expect(await move(a.project.id, to)).toMatchObject({ status: "complete", output: { status: "moved", from, to } });
+
+    // Through fresh apps: the move's waits for the isolates' key caches are skipped here.
+    const api = <T>(method: string, path: string, body?: unknown) => call<T>(method, path, { key: a.project.secretKey, body, handler: createApp().fetch });
+    expect((await api("POST", "/v1/track", { email: "eve@example.org", event: "go" })).status).toBe(200);
+    const done = await eventually(async () => {
+      const got = await api<Execution>("GET", `/workflows/${workflow.id}/executions/${waiting.id}`);
+      expect(got.body.status).toBe("COMPLETED");
+      return got.body;
+    });
+    expect(done.history.map((h) => [h.stepId, h.status])).toEqual([
+      ["hold", "COMPLETED"],
+      ["mail", "COMPLETED"],
+    ]);
+    expect(await rowsOn(from, a.project.id)).toEqual(from === 0 ? { projects: 1 } : {});
+  }, 90_000);
 });
