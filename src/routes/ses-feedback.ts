@@ -8,6 +8,7 @@ import { errorResponse, jsonResponse, successEnvelope, success } from "../lib/op
 import { createRouter } from "../lib/router";
 import { applySesFeedback, sesNotificationProject } from "../services/feedback/ses";
 import { routeOf, shardEnv, shardIds } from "../db/shards";
+import { projectMovingError } from "../services/shards/moving";
 import {
   devCertificateFetcher,
   failedCertificates,
@@ -117,7 +118,10 @@ sesFeedbackRouter.post("/webhooks/ses", async (c) => {
   } else {
     // The email's data shard: its project's (the em_project tag SES hands back; a cached route), else each shard in turn.
     const projectId = sesNotificationProject(message.Message);
-    const shards = projectId ? [(await routeOf(c.env, projectId)).shard] : shardIds(c.env);
+    const route = projectId ? await routeOf(c.env, projectId) : null;
+    // A project moving between shards: 503, and SNS delivers the notification again later (nothing written now could be lost in the copy).
+    if (route && route.movingTo !== null) throw projectMovingError();
+    const shards = route ? [route.shard] : shardIds(c.env);
     for (const shard of shards) {
       const env = shardEnv(c.env, shard);
       outcome = await applySesFeedback(getDb(env.DB), message.MessageId, message.Message, env, c.get("afterCommit"));

@@ -11,7 +11,8 @@ import { sendingSetup } from "../support/sending";
 import { eventually } from "../support/wait";
 import { automationProject } from "../support/workflows";
 import { shardOf } from "./world";
-import { move, POPULATED, populatedProject, rowsOn } from "./support";
+import { notification, sesEvent, sign, snsHandler } from "../fakes/sns";
+import { move, POPULATED, populatedProject, rowsOn, shard } from "./support";
 
 describe("npm run project -- move (ProjectMoveWorkflow)", () => {
   it("copies every row of a project to the other shard, switches it and deletes the old rows", async () => {
@@ -129,4 +130,29 @@ describe("a workflow execution across a move", () => {
     ]);
     expect(await rowsOn(from, a.project.id)).toEqual(from === 0 ? { projects: 1 } : {});
   }, 90_000);
+});
+
+describe("SES feedback during a move", () => {
+  it("answers 503 (SNS delivers it again later) and changes nothing; after the move it applies on the new shard", async () => {
+    const s = await sendingSetup();
+    s.serve(snsHandler);
+    const sent = await s.send({ to: "gone@example.org", from: s.from, subject: "Bounce me", body: "<p>x</p>" });
+    const emailId = sent.body.data.emails[0].email;
+    await s.deliver();
+    const from = await shardOf(s.project.id);
+    const to = from === 0 ? 1 : 0;
+    const bounce = JSON.stringify(await sign(notification(sesEvent("Bounce", s.ses.calls[0]))));
+    const post = () => call("POST", "/webhooks/ses", { env: s.env, rawBody: bounce, headers: { "Content-Type": "text/plain" } });
+
+    await markMoving(env.DB, s.project.id, from, to).run();
+    forgetRoute(s.project.id);
+    const refused = await post();
+    expectError(refused, 503, "SERVICE_UNAVAILABLE");
+    expect(refused.headers.get("Retry-After")).toBe(String(MOVE_RETRY_SECONDS));
+    expect(await shard(from).prepare("SELECT status FROM emails WHERE id = ?1").bind(emailId).first("status")).toBe("SENT");
+
+    expect(await move(s.project.id, to)).toMatchObject({ status: "complete" });
+    expect((await post()).status).toBe(200);
+    expect(await shard(to).prepare("SELECT status FROM emails WHERE id = ?1").bind(emailId).first("status")).toBe("BOUNCED");
+  }, 60_000);
 });
