@@ -52,14 +52,17 @@ async function pkTrack(a: AutomationProject, email: string, body: Record<string,
 
 const contact = async (a: AutomationProject, id: string) => (await a.project.api.get<Contact>(`/contacts/${id}`)).body;
 
-/** The confirm link in the confirmation email the project queued for this address (the rendered HTML as stored). */
-async function confirmLink(projectId: string, to: string): Promise<string> {
+/** The confirm link in the confirmation email the project sent to this address (its HTML as sent, from GET /emails/{id}). */
+async function confirmLink(a: AutomationProject, to: string): Promise<string> {
   const [row] = await getDb(env.DB)
-    .select({ html: emails.html })
+    .select({ id: emails.id })
     .from(emails)
-    .where(and(eq(emails.projectId, projectId), eq(emails.toAddress, to)));
-  const match = /href="(http:\/\/edge-mail\.test\/confirm\/[^"]+)"/.exec(row?.html ?? "");
-  expect(match, row?.html).not.toBeNull();
+    .where(and(eq(emails.projectId, a.project.id), eq(emails.toAddress, to)));
+  expect(row, `no email to ${to}`).toBeDefined();
+  const sent = await a.project.api.get<{ html: string | null }>(`/emails/${row.id}`);
+  const html = sent.body.html ?? "";
+  const match = /href="(http:\/\/edge-mail\.test\/confirm\/[^"]+)"/.exec(html);
+  expect(match, html).not.toBeNull();
   return match![1];
 }
 
@@ -114,7 +117,7 @@ describe("double opt-in", () => {
 
     // The confirmation email is delivered (capture provider), transactional.
     await eventually(async () => expect(await a.delivered()).toEqual(["reader@example.org: Please confirm your subscription"]));
-    const link = await confirmLink(a.project.id, "reader@example.org");
+    const link = await confirmLink(a, "reader@example.org");
 
     // Not in a marketing audience yet.
     const campaign = await campaignTo(a);
@@ -164,7 +167,7 @@ describe("double opt-in", () => {
     expect((await a.executions(created.id)).filter((e) => e.contactId === id)).toEqual([]);
     expect((await a.delivered()).filter((m) => m.startsWith("typed-in@"))).toEqual(["typed-in@example.org: Please confirm your subscription"]);
 
-    const link = await confirmLink(a.project.id, "typed-in@example.org");
+    const link = await confirmLink(a, "typed-in@example.org");
     expect((await call<string>("POST", link)).status).toBe(200);
     await a.executionWhere(created.id, (e) => e.contactId === id);
     await eventually(async () =>
@@ -189,7 +192,7 @@ describe("double opt-in", () => {
     const b = await optInProject();
     const inA = await pkTrack(a, "both@example.org");
     const inB = await pkTrack(b, "both@example.org");
-    const link = await confirmLink(a.project.id, "both@example.org");
+    const link = await confirmLink(a, "both@example.org");
     const token = new URL(link).pathname.split("/").pop()!;
     const emailId = token.slice(0, token.lastIndexOf("."));
 
@@ -212,7 +215,7 @@ describe("double opt-in", () => {
   it("a confirm link is single-use: replayed after the contact unsubscribed it answers 410 and the unsubscribe stands", async () => {
     const a = await optInProject();
     const id = await pkTrack(a, "replay@example.org");
-    const link = await confirmLink(a.project.id, "replay@example.org");
+    const link = await confirmLink(a, "replay@example.org");
     const token = new URL(link).pathname.split("/").pop()!;
     const emailId = token.slice(0, token.lastIndexOf("."));
     expect((await call<string>("POST", link)).status).toBe(200);
