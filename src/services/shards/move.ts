@@ -83,7 +83,7 @@ export async function copyTable(
     if (results.length === 0) return { cursor: null, copied };
     await target.batch(insertStatements(target, t, results));
     copied += results.length;
-    const last = results[results.length - 1];
+    const last = results.at(-1)!;
     at = t.key.map((k) => last[k] as string | number | null);
     if (results.length < limit) return { cursor: null, copied };
   }
