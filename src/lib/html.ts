@@ -9,13 +9,27 @@ export const escapeHtml = (text: string) =>
  * unsubscribe and double opt-in pages): `title` as its heading, `text` under
  * it, then `extra` (a form). The caller escapes what it puts in; never cached.
  */
-export function htmlPage(c: Context, status: 200 | 400 | 404 | 410, title: string, text: string, extra = ""): Response {
+export function htmlPage(
+  c: Context,
+  status: 200 | 400 | 404 | 410 | 503,
+  title: string,
+  text: string,
+  extra = "",
+  headers: Record<string, string> = {},
+): Response {
   const page = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex"><title>${title}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222;line-height:1.5}button{font:inherit;padding:.5rem 1.25rem;cursor:pointer}</style>
 </head><body><h1>${title}</h1><p>${text}</p>${extra}</body></html>`;
-  return c.body(page, status, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
+  return c.body(page, status, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store", ...headers });
+}
+
+/** 503 with Retry-After: the page's action is paused for a moment (its project is moving between databases); nothing was changed. */
+export function tryAgainPage(c: Context, retryAfterSeconds: number): Response {
+  return htmlPage(c, 503, "Please try again in a minute", "We are doing some quick maintenance. Nothing was changed: please try again in a minute.", "", {
+    "Retry-After": String(retryAfterSeconds),
+  });
 }
 
 const NAMED_ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: "\u00a0" };

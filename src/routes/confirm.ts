@@ -5,12 +5,14 @@ import { getDb } from "../db/client";
 import type { AppBindings } from "../lib/context";
 import { assertClientWithinLimit } from "../middleware/client-limit";
 import { linkVerificationSecrets } from "../lib/config";
-import { escapeHtml, htmlPage } from "../lib/html";
+import { escapeHtml, htmlPage, tryAgainPage } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { confirmSubscription, findConfirmation } from "../services/tracking/confirm";
 import { parseConfirmToken, parseLinkId } from "../services/tracking/links";
 import { hasShard, shardDb, shardEnv, shardsFrom } from "../db/shards";
+import { heldByMove } from "../services/tracking/held";
+import { MOVE_RETRY_SECONDS, shardsInMovesCache } from "../services/shards/moving";
 
 const tags = ["Double opt-in"];
 
@@ -54,6 +56,7 @@ const confirmRoute = createRoute({
     404: html("The email or its contact no longer exists"),
     410: html("The link is more than 7 days old, or was used already and the contact has unsubscribed since"),
     429: errorResponse("Too many confirm requests from this client (per IP, a minute)"),
+    503: html("The email's project is moving to another database (a few minutes): nothing was changed; try again after Retry-After"),
   },
 });
 
@@ -97,6 +100,8 @@ confirmRouter
     let confirmed: Awaited<ReturnType<typeof confirmSubscription>> = { outcome: "unknown" };
     for (const shard of shardsFrom(c.env, named)) {
       const env = shardEnv(c.env, shard);
+      // Its project moving between shards: 503, nothing written (it could be lost in the copy); the same link works after.
+      if (await heldByMove(c.env, shard, getDb(env.DB), emailId, c.get("caches").get(shardsInMovesCache))) return tryAgainPage(c, MOVE_RETRY_SECONDS);
       confirmed = await confirmSubscription(getDb(env.DB), env, emailId, c.get("afterCommit"));
       if (confirmed.outcome !== "unknown") break;
     }

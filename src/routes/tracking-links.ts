@@ -12,6 +12,8 @@ import { countedEngagements, recordLinkEngagement } from "../services/tracking/e
 import { isTrackableUrl, parseLinkId, verifyClickSignature, verifyOpenSignature } from "../services/tracking/links";
 import { shardEnv, shardIds, shardsFrom } from "../db/shards";
 import { emailExists } from "../services/tracking/unsubscribe";
+import { heldByMove } from "../services/tracking/held";
+import { shardsInMovesCache } from "../services/shards/moving";
 
 const tags = ["Tracking"];
 
@@ -36,7 +38,7 @@ const openRoute = createRoute({
   tags,
   summary: "Open-tracking pixel",
   description:
-    "Put in mail by the service. Needs no key. Records an `email.opened` event when the signature is valid and the project has tracking on; repeats within 60 seconds of the email's last counted open (privacy proxies, reloads) are not counted again. Always answers the image, so a mail client never shows a broken picture.",
+    "Put in mail by the service. Needs no key. Records an `email.opened` event when the signature is valid and the project has tracking on; repeats within 60 seconds of the email's last counted open (privacy proxies, reloads) are not counted again, nor opens while the email's project is moving to another database (a few minutes). Always answers the image, so a mail client never shows a broken picture.",
   request: {
     params: EmailIdParam,
     query: z.object({ s: z.string().optional().openapi({ description: "Signature of the link" }) }),
@@ -54,7 +56,7 @@ const clickRoute = createRoute({
   tags,
   summary: "Click-tracking redirect",
   description:
-    "Put in mail by the service. Needs no key. Records an `email.clicked` event and redirects to `u`, but only when `s` is this service's signature over the email id and `u`: it is not an open redirect. Clicks within 60 seconds of the email's last counted click (link scanners) are not counted again, and a failure to record never stops the redirect.",
+    "Put in mail by the service. Needs no key. Records an `email.clicked` event and redirects to `u`, but only when `s` is this service's signature over the email id and `u`: it is not an open redirect. Clicks within 60 seconds of the email's last counted click (link scanners) are not counted again, nor clicks while the email's project is moving to another database (a few minutes), and a failure to record never stops the redirect.",
   request: {
     params: EmailIdParam,
     query: z.object({
@@ -78,6 +80,8 @@ async function record(c: Context<AppBindings>, id: string, kind: Engagement, ext
   for (const shard of shardsFrom(c.env, named)) {
     const env = shardEnv(c.env, shard);
     const db = getDb(env.DB);
+    // Its project moving between shards: not counted (a row written now could be lost in the copy); the link still works.
+    if (await heldByMove(c.env, shard, db, emailId, c.get("caches").get(shardsInMovesCache))) return false;
     if (await recordLinkEngagement(db, env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, kind, extra, c.get("afterCommit")))
       return true;
     if (shardIds(c.env).length === 1 || (await emailExists(db, emailId))) return false;

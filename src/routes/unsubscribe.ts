@@ -6,12 +6,14 @@ import type { AppBindings } from "../lib/context";
 import { linkVerificationSecrets } from "../lib/config";
 import { assertClientWithinLimit } from "../middleware/client-limit";
 import { ApiError } from "../lib/errors";
-import { escapeHtml, htmlPage } from "../lib/html";
+import { escapeHtml, htmlPage, tryAgainPage } from "../lib/html";
 import { errorResponse } from "../lib/openapi";
 import { createRouter } from "../lib/router";
 import { parseUnsubscribeToken, parseLinkId } from "../services/tracking/links";
 import { shardDb, shardEnv, shardsFrom } from "../db/shards";
 import { emailExists, unsubscribeByEmail } from "../services/tracking/unsubscribe";
+import { heldByMove } from "../services/tracking/held";
+import { MOVE_RETRY_SECONDS, projectMovingError, shardsInMovesCache } from "../services/shards/moving";
 
 const tags = ["Unsubscribe"];
 
@@ -64,6 +66,9 @@ const oneClickRoute = createRoute({
     },
     400: errorResponse("Invalid or forged token, or a body without List-Unsubscribe=One-Click"),
     404: errorResponse("The email of this link no longer exists"),
+    503: errorResponse(
+      "The email's project is moving to another database (a few minutes): nothing was changed; try again after Retry-After. The page's form gets an HTML page saying so.",
+    ),
   },
 });
 
@@ -130,6 +135,11 @@ unsubscribeRouter
     let outcome: Awaited<ReturnType<typeof unsubscribeByEmail>> = "unknown-email";
     for (const shard of shardsFrom(c.env, named.shard)) {
       const env = shardEnv(c.env, shard);
+      // Its project moving between shards: 503, nothing written (it could be lost in the copy); the same link works after.
+      if (await heldByMove(c.env, shard, getDb(env.DB), named.emailId, c.get("caches").get(shardsInMovesCache))) {
+        if (fromPage) return tryAgainPage(c, MOVE_RETRY_SECONDS);
+        throw projectMovingError();
+      }
       outcome = await unsubscribeByEmail(getDb(env.DB), named.emailId, fromPage ? "page" : "one-click", env, c.get("afterCommit"));
       if (outcome !== "unknown-email") break;
     }

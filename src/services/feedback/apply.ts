@@ -41,6 +41,7 @@ export type FeedbackOutcome =
   | "delayed"
   | "unknown-email"
   | "not-recipient"
+  | "held"
   | "ignored";
 
 /** The email a provider event names by the tags we sent it with (SES message tags), for reconciliation. */
@@ -113,13 +114,21 @@ function buildFeedbackEvent(db: Database, emailId: string, name: string, data: J
  * feedback changes the email (recorded ahead of the write, while its timestamp is still unset);
  * they leave through `afterCommit`.
  */
-export async function applyFeedback(db: Database, feedback: Feedback, env?: ConfigInput, afterCommit?: AfterCommit): Promise<FeedbackOutcome> {
+export async function applyFeedback(
+  db: Database,
+  feedback: Feedback,
+  env?: ConfigInput,
+  afterCommit?: AfterCommit,
+  /** True when the email's project must not be written now (it is moving between shards): "held", nothing written. */
+  held?: (projectId: string) => Promise<boolean>,
+): Promise<FeedbackOutcome> {
   // An empty id (e.g. "<>" once normalised) names no email: mail sent without one stores NULL.
   if (!feedback.providerMessageId.trim()) return "ignored";
   const now = new Date();
   const when = feedback.at ?? now;
   const email = await feedbackEmail(db, feedback, when, now, afterCommit);
   if (!email) return "unknown-email";
+  if (held && (await held(email.projectId))) return "held";
   if (feedback.kind === "sent") return "sent";
   const d1 = db.$client;
   const hook = (item: Omit<EmailEventItem, "id" | "emailId">) => recordEmailWebhookEvents(d1, [{ id: newId(), emailId: email.id, ...item }], when);

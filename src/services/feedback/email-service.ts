@@ -5,6 +5,7 @@ import type { AfterCommit } from "../../lib/after-commit";
 import { normalizeMessageId } from "../../outside/providers/cloudflare";
 import { applyFeedback, type Feedback } from "./apply";
 import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/queue-consumer";
+import { isMoving, MOVE_RETRY_SECONDS, shardInMove, shardsInMovesCache } from "../shards/moving";
 
 /**
  * Cloudflare Email Service feedback. Email Sending publishes lifecycle events
@@ -100,6 +101,13 @@ export function parseEmailServiceEvent(body: unknown): Feedback | null {
 }
 
 /**
+ * How long an event of a moving project waits. The queue has no producer here (Cloudflare sends to it),
+ * so a held event is retried and each wait uses one of its max_retries (5): the waits double from
+ * MOVE_RETRY_SECONDS (30 s, 1, 2, 4, 8 min: about a quarter of an hour in all) to outlast a move.
+ */
+export const heldDelaySeconds = (attempts: number) => MOVE_RETRY_SECONDS * 2 ** Math.min(Math.max(0, attempts - 1), 5);
+
+/**
  * Consumer of EMAIL_EVENTS_QUEUE. Every event is applied on its own (a batch
  * holds at most max_batch_size of them); events that change nothing (deferred,
  * unknown mail, malformed) are acked, a database failure is retried. The
@@ -107,6 +115,8 @@ export function parseEmailServiceEvent(body: unknown): Feedback | null {
  */
 export async function applyEmailServiceEvents(messages: readonly QueuedMessage<unknown>[], env: Env, afterCommit: AfterCommit): Promise<Verdict[]> {
   const verdicts: Verdict[] = [];
+  // The shards in a move: one control read per batch.
+  const moves = shardsInMovesCache(Date.now);
   for (const message of messages) {
     const feedback = parseEmailServiceEvent(message.body);
     if (!feedback) {
@@ -115,11 +125,15 @@ export async function applyEmailServiceEvents(messages: readonly QueuedMessage<u
     }
     try {
       // Cloudflare's events name the message id only: each data shard in turn until one has the email (one shard: one try).
+      let outcome = "unknown-email";
       for (const shard of shardIds(env)) {
         const shardScoped = shardEnv(env, shard);
-        if ((await applyFeedback(getDb(shardScoped.DB), feedback, shardScoped, afterCommit)) !== "unknown-email") break;
+        const held = (await shardInMove(env, shard, moves)) ? (projectId: string) => isMoving(env, projectId) : undefined;
+        outcome = await applyFeedback(getDb(shardScoped.DB), feedback, shardScoped, afterCommit, held);
+        if (outcome !== "unknown-email") break;
       }
-      verdicts.push(ACK);
+      // Its project moving between shards: nothing written (it could be lost in the copy); delivered again after the move.
+      verdicts.push(outcome === "held" ? retryAfter(heldDelaySeconds(message.attempts)) : ACK);
     } catch (err) {
       console.error("applying an Email Service event failed", message.id, err);
       verdicts.push(retryAfter(30));

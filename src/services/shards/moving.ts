@@ -1,6 +1,8 @@
-import { controlDb, routeOf, type ShardId, shardOfWork } from "../../db/shards";
+import { controlDb, routeOf, SHARD_CACHE_TTL_MS, type ShardId, shardOfWork } from "../../db/shards";
 import type { Env } from "../../env";
+import type { Clock } from "../../lib/caches";
 import { ApiError } from "../../lib/errors";
+import { TtlCache } from "../../lib/ttl-cache";
 import { movingShards } from "../../store/moves";
 
 /**
@@ -59,4 +61,26 @@ export async function shardsInMoves(env: Env): Promise<Map<ShardId, string>> {
     console.error("could not read the moves in progress; the cron runs every shard's jobs", err);
   }
   return busy;
+}
+
+/** Whether a project is moving between shards now (its route: the isolate's cache, else one control read). */
+export async function isMoving(env: Env, projectId: string): Promise<boolean> {
+  return (await routeOf(env, projectId)).movingTo !== null;
+}
+
+/**
+ * The shards in a move, per app (`caches.get(shardsInMovesCache)`) for SHARD_CACHE_TTL_MS: the bound a
+ * move waits out before it copies. Lets a key-less request (a signed link) skip its email's project
+ * lookup unless the email's shard is in a move.
+ */
+export const shardsInMovesCache = (now: Clock) => new TtlCache<"moves", ReadonlySet<ShardId>>({ max: 1, ttlMs: SHARD_CACHE_TTL_MS, now });
+
+/** Whether a move copies from or to this shard now (one control read per SHARD_CACHE_TTL_MS with the cache). */
+export async function shardInMove(env: Env, shard: ShardId, cache?: ReturnType<typeof shardsInMovesCache>): Promise<boolean> {
+  let busy = cache?.get("moves");
+  if (!busy) {
+    busy = new Set((await shardsInMoves(env)).keys());
+    cache?.set("moves", busy);
+  }
+  return busy.has(shard);
 }
