@@ -81,9 +81,19 @@ async function record(c: Context<AppBindings>, id: string, kind: Engagement, ext
     const env = shardEnv(c.env, shard);
     const db = getDb(env.DB);
     // Its project moving between shards: not counted (a row written now could be lost in the copy); the link still works.
-    if (await heldByMove(c.env, shard, db, emailId, c.get("caches").get(shardsInMovesCache))) return false;
-    if (await recordLinkEngagement(db, env, c.get("caches").get(countedEngagements), c.req.raw.headers, emailId, kind, extra, c.get("afterCommit")))
-      return true;
+    const held = () => heldByMove(c.env, shard, db, emailId, c.get("caches").get(shardsInMovesCache));
+    const outcome = await recordLinkEngagement(
+      db,
+      env,
+      c.get("caches").get(countedEngagements),
+      c.req.raw.headers,
+      emailId,
+      kind,
+      extra,
+      c.get("afterCommit"),
+      held,
+    );
+    if (outcome !== "not counted") return outcome === "counted";
     if (shardIds(c.env).length === 1 || (await emailExists(db, emailId))) return false;
   }
   return false;

@@ -19,7 +19,9 @@ export const countedEngagements = (now: Clock) => new TtlCache<string, true>({ m
  * Records an open or click from a tracking link (signature already checked),
  * unless the app counted the same one inside the de-dup window, or the
  * client is over its per-IP tracking limit (then the link still works and
- * nothing is recorded). True when it was counted.
+ * nothing is recorded), or its project is moving between shards. "skipped": nothing was
+ * asked of this email's row (a repeat, the limit, a move); "not counted": the write matched
+ * nothing (no such email here, tracking off, a repeat the database caught).
  */
 export async function recordLinkEngagement(
   db: Database,
@@ -31,11 +33,14 @@ export async function recordLinkEngagement(
   details: { url?: string } = {},
   /** Where the webhook event leaves (the request's door). */
   afterCommit?: AfterCommit,
-) {
+  /** True when the email's project must not be written now (it is moving between shards): not counted. */
+  held?: () => Promise<boolean>,
+): Promise<"counted" | "skipped" | "not counted"> {
   const key = `${kind}:${emailId}`;
-  if (counted.get(key)) return false;
-  if (!(await clientWithinLimit(env, "tracking", headers))) return false;
+  if (counted.get(key)) return "skipped";
+  if (!(await clientWithinLimit(env, "tracking", headers))) return "skipped";
+  if (held && (await held())) return "skipped";
   const recorded = await recordEngagement(db, emailId, kind, details, new Date(), env, afterCommit);
   if (recorded) counted.set(key, true);
-  return recorded;
+  return recorded ? "counted" : "not counted";
 }
