@@ -102,10 +102,10 @@ export function parseEmailServiceEvent(body: unknown): Feedback | null {
 
 /**
  * How long an event of a moving project waits. The queue has no producer here (Cloudflare sends to it),
- * so a held event is retried and each wait uses one of its max_retries (5): the waits double from
- * MOVE_RETRY_SECONDS (30 s, 1, 2, 4, 8 min: about a quarter of an hour in all) to outlast a move.
+ * so a held event is retried and each wait uses one of its max_retries (5): the waits grow fourfold from
+ * MOVE_RETRY_SECONDS (30 s, 2, 8, 32 min, 2 h: close to three hours in all) to outlast a long move.
  */
-export const heldDelaySeconds = (attempts: number) => MOVE_RETRY_SECONDS * 2 ** Math.min(Math.max(0, attempts - 1), 5);
+export const heldDelaySeconds = (attempts: number) => MOVE_RETRY_SECONDS * 4 ** Math.min(Math.max(0, attempts - 1), 4);
 
 /**
  * Consumer of EMAIL_EVENTS_QUEUE. Every event is applied on its own (a batch
