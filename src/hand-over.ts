@@ -66,10 +66,14 @@ export class HandOver implements AfterCommit {
 /**
  * Each event with its project's data shard (src/db/shards.ts routeOf: in a request the auth
  * middleware left the route in the isolate's cache, so no lookup; a queue batch or cron tick
- * reads it from control once per project per SHARD_CACHE_TTL_MS).
+ * reads the routes it lacks from control in one statement, then once per SHARD_CACHE_TTL_MS).
  */
 async function onShards(env: Env, events: readonly RecordedEvent[]): Promise<(RecordedEvent & { shard: number })[]> {
-  const { routeOf } = await import("./db/shards");
+  const { prefetchRoutes, routeOf } = await import("./db/shards");
+  await prefetchRoutes(
+    env,
+    events.map((e) => e.projectId),
+  );
   return Promise.all(events.map(async (e) => ({ ...e, shard: (await routeOf(env, e.projectId)).shard })));
 }
 

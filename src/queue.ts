@@ -1,9 +1,9 @@
-import { type ShardId, shardEnv } from "./db/shards";
+import { prefetchRoutes, type ShardId, shardEnv } from "./db/shards";
 import type { Env } from "./env";
 import { HandOver } from "./hand-over";
 import { ACK, backoffSeconds, type QueueConsumer, type QueuedMessage, retryAfter, type Verdict } from "./lib/queue-consumer";
 import { sendAgainLater } from "./queues";
-import { MOVE_RETRY_SECONDS, routeOfWork } from "./services/shards/moving";
+import { MOVE_RETRY_SECONDS, projectOfMessage, routeOfWork } from "./services/shards/moving";
 import { consumeBulk, settleBulkDeadLetters } from "./services/campaigns/bulk";
 import {
   BULK_QUEUE,
@@ -83,6 +83,11 @@ async function onShards(
   env: Env,
   handOver: HandOver,
 ): Promise<Verdict[]> {
+  // One control read for the batch's projects the route cache lacks, not one per project.
+  await prefetchRoutes(
+    env,
+    messages.map((m) => projectOfMessage(m.body)).filter((id): id is string => id !== null),
+  );
   const groups = new Map<ShardId, number[]>();
   const held: number[] = [];
   for (const [i, message] of messages.entries()) {

@@ -29,4 +29,29 @@ describe("queue dispatch", () => {
     expect(result.retryDelays).toHaveLength(2);
     expect(result.retryDelays.every((d) => (d ?? 0) >= 5)).toBe(true);
   });
+
+  it("routes a batch's messages with one control read for all their projects, not one per project", async () => {
+    // The statements sent to the control database (DB), by their SQL.
+    const sent: string[] = [];
+    const control = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "prepare")
+          return (sql: string) => {
+            sent.push(sql);
+            return target.prepare(sql);
+          };
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    // Five projects the isolate has never routed (no project_shards row: shard 0).
+    const projects = Array.from({ length: 5 }, () => crypto.randomUUID());
+    const result = await runConsumer(
+      deadLetterQueue(SEND_QUEUE),
+      { ...env, DB: control },
+      projects.map((projectId, i) => ({ id: `m${i}`, body: { emailId: crypto.randomUUID(), projectId } })),
+    );
+    expect(result.retryMessages).toEqual([]);
+    expect(sent.filter((sql) => sql.includes("project_shards"))).toHaveLength(1);
+  });
 });

@@ -129,6 +129,23 @@ export async function routeOf(env: Env, projectId: string): Promise<ShardRoute> 
   return route;
 }
 
+const ROUTES_SQL = "SELECT project_id, shard, moving_to FROM project_shards WHERE project_id IN (SELECT value FROM json_each(?1))";
+
+/**
+ * The routes of many projects into the isolate's cache with at most one control read (a queue
+ * batch's projects before its messages are routed one by one); projects without a row are on shard 0.
+ */
+export async function prefetchRoutes(env: Env, projectIds: Iterable<string>): Promise<void> {
+  const missing = [...new Set(projectIds)].filter((id) => routes.get(id) === undefined);
+  if (missing.length === 0) return;
+  const { results } = await controlDb(env)
+    .prepare(ROUTES_SQL)
+    .bind(JSON.stringify(missing))
+    .all<{ project_id: string; shard: number; moving_to: number | null }>();
+  const found = new Map(results.map((r) => [r.project_id, { shard: r.shard, movingTo: r.moving_to ?? null }]));
+  for (const id of missing) routes.set(id, found.get(id) ?? { shard: 0, movingTo: null });
+}
+
 /** What another lookup already read from control (the API key lookup joins project_shards): kept as the cached route. */
 export function rememberRoute(projectId: string, route: ShardRoute): void {
   routes.set(projectId, route);
