@@ -964,7 +964,7 @@ export interface paths {
         };
         /**
          * Open-tracking pixel
-         * @description Put in mail by the service. Needs no key. Records an `email.opened` event when the signature is valid and the project has tracking on; repeats within 60 seconds of the email's last counted open (privacy proxies, reloads) are not counted again. Always answers the image, so a mail client never shows a broken picture.
+         * @description Put in mail by the service. Needs no key. Records an `email.opened` event when the signature is valid and the project has tracking on; repeats within 60 seconds of the email's last counted open (privacy proxies, reloads) are not counted again, nor opens while the email's project is moving to another database (a few minutes). Always answers the image, so a mail client never shows a broken picture.
          */
         get: operations["trackOpen"];
         put?: never;
@@ -984,7 +984,7 @@ export interface paths {
         };
         /**
          * Click-tracking redirect
-         * @description Put in mail by the service. Needs no key. Records an `email.clicked` event and redirects to `u`, but only when `s` is this service's signature over the email id and `u`: it is not an open redirect. Clicks within 60 seconds of the email's last counted click (link scanners) are not counted again, and a failure to record never stops the redirect.
+         * @description Put in mail by the service. Needs no key. Records an `email.clicked` event and redirects to `u`, but only when `s` is this service's signature over the email id and `u`: it is not an open redirect. Clicks within 60 seconds of the email's last counted click (link scanners) are not counted again, nor clicks while the email's project is moving to another database (a few minutes), and a failure to record never stops the redirect.
          */
         get: operations["trackClick"];
         put?: never;
@@ -8935,6 +8935,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The email's project is moving to another database (a few minutes): nothing was changed; try again after Retry-After. The page's form gets an HTML page saying so. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getConfirmationPage: {
@@ -9042,6 +9051,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The email's project is moving to another database (a few minutes): nothing was changed; try again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
         };
