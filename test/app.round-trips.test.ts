@@ -153,12 +153,13 @@ describe("what an event webhook costs the write that records it", () => {
     const withTwo = await costs(two);
     // The event is one statement of the write's own batch, there with or without endpoints (it records
     // nothing without a subscribed one): /v1/track with a public key is quota guard (stored bytes and the
-    // key's daily use included, up front), contact upsert, the contact.created record, event (its triggers
+    // key's daily use included, up front), contact upsert and the read of its id (a public key leaves an
+    // existing contact unwritten), the contact.created record, event (its triggers
     // count the key's use; it returns whether the workflow outbox holds triggers); POST /contacts quota
     // guard (stored bytes up front), upsert, one record for contact.created or .updated, outbox probe.
     const cost1 = (statements: number, messages: number) => ({ roundTrips: 1, batches: 1, statements, messages });
-    expect(withNone).toEqual({ "track, new contact": cost1(4, 0), "contacts, new": cost1(4, 0), "contacts, existing": cost1(4, 0) });
-    expect(withTwo).toEqual({ "track, new contact": cost1(4, 1), "contacts, new": cost1(4, 1), "contacts, existing": cost1(4, 1) });
+    expect(withNone).toEqual({ "track, new contact": cost1(5, 0), "contacts, new": cost1(4, 0), "contacts, existing": cost1(4, 0) });
+    expect(withTwo).toEqual({ "track, new contact": cost1(5, 1), "contacts, new": cost1(4, 1), "contacts, existing": cost1(4, 1) });
   });
 });
 
@@ -177,13 +178,14 @@ describe("D1 round trips of POST /v1/send (warm isolate)", () => {
       roundTrips: 3,
       batches: 2,
     });
-    // Every variable comes from the request's data or is a built-in: no contact data to read. Six statements:
-    // suppression guard, quota guard (stored bytes included, up front), contact upsert, contact.created
-    // record, emails, workflow outbox probe.
+    // Every variable comes from the request's data or is a built-in: no contact data to read. Nine statements:
+    // suppression guard, quota guard (stored bytes included, up front), contact upsert and the read of its ids
+    // (an existing contact it leaves alone returns nothing), contact.created record, emails with the day's
+    // count and their stored bytes, workflow outbox probe.
     expect(await cost(send({ to: "b@example.com", from, subject: "Hi {{n}}", body: "<p>Hi {{ data.n }}</p>", data: { n: 2 } }), 200)).toEqual({
       roundTrips: 1,
       batches: 1,
-      statements: 6,
+      statements: 9,
     });
     const fifty = Array.from({ length: 50 }, (_, i) => `r${i}@example.com`);
     expect(await cost(send({ to: fifty, from, subject: "Hi", body: '<p>Hi {{email}}</p><a href="{{unsubscribeUrl}}">x</a>' }), 200)).toMatchObject({

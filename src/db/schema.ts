@@ -281,7 +281,8 @@ export const emails = sqliteTable(
   },
   (t) => [
     index("emails_project_id_idx").on(t.projectId, t.id),
-    index("emails_project_status_id_idx").on(t.projectId, t.status, t.id),
+    // A status filter on final statuses; QUEUED and SENDING are found through emails_pending_idx (migration 0033).
+    index("emails_project_status_id_idx").on(t.projectId, t.status, t.id).where(sql`status NOT IN ('QUEUED', 'SENDING')`),
     index("emails_contact_id_idx").on(t.contactId, t.id),
     index("emails_send_idx").on(t.sendId),
     // Partial indexes (WHERE ... IS NOT NULL) leave out the rows they can never
@@ -294,8 +295,8 @@ export const emails = sqliteTable(
     index("emails_pending_idx").on(t.status, t.updatedAt).where(sql`status IN ('QUEUED', 'SENDING')`),
     // One email per campaign and contact: a redelivered audience page inserts nothing twice.
     uniqueIndex("emails_campaign_contact_uq").on(t.campaignId, t.contactId).where(sql`campaign_id IS NOT NULL`),
-    // Campaign completion and stats; GET /emails?campaignId=.
-    index("emails_campaign_status_idx").on(t.campaignId, t.status).where(sql`campaign_id IS NOT NULL`),
+    // Campaign completion: is any of its mail still QUEUED or SENDING (migration 0033).
+    index("emails_campaign_pending_idx").on(t.campaignId, t.status).where(sql`campaign_id IS NOT NULL AND status IN ('QUEUED', 'SENDING')`),
     index("emails_project_campaign_id_idx").on(t.projectId, t.campaignId, t.id).where(sql`campaign_id IS NOT NULL`),
     // Retention walks the final emails that still hold their HTML, oldest (lowest UUIDv7) first (migration 0028).
     index("emails_html_kept_idx").on(t.id).where(sql`html != '' AND status NOT IN ('QUEUED', 'SENDING')`),

@@ -76,7 +76,7 @@ export async function trackEvent(
   // A public key leaves an existing contact as it is, and gives a new one no data.
   const subscribed = optIn ? false : input.subscribed;
   const upsert = upsertContacts(d1, projectId, [{ email, subscribed, data: options.publicKey ? {} : persistent }], {
-    onExisting: options.publicKey ? "keep" : "merge",
+    onExisting: options.publicKey ? "keep" : "mergeChanged",
     subscribedByDefault: true,
     now: createdAt,
   });

@@ -9,7 +9,13 @@ import { jsonByteLength } from "../lib/validators";
 export type OnExisting =
   /** `subscribed` applies when the row gives it; `data` merges (JSON merge patch: null removes a key). */
   | "merge"
-  /** Left exactly as it is (returned unchanged). */
+  /**
+   * As "merge", but a contact the row would leave as it is is not written at all (its `updatedAt`
+   * stays; D1 bills the rewrite of an unchanged row): the send path, where most recipients exist.
+   * Every contact is still returned (a read after the upsert, in the same batch).
+   */
+  | "mergeChanged"
+  /** Left exactly as it is, not written (returned by a read after the upsert). */
   | "keep"
   /** Unsubscribed, data untouched; only a contact that was subscribed is returned. */
   | "unsubscribe";
@@ -79,6 +85,13 @@ export function upsertContacts(
       .prepare(options.returnRows ? UPSERT_RETURNING_ROWS_SQL : UPSERT_CONTACTS_SQL)
       .bind(projectId, options.subscribedByDefault ? 1 : 0, now, `{${parts.join(",")}}`, MODES[options.onExisting]),
   );
+  // The contacts it left alone return nothing: read every row's id back after the upsert.
+  if (options.onExisting === "mergeChanged" || options.onExisting === "keep") {
+    const addresses = rows.map((row) => JSON.stringify(row.email.toLowerCase()));
+    for (const parts of chunkBySize(addresses, MAX_JSON_PARAM_CHARS)) {
+      statements.push(d1.prepare(CONTACT_IDS_SQL).bind(projectId, `[${parts.join(",")}]`));
+    }
+  }
   const created = new Set(ids);
   return {
     statements,
@@ -96,20 +109,27 @@ export function upsertContacts(
   };
 }
 
-const MODES: Record<OnExisting, number> = { merge: 0, keep: 1, unsubscribe: 2 };
+const MODES: Record<OnExisting, number> = { merge: 0, keep: 1, unsubscribe: 2, mergeChanged: 3 };
 
 // ?4 is {newId: [email, subscribed or null, data patch]}; ?5 the OnExisting mode (MODES).
 const UPSERT_SQL = `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
   SELECT key, ?1, json_extract(value, '$[0]'), coalesce(json_extract(value, '$[1]'), ?2), json_patch('{}', json_extract(value, '$[2]')), ?3, ?3
   FROM json_each(?4) WHERE true
   ON CONFLICT (project_id, email) DO UPDATE SET
-    subscribed = CASE ?5 WHEN 0 THEN coalesce(json_extract(?4, '$."' || excluded.id || '"[1]'), contacts.subscribed) WHEN 2 THEN 0 ELSE contacts.subscribed END,
-    data = CASE ?5 WHEN 0 THEN json_patch(contacts.data, json_extract(?4, '$."' || excluded.id || '"[2]')) ELSE contacts.data END,
+    subscribed = CASE WHEN ?5 IN (0, 3) THEN coalesce(json_extract(?4, '$."' || excluded.id || '"[1]'), contacts.subscribed) WHEN ?5 = 2 THEN 0 ELSE contacts.subscribed END,
+    data = CASE WHEN ?5 IN (0, 3) THEN json_patch(contacts.data, json_extract(?4, '$."' || excluded.id || '"[2]')) ELSE contacts.data END,
     updated_at = CASE ?5 WHEN 1 THEN contacts.updated_at ELSE ?3 END
-  WHERE ?5 != 2 OR contacts.subscribed = 1
+  WHERE CASE ?5
+    WHEN 1 THEN 0
+    WHEN 2 THEN contacts.subscribed = 1
+    WHEN 3 THEN coalesce(json_extract(?4, '$."' || excluded.id || '"[1]'), contacts.subscribed) IS NOT contacts.subscribed
+      OR json_patch(contacts.data, json_extract(?4, '$."' || excluded.id || '"[2]')) IS NOT contacts.data
+    ELSE 1 END
   RETURNING`;
 const UPSERT_CONTACTS_SQL = `${UPSERT_SQL} id, email`;
 const UPSERT_RETURNING_ROWS_SQL = `${UPSERT_SQL} *`;
+// "mergeChanged" and "keep": every row's contact as the upsert left it (?2 a JSON array of lower-case addresses).
+const CONTACT_IDS_SQL = "SELECT id, email FROM contacts WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
 
 /** The id of the project's contact with this lower-case address, as SQL over the address expression. */
 export const contactIdByAddress = (projectParam: string, addressExpr: string) =>
@@ -154,4 +174,4 @@ export function deleteContactStatements(d1: D1Database, projectId: string, id: s
 }
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
-export const FIXED_SQL = { UPSERT_CONTACTS_SQL, UPSERT_RETURNING_ROWS_SQL };
+export const FIXED_SQL = { UPSERT_CONTACTS_SQL, UPSERT_RETURNING_ROWS_SQL, CONTACT_IDS_SQL };

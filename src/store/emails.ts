@@ -118,11 +118,18 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
         head.onlyIfContact ?? null,
       );
   const statements: D1PreparedStatement[] = [];
+  // Each insert is followed by the day's email count and the stored bytes of what it inserted, once per
+  // statement rather than once per row (migration 0034 dropped the per-row triggers): D1 bills each row written.
+  const insert = (json: string, html: string | null, ids: string[]) => {
+    statements.push(bind(json, html), ...countInserted(d1, head.projectId, ids, head.now));
+  };
   let parts: string[] = [];
+  let ids: string[] = [];
   let chars = 0;
   const flush = () => {
-    if (parts.length > 0) statements.push(bind(`[${parts.join(",")}]`, null));
+    if (parts.length > 0) insert(`[${parts.join(",")}]`, null, ids);
     parts = [];
+    ids = [];
     chars = 0;
   };
   for (const row of rows) {
@@ -139,16 +146,36 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
     };
     const json = JSON.stringify(r);
     if (json.length > MAX_JSON_PARAM_CHARS) {
-      statements.push(bind(JSON.stringify([{ ...r, h: null }]), row.html));
+      insert(JSON.stringify([{ ...r, h: null }]), row.html, [row.id]);
       continue;
     }
     if (chars + json.length > MAX_JSON_PARAM_CHARS) flush();
     parts.push(json);
+    ids.push(row.id);
     chars += json.length + 1;
   }
   flush();
   return statements;
 }
+
+/**
+ * The day's email count and the stored bytes of these just-inserted emails (of the project, by id), as
+ * statements to follow their insert in its batch: what the per-row triggers did before migration 0033.
+ */
+export function countInserted(d1: D1Database, projectId: string, ids: readonly string[], now: Date): D1PreparedStatement[] {
+  const idList = JSON.stringify(ids);
+  return [d1.prepare(COUNT_QUEUED_SQL).bind(projectId, idList, Math.floor(now.getTime() / DAY_MS)), d1.prepare(QUEUED_BYTES_SQL).bind(projectId, idList)];
+}
+
+const DAY_MS = 86_400_000;
+// The emails of ?2 (the ids the insert before it was given) that exist now: the ones it inserted.
+const COUNT_QUEUED_SQL = `INSERT INTO project_daily_usage (project_id, day, emails)
+  SELECT ?1, ?3, n FROM (SELECT count(*) AS n FROM emails WHERE id IN (SELECT value FROM json_each(?2)) AND project_id = ?1) WHERE n > 0
+  ON CONFLICT (project_id, day) DO UPDATE SET emails = emails + excluded.emails`;
+const QUEUED_BYTES_SQL = `UPDATE projects SET stored_bytes = stored_bytes + x.bytes
+  FROM (SELECT total(length(CAST(html AS BLOB)) + CASE headers WHEN '{}' THEN 0 ELSE length(CAST(headers AS BLOB)) END) AS bytes
+        FROM emails WHERE id IN (SELECT value FROM json_each(?2)) AND project_id = ?1) AS x
+  WHERE projects.id = ?1 AND x.bytes > 0`;
 
 const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template_id, campaign_id, contact_id, from_address, from_name, to_address, to_name,
     reply_to, subject, html, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at)
@@ -421,28 +448,46 @@ const RECORD_OUTCOMES_SQL = `UPDATE emails SET
 /**
  * The outcomes as statements for one batch, applied only to emails still SENDING (and a SENT one also
  * to an email settled as an unknown outcome, whose error starts with `unknownPrefix`). A SENT one with
- * a `bodyRef` empties html in the same write (its body is in R2; the 0019 trigger takes the bytes off).
+ * a `bodyRef` empties html in the same write (its body is in R2; SENT_BODIES_BYTES_SQL takes its bytes off first).
  */
 export function recordOutcomes(d1: D1Database, outcomes: readonly Outcome[], unknownPrefix: string, now = Date.now()): D1PreparedStatement[] {
-  return chunks(outcomes, IDS_PER_JSON_STATEMENT).map((chunk) =>
-    d1
-      .prepare(RECORD_OUTCOMES_SQL)
-      .bind(
-        now,
-        JSON.stringify(
-          chunk.map((o) => [
-            o.emailId,
-            o.status,
-            o.status === "SENT" ? o.providerMessageId || null : null,
-            o.status === "SENT" ? null : o.error,
-            o.status === "QUEUED" ? (o.retryAt ?? null) : null,
-            o.status === "SENT" ? (o.bodyRef ?? null) : null,
-          ]),
-        ),
-        `${likeEscape(unknownPrefix)}%`,
-      ),
-  );
+  const pattern = `${likeEscape(unknownPrefix)}%`;
+  return chunks(outcomes, IDS_PER_JSON_STATEMENT).flatMap((chunk) => {
+    const json = JSON.stringify(
+      chunk.map((o) => [
+        o.emailId,
+        o.status,
+        o.status === "SENT" ? o.providerMessageId || null : null,
+        o.status === "SENT" ? null : o.error,
+        o.status === "QUEUED" ? (o.retryAt ?? null) : null,
+        o.status === "SENT" ? (o.bodyRef ?? null) : null,
+      ]),
+    );
+    // The HTML's bytes off before the update empties it, the sent count after it sets sent_at: once per project.
+    return [
+      d1.prepare(SENT_BODIES_BYTES_SQL).bind(json, pattern),
+      d1.prepare(RECORD_OUTCOMES_SQL).bind(now, json, pattern),
+      d1.prepare(COUNT_SENT_SQL).bind(now, json),
+    ];
+  });
 }
+
+// The emails RECORD_OUTCOMES_SQL will apply a SENT outcome with a body_ref to (the same terms), by project:
+// their HTML leaves D1 (the emails_bytes_update trigger leaves this change to this statement, migration 0033).
+const SENT_BODIES_BYTES_SQL = `UPDATE projects SET stored_bytes = max(0, stored_bytes - x.bytes)
+  FROM (SELECT e.project_id AS project_id, total(length(CAST(e.html AS BLOB))) AS bytes
+        FROM json_each(?1) AS j JOIN emails AS e ON e.id = json_extract(j.value, '$[0]')
+        WHERE json_extract(j.value, '$[1]') = 'SENT' AND json_extract(j.value, '$[5]') IS NOT NULL AND e.body_ref IS NULL
+          AND (+e.status = 'SENDING' OR (+e.status = 'FAILED' AND e.provider_message_id IS NULL AND e.error LIKE ?2))
+        GROUP BY e.project_id) AS x
+  WHERE projects.id = x.project_id AND x.bytes > 0`;
+// The reputation's sent count of what RECORD_OUTCOMES_SQL just made SENT (sent_at is its time ?1), by project.
+const COUNT_SENT_SQL = `INSERT INTO project_reputation (project_id, day, sent)
+  SELECT e.project_id, CAST(?1 / 86400000 AS INTEGER), count(*)
+  FROM json_each(?2) AS j JOIN emails AS e ON e.id = json_extract(j.value, '$[0]')
+  WHERE json_extract(j.value, '$[1]') = 'SENT' AND +e.status = 'SENT' AND e.sent_at = ?1
+  GROUP BY e.project_id
+  ON CONFLICT (project_id, day) DO UPDATE SET sent = sent + excluded.sent`;
 
 /** A LIKE pattern's literal text (no wildcards in it; the prefixes here have none, this keeps it so). */
 const likeEscape = (text: string) => text.replace(/[%_]/g, "");
@@ -456,16 +501,22 @@ const likeEscape = (text: string) => text.replace(/[%_]/g, "");
 export function reconcileUnknownOutcome(
   d1: D1Database,
   input: { emailId: string; projectId: string; providerMessageId: string; sentAt: number; now: number; unknownPrefix: string },
-): D1PreparedStatement {
-  return d1
-    .prepare(RECONCILE_SQL)
-    .bind(input.emailId, input.projectId, input.providerMessageId, input.sentAt, input.now, `${likeEscape(input.unknownPrefix)}%`);
+): D1PreparedStatement[] {
+  return [
+    d1.prepare(RECONCILE_SQL).bind(input.emailId, input.projectId, input.providerMessageId, input.sentAt, input.now, `${likeEscape(input.unknownPrefix)}%`),
+    // Its sent count, when this statement's reconcile applied (the email carries its id and time now).
+    d1.prepare(COUNT_RECONCILED_SQL).bind(input.emailId, input.projectId, input.providerMessageId, input.now),
+  ];
 }
 const RECONCILE_SQL = `UPDATE emails SET status = 'SENT', provider_message_id = ?3, sent_at = COALESCE(sent_at, ?4), failed_at = NULL,
     error = NULL, updated_at = ?5
   WHERE id = ?1 AND project_id = ?2 AND provider_message_id IS NULL
     AND (status = 'SENDING' OR (status = 'FAILED' AND error LIKE ?6))
   RETURNING id`;
+const COUNT_RECONCILED_SQL = `INSERT INTO project_reputation (project_id, day, sent)
+  SELECT project_id, CAST(sent_at / 86400000 AS INTEGER), 1 FROM emails
+  WHERE id = ?1 AND project_id = ?2 AND provider_message_id = ?3 AND updated_at = ?4 AND status = 'SENT'
+  ON CONFLICT (project_id, day) DO UPDATE SET sent = sent + 1`;
 
 /**
  * Gives claims back (SENDING -> QUEUED, the attempt not counted) with a fresh updatedAt and their message
@@ -542,6 +593,11 @@ export const FIXED_SQL = {
   RECORD_OUTCOMES_SQL,
   DEFER_CLAIMS_SQL,
   RECONCILE_SQL,
+  COUNT_RECONCILED_SQL,
+  COUNT_QUEUED_SQL,
+  QUEUED_BYTES_SQL,
+  SENT_BODIES_BYTES_SQL,
+  COUNT_SENT_SQL,
   MARK_CALLS_STARTED_SQL,
   SETTLE_DEAD_CLAIMS_SQL,
 };

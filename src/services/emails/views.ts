@@ -1,4 +1,4 @@
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emails, type Email } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
@@ -57,10 +57,19 @@ export async function getEmailOrArchived(db: Database, bucket: R2Bucket, project
   return { email: archived, archived: true };
 }
 
-/** Newest first, keyset pagination on id; filters use (project_id, status, id) and (contact_id, id). */
+/**
+ * Newest first, keyset pagination on id; filters use (project_id, status, id) for final statuses,
+ * (status, updated_at) for QUEUED and SENDING (each partial index is chosen by its term), and (contact_id, id).
+ */
 export async function listEmails(db: Database, projectId: string, query: EmailListQuery) {
   const filters: SQL[] = [eq(emails.projectId, projectId)];
-  if (query.status) filters.push(eq(emails.status, query.status));
+  if (query.status) {
+    const pending = query.status === "QUEUED" || query.status === "SENDING";
+    filters.push(
+      eq(emails.status, query.status),
+      pending ? sql`${emails.status} IN ('QUEUED', 'SENDING')` : sql`${emails.status} NOT IN ('QUEUED', 'SENDING')`,
+    );
+  }
   if (query.contactId) filters.push(eq(emails.contactId, query.contactId));
   if (query.campaignId) filters.push(eq(emails.campaignId, query.campaignId));
   const page = await listNewestFirst(db, emails, and(...filters), query);

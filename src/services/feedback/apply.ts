@@ -242,7 +242,7 @@ async function feedbackEmail(db: Database, feedback: Feedback, when: Date, now: 
   const d1 = db.$client;
   const batch = new WriteBatch(d1);
   const reconcile = batch.add(
-    reconcileUnknownOutcome(d1, {
+    ...reconcileUnknownOutcome(d1, {
       emailId,
       projectId,
       providerMessageId: feedback.providerMessageId,

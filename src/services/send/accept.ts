@@ -273,7 +273,7 @@ async function writeSend(
     d1,
     projectId,
     sendable.map((address) => ({ email: address, subscribed: body.subscribed === false ? false : undefined, data: persistent })),
-    { onExisting: "merge", subscribedByDefault: body.subscribed === true, now },
+    { onExisting: "mergeChanged", subscribedByDefault: body.subscribed === true, now },
   );
   // contact.created for new recipients; .updated / .unsubscribed when the send brings data or `subscribed: false`.
   const changes = Object.keys(persistent).length > 0 || body.subscribed === false;

@@ -47,11 +47,12 @@ describe("the send consumer works per batch, not per email", () => {
     expect(rows.every((r) => r.status === "SENT")).toBe(true);
 
     // The claim (small bodies included) and the events of mail it settles, one batch; one mark of the calls
-    // started per wave of PROVIDER_CONCURRENCY calls (docs/reliability.md); the outcomes' UPDATE (no webhook
-    // endpoint, so no events to look for) and the sent bodies' r2_usage bytes (one R2 object), one batch.
+    // started per wave of PROVIDER_CONCURRENCY calls (docs/reliability.md); the outcomes' UPDATE with the
+    // HTML's bytes taken off before it and the reputation's sent count after it (no webhook endpoint, so no
+    // events to look for) and the sent bodies' r2_usage bytes (one R2 object), one batch.
     const waves = Math.ceil(100 / PROVIDER_CONCURRENCY);
-    expect(single.statements).toBe(2 + 1 + 2);
-    expect(hundred.statements).toBe(2 + waves + 2);
+    expect(single.statements).toBe(2 + 1 + 4);
+    expect(hundred.statements).toBe(2 + waves + 4);
 
     // With an enabled endpoint the outcomes' batch also records their webhook events (INSERT ... SELECT).
     // (development: the endpoint's host needs no public DNS here; it is never called in this test)
@@ -61,7 +62,7 @@ describe("the send consumer works per batch, not per email", () => {
     await sendTo(hooked, addresses(100, "hooked"));
     const withEvents = await statementsFor(hooked);
     expect(withEvents.result.explicitAcks).toHaveLength(100);
-    expect(withEvents.statements).toBe(2 + waves + 3);
+    expect(withEvents.statements).toBe(2 + waves + 5);
     const events = await env.DB.prepare("SELECT count(*) AS n FROM webhook_events WHERE project_id = ? AND type = 'email.sent'")
       .bind(hooked.project.id)
       .first<{ n: number }>();
@@ -79,8 +80,8 @@ describe("the send consumer works per batch, not per email", () => {
     );
     const { statements, result } = await statementsFor(s, messages);
     // The claim (with the three small bodies) and its settled mail's events, one batch; the mark of the wave's
-    // three calls; the outcomes and the sent body's r2_usage bytes, one batch.
-    expect(statements).toBe(5);
+    // three calls; the outcomes (with the bytes and sent count beside them) and the sent body's r2_usage bytes, one batch.
+    expect(statements).toBe(7);
     expect(result.explicitAcks).toHaveLength(2);
     expect(result.retryMessages).toHaveLength(1);
     expect(s.ses.calls).toHaveLength(1);
