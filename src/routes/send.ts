@@ -15,7 +15,7 @@ const sendRoute = createRoute({
   summary: "Send transactional email",
   description: [
     "Accepts the email, stores one email record per recipient and queues it; nothing is sent inside the request.",
-    "Each recipient's contact is created or its data updated (new contacts are unsubscribed unless `subscribed: true`; `subscribed` never changes an existing contact's subscription).",
+    "Each recipient's contact is created or its data updated (new contacts are unsubscribed unless `subscribed: true`; `subscribed` never changes an existing contact's subscription). An existing contact the send brings no change to is not written: its `updatedAt` stays.",
     "With `template`, the template's subject, body, from and reply-to are used and request fields override them.",
     "The `from` domain must be VERIFIED for the project (403 DOMAIN_NOT_VERIFIED).",
     "A MARKETING template is refused (400 INVALID_STATE, nothing queued, no contact changed) if any recipient is an unsubscribed contact, even with `subscribed: true`: that flag opts in new contacts but never re-subscribes someone who unsubscribed.",

@@ -347,7 +347,7 @@ export interface paths {
          * Send transactional email
          * @description Accepts the email, stores one email record per recipient and queues it; nothing is sent inside the request.
          *
-         *     Each recipient's contact is created or its data updated (new contacts are unsubscribed unless `subscribed: true`; `subscribed` never changes an existing contact's subscription).
+         *     Each recipient's contact is created or its data updated (new contacts are unsubscribed unless `subscribed: true`; `subscribed` never changes an existing contact's subscription). An existing contact the send brings no change to is not written: its `updatedAt` stays.
          *
          *     With `template`, the template's subject, body, from and reply-to are used and request fields override them.
          *
