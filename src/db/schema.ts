@@ -18,6 +18,9 @@ export const projects = sqliteTable("projects", {
   doubleOptIn: integer("double_opt_in", { mode: "boolean" }).notNull().default(false),
   /** The confirmation email's template (its `{{confirmUrl}}` is the signed confirm link). */
   doubleOptInTemplateId: text("double_opt_in_template_id"),
+  /** The default sender (PATCH /project defaultFrom), for mail whose request and template give no from (migration 0034). */
+  defaultFromEmail: text("default_from_email"),
+  defaultFromName: text("default_from_name"),
   /**
    * Bytes the project stores, for the QUOTA_STORED_BYTES quota: kept by D1
    * triggers (migration 0019) on email html and headers, attachments, event and

@@ -19,6 +19,7 @@ import {
 } from "../services/campaigns";
 import {
   type CampaignInput,
+  type CreateCampaignInput,
   CampaignListQuerySchema,
   CampaignListResponseSchema,
   CampaignResponseSchema,
@@ -168,7 +169,7 @@ async function scheduledForOf(request: Request): Promise<Date | null> {
 export const campaignsRouter = createRouter()
   .openapi(listRoute, async (c) => c.json(await listCampaigns(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query")), 200))
   .openapi(createCampaignRoute, async (c) => {
-    const campaign = await createCampaign(getDb(c.env.DB), c.env, c.get("auth").projectId, withAlias(c.req.valid("json")) as CampaignInput);
+    const campaign = await createCampaign(getDb(c.env.DB), c.env, c.get("auth").projectId, withAlias(c.req.valid("json")) as CreateCampaignInput);
     return c.json(success(toCampaignView(campaign)), 201);
   })
   .openapi(getRoute, async (c) => {

@@ -85,7 +85,16 @@ export const withAlias = <T extends { audienceFilter?: unknown; audienceConditio
   return { ...rest, audienceFilter: rest.audienceFilter !== undefined ? rest.audienceFilter : audienceCondition };
 };
 
-export const CreateCampaignSchema = z.object(fields).strict().openapi("CreateCampaign");
+export const CreateCampaignSchema = z
+  .object({
+    ...fields,
+    from: fields.from.optional().openapi({
+      description:
+        "On a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED otherwise). Left out: the project's default sender (`PATCH /project` defaultFrom), 422 naming `from` when it has none",
+    }),
+  })
+  .strict()
+  .openapi("CreateCampaign");
 export const UpdateCampaignSchema = z
   .object({
     name: fields.name.optional(),
@@ -117,7 +126,9 @@ export const SendSchema = z
 /** A campaign as the API shows it. */
 export type CampaignView = z.infer<typeof CampaignSchema>;
 /** A campaign's fields once `audienceCondition` (Plunk's name) has become `audienceFilter`. */
-export type CampaignInput = Omit<z.infer<typeof CreateCampaignSchema>, "audienceCondition">;
+export type CampaignInput = Omit<z.infer<typeof CreateCampaignSchema>, "audienceCondition" | "from"> & { from: string };
+/** A create request as validated: `from` may be left to the project's default sender. */
+export type CreateCampaignInput = Omit<z.infer<typeof CreateCampaignSchema>, "audienceCondition">;
 export const CampaignResponseSchema = successEnvelope(CampaignSchema);
 export const CampaignStatsResponseSchema = successEnvelope(StatsSchema);
 

@@ -1,4 +1,5 @@
 import * as z from "../lib/zod";
+import { EmailAddressSchema, headerText } from "../lib/validators";
 
 /** The variable a double opt-in template must use: the signed confirm link. */
 export const CONFIRM_URL_VARIABLE = "confirmUrl";
@@ -18,6 +19,10 @@ export const ProjectSettingsSchema = z
       .openapi({
         description: `The confirmation email's template. Its subject or body must use \`{{${CONFIRM_URL_VARIABLE}}}\` (the signed confirm link) and it must have a \`from\` on a VERIFIED domain of the project.`,
       }),
+    defaultFrom: z.object({ email: z.string(), name: z.string().nullable() }).nullable().openapi({
+      description:
+        "The default sender: used by `/v1/send` and campaigns when neither the request nor its template gives a `from` (Plunk clients that omit `from` then work). On a VERIFIED domain of the project. null: none, and such mail is refused with 422 naming `from`.",
+    }),
     storedBytes: z.number().int().openapi({
       description:
         "Bytes the project keeps in the database (email HTML until sent, headers, event and contact data, templates, campaigns, workflow versions), against QUOTA_STORED_BYTES",
@@ -38,6 +43,12 @@ export const UpdateProjectSettingsSchema = z
     trackingEnabled: z.boolean().optional(),
     doubleOptIn: z.boolean().optional(),
     doubleOptInTemplateId: z.string().min(1).max(64).nullable().optional(),
+    defaultFrom: z
+      .object({ email: EmailAddressSchema, name: headerText(200).optional() })
+      .strict()
+      .nullable()
+      .optional()
+      .openapi({ description: "The default sender, on a VERIFIED domain of the project (422 naming `defaultFrom` otherwise); null removes it" }),
   })
   .strict()
   .openapi("UpdateProjectSettings");

@@ -15,6 +15,8 @@ const columns = {
   trackingEnabled: projects.trackingEnabled,
   doubleOptIn: projects.doubleOptIn,
   doubleOptInTemplateId: projects.doubleOptInTemplateId,
+  defaultFromEmail: projects.defaultFromEmail,
+  defaultFromName: projects.defaultFromName,
   storedBytes: projects.storedBytes,
   r2StoredBytes: projects.r2StoredBytes,
   updatedAt: projects.updatedAt,
@@ -26,12 +28,18 @@ type SettingsRow = {
   trackingEnabled: boolean;
   doubleOptIn: boolean;
   doubleOptInTemplateId: string | null;
+  defaultFromEmail: string | null;
+  defaultFromName: string | null;
   storedBytes: number;
   r2StoredBytes: number;
   updatedAt: Date;
 };
 
-const view = (row: SettingsRow): ProjectSettingsView => ({ ...row, updatedAt: row.updatedAt.toISOString() });
+const view = ({ defaultFromEmail, defaultFromName, ...row }: SettingsRow): ProjectSettingsView => ({
+  ...row,
+  defaultFrom: defaultFromEmail ? { email: defaultFromEmail, name: defaultFromName } : null,
+  updatedAt: row.updatedAt.toISOString(),
+});
 
 export async function getProjectSettings(db: Database, projectId: string): Promise<ProjectSettingsView> {
   const [row] = await db.select(columns).from(projects).where(eq(projects.id, projectId)).limit(1);
@@ -76,7 +84,21 @@ export async function updateProjectSettings(db: Database, projectId: string, inp
     const problem = await confirmationTemplateProblem(db, projectId, template);
     if (problem) throw invalid(problem);
   }
+  if (input.defaultFrom) {
+    await senderDomain(db, projectId, input.defaultFrom.email).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === "DOMAIN_NOT_VERIFIED") {
+        throw ApiError.validation([
+          { field: "defaultFrom", message: `${input.defaultFrom?.email} is not on a verified domain of this project`, code: "domain_not_verified" },
+        ]);
+      }
+      throw err;
+    });
+  }
   const set: Parameters<typeof setProjectSettings>[2] = {};
+  if (input.defaultFrom !== undefined) {
+    set.defaultFromEmail = input.defaultFrom?.email ?? null;
+    set.defaultFromName = input.defaultFrom?.name || null;
+  }
   if (input.trackingEnabled !== undefined) set.trackingEnabled = input.trackingEnabled;
   if (input.doubleOptIn !== undefined) set.doubleOptIn = input.doubleOptIn;
   if (input.doubleOptInTemplateId !== undefined) set.doubleOptInTemplateId = input.doubleOptInTemplateId;

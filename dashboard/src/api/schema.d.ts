@@ -1684,6 +1684,11 @@ export interface components {
             doubleOptIn: boolean;
             /** @description The confirmation email's template. Its subject or body must use `{{confirmUrl}}` (the signed confirm link) and it must have a `from` on a VERIFIED domain of the project. */
             doubleOptInTemplateId: string | null;
+            /** @description The default sender: used by `/v1/send` and campaigns when neither the request nor its template gives a `from` (Plunk clients that omit `from` then work). On a VERIFIED domain of the project. null: none, and such mail is refused with 422 naming `from`. */
+            defaultFrom: {
+                email: string;
+                name: string | null;
+            } | null;
             /** @description Bytes the project keeps in the database (email HTML until sent, headers, event and contact data, templates, campaigns, workflow versions), against QUOTA_STORED_BYTES */
             storedBytes: number;
             /** @description Bytes the project keeps in object storage (R2: sent email bodies and stored files), counted apart, against QUOTA_R2_STORED_BYTES */
@@ -1697,6 +1702,15 @@ export interface components {
             trackingEnabled?: boolean;
             doubleOptIn?: boolean;
             doubleOptInTemplateId?: string | null;
+            /** @description The default sender, on a VERIFIED domain of the project (422 naming `defaultFrom` otherwise); null removes it */
+            defaultFrom?: {
+                /**
+                 * Format: email
+                 * @example ada@example.com
+                 */
+                email: string;
+                name?: string;
+            } | null;
         };
         SendingStatus: {
             /** @description True while the reputation breaker has paused sending: /v1/send and campaign sends are 403 SENDING_PAUSED */
@@ -1787,10 +1801,10 @@ export interface components {
             body: string;
             /**
              * Format: email
-             * @description On a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED otherwise)
+             * @description On a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED otherwise). Left out: the project's default sender (`PATCH /project` defaultFrom), 422 naming `from` when it has none
              * @example ada@example.com
              */
-            from: string;
+            from?: string;
             fromName?: string | null;
             /**
              * Format: email

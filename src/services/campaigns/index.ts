@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import { fromRow, type Database } from "../../db/client";
-import { campaigns, emails, events, segments, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, emails, events, projects, segments, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import type { ConfigInput } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
@@ -13,7 +13,7 @@ import { createEmails } from "../send/create-emails";
 import { assertTemplateSyntax } from "../send/render";
 import { campaignQuotaError, campaignQuotaFit, writeWithinQuotas } from "../quotas";
 import { findSuppressed } from "../suppressions";
-import type { CampaignInput, CampaignView } from "../../schemas/campaigns";
+import type { CampaignInput, CampaignView, CreateCampaignInput } from "../../schemas/campaigns";
 import {
   type CampaignContent,
   cancelScheduledCampaign,
@@ -87,12 +87,25 @@ const contentColumns = (input: CampaignInput): CampaignContent => ({
 });
 
 /** Within QUOTA_CAMPAIGNS and QUOTA_STORED_BYTES (checked in the insert's batch). */
-export async function createCampaign(db: Database, env: ConfigInput, projectId: string, input: CampaignInput): Promise<Campaign> {
+export async function createCampaign(db: Database, env: ConfigInput, projectId: string, request: CreateCampaignInput): Promise<Campaign> {
+  const input = await withDefaultSender(db, projectId, request);
   await validateCampaign(db, projectId, input, input);
   const now = new Date();
   const insert = insertCampaign(db.$client, { id: newId(), projectId, ...contentColumns(input), status: "DRAFT", createdAt: now, updatedAt: now });
   const [rows] = await writeWithinQuotas(db, env, projectId, [insert], { quota: "QUOTA_CAMPAIGNS" });
   return fromRow(campaigns, rows[0]);
+}
+
+/** A campaign created without `from` takes the project's default sender (its name too, unless one is given); 422 without one. */
+async function withDefaultSender(db: Database, projectId: string, request: CreateCampaignInput): Promise<CampaignInput> {
+  if (request.from) return { ...request, from: request.from };
+  const [row] = await db.select({ email: projects.defaultFromEmail, name: projects.defaultFromName }).from(projects).where(eq(projects.id, projectId)).limit(1);
+  if (!row?.email) {
+    throw ApiError.validation([
+      { field: "from", message: "from is required (the project has no default sender: PATCH /project defaultFrom)", code: "required" },
+    ]);
+  }
+  return { ...request, from: row.email, fromName: request.fromName !== undefined ? request.fromName : row.name };
 }
 
 export async function getCampaign(db: Database, projectId: string, id: string): Promise<Campaign> {

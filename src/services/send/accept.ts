@@ -1,7 +1,7 @@
 import { controlDbOf } from "../../db/shards";
 import { and, asc, eq } from "drizzle-orm";
 import { fromRow, type Database } from "../../db/client";
-import { domains, emails, idempotencyKeys, type JsonObject, templates, type Template } from "../../db/schema";
+import { domains, emails, idempotencyKeys, type JsonObject, projects, templates, type Template } from "../../db/schema";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
 import { sha256Hex } from "../../lib/crypto";
@@ -106,13 +106,24 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const domainRows = batch.add(domainApart ? null : domainQuery);
   const suppressions = batch.add(suppressionsOf(d1, projectId, addresses));
   const contactRows = batch.add(contactsByEmail(d1, projectId, addresses));
+  // No from in the request: the project's default sender, should the template have none either.
+  const defaultRows = batch.add(
+    body.from
+      ? null
+      : db.select({ defaultFromEmail: projects.defaultFromEmail, defaultFromName: projects.defaultFromName }).from(projects).where(eq(projects.id, projectId)),
+  );
   const [read, domainsApart] = await Promise.all([batch.run(), domainApart ?? undefined]);
   const [record] = read.rows(records).map((row) => fromRow(idempotencyKeys, row));
   const [template] = read.rows(templateRows).map((row) => fromRow(templates, row));
   const [domain] = domainsApart ?? read.rows(domainRows).map((row) => fromRow(domains, row));
   const suppressed = read.rows(suppressions) as { email: string; reason: SuppressionReason }[];
   const existing = read.rows(contactRows).map(contactFromRow);
+  const [defaults] = read.rows(defaultRows).map((row) => fromRow(projects, row)) as Pick<
+    typeof projects.$inferSelect,
+    "defaultFromEmail" | "defaultFromName"
+  >[];
   return {
+    defaultFrom: defaults?.defaultFromEmail ? { email: defaults.defaultFromEmail, name: defaults.defaultFromName ?? undefined } : undefined,
     record: record as IdempotencyRecord | undefined,
     template: template as Template | undefined,
     domainRead: domainQuery !== null,
@@ -128,14 +139,14 @@ type SendInputs = Awaited<ReturnType<typeof readSendInputs>>;
  * Step 2, the message: subject, body and sender from the request, the
  * template filling what the request leaves out. 422 naming what is missing.
  */
-function resolveMessage(body: SendRequest, template: Template | undefined) {
+function resolveMessage(body: SendRequest, template: Template | undefined, defaultFrom?: { email: string; name?: string }) {
   const subject = body.subject ?? template?.subject;
   const html = body.body ?? template?.body;
-  const from = body.from ? mailbox(body.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined;
+  const from = body.from ? mailbox(body.from) : template?.from ? { email: template.from, name: template.fromName ?? undefined } : defaultFrom;
   if (!subject || !html || !from) {
     throw ApiError.validation(
       [
-        !from && { field: "from", message: "from is required (the template has no from address)", code: "required" },
+        !from && { field: "from", message: "from is required (the template has no from address and the project no default sender)", code: "required" },
         !subject && { field: "subject", message: "subject is required", code: "required" },
         !html && { field: "body", message: "body is required", code: "required" },
       ].filter((e): e is { field: string; message: string; code: string } => Boolean(e)),
@@ -145,7 +156,7 @@ function resolveMessage(body: SendRequest, template: Template | undefined) {
     subject,
     html,
     from,
-    fromName: body.name ?? from.name ?? (body.from ? undefined : (template?.fromName ?? undefined)),
+    fromName: body.name ?? from.name ?? (body.from || !template?.from ? undefined : (template.fromName ?? undefined)),
     replyTo: body.reply ?? template?.replyTo ?? null,
     marketing: template?.type === "MARKETING",
   };
@@ -177,6 +188,7 @@ function sendableRecipients(body: SendRequest, addresses: string[], inputs: Send
 
 /** What a send read before writing (readSendInputs), or nothing at all (the write-only path). */
 const NOTHING_READ: SendInputs = {
+  defaultFrom: undefined,
   record: undefined,
   template: undefined,
   domainRead: false,
@@ -256,7 +268,7 @@ async function writeSend(
 ): Promise<SendResult> {
   const { options, hash, recipients, addresses } = w;
   if (body.template && !inputs.template) throw ApiError.notFound("Template");
-  const message = resolveMessage(body, inputs.template);
+  const message = resolveMessage(body, inputs.template, inputs.defaultFrom);
   // Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so).
   const sender = await senderDomain(db, projectId, message.from.email, {
     cache: options.verifiedDomains,
