@@ -26,7 +26,6 @@ import { readImportRange } from "../../store/objects/imports";
 export const MAX_KEPT_ERRORS = 100;
 
 /** Columns that are not data keys: `id`, `createdat` and `updatedat` come from an export and are ignored. */
-const RESERVED = new Set(["email", "subscribed", "data", "id", "createdat", "updatedat"]);
 const TRUE = new Set(["true", "1", "yes"]);
 const FALSE = new Set(["false", "0", "no"]);
 
@@ -51,22 +50,22 @@ async function readRange(env: Env, job: ContactImport, start: number, end: numbe
 function readRow(job: ContactImport, plan: ColumnPlan, emailKey: string, row: number, cells: string[]): RowResult {
   const emailCell = (cells[plan.email] ?? "").trim();
   if (emailKey.startsWith("#")) return { row, error: emailCell === "" ? "email is empty" : `Invalid email address: ${emailCell.slice(0, 100)}` };
-  if (cells.length > plan.lower.length && cells.slice(plan.lower.length).some((c) => c.trim() !== "")) {
-    return { row, error: `The row has ${cells.length} fields; the header has ${plan.lower.length}` };
+  if (cells.length > plan.roles.length && cells.slice(plan.roles.length).some((c) => c.trim() !== "")) {
+    return { row, error: `The row has ${cells.length} fields; the header has ${plan.roles.length}` };
   }
   let subscribed: boolean | null = job.defaultSubscribed ?? null;
   let data: JsonObject = {};
   const columns: [string, string][] = [];
-  for (let i = 0; i < plan.lower.length; i++) {
+  for (let i = 0; i < plan.roles.length; i++) {
     const cell = cells[i] ?? "";
     if (cell === "") continue;
-    const name = plan.lower[i];
-    if (name === "subscribed") {
+    const role = plan.roles[i];
+    if (role === "subscribed") {
       const value = cell.trim().toLowerCase();
       if (TRUE.has(value)) subscribed = true;
       else if (FALSE.has(value)) subscribed = false;
       else if (value !== "") return { row, error: "subscribed must be true/false, 1/0 or yes/no" };
-    } else if (name === "data") {
+    } else if (role === "data") {
       let parsed: unknown;
       try {
         parsed = JSON.parse(cell);
@@ -75,8 +74,8 @@ function readRow(job: ContactImport, plan: ColumnPlan, emailKey: string, row: nu
       }
       if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { row, error: "data must be a JSON object" };
       data = parsed as JsonObject;
-    } else if (name !== "" && !RESERVED.has(name)) {
-      columns.push([plan.names[i], cell]);
+    } else if (role === "key") {
+      columns.push([plan.keys[i], cell]);
     }
   }
   // fromEntries defines every key as data (a column named __proto__ stays a key).
