@@ -47,6 +47,25 @@ export async function getProjectSettings(db: Database, projectId: string): Promi
   return view(row);
 }
 
+/** The project's default sender (PATCH /project defaultFrom), as a query for a read batch or to await. */
+export const defaultSenderQuery = (db: Database, projectId: string) =>
+  db.select({ defaultFromEmail: projects.defaultFromEmail, defaultFromName: projects.defaultFromName }).from(projects).where(eq(projects.id, projectId));
+
+/** A default-sender row as a mailbox; undefined when the project has none. */
+export const defaultSenderOf = (row: { defaultFromEmail: string | null; defaultFromName: string | null } | undefined) =>
+  row?.defaultFromEmail ? { email: row.defaultFromEmail, name: row.defaultFromName ?? undefined } : undefined;
+
+/** Whether this address is on a VERIFIED domain of the project (senderDomain's 403 as false). */
+async function onVerifiedDomain(db: Database, projectId: string, address: string): Promise<boolean> {
+  return senderDomain(db, projectId, address).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof ApiError && err.code === "DOMAIN_NOT_VERIFIED") return false;
+      throw err;
+    },
+  );
+}
+
 const invalid = (message: string, code = "invalid_template") => ApiError.validation([{ field: "doubleOptInTemplateId", message, code }]);
 
 /**
@@ -59,14 +78,9 @@ export async function confirmationTemplateProblem(db: Database, projectId: strin
     return `The template must use {{${CONFIRM_URL_VARIABLE}}} (the signed confirm link) in its subject or body`;
   }
   if (!template.from) return "The template must have a from address (on a verified domain of this project)";
-  const verified = await senderDomain(db, projectId, template.from).then(
-    () => true,
-    (err: unknown) => {
-      if (err instanceof ApiError && err.code === "DOMAIN_NOT_VERIFIED") return false;
-      throw err;
-    },
-  );
-  return verified ? null : `The template's from address ${template.from} is not on a verified domain of this project`;
+  return (await onVerifiedDomain(db, projectId, template.from))
+    ? null
+    : `The template's from address ${template.from} is not on a verified domain of this project`;
 }
 
 /**
@@ -84,15 +98,10 @@ export async function updateProjectSettings(db: Database, projectId: string, inp
     const problem = await confirmationTemplateProblem(db, projectId, template);
     if (problem) throw invalid(problem);
   }
-  if (input.defaultFrom) {
-    await senderDomain(db, projectId, input.defaultFrom.email).catch((err: unknown) => {
-      if (err instanceof ApiError && err.code === "DOMAIN_NOT_VERIFIED") {
-        throw ApiError.validation([
-          { field: "defaultFrom", message: `${input.defaultFrom?.email} is not on a verified domain of this project`, code: "domain_not_verified" },
-        ]);
-      }
-      throw err;
-    });
+  if (input.defaultFrom && !(await onVerifiedDomain(db, projectId, input.defaultFrom.email))) {
+    throw ApiError.validation([
+      { field: "defaultFrom", message: `${input.defaultFrom.email} is not on a verified domain of this project`, code: "domain_not_verified" },
+    ]);
   }
   const set: Parameters<typeof setProjectSettings>[2] = {};
   if (input.defaultFrom !== undefined) {

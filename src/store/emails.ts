@@ -27,6 +27,14 @@ export const STATUS_RANK: Record<EmailStatus, number> = {
   COMPLAINED: 8,
 };
 
+/**
+ * The terms of the partial indexes on status (migrations 0028, 0033): a query carries the one its
+ * index is defined with, so SQLite uses emails_pending_idx for QUEUED/SENDING mail and
+ * emails_project_status_id_idx for the final statuses.
+ */
+export const PENDING_STATUS = sql`${emails.status} IN ('QUEUED', 'SENDING')`;
+export const FINAL_STATUS = sql`${emails.status} NOT IN ('QUEUED', 'SENDING')`;
+
 /** The status after `next` happened to an email in status `current`. */
 export const advanceStatus = (current: EmailStatus, next: EmailStatus): EmailStatus => (STATUS_RANK[current] < STATUS_RANK[next] ? next : current);
 
@@ -119,7 +127,7 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
       );
   const statements: D1PreparedStatement[] = [];
   // Each insert is followed by the day's email count and the stored bytes of what it inserted, once per
-  // statement rather than once per row (migration 0034 dropped the per-row triggers): D1 bills each row written.
+  // statement rather than once per row (migration 0033 dropped the per-row triggers): D1 bills each row written.
   const insert = (json: string, html: string | null, ids: string[]) => {
     statements.push(bind(json, html), ...countInserted(d1, head.projectId, ids, head.now));
   };
@@ -164,13 +172,12 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
  */
 export function countInserted(d1: D1Database, projectId: string, ids: readonly string[], now: Date): D1PreparedStatement[] {
   const idList = JSON.stringify(ids);
-  return [d1.prepare(COUNT_QUEUED_SQL).bind(projectId, idList, Math.floor(now.getTime() / DAY_MS)), d1.prepare(QUEUED_BYTES_SQL).bind(projectId, idList)];
+  return [d1.prepare(COUNT_QUEUED_SQL).bind(projectId, idList, now.getTime()), d1.prepare(QUEUED_BYTES_SQL).bind(projectId, idList)];
 }
 
-const DAY_MS = 86_400_000;
 // The emails of ?2 (the ids the insert before it was given) that exist now: the ones it inserted.
 const COUNT_QUEUED_SQL = `INSERT INTO project_daily_usage (project_id, day, emails)
-  SELECT ?1, ?3, n FROM (SELECT count(*) AS n FROM emails WHERE id IN (SELECT value FROM json_each(?2)) AND project_id = ?1) WHERE n > 0
+  SELECT ?1, CAST(?3 / 86400000 AS INTEGER), n FROM (SELECT count(*) AS n FROM emails WHERE id IN (SELECT value FROM json_each(?2)) AND project_id = ?1) WHERE n > 0
   ON CONFLICT (project_id, day) DO UPDATE SET emails = emails + excluded.emails`;
 const QUEUED_BYTES_SQL = `UPDATE projects SET stored_bytes = stored_bytes + x.bytes
   FROM (SELECT total(length(CAST(html AS BLOB)) + CASE headers WHEN '{}' THEN 0 ELSE length(CAST(headers AS BLOB)) END) AS bytes

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import { fromRow, type Database } from "../../db/client";
-import { campaigns, emails, events, projects, segments, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, emails, events, segments, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import type { ConfigInput } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
@@ -13,6 +13,7 @@ import { createEmails } from "../send/create-emails";
 import { assertTemplateSyntax } from "../send/render";
 import { campaignQuotaError, campaignQuotaFit, writeWithinQuotas } from "../quotas";
 import { findSuppressed } from "../suppressions";
+import { defaultSenderOf, defaultSenderQuery } from "../project-settings";
 import type { CampaignInput, CampaignView, CreateCampaignInput } from "../../schemas/campaigns";
 import {
   type CampaignContent,
@@ -99,13 +100,14 @@ export async function createCampaign(db: Database, env: ConfigInput, projectId: 
 /** A campaign created without `from` takes the project's default sender (its name too, unless one is given); 422 without one. */
 async function withDefaultSender(db: Database, projectId: string, request: CreateCampaignInput): Promise<CampaignInput> {
   if (request.from) return { ...request, from: request.from };
-  const [row] = await db.select({ email: projects.defaultFromEmail, name: projects.defaultFromName }).from(projects).where(eq(projects.id, projectId)).limit(1);
-  if (!row?.email) {
+  const [row] = await defaultSenderQuery(db, projectId);
+  const sender = defaultSenderOf(row);
+  if (!sender) {
     throw ApiError.validation([
       { field: "from", message: "from is required (the project has no default sender: PATCH /project defaultFrom)", code: "required" },
     ]);
   }
-  return { ...request, from: row.email, fromName: request.fromName !== undefined ? request.fromName : row.name };
+  return { ...request, from: sender.email, fromName: request.fromName !== undefined ? request.fromName : (sender.name ?? null) };
 }
 
 export async function getCampaign(db: Database, projectId: string, id: string): Promise<Campaign> {

@@ -41,7 +41,7 @@ const IGNORED_NAMES = new Set(["id", "createdat", "updatedat"]);
  * A column's data key, lower camelCase of its words: `First Name` -> `firstName`, `MEMBER_RATING` ->
  * `memberRating`, `OPTIN_TIME` -> `optinTime`; a one-word name already in camelCase (`firstName`) stays.
  */
-export function dataKeyOf(name: string): string {
+function dataKeyOf(name: string): string {
   const words = name
     .trim()
     .split(/[^\p{L}\p{N}]+/u)
@@ -78,15 +78,11 @@ export function planColumns(header: string[]) {
   header.forEach((name, i) => {
     if (name.trim().length > 128) throw ApiError.validation([{ field: "body", message: "Column names may be at most 128 characters", code: "too_big" }]);
     const n = normals[i];
+    const dataKey = dataKeyOf(name);
     const role: ColumnRole =
-      i === email ? "email" : i === subscribed ? "subscribed" : n === "data" ? "data" : n === "" || IGNORED_NAMES.has(n) ? "ignore" : "key";
-    const key = role === "key" ? dataKeyOf(name) : role === "ignore" ? "" : role;
-    if (role === "key" && key === "") {
-      roles.push("ignore");
-      keys.push("");
-      return;
-    }
-    // Two columns that name the same thing (the same data key, or two "data" columns) cannot both be kept.
+      i === email ? "email" : i === subscribed ? "subscribed" : n === "data" ? "data" : IGNORED_NAMES.has(n) || dataKey === "" ? "ignore" : "key";
+    // What the column names: its data key, or its role (so a second "Email" is a duplicate, not a key `email`).
+    const key = role === "key" ? dataKey : role === "ignore" ? "" : role;
     if (key !== "" && seen.has(key)) {
       throw ApiError.validation([
         { field: "body", message: `The column "${name.trim()}" appears twice in the header (as "${key}")`, code: "duplicate_column" },

@@ -25,7 +25,7 @@ import { readImportRange } from "../../store/objects/imports";
 /** Row errors kept on a job (the first by row number). */
 export const MAX_KEPT_ERRORS = 100;
 
-/** Columns that are not data keys: `id`, `createdat` and `updatedat` come from an export and are ignored. */
+/** The values a subscription cell may hold. */
 const TRUE = new Set(["true", "1", "yes"]);
 const FALSE = new Set(["false", "0", "no"]);
 

@@ -1,8 +1,9 @@
-import { and, eq, type SQL, sql } from "drizzle-orm";
+import { and, eq, type SQL } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import { emails, type Email } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { listNewestFirst } from "../../lib/pagination";
+import { FINAL_STATUS, PENDING_STATUS } from "../../store/emails";
 import type { EmailListQuery, EmailView } from "../../schemas/emails";
 import { readArchivedEmail } from "../archive/read";
 
@@ -65,10 +66,7 @@ export async function listEmails(db: Database, projectId: string, query: EmailLi
   const filters: SQL[] = [eq(emails.projectId, projectId)];
   if (query.status) {
     const pending = query.status === "QUEUED" || query.status === "SENDING";
-    filters.push(
-      eq(emails.status, query.status),
-      pending ? sql`${emails.status} IN ('QUEUED', 'SENDING')` : sql`${emails.status} NOT IN ('QUEUED', 'SENDING')`,
-    );
+    filters.push(eq(emails.status, query.status), pending ? PENDING_STATUS : FINAL_STATUS);
   }
   if (query.contactId) filters.push(eq(emails.contactId, query.contactId));
   if (query.campaignId) filters.push(eq(emails.campaignId, query.campaignId));

@@ -14,6 +14,7 @@ import { isUniqueViolation, outboxProbe, raisedGuard, suppressionGuard, suppress
 import { deleteIdempotencyRecord, IDEMPOTENCY_TTL_MS, type IdempotencyRecord, idempotencyRecordOf, insertIdempotencyRecord } from "../../store/idempotency";
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
 import { findSendingDomain, senderDomain, type VerifiedDomains } from "../domains";
+import { defaultSenderOf, defaultSenderQuery } from "../project-settings";
 import type { SuppressionReason } from "../suppressions";
 import { contactWriteEvents } from "../webhooks/record";
 import { renderEmails } from "./create-emails";
@@ -107,23 +108,16 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const suppressions = batch.add(suppressionsOf(d1, projectId, addresses));
   const contactRows = batch.add(contactsByEmail(d1, projectId, addresses));
   // No from in the request: the project's default sender, should the template have none either.
-  const defaultRows = batch.add(
-    body.from
-      ? null
-      : db.select({ defaultFromEmail: projects.defaultFromEmail, defaultFromName: projects.defaultFromName }).from(projects).where(eq(projects.id, projectId)),
-  );
+  const defaultRows = batch.add(body.from ? null : defaultSenderQuery(db, projectId));
   const [read, domainsApart] = await Promise.all([batch.run(), domainApart ?? undefined]);
   const [record] = read.rows(records).map((row) => fromRow(idempotencyKeys, row));
   const [template] = read.rows(templateRows).map((row) => fromRow(templates, row));
   const [domain] = domainsApart ?? read.rows(domainRows).map((row) => fromRow(domains, row));
   const suppressed = read.rows(suppressions) as { email: string; reason: SuppressionReason }[];
   const existing = read.rows(contactRows).map(contactFromRow);
-  const [defaults] = read.rows(defaultRows).map((row) => fromRow(projects, row)) as Pick<
-    typeof projects.$inferSelect,
-    "defaultFromEmail" | "defaultFromName"
-  >[];
+  const [defaults] = read.rows(defaultRows).map((row) => fromRow(projects, row));
   return {
-    defaultFrom: defaults?.defaultFromEmail ? { email: defaults.defaultFromEmail, name: defaults.defaultFromName ?? undefined } : undefined,
+    defaultFrom: defaultSenderOf(defaults),
     record: record as IdempotencyRecord | undefined,
     template: template as Template | undefined,
     domainRead: domainQuery !== null,

@@ -1,10 +1,10 @@
-import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { and, eq, isNull, lt, or } from "drizzle-orm";
 import { getDb } from "../../db/client";
 import { emails } from "../../db/schema";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
 import { newId } from "../../lib/ids";
-import { deferClaims, updateEmailsById } from "../../store/emails";
+import { deferClaims, PENDING_STATUS, updateEmailsById } from "../../store/emails";
 import { recordEmailWebhookEvents } from "../../store/webhooks/events";
 import { WriteBatch } from "../../store/batch";
 import { resumeWalks } from "../campaigns/audience";
@@ -38,8 +38,8 @@ export async function sweepStuckEmails(
   const queuedCutoff = new Date(now.getTime() - QUEUED_LEASE_MS);
   const claimCutoff = new Date(now.getTime() - CLAIM_LEASE_MS);
   const columns = { id: emails.id, projectId: emails.projectId, bulk: emails.bulk, campaignId: emails.campaignId, sendingAt: emails.sendingAt };
-  // `pending` as the partial index emails_pending_idx is defined, so SQLite uses it (migration 0028).
-  const pending = sql`${emails.status} IN ('QUEUED', 'SENDING')`;
+  // As the partial index emails_pending_idx is defined, so SQLite uses it (migration 0028).
+  const pending = PENDING_STATUS;
   const [waiting, claims] = await db.batch([
     db
       .select(columns)
