@@ -1,125 +1,30 @@
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import type { Server } from "node:http";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHROMIUM_MISSING, findChromium } from "./chromium";
-import { freePort, startWranglerDev, type DevServer, startFakeDoh, type FakeZone } from "../../scripts/lib/local-server.mjs";
+import { type Api, DOMAIN, type Dashboard, startDashboard } from "./dashboard-harness";
 
 /**
- * The dashboard (/app) in real headless Chromium against `wrangler dev` (the committed
- * wrangler.toml, its [build] step, static assets, local D1 and queues, the capture
- * provider). A project is created with `scripts/project.ts` as the e2e tests do; its
- * sending domain is verified through the API against a DNS-over-HTTPS fake on localhost.
- * Everything else happens through the page, as a user does it.
+ * The dashboard (/app) in real headless Chromium against `wrangler dev` (./dashboard-harness.ts:
+ * a project, a verified sending domain and three contacts made through the API). Everything else
+ * happens through the page, as a user does it.
  */
-const root = resolve(__dirname, "../..");
-const SHOTS = join(root, "docs", "screenshots");
-const DOMAIN = "dashboard.test";
-const require = createRequire(import.meta.url);
-
-let server: DevServer;
-let browser: Browser;
-let doh: Server;
-let state: string;
+let dashboard: Dashboard;
+let api: Api;
 let secretKey: string;
-const zone: FakeZone = new Map();
-
-const npx = (args: string[]) =>
-  execFileSync("npx", args, { cwd: root, encoding: "utf8", env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } });
-
-async function api(method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { Authorization: `Bearer ${secretKey}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+let server: Dashboard["server"];
 
 beforeAll(async () => {
-  const executablePath = findChromium();
-  if (!executablePath) throw new Error(CHROMIUM_MISSING);
-  const dohPort = await freePort();
-  doh = startFakeDoh(dohPort, zone);
-  state = mkdtempSync(join(tmpdir(), "edge-mail-dashboard-"));
-  npx(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
-  secretKey = JSON.parse(npx(["tsx", "scripts/project.ts", "create", "dashboard", "--json", "--persist-to", state]).trim().split("\n").pop()!).secretKey;
-  [server, browser] = await Promise.all([
-    startWranglerDev(
-      {
-        ENVIRONMENT: "development",
-        EMAIL_PROVIDER: "capture",
-        PUBLIC_URL: "http://127.0.0.1",
-        LINK_SIGNING_SECRET: "dashboard-test-link-signing-secret-0123456789",
-        DKIM_ENCRYPTION_KEY: "dashboard-test-dkim-encryption-key-0123456789",
-        DOH_URL: `http://127.0.0.1:${dohPort}/dns-query`,
-      },
-      { persistTo: state },
-    ),
-    chromium.launch({ executablePath, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] }),
-  ]);
-
-  // A verified sending domain (campaigns need one) and three contacts, through the API.
-  const domain = await api("POST", "/domains", { domain: DOMAIN });
-  expect(domain.status, JSON.stringify(domain.body)).toBe(201);
-  for (const r of domain.body.records as { type: string; name: string; value: string; priority?: number }[]) {
-    const data = r.type === "MX" ? `${r.priority ?? 10} ${r.value}.` : (r.value.match(/.{1,255}/g) ?? [""]).map((c) => `"${c}"`).join(" ");
-    zone.set(r.name, [...(zone.get(r.name) ?? []), { type: r.type, data }]);
-  }
-  const verified = await api("POST", `/domains/${domain.body.id}/verify`);
-  expect(verified.body.status, JSON.stringify(verified.body)).toBe("VERIFIED");
-  for (const [email, firstName, plan] of [
-    ["ada@example.net", "Ada", "pro"],
-    ["grace@example.net", "Grace", "pro"],
-    ["linus@example.net", "Linus", "free"],
-  ]) {
-    const created = await api("POST", "/contacts", { email, data: { firstName, plan } });
-    expect(created.status, JSON.stringify(created.body)).toBeLessThan(300);
-  }
-  mkdirSync(SHOTS, { recursive: true });
+  dashboard = await startDashboard("dashboard");
+  ({ api, secretKey, server } = dashboard);
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-  doh?.close();
-  if (state) rmSync(state, { recursive: true, force: true });
+  await dashboard?.stop();
 });
 
-/** A page that records console errors (CSP violations among them) and failed requests. */
-async function open(options: { width?: number; height?: number; bypassCSP?: boolean } = {}) {
-  const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: options.height ?? 800 }, bypassCSP: options.bypassCSP });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on("console", (msg) => {
-    // 4xx answers the page expects (a wrong key) are logged by Chromium as failed resources.
-    if (msg.type() === "error" && !/status of 40[14]/.test(msg.text())) problems.push(msg.text());
-  });
-  page.on("pageerror", (err) => problems.push(String(err)));
-  return { context, page, problems };
-}
-
-async function signIn(page: Page, key = secretKey) {
-  await page.goto(`${server.url}/app/`);
-  await page.getByLabel("Secret key").fill(key);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  if (key === secretKey) await page.getByRole("button", { name: "Sign out" }).waitFor();
-}
-
-const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
-
-async function nav(page: Page, name: string) {
-  const menu = page.getByRole("button", { name: "Menu" });
-  const link = page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true });
-  // On a phone the links are behind the menu button (a user opens it only when they are hidden).
-  if (!(await link.isVisible()) && (await menu.isVisible())) await menu.click();
-  await link.click();
-  await expect.poll(() => page.locator("h1").first().textContent()).toContain(name);
-}
+const open = (options?: Parameters<Dashboard["open"]>[0]) => dashboard.open(options);
+const signIn = (page: Page, key?: string) => dashboard.signIn(page, key);
+const nav = (page: Page, name: string) => dashboard.nav(page, name);
+const shot = (page: Page, name: string) => dashboard.shot(page, name);
 
 describe("the dashboard in headless Chromium", () => {
   it("serves /app and its deep links with a strict CSP", async () => {
@@ -296,7 +201,6 @@ describe("the dashboard in headless Chromium", () => {
   it("has no serious or critical axe-core violation on any page", async () => {
     // axe is injected as a script, which the page's own CSP rightly refuses: this context bypasses it.
     const { context, page } = await open({ bypassCSP: true });
-    const axeSource = require.resolve("axe-core/axe.min.js");
     const campaigns = (await api("GET", "/campaigns")).body.campaigns as { id: string; status: string }[];
     const sent = campaigns.find((c) => c.status === "SENT")!;
     const draft = campaigns.find((c) => c.status === "DRAFT")!;
@@ -346,7 +250,7 @@ describe("the dashboard in headless Chromium", () => {
       `/webhooks/${webhook.body.id}`,
     ];
     await page.goto(`${server.url}/app/`);
-    await axeCheck(page, axeSource, "sign-in");
+    await dashboard.axeCheck(page, "sign-in");
     await signIn(page);
     await page.getByRole("navigation", { name: "Main" }).waitFor();
     const found: string[] = [];
@@ -354,7 +258,7 @@ describe("the dashboard in headless Chromium", () => {
       await page.goto(`${server.url}/app${path}`);
       await page.locator("h1").first().waitFor();
       await page.waitForFunction(() => !document.body.textContent?.includes("Loading…"));
-      found.push(...(await axeCheck(page, axeSource, path)));
+      found.push(...(await dashboard.axeCheck(page, path)));
     }
     expect(found).toEqual([]);
     await context.close();
@@ -384,19 +288,3 @@ describe("the dashboard in headless Chromium", () => {
     await context.close();
   });
 });
-
-async function axeCheck(page: Page, axeSource: string, label: string): Promise<string[]> {
-  await page.addScriptTag({ path: axeSource });
-  const violations = await page.evaluate(async () => {
-    const result = await (window as any).axe.run(document, { resultTypes: ["violations"] });
-    return result.violations.map((v: { id: string; impact: string; nodes: { target: string[] }[] }) => ({
-      id: v.id,
-      impact: v.impact,
-      targets: v.nodes.map((n) => n.target.join(" ")),
-    }));
-  });
-  type Violation = { id: string; impact: string; targets: string[] };
-  return (violations as Violation[])
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${label}: ${v.id} (${v.impact}) at ${v.targets.join(", ")}`);
-}
