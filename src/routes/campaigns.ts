@@ -125,6 +125,15 @@ const cancelRoute = createRoute({
   responses: { 200: envelope("The campaign, back in DRAFT"), ...commonErrors },
 });
 
+const TestSendSchema = z
+  .object({
+    email: EmailAddressSchema.openapi({ description: "Where the test goes" }),
+    contactId: z.string().min(1).max(64).optional().openapi({
+      description: "Render with this contact's data instead of the data of the contact at `email` (`{{email}}` is still the test address)",
+    }),
+  })
+  .strict();
+
 const testRoute = createRoute({
   method: "post",
   path: "/campaigns/{id}/test",
@@ -132,9 +141,9 @@ const testRoute = createRoute({
   tags,
   summary: "Send a test email",
   description:
-    "One email to `email`, subject prefixed `[TEST] `, rendered with that contact's data when the address is a contact. Not tracked and never counted in the campaign's stats; it goes out with transactional mail.",
+    "One email to `email`, subject prefixed `[TEST] `. Rendered with the data of the contact `contactId` when it is given (a contact of this project; any other id, another project's among them, is 404 NOT_FOUND and nothing is sent), otherwise with the data of the contact at `email` when the address is one (no data when it is not). Not tracked and never counted in the campaign's stats; it goes out with transactional mail.",
   security: securityScheme,
-  request: { params: IdParamSchema, body: jsonBody(z.object({ email: EmailAddressSchema }).strict()) },
+  request: { params: IdParamSchema, body: jsonBody(TestSendSchema) },
   responses: { 200: jsonResponse(successEnvelope(z.object({ email: z.string().openapi({ description: "Email record id" }) })), "Queued"), ...commonErrors },
 });
 
@@ -194,7 +203,8 @@ export const campaignsRouter = createRouter()
   })
   .openapi(testRoute, async (c) => {
     const { projectId } = c.get("auth");
-    const emailId = await sendTestEmail(getDb(c.env.DB), c.env, projectId, c.req.valid("param").id, c.req.valid("json").email, c.req.url);
+    const { email, contactId } = c.req.valid("json");
+    const emailId = await sendTestEmail(getDb(c.env.DB), c.env, projectId, c.req.valid("param").id, email, c.req.url, contactId);
     return c.json(success({ email: emailId }), 200);
   })
   .openapi(statsRoute, async (c) => {

@@ -7,7 +7,7 @@ import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { ConditionSchema, type Condition } from "../conditions";
-import { contactFromRow, contactsByEmail } from "../contacts";
+import { contactFromRow, contactsByEmail, getContact } from "../contacts";
 import { senderDomain } from "../domains";
 import { createEmails } from "../send/create-emails";
 import { assertTemplateSyntax } from "../send/render";
@@ -218,18 +218,30 @@ export async function cancelCampaign(db: Database, projectId: string, id: string
 
 /**
  * POST /campaigns/{id}/test: one email to `address`, subject prefixed
- * "[TEST] ", rendered with that contact's data when the address is a contact
- * of the project. Not linked to the campaign (never counted in its stats) and
- * not tracked; it travels with transactional mail.
+ * "[TEST] ", rendered with the data of the contact `contactId` when given (a
+ * contact of this project, else 404 before anything is sent), otherwise with
+ * that address's contact's data when the address is a contact of the project.
+ * Not linked to the campaign (never counted in its stats) and not tracked; it
+ * travels with transactional mail.
  */
-export async function sendTestEmail(db: Database, env: Env, projectId: string, id: string, address: string, requestUrl?: string): Promise<string> {
+export async function sendTestEmail(
+  db: Database,
+  env: Env,
+  projectId: string,
+  id: string,
+  address: string,
+  requestUrl?: string,
+  contactId?: string,
+): Promise<string> {
   const campaign = await getCampaign(db, projectId, id);
   const sender = await senderDomain(db, projectId, campaign.from);
   const suppressed = await findSuppressed(db, projectId, [address]);
   if (suppressed.size > 0) {
     throw ApiError.invalidState(`${address} is on the suppression list (${[...suppressed.values()][0]})`, "Send the test to another address.");
   }
-  const contact = (await contactsByEmail(db.$client, projectId, [address.toLowerCase()]).all()).results.map(contactFromRow)[0];
+  const contact = contactId
+    ? await getContact(db, projectId, contactId)
+    : (await contactsByEmail(db.$client, projectId, [address.toLowerCase()]).all()).results.map(contactFromRow)[0];
   // A test send is an email like any other: it counts toward the daily and stored-bytes quotas.
   const queued = await createEmails(
     db.$client,
