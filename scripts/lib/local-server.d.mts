@@ -2,6 +2,10 @@ import type { ChildProcess } from "node:child_process";
 import type { Server } from "node:http";
 
 export const wranglerEnv: NodeJS.ProcessEnv;
+/** The checkout scripts/lib/ is in. */
+export const repoRoot: string;
+/** A throwaway copy of the working tree (node_modules symlinked); remove() deletes it. */
+export function repoCopy(options?: { prefix?: string }): { dir: string; remove(): void };
 export function sleep(ms: number): Promise<void>;
 export function freePort(range?: string): Promise<number>;
 export function freeInspectorPort(): Promise<number>;

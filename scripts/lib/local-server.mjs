@@ -3,11 +3,15 @@
 // in its own process group over its own state, the devtools inspector client, a fake
 // DNS-over-HTTPS server and a small API client.
 import { execFileSync, spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The checkout this file is in. */
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** The environment wrangler runs with: no metrics, no colours, no interactive session. */
 export const wranglerEnv = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
@@ -51,6 +55,25 @@ export const freeInspectorPort = () => freePort(process.env.BENCH_INSPECTOR_PORT
 /** `npx args` run to its end (in `cwd`, another checkout, or this one); its stdout. */
 export function npx(args, { cwd, env = wranglerEnv } = {}) {
   return execFileSync("npx", args, { cwd, encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+}
+
+/**
+ * A throwaway copy of the checkout's working tree (tracked files and untracked ones git does not
+ * ignore, as they are now, so uncommitted edits are in it), with node_modules symlinked and the
+ * generated static files (public/app, public/docs-assets, public/data) copied: `npm run dev` run
+ * in it writes its .dev.vars, .dev/ and .wrangler/ there, never in the checkout. remove() deletes it.
+ */
+export function repoCopy({ prefix = "edge-mail-copy-" } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: repoRoot, encoding: "utf8" })
+    .split("\0")
+    .filter((f) => f && existsSync(join(repoRoot, f)));
+  for (const file of files) cpSync(join(repoRoot, file), join(dir, file), { recursive: false, force: true });
+  symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"), "dir");
+  for (const generated of ["public/app", "public/docs-assets", "public/data"]) {
+    if (existsSync(join(repoRoot, generated))) cpSync(join(repoRoot, generated), join(dir, generated), { recursive: true, force: true });
+  }
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** The migrations applied to the local D1 in `stateDir`. */
