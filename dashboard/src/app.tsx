@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { session, whenUnauthorized } from "./api/client";
 import { Link, match, onNavigate, usePath } from "./router";
 import { CampaignList, CampaignPage } from "./pages/campaigns";
+import { ContactImport } from "./pages/contact-import";
 import { ContactList, ContactPage } from "./pages/contacts";
 import { DomainList, DomainPage } from "./pages/domains";
 import { EmailList, EmailPage } from "./pages/emails";
@@ -28,6 +29,7 @@ const SECTIONS: [string, () => JSX.Element, ((props: { id: string }) => JSX.Elem
 const NAV = SECTIONS.map(([name]) => name);
 
 function Route(props: { path: string }) {
+  if (props.path === "/contacts/import") return <ContactImport />;
   for (const [name, List, Item] of SECTIONS) {
     const base = `/${name.toLowerCase()}`;
     if (match(base, props.path)) return <List />;

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { api, call, type Email } from "../api/client";
+import { NamedLink, useNames } from "../components/crm-names";
 import { ListPage } from "../components/data-table";
 import { Choice, Loading, Page, Status } from "../components/page";
 import { MailFrame } from "../components/preview-pane";
@@ -9,21 +10,36 @@ import { Link } from "../router";
 
 const STATUSES = ["QUEUED", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED"] as const;
 
+/** What an email was sent as: its campaign, else its template, by name (one list request per kind for the page). */
+function SentAs(props: { email: Email; campaigns: Map<string, string> | null; templates: Map<string, string> | null }) {
+  const { email } = props;
+  if (email.campaignId) return <NamedLink kind="campaigns" id={email.campaignId} names={props.campaigns} />;
+  if (email.templateId) return <NamedLink kind="templates" id={email.templateId} names={props.templates} />;
+  return <>—</>;
+}
+
 export function EmailList() {
   const campaignId = new URLSearchParams(location.search).get("campaignId") ?? undefined;
   const [status, setStatus] = useState<Email["status"] | "">("");
+  const campaigns = useNames("campaigns");
+  const templates = useNames("templates");
   return (
     <ListPage
       path="/emails"
       params={{ query: { campaignId, status: status || undefined } }}
       columns={[
-        { header: "To", cell: (e) => e.to },
+        { header: "To", cell: (e) => (e.contactId ? <Link href={`/contacts/${e.contactId}`}>{e.to}</Link> : e.to) },
         { header: "Subject", cell: (e) => e.subject, link: true },
+        { header: "Campaign or template", cell: (e) => <SentAs email={e} campaigns={campaigns} templates={templates} /> },
         { header: "Status", cell: (e) => <Status value={e.status} /> },
         { header: "Created", cell: (e) => when(e.createdAt) },
       ]}
     >
-      {campaignId && <p>Emails of one campaign.</p>}
+      {campaignId && (
+        <p>
+          Emails of the campaign <NamedLink kind="campaigns" id={campaignId} names={campaigns} />.
+        </p>
+      )}
       <Choice label="Status" any="Any" options={STATUSES} value={status} onChange={setStatus} />
     </ListPage>
   );
@@ -50,6 +66,8 @@ const TIMES: [keyof Email, string][] = [
 
 export function EmailPage(props: { id: string }) {
   const state = useLoad(() => call(api.GET("/emails/{id}", { params: { path: { id: props.id } } })), [props.id]);
+  const campaigns = useNames("campaigns", !!state.data?.campaignId);
+  const templates = useNames("templates", !!state.data?.templateId);
   if (!state.data) return <Page title="Email">{<Loading state={state} />}</Page>;
   const email = state.data;
   return (
@@ -63,7 +81,15 @@ export function EmailPage(props: { id: string }) {
           <>
             <dt>Campaign</dt>
             <dd>
-              <Link href={`/campaigns/${email.campaignId}`}>{email.campaignId}</Link>
+              <NamedLink kind="campaigns" id={email.campaignId} names={campaigns} />
+            </dd>
+          </>
+        )}
+        {email.templateId && (
+          <>
+            <dt>Template</dt>
+            <dd>
+              <NamedLink kind="templates" id={email.templateId} names={templates} />
             </dd>
           </>
         )}

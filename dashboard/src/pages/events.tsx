@@ -16,7 +16,8 @@ export function EventList() {
       params={{ query: { name: name || undefined } }}
       columns={[
         { header: "Event", cell: (e) => e.name },
-        { header: "Contact", cell: (e) => (e.contactId ? <Link href={`/contacts/${e.contactId}`}>{e.email ?? e.contactId}</Link> : "—") },
+        { header: "Contact", cell: (e) => (e.contactId ? <Link href={`/contacts/${e.contactId}`}>{e.email ?? "a deleted contact"}</Link> : (e.email ?? "—")) },
+        { header: "Email", cell: (e) => (e.emailId ? <Link href={`/emails/${e.emailId}`}>View email</Link> : "—") },
         { header: "Data", cell: (e) => <code>{Object.keys(e.data ?? {}).length ? JSON.stringify(e.data) : ""}</code> },
         { header: "When", cell: (e) => when(e.createdAt) },
       ]}

@@ -1,0 +1,114 @@
+/**
+ * The import page's column mapping: what the server does with a CSV header when it is given no mapping
+ * (CONTRACT.md "Contact import as exported"), so the page can show it, let the user change it, and send
+ * `columns` only when something was changed.
+ */
+
+export type Target = "email" | "subscribed" | "data" | "json" | "ignore";
+export type ColumnType = "text" | "number" | "boolean" | "date";
+
+/** One column of the file as the page maps it. `json` is the `data` column of our own export (a JSON object, merged). */
+export interface ColumnMap {
+  header: string;
+  to: Target;
+  key: string;
+  type: ColumnType;
+}
+
+/** The mapping as `POST /contacts/imports?columns=` takes it. */
+export type Columns = Record<string, { to: string; type: ColumnType }>;
+
+/** A header name compared as the server does: case-insensitive, spaces, `_`, `-` and `.` ignored. */
+export const normal = (name: string) =>
+  name
+    .trim()
+    .toLowerCase()
+    .replace(/[\s_.-]+/g, "");
+
+/** email, email address, e-mail, e-mail address, email_address, emailaddress, mail. */
+const EMAIL_NAMES = new Set(["email", "emailaddress", "mail"]);
+/** subscribed, opted in, optin, opt_in, email_opt_in, subscribe. */
+const SUBSCRIBED_NAMES = new Set(["subscribed", "optedin", "optin", "emailoptin", "subscribe"]);
+/** Our export's columns that are not data. */
+const IGNORED_NAMES = new Set(["id", "createdat", "updatedat"]);
+
+/** The data key the server picks: lower camelCase of the name's words (`First Name` -> `firstName`, `MEMBER_RATING` -> `memberRating`). */
+export function dataKeyOf(name: string): string {
+  const words = name
+    .trim()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
+  if (words.length === 0) return "";
+  const lowerFirst = (word: string) => (word === word.toUpperCase() ? word.toLowerCase() : word[0].toLowerCase() + word.slice(1));
+  const capitalized = (word: string) => word[0].toUpperCase() + (word === word.toUpperCase() ? word.slice(1).toLowerCase() : word.slice(1));
+  return lowerFirst(words[0]) + words.slice(1).map(capitalized).join("");
+}
+
+/** A decimal number without a leading zero ("0", "4", "-2.5", "0.5"; not "007" or "1e3"). */
+const NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?$/;
+const BOOLEAN = /^(true|false)$/i;
+
+/** The type the server guesses for a column: every non-empty cell a number → number, all true/false → boolean, else text. */
+export function guessType(cells: string[]): ColumnType {
+  const filled = cells.map((c) => c.trim()).filter((c) => c !== "");
+  if (filled.length === 0) return "text";
+  if (filled.every((c) => NUMBER.test(c))) return "number";
+  if (filled.every((c) => BOOLEAN.test(c))) return "boolean";
+  return "text";
+}
+
+/** The mapping the server would use without one: the email column, the subscription column, data keys, ignored columns. */
+export function defaultMapping(header: string[], rows: string[][]): ColumnMap[] {
+  const normals = header.map(normal);
+  const exact = normals.indexOf("email");
+  const email = exact >= 0 ? exact : normals.findIndex((n) => EMAIL_NAMES.has(n));
+  const subscribed = normals.findIndex((n) => SUBSCRIBED_NAMES.has(n));
+  return header.map((name, i) => {
+    const key = dataKeyOf(name);
+    const to: Target =
+      i === email
+        ? "email"
+        : i === subscribed
+          ? "subscribed"
+          : normals[i] === "data"
+            ? "json"
+            : IGNORED_NAMES.has(normals[i]) || key === ""
+              ? "ignore"
+              : "data";
+    const type = to === "data" ? guessType(rows.map((r) => r[i] ?? "")) : to === "subscribed" ? "boolean" : "text";
+    return { header: name, to, key, type };
+  });
+}
+
+const same = (a: ColumnMap, b: ColumnMap) => a.to === b.to && a.type === b.type && (a.to !== "data" || a.key === b.key);
+
+/**
+ * What to send as `columns`: nothing while the mapping is the server's own (it then maps and guesses over the
+ * whole file itself); once anything was changed, every column as the page shows it (so what was seen is what is
+ * imported), except a `data` JSON column left as it is, which the server merges by itself.
+ */
+export function columnsToSend(mapping: ColumnMap[], defaults: ColumnMap[]): Columns | undefined {
+  if (mapping.every((m, i) => same(m, defaults[i]))) return undefined;
+  const columns: Columns = {};
+  for (const m of mapping) {
+    if (m.to === "json") continue;
+    columns[m.header] = { to: m.to === "data" ? `data.${m.key.trim()}` : m.to, type: m.type };
+  }
+  return columns;
+}
+
+/** What is wrong with a mapping before it is sent: no email column, two of one target, empty or repeated keys. */
+export function mappingProblem(mapping: ColumnMap[]): string | null {
+  const emails = mapping.filter((m) => m.to === "email").length;
+  if (emails !== 1) return emails === 0 ? "Choose the column that holds the email address." : "Only one column can be the email address.";
+  if (mapping.filter((m) => m.to === "subscribed").length > 1) return "Only one column can be the subscription.";
+  const keys = new Set<string>();
+  for (const m of mapping.filter((x) => x.to === "data")) {
+    const key = m.key.trim();
+    if (key === "") return `Give the column "${m.header}" a data key, or ignore it.`;
+    if (key.length > 128) return `The data key of "${m.header}" is longer than 128 characters.`;
+    if (keys.has(key)) return `Two columns would both be stored as "${key}": give one another key or ignore it.`;
+    keys.add(key);
+  }
+  return null;
+}
