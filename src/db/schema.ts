@@ -9,6 +9,17 @@ const json = <T>(name: string) => text(name, { mode: "json" }).$type<T>();
 
 export type JsonObject = Record<string, unknown>;
 
+/** How an import reads a column (services/contact-imports/columns.ts). */
+export type ImportColumnRole = "email" | "subscribed" | "data" | "ignore" | "key";
+export type ImportColumnType = "text" | "number" | "boolean" | "date";
+/** An import's column plan: the email column, and per header column its role, data key ("" unless a key) and type. */
+export interface StoredColumnPlan {
+  email: number;
+  roles: ImportColumnRole[];
+  keys: string[];
+  types: ImportColumnType[];
+}
+
 export const projects = sqliteTable("projects", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
@@ -706,6 +717,10 @@ export const contactImports = sqliteTable(
     /** The uploaded file in R2 (store/objects/imports.ts), and the record delimiter its header ended with (migration 0030). */
     objectKey: text("object_key"),
     recordDelimiter: text("record_delimiter"),
+    /** The column plan the upload settled: each column's role, data key and type (migration 0035; null before it: read from the header). */
+    columnPlan: json<StoredColumnPlan>("column_plan"),
+    /** Rows a later row of the same address replaced (migration 0035). */
+    duplicates: integer("duplicates").notNull().default(0),
   },
   (t) => [
     index("contact_imports_project_id_idx").on(t.projectId, t.id),

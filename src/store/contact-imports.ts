@@ -42,12 +42,22 @@ export function uploadProgress(d1: D1Database, importId: string, now: number): D
 export function startImport(
   d1: D1Database,
   importId: string,
-  file: { total: number; objectKey: string | null; recordDelimiter: string | null },
+  file: {
+    total: number;
+    objectKey: string | null;
+    recordDelimiter: string | null;
+    /** The column plan the upload settled (JSON). */
+    planJson: string;
+    /** Rows a later row of their address replaced, and the first 100 of them as row errors (JSON). */
+    duplicates: number;
+    duplicateErrorsJson: string;
+  },
   now: number,
 ): D1PreparedStatement {
-  return d1.prepare(START_SQL).bind(importId, now, file.total, file.objectKey, file.recordDelimiter);
+  return d1.prepare(START_SQL).bind(importId, now, file.total, file.objectKey, file.recordDelimiter, file.planJson, file.duplicates, file.duplicateErrorsJson);
 }
-const START_SQL = `UPDATE contact_imports SET total = ?3, object_key = ?4, record_delimiter = ?5, status = 'PROCESSING', progress_at = ?2
+const START_SQL = `UPDATE contact_imports SET total = ?3, object_key = ?4, record_delimiter = ?5, column_plan = ?6, duplicates = ?7, errors = ?8,
+    status = 'PROCESSING', progress_at = ?2
   WHERE id = ?1 AND status = 'PENDING' RETURNING *`;
 
 /** One chunk of the file: its rows [firstRow, lastRow], their bytes [startByte, endByte), the rows in it a later row replaces. */
@@ -215,14 +225,14 @@ export const IMPORTED_EVENT = "contacts.imported";
 const WEBHOOK_EVENT_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
   SELECT ?2, i.project_id, '${IMPORTED_EVENT}', json_object('type', '${IMPORTED_EVENT}', 'timestamp', ?3, 'data', json_object(
       'id', i.id, 'status', 'COMPLETED', 'total', i.total, 'processed', i.processed, 'created', i.created, 'updated', i.updated,
-      'failed', i.failed, 'createdAt', strftime('%Y-%m-%dT%H:%M:%fZ', i.created_at / 1000.0, 'unixepoch'), 'finishedAt', ?3)), ?4
+      'failed', i.failed, 'duplicates', i.duplicates, 'subscribedDefault', CASE i.default_subscribed WHEN 1 THEN json('true') WHEN 0 THEN json('false') END, 'createdAt', strftime('%Y-%m-%dT%H:%M:%fZ', i.created_at / 1000.0, 'unixepoch'), 'finishedAt', ?3)), ?4
   FROM contact_imports i WHERE i.id = ?1 AND i.status = 'PROCESSING' AND i.processed >= i.total
     AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = i.project_id AND w.enabled = 1
       AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = '${IMPORTED_EVENT}')))
   RETURNING id, project_id`;
 const EVENT_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
   SELECT ?2, project_id, NULL, '${IMPORTED_EVENT}',
-    json_object('importId', id, 'total', total, 'created', created, 'updated', updated, 'failed', failed), ?3
+    json_object('importId', id, 'total', total, 'created', created, 'updated', updated, 'failed', failed, 'duplicates', duplicates), ?3
   FROM contact_imports WHERE id = ?1 AND status = 'PROCESSING' AND processed >= total`;
 const COMPLETE_SQL = `UPDATE contact_imports SET status = 'COMPLETED', finished_at = ?2, resume_row = 0
   WHERE id = ?1 AND status = 'PROCESSING' AND processed >= total`;

@@ -40,7 +40,7 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   send_headers_bytes_delete: "AFTER DELETE ON send_headers",
   emails_send_headers_delete: "AFTER DELETE ON emails",
   contact_imports_bytes_insert: "AFTER INSERT ON contact_imports",
-  contact_imports_bytes_update: "AFTER UPDATE OF errors, failure_reason ON contact_imports",
+  contact_imports_bytes_update: "AFTER UPDATE OF errors, failure_reason, column_plan ON contact_imports",
   contact_imports_bytes_delete: "AFTER DELETE ON contact_imports",
   webhook_events_bytes_insert: "AFTER INSERT ON webhook_events",
   webhook_events_bytes_update: "AFTER UPDATE OF payload ON webhook_events",

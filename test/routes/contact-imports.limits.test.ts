@@ -20,10 +20,11 @@ vi.setConfig({ testTimeout: 60_000 });
 const MINUTE = 60_000;
 const rows = (n: number, prefix: string, extra = "") => Array.from({ length: n }, (_, i) => `${prefix}${i}@example.com${extra}`).join("\n");
 
-/** Bytes the project's import jobs themselves hold (header, kept errors, failure reason). */
+/** Bytes the project's import jobs themselves hold (header, column plan, kept errors, failure reason). */
 async function jobBytes(projectId: string) {
   const row = await env.DB.prepare(
-    `SELECT coalesce(sum(length(CAST(columns AS BLOB)) + length(CAST(errors AS BLOB)) + coalesce(length(CAST(failure_reason AS BLOB)), 0)), 0) AS b
+    `SELECT coalesce(sum(length(CAST(columns AS BLOB)) + length(CAST(errors AS BLOB)) + coalesce(length(CAST(failure_reason AS BLOB)), 0)
+       + coalesce(length(CAST(column_plan AS BLOB)), 0)), 0) AS b
      FROM contact_imports WHERE project_id = ?`,
   )
     .bind(projectId)
@@ -85,10 +86,9 @@ describe("an import's file counts in the project's R2 bytes, not in its stored b
   it("a chunk whose contacts would pass QUOTA_STORED_BYTES fails its rows with the quota's message; the job still completes", async () => {
     const probe = await importSetup();
     const base = await probe.storedBytes();
-    // A long column name: each contact's data is about 110 bytes, so the first 500 fit in 100 KB and the next 500 do not.
-    const column = `note_${"x".repeat(95)}`;
+    // A long value: each contact's data is about 110 bytes, so the first 500 fit in 100 KB and the next 500 do not.
     const s = await importSetup({ QUOTA_STORED_BYTES: String(base + 100_000) } as Partial<Env>);
-    const res = await s.upload(`email,${column}\n${rows(1000, "c", ",v")}\n`);
+    const res = await s.upload(`email,note\n${rows(1000, "c", `,${"v".repeat(96)}`)}\n`);
     expect(res.status).toBe(202);
     await s.pump();
     const job = await s.job(res.body.id);

@@ -59,13 +59,17 @@ describe("an import's file in R2", () => {
     expect(await s.ranges()).toBe(3);
     expect(await tableExists("contact_import_rows")).toBe(false);
     expect(await tableExists("blob_chunks")).toBe(true); // attachments written before migration 0030 only
-    // Only the job's header counts in D1 (the 0025 triggers); before issue 34 every staged row did.
-    expect((await s.storedBytes()) - storedBefore).toBeLessThan(200);
+    // Only the job's header and column plan count in D1 (the 0025 and 0035 triggers); before issue 34 every staged row did.
+    expect((await s.storedBytes()) - storedBefore).toBeLessThan(400);
 
     await s.pump(1);
     const job = await s.job(res.body.id);
-    expect(job).toMatchObject({ status: "COMPLETED", total: 1298, processed: 1298, created: 1297, failed: 1 });
-    expect(job.errors).toEqual([{ row: 2, message: "Invalid email address: not-an-address" }]);
+    expect(job).toMatchObject({ status: "COMPLETED", total: 1298, processed: 1298, created: 1297, failed: 1, duplicates: 2 });
+    expect(job.errors).toEqual([
+      { row: 1, message: "Duplicate: the same email appears again in row 701, which was imported instead" },
+      { row: 2, message: "Invalid email address: not-an-address" },
+      { row: 601, message: "Duplicate: the same email appears again in row 1251, which was imported instead" },
+    ]);
     const contacts = await s.contacts();
     expect(contacts.size).toBe(1297);
     expect(contacts.get("first@example.com")!.data).toEqual({ name: "Zoë, last", note: "line one\r\nline two" });
@@ -135,7 +139,7 @@ describe("an import's file in R2", () => {
       new HandOver(s.testEnv),
       s.project.id,
       inPieces(csv, 256 * 1024),
-      undefined,
+      {},
       IMPORT_PART_BYTES + 1024 * 1024,
     ).catch((err) => err);
     expect(refused).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });

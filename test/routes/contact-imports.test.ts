@@ -129,7 +129,7 @@ describe("POST /contacts/imports", () => {
       },
     });
     const db = getDb(env.DB);
-    const refused = await createImport(db, s.testEnv, new HandOver(s.testEnv), s.project.id, body, undefined, 40_000).catch((err) => err);
+    const refused = await createImport(db, s.testEnv, new HandOver(s.testEnv), s.project.id, body, {}, 40_000).catch((err) => err);
     expect(refused).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });
     expect(s.takeChunks()).toEqual([]);
     expect((await s.request<ImportList>("GET", "/contacts/imports")).body.data.total).toBe(0);
@@ -150,7 +150,7 @@ describe("POST /contacts/imports", () => {
     expect(job.errors[0].message).toBe("This project has reached its quota of 1000 contacts");
     const contacts = await s.contacts();
     expect(contacts.size).toBe(1000);
-    expect(contacts.get("u5@example.com")!.data).toEqual({ before: true, n: "5" });
+    expect(contacts.get("u5@example.com")!.data).toEqual({ before: true, n: 5 });
   });
 
   it("shows progress while it runs and is exact when a chunk is delivered twice", async () => {

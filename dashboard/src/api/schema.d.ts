@@ -38,11 +38,15 @@ export interface paths {
          * Import contacts from a CSV file
          * @description A `text/csv` body (UTF-8, optional BOM, RFC 4180 quoting, CRLF or LF) of up to 52428800 bytes, read as it arrives. 202 with the job; its chunks are processed in the background: poll `GET /contacts/imports/{id}`.
          *
-         *     The first row is a header; column names are compared case-insensitively with spaces, `_`, `-` and `.` ignored, so other tools' exports import as they are. An email column is required (`email`, or `Email Address`, `E-mail`, `email_address`, `mail`; 422 without one). `subscribed` (also `Opted In`, `optin`, `opt_in`, `EMAIL_OPT_IN`, `subscribe`; true/false, 1/0, yes/no) is optional; `data` holds a JSON object merged into the contact's data; `id`, `createdAt` and `updatedAt` (from an export) are ignored; every other column becomes a data key in lower camelCase of its words (`First Name` -> `firstName`, `MEMBER_RATING` -> `memberRating`; a string; an empty cell sets nothing). Two columns that become the same key: 422 `duplicate_column`.
+         *     The first row is a header; column names are compared case-insensitively with spaces, `_`, `-` and `.` ignored, so other tools' exports import as they are. An email column is required (`email`, or `Email Address`, `E-mail`, `email_address`, `mail`; 422 without one). `subscribed` (also `Opted In`, `optin`, `opt_in`, `EMAIL_OPT_IN`, `subscribe`; true/false, 1/0, yes/no) is optional; `data` holds a JSON object merged into the contact's data; `id`, `createdAt` and `updatedAt` (from an export) are ignored; every other column becomes a data key in lower camelCase of its words, accents dropped (`First Name` -> `firstName`, `MEMBER_RATING` -> `memberRating`), so segments (`data.firstName`) and templates (`{{firstName}}`) can name it. Two columns that become the same key: 422 `duplicate_column`.
          *
-         *     Existing contacts are updated as by `POST /contacts` (data merged). A repeated email: its last row wins and counts once. A row that cannot be imported (invalid email, bad `subscribed` or `data`, over the contacts quota, data over 64 KB once merged) counts in `failed` with its row number (1 = the first data row); the first 100 are in `errors`. created + updated + failed = total.
+         *     Types: a data column whose every non-empty cell is a decimal number without a leading zero (so postcodes like 02134 stay text) is stored as numbers, one of only `true`/`false` as booleans, anything else as text; an empty cell sets nothing. `columns` sets a column's target and type explicitly (`date` stores ISO 8601); a cell its explicit type cannot read fails the row.
          *
-         *     Imported contacts start no CONTACT_CREATED / CONTACT_SUBSCRIBED workflows; when the job completes one `contacts.imported` event is recorded (no contact, data `{importId, total, created, updated, failed}`).
+         *     Subscription: rows without a subscribed value get `?subscribed=` (`subscribedDefault` on the job); without it a new contact is unsubscribed and an existing one keeps its subscription. Subscribe only people who agreed to receive your marketing mail.
+         *
+         *     Existing contacts are updated as by `POST /contacts` (data merged). A repeated email: its last row wins and counts once in `total`; each earlier row counts in `duplicates` and is listed in `errors` with the row that replaced it. A row that cannot be imported (invalid email, bad `subscribed`, `data` or typed cell, over the contacts quota, data over 64 KB once merged) counts in `failed` with its row number (1 = the first data row); the first 100 errors by row are in `errors`. created + updated + failed = total.
+         *
+         *     Imported contacts start no CONTACT_CREATED / CONTACT_SUBSCRIBED workflows; when the job completes one `contacts.imported` event is recorded (no contact, data `{importId, total, created, updated, failed, duplicates}`).
          *
          *     A malformed file (unbalanced quotes, a row over 128 KB) is refused with 422 and nothing is imported.
          *
@@ -83,7 +87,7 @@ export interface paths {
         };
         /**
          * Export contacts as CSV
-         * @description Streams `text/csv` with the header `id,email,subscribed,createdAt,updatedAt,data` (`subscribed` as true/false, dates ISO 8601, `data` as JSON), oldest contact first. Imported back with `POST /contacts/imports`, it leaves the contacts as they are.
+         * @description Streams `text/csv` with the header `id,email,subscribed,createdAt,updatedAt,data` (`subscribed` as true/false, dates ISO 8601, `data` as JSON), oldest contact first. Imported back with `POST /contacts/imports`, it leaves the contacts as they are. `format=flat` writes one column per data key instead (at most 195 keys, 422 naming `format` past that); `bom=true` starts the file with a UTF-8 byte order mark for Excel.
          */
         get: operations["exportContacts"];
         put?: never;
@@ -772,7 +776,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test email
-         * @description One email to `email`, subject prefixed `[TEST] `, rendered with that contact's data when the address is a contact. Not tracked and never counted in the campaign's stats; it goes out with transactional mail.
+         * @description One email to `email`, subject prefixed `[TEST] `. Rendered with the data of the contact `contactId` when it is given (a contact of this project; any other id, another project's among them, is 404 NOT_FOUND and nothing is sent), otherwise with the data of the contact at `email` when the address is one (no data when it is not). Not tracked and never counted in the campaign's stats; it goes out with transactional mail.
          */
         post: operations["sendCampaignTest"];
         delete?: never;
@@ -1079,7 +1083,11 @@ export interface components {
             created: number;
             updated: number;
             failed: number;
-            /** @description The first 100 row errors, by row number */
+            /** @description Rows whose email appears again later in the file: the later row wins, these are not applied (not in `total`, each listed in `errors`) */
+            duplicates: number;
+            /** @description What rows without a subscribed value got (`?subscribed=`): true subscribed, false unsubscribed, null new contacts unsubscribed and existing ones unchanged */
+            subscribedDefault: boolean | null;
+            /** @description The first 100 row errors and replaced duplicate rows, by row number */
             errors: {
                 /** @description 1 = the first data row */
                 row: number;
@@ -2475,8 +2483,10 @@ export interface operations {
     importContacts: {
         parameters: {
             query?: {
-                /** @description Subscription of rows without a `subscribed` value (new and existing contacts). Without it a new contact is unsubscribed and an existing one keeps its subscription. */
+                /** @description Subscription of rows without a `subscribed` value (new and existing contacts). Without it a new contact is unsubscribed and an existing one keeps its subscription: say which you want (only people who agreed to hear from you may be subscribed). */
                 subscribed?: boolean;
+                /** @description URL-encoded JSON mapping columns by their header name: `{"<header>": {"to": "email"|"subscribed"|"data.<key>"|"ignore", "type": "text"|"number"|"boolean"|"date"}}` (either or both; `date` stores an ISO 8601 string). Columns it leaves out keep what their names give. An unknown header or target is 422 naming `columns`. */
+                columns?: string;
             };
             header?: never;
             path?: never;
@@ -2679,6 +2689,10 @@ export interface operations {
             query?: {
                 /** @description Only subscribed (true) or unsubscribed (false) contacts */
                 subscribed?: boolean;
+                /** @description `data` (the default): the data as one JSON column, which imports back unchanged. `flat`: one column per data key (`id,email,subscribed,createdAt,updatedAt,<key>...`, keys sorted; a nested value as JSON), for spreadsheets */
+                format?: "data" | "flat";
+                /** @description Start the file with a UTF-8 byte order mark, so Excel reads accents right */
+                bom?: boolean;
                 /** @description Only the segment's current members */
                 segmentId?: string;
             };
@@ -7596,9 +7610,12 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: email
+                     * @description Where the test goes
                      * @example ada@example.com
                      */
                     email: string;
+                    /** @description Render with this contact's data instead of the data of the contact at `email` (`{{email}}` is still the test address) */
+                    contactId?: string;
                 };
             };
         };

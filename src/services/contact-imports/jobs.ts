@@ -7,6 +7,9 @@ import type { ImportJobView } from "../../schemas/contact-imports";
 
 /** Reading import jobs, and their API view (GET /contacts/imports, /contacts/imports/{id}). */
 
+/** Row errors kept on a job (the first by row number). */
+export const MAX_KEPT_ERRORS = 100;
+
 export function toImportView(job: ContactImport): ImportJobView {
   return {
     id: job.id,
@@ -16,6 +19,8 @@ export function toImportView(job: ContactImport): ImportJobView {
     created: job.created,
     updated: job.updated,
     failed: job.failed,
+    duplicates: job.duplicates,
+    subscribedDefault: job.defaultSubscribed ?? null,
     errors: job.errors,
     createdAt: job.createdAt.toISOString(),
     finishedAt: job.finishedAt ? job.finishedAt.toISOString() : null,

@@ -1,7 +1,7 @@
 import { Buffer } from "node:buffer";
 import { parse as parseCsv } from "csv-parse/sync";
 import { fromRow as mapRow, getDb, runStatements, type Database } from "../../db/client";
-import { contactImports, type ContactImport, type JsonObject } from "../../db/schema";
+import { contactImports, type ContactImport, type JsonObject, type StoredColumnPlan } from "../../db/schema";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
 import { readConfig } from "../../lib/config";
@@ -13,7 +13,8 @@ import { WriteBatch } from "../../store/batch";
 import { claimChunk, countChunk, finishChunk, isChunkTaken, readChunk, readExisting, type ChunkOutcome } from "../../store/contact-imports";
 import { type ContactRow, upsertContacts } from "../../store/contacts";
 import { guardError, MAX_CONTACT_DATA_BYTES, quotaExceeded, quotaGuard, raisedGuard, storedBytesGuard } from "../../store/guards";
-import { type ColumnPlan, CSV_OPTIONS, planColumns } from "./columns";
+import { CSV_OPTIONS, readCell, storedPlan } from "./columns";
+import { MAX_KEPT_ERRORS } from "./jobs";
 import { readImportRange } from "../../store/objects/imports";
 
 /**
@@ -21,13 +22,6 @@ import { readImportRange } from "../../store/objects/imports";
  * and written as contacts, once (the chunk's claim), with exact counts; and
  * the dead-letter queue's, which fails a chunk's rows so the job still ends.
  */
-
-/** Row errors kept on a job (the first by row number). */
-export const MAX_KEPT_ERRORS = 100;
-
-/** The values a subscription cell may hold. */
-const TRUE = new Set(["true", "1", "yes"]);
-const FALSE = new Set(["false", "0", "no"]);
 
 type RowResult = { row: number; contact: ContactRow & { data: JsonObject } } | { row: number; error: string };
 
@@ -46,8 +40,8 @@ async function readRange(env: Env, job: ContactImport, start: number, end: numbe
   }) as string[][];
 }
 
-/** One row read against the header: the contact it writes, or why it cannot. */
-function readRow(job: ContactImport, plan: ColumnPlan, emailKey: string, row: number, cells: string[]): RowResult {
+/** One row read against the column plan: the contact it writes, or why it cannot. */
+function readRow(job: ContactImport, plan: StoredColumnPlan, emailKey: string, row: number, cells: string[]): RowResult {
   const emailCell = (cells[plan.email] ?? "").trim();
   if (emailKey.startsWith("#")) return { row, error: emailCell === "" ? "email is empty" : `Invalid email address: ${emailCell.slice(0, 100)}` };
   if (cells.length > plan.roles.length && cells.slice(plan.roles.length).some((c) => c.trim() !== "")) {
@@ -55,16 +49,16 @@ function readRow(job: ContactImport, plan: ColumnPlan, emailKey: string, row: nu
   }
   let subscribed: boolean | null = job.defaultSubscribed ?? null;
   let data: JsonObject = {};
-  const columns: [string, string][] = [];
+  const columns: [string, unknown][] = [];
   for (let i = 0; i < plan.roles.length; i++) {
     const cell = cells[i] ?? "";
     if (cell === "") continue;
     const role = plan.roles[i];
     if (role === "subscribed") {
-      const value = cell.trim().toLowerCase();
-      if (TRUE.has(value)) subscribed = true;
-      else if (FALSE.has(value)) subscribed = false;
-      else if (value !== "") return { row, error: "subscribed must be true/false, 1/0 or yes/no" };
+      if (cell.trim() === "") continue;
+      const read = readCell(cell, "boolean", "subscribed");
+      if ("error" in read) return { row, error: read.error };
+      subscribed = read.value as boolean;
     } else if (role === "data") {
       let parsed: unknown;
       try {
@@ -75,7 +69,9 @@ function readRow(job: ContactImport, plan: ColumnPlan, emailKey: string, row: nu
       if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return { row, error: "data must be a JSON object" };
       data = parsed as JsonObject;
     } else if (role === "key") {
-      columns.push([plan.keys[i], cell]);
+      const read = readCell(cell, plan.types[i], plan.keys[i]);
+      if ("error" in read) return { row, error: read.error };
+      columns.push([plan.keys[i], read.value]);
     }
   }
   // fromEntries defines every key as data (a column named __proto__ stays a key).
@@ -114,7 +110,7 @@ export async function processChunk(
   const firstRow = Number(range.first_row);
   const lastRow = Number(range.last_row);
   const skip = new Set(JSON.parse(String(range.skip)) as number[]);
-  const plan = planColumns(job.columns);
+  const plan = storedPlan(job);
   let results: RowResult[];
   if (giveUp) {
     results = [];

@@ -14,8 +14,9 @@ import { guardError, r2StoredBytesGuard, storedBytesGuard } from "../../store/gu
 import { ImportFileWriter, IMPORTS_PREFIX, importKey } from "../../store/objects/imports";
 import { addObjectBytes } from "../../store/objects/usage";
 import { CHUNK_BYTES, CHUNK_CHARS, CHUNK_ROWS, queueChunks } from "./chunks";
-import { CSV_OPTIONS, MAX_RECORD_CHARS, planColumns } from "./columns";
-import { getImport } from "./jobs";
+import { ColumnTypes, CSV_OPTIONS, MAX_RECORD_CHARS, planColumns } from "./columns";
+import type { ColumnMapping } from "../../schemas/contact-imports";
+import { getImport, MAX_KEPT_ERRORS } from "./jobs";
 import { LastRows } from "./last-rows";
 import { UPLOAD_DIED } from "./recovery";
 
@@ -87,6 +88,25 @@ export const tooManyImports = (max: number) =>
 /** The upload went on after the cron had dropped it as dead (no rows for UPLOAD_TIMEOUT_MS). */
 const uploadDropped = () => ApiError.invalidState(UPLOAD_DIED, "Upload the file again, without long pauses.");
 
+/** The first MAX_KEPT_ERRORS rows (by row number) a later row of the same address replaced, as the job's row errors. */
+class FirstDuplicates {
+  private readonly pairs: [replaced: number, by: number][] = [];
+  add(replaced: number, by: number) {
+    if (this.pairs.length < MAX_KEPT_ERRORS) {
+      this.pairs.push([replaced, by]);
+      return;
+    }
+    let last = 0;
+    for (let i = 1; i < this.pairs.length; i++) if (this.pairs[i][0] > this.pairs[last][0]) last = i;
+    if (replaced < this.pairs[last][0]) this.pairs[last] = [replaced, by];
+  }
+  errors(): { row: number; message: string }[] {
+    return this.pairs
+      .sort((a, b) => a[0] - b[0])
+      .map(([row, by]) => ({ row, message: `Duplicate: the same email appears again in row ${by}, which was imported instead` }));
+  }
+}
+
 /** Puts each row a later row of the same address replaces (ascending) into its range's `skip`. */
 function assignSkipped(ranges: ImportRange[], superseded: number[]) {
   superseded.sort((a, b) => a - b);
@@ -115,9 +135,10 @@ export async function createImport(
   afterCommit: AfterCommit,
   projectId: string,
   body: ReadableStream<Uint8Array>,
-  defaultSubscribed?: boolean,
+  options: { defaultSubscribed?: boolean; columns?: ColumnMapping } = {},
   maxBytes = MAX_IMPORT_BYTES,
 ) {
+  const { defaultSubscribed } = options;
   const d1 = db.$client;
   const id = newId();
   const file = new ImportFileWriter(env.STORAGE, importKey(projectId, id));
@@ -131,7 +152,8 @@ export async function createImport(
     const first = await records.read();
     if (first.done) throw ApiError.validation([{ field: "body", message: "The CSV is empty: it needs a header row naming an email column", code: "required" }]);
     const header = first.value.record;
-    const plan = planColumns(header);
+    const plan = planColumns(header, options.columns);
+    const types = new ColumnTypes(plan);
     const maxOpen = readConfig(env).MAX_ACTIVE_IMPORTS_PER_PROJECT;
     const insert = await insertImport(d1, { id, projectId, columns: header, defaultSubscribed, now: Date.now(), maxOpen }).all();
     if (insert.results.length === 0) throw tooManyImports(maxOpen);
@@ -145,6 +167,7 @@ export async function createImport(
     };
     const lastRows = new LastRows();
     const superseded: number[] = [];
+    const duplicates = new FirstDuplicates();
     const ranges: ImportRange[] = [];
     let row = 0;
     let firstRow = 1;
@@ -169,8 +192,12 @@ export async function createImport(
       const parsed = EmailAddressSchema.safeParse(cells[plan.email] ?? "");
       if (parsed.success) {
         const replaced = lastRows.set(parsed.data, row);
-        if (replaced > 0) superseded.push(replaced);
+        if (replaced > 0) {
+          superseded.push(replaced);
+          duplicates.add(replaced, row);
+        }
       }
+      types.see(cells);
       if (Date.now() - aliveAt >= PROGRESS_EVERY_MS) await alive();
     }
     if (row > 0) ranges.push({ firstRow: firstRow, lastRow: row, startByte: start, endByte: end, skip: [] });
@@ -181,7 +208,19 @@ export async function createImport(
     const now = Date.now();
     const batch = new WriteBatch(d1);
     const started_ = batch.add(
-      startImport(d1, id, { total: row - superseded.length, objectKey: row > 0 ? file.key : null, recordDelimiter: delimiterBefore(head, headerEnd) }, now),
+      startImport(
+        d1,
+        id,
+        {
+          total: row - superseded.length,
+          objectKey: row > 0 ? file.key : null,
+          recordDelimiter: delimiterBefore(head, headerEnd),
+          planJson: JSON.stringify(types.types()),
+          duplicates: superseded.length,
+          duplicateErrorsJson: JSON.stringify(duplicates.errors()),
+        },
+        now,
+      ),
     );
     batch.add(...insertRanges(d1, id, ranges));
     if (row > 0) {
