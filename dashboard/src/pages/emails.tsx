@@ -4,6 +4,7 @@ import { NamedLink, useNames } from "../components/crm-names";
 import { ListPage } from "../components/data-table";
 import { Choice, Loading, Page, Status } from "../components/page";
 import { MailFrame } from "../components/preview-pane";
+import { withoutOpenPixel } from "../mail-html";
 import { when } from "../format";
 import { useLoad } from "../hooks";
 import { Link } from "../router";
@@ -114,7 +115,7 @@ export function EmailPage(props: { id: string }) {
       </dl>
       <h2>Message</h2>
       <p>{messageNote(email, email.html)}</p>
-      {email.html !== null && <MailFrame title="Sent message" html={email.html} />}
+      {email.html !== null && <MailFrame title="Sent message" html={withoutOpenPixel(email.html)} />}
     </Page>
   );
 }
