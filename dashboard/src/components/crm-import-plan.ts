@@ -16,7 +16,7 @@ export interface ColumnMap {
 }
 
 /** The mapping as `POST /contacts/imports?columns=` takes it. */
-export type Columns = Record<string, { to: string; type: ColumnType }>;
+export type Columns = Record<string, { to: string; type?: ColumnType }>;
 
 /** A header name compared as the server does: case-insensitive, spaces, `_`, `-` and `.` ignored. */
 export const normal = (name: string) =>
@@ -32,20 +32,24 @@ const SUBSCRIBED_NAMES = new Set(["subscribed", "optedin", "optin", "emailoptin"
 /** Our export's columns that are not data. */
 const IGNORED_NAMES = new Set(["id", "createdat", "updatedat"]);
 
-/** The data key the server picks: lower camelCase of the name's words (`First Name` -> `firstName`, `MEMBER_RATING` -> `memberRating`). */
+/** The data key the server picks: lower camelCase of the name's words in ASCII (`First Name` -> `firstName`, `MEMBER_RATING` -> `memberRating`, `Prénom` -> `prenom`). */
 export function dataKeyOf(name: string): string {
   const words = name
-    .trim()
-    .split(/[^\p{L}\p{N}]+/u)
+    .normalize("NFKD")
+    .replace(/\p{M}/gu, "")
+    .split(/[^A-Za-z0-9]+/)
     .filter(Boolean);
   if (words.length === 0) return "";
   const lowerFirst = (word: string) => (word === word.toUpperCase() ? word.toLowerCase() : word[0].toLowerCase() + word.slice(1));
   const capitalized = (word: string) => word[0].toUpperCase() + (word === word.toUpperCase() ? word.slice(1).toLowerCase() : word.slice(1));
-  return lowerFirst(words[0]) + words.slice(1).map(capitalized).join("");
+  return (lowerFirst(words[0]) + words.slice(1).map(capitalized).join("")).slice(0, 64);
 }
 
-/** A decimal number without a leading zero ("0", "4", "-2.5", "0.5"; not "007" or "1e3"). */
-const NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?$/;
+/** A data key a mapping may name (`data.<key>`): what segment conditions and templates can name. */
+const KEY = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A decimal number without a leading zero ("0", "4", "-2.5", "0.5"; not "007" or "1e3"), at most 15 digits on each side. */
+const NUMBER = /^-?(0|[1-9]\d{0,14})(\.\d{1,15})?$/;
 const BOOLEAN = /^(true|false)$/i;
 
 /** The type the server guesses for a column: every non-empty cell a number → number, all true/false → boolean, else text. */
@@ -83,18 +87,18 @@ export function defaultMapping(header: string[], rows: string[][]): ColumnMap[] 
 const same = (a: ColumnMap, b: ColumnMap) => a.to === b.to && a.type === b.type && (a.to !== "data" || a.key === b.key);
 
 /**
- * What to send as `columns`: nothing while the mapping is the server's own (it then maps and guesses over the
- * whole file itself); once anything was changed, every column as the page shows it (so what was seen is what is
- * imported), except a `data` JSON column left as it is, which the server merges by itself.
+ * What to send as `columns`: the columns the user changed from the server's own choice, each with its target (and
+ * a data key's type); nothing when nothing was changed. The server keeps what their names give for the columns left out
+ * (and guesses their types over the whole file).
  */
 export function columnsToSend(mapping: ColumnMap[], defaults: ColumnMap[]): Columns | undefined {
-  if (mapping.every((m, i) => same(m, defaults[i]))) return undefined;
   const columns: Columns = {};
-  for (const m of mapping) {
-    if (m.to === "json") continue;
-    columns[m.header] = { to: m.to === "data" ? `data.${m.key.trim()}` : m.to, type: m.type };
-  }
-  return columns;
+  mapping.forEach((m, i) => {
+    if (same(m, defaults[i]) || m.to === "json") return;
+    // A type only for a data key: the email, the subscription and an ignored column have none to choose.
+    columns[m.header] = m.to === "data" ? { to: `data.${m.key.trim()}`, type: m.type } : { to: m.to };
+  });
+  return Object.keys(columns).length ? columns : undefined;
 }
 
 /** What is wrong with a mapping before it is sent: no email column, two of one target, empty or repeated keys. */
@@ -106,7 +110,7 @@ export function mappingProblem(mapping: ColumnMap[]): string | null {
   for (const m of mapping.filter((x) => x.to === "data")) {
     const key = m.key.trim();
     if (key === "") return `Give the column "${m.header}" a data key, or ignore it.`;
-    if (key.length > 128) return `The data key of "${m.header}" is longer than 128 characters.`;
+    if (!KEY.test(key)) return `The data key "${key}" of "${m.header}" may have only letters, digits, _ and - (at most 64).`;
     if (keys.has(key)) return `Two columns would both be stored as "${key}": give one another key or ignore it.`;
     keys.add(key);
   }

@@ -1,9 +1,12 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, type Schemas } from "../api/client";
+import { useList } from "../api/lists";
 import { type CsvPreview, readCsv } from "../components/crm-csv-read";
 import { csvOf, saveBlob, today, untyped } from "../components/crm-files";
 import { type ColumnMap, type ColumnType, columnsToSend, defaultMapping, mappingProblem, type Target } from "../components/crm-import-plan";
-import { Field, Messages, Page } from "../components/page";
+import { DataTable } from "../components/data-table";
+import { Field, Messages, Page, Status } from "../components/page";
+import { when } from "../format";
 import { messageOf } from "../hooks";
 import { Link } from "../router";
 
@@ -173,7 +176,30 @@ export function ContactImport() {
         </>
       )}
       {job && <Progress job={job} preview={preview} subscribe={subscribe} onRestart={restart} />}
+      {!preview && !job && <RecentImports />}
     </Page>
+  );
+}
+
+/** The project's last imports (GET /contacts/imports, newest first). */
+function RecentImports() {
+  const list = useList("/contacts/imports", { query: { limit: 10 } });
+  return (
+    <>
+      <h2>Recent imports</h2>
+      <DataTable
+        list={list}
+        empty="No imports yet."
+        columns={[
+          { header: "Started", cell: (j) => when(j.createdAt) },
+          { header: "Status", cell: (j) => <Status value={j.status} /> },
+          { header: "Rows", cell: (j) => j.total },
+          { header: "Created", cell: (j) => j.created },
+          { header: "Updated", cell: (j) => j.updated },
+          { header: "Failed", cell: (j) => j.failed },
+        ]}
+      />
+    </>
   );
 }
 

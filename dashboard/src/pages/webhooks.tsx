@@ -260,7 +260,12 @@ function WebhookView(props: { webhook: Webhook; secret: string | null; reload: (
         <WebhookForm webhook={webhook} onSaved={props.reload} />
       </details>
       <h2>Deliveries</h2>
-      <Choice label="Status" any="Any" options={DELIVERY_STATUSES} value={status} onChange={setStatus} />
+      <div class="crm-filters">
+        <Choice label="Status" any="Any" options={DELIVERY_STATUSES} value={status} onChange={setStatus} />
+        <button type="button" disabled={deliveries.loading} onClick={deliveries.reload}>
+          Refresh
+        </button>
+      </div>
       <DataTable
         list={deliveries}
         empty="No deliveries."
