@@ -70,9 +70,11 @@ describe("the dashboard in headless Chromium", () => {
     await signIn(page);
     await nav(page, "Campaigns");
     await page.getByRole("link", { name: "New campaign" }).click();
+    await page.getByRole("button", { name: "Start blank" }).click();
     await page.getByLabel("Name", { exact: true }).fill("November news");
     await page.getByLabel("Subject").fill("News for {{firstName ?? you}}");
     await page.getByLabel("From address").fill(`hello@${DOMAIN}`);
+    await page.getByRole("button", { name: "HTML", exact: true }).click();
     await page.getByLabel("Body (HTML)").fill("<h1>Hi {{firstName ?? there}}</h1><p>Plan: {{plan}}</p>");
     const preview = page.frameLocator('iframe[title="Rendered email preview"]');
     await expect.poll(() => preview.locator("h1").textContent()).toBe("Hi Ada");
@@ -158,6 +160,7 @@ describe("the dashboard in headless Chromium", () => {
     await signIn(page);
     await nav(page, "Templates");
     await page.getByRole("link", { name: "New template" }).click();
+    await page.getByRole("button", { name: "HTML", exact: true }).click();
     await page.getByLabel("Name", { exact: true }).fill("Welcome");
     await page.getByLabel("Subject").fill("Welcome {{firstName}}");
     await page.getByLabel("Body (HTML)").fill("<p id=greeting>Hello {{firstName}}</p>");

@@ -1,23 +1,35 @@
+import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { type Preview, renderPreview } from "../preview";
 import { Field } from "./page";
 
-/** Sample data and the rendered subject and HTML, updated as the subject, body or data change. */
-export function PreviewPane(props: { subject: string; body: string; sample: string; onSample: (text: string) => void }) {
+/**
+ * Sample data and the rendered subject and HTML, updated as the subject, body or data change.
+ * `email` is the preview's `{{email}}` (a chosen contact's); `children` go above the sample data (the contact picker).
+ */
+export function PreviewPane(props: {
+  subject: string;
+  body: string;
+  sample: string;
+  onSample: (text: string) => void;
+  email?: string;
+  children?: ComponentChildren;
+}) {
   const [preview, setPreview] = useState<Preview | null>(null);
   useEffect(() => {
     let live = true;
     const timer = setTimeout(() => {
-      void renderPreview(props.subject, props.body, props.sample).then((p) => live && setPreview(p));
+      void renderPreview(props.subject, props.body, props.sample, props.email).then((p) => live && setPreview(p));
     }, 150);
     return () => {
       live = false;
       clearTimeout(timer);
     };
-  }, [props.subject, props.body, props.sample]);
+  }, [props.subject, props.body, props.sample, props.email]);
   return (
     <aside class="preview" aria-label="Preview">
       <h2>Preview</h2>
+      {props.children}
       <Field label="Sample data (JSON)" hint="Fills {{variables}} in the preview only.">
         {(id) => <textarea id={id} rows={4} class="mono" value={props.sample} onInput={(e) => props.onSample(e.currentTarget.value)} />}
       </Field>

@@ -1,25 +1,14 @@
-import { useState } from "preact/hooks";
-import { api, call, type Workflow, type WorkflowExecution, type WorkflowStep } from "../api/client";
+import { useMemo, useState } from "preact/hooks";
+import { api, call, type Template, type Workflow, type WorkflowExecution, type WorkflowStep } from "../api/client";
 import { useList } from "../api/lists";
-import { ActionButton, ActionForm, DeleteButton } from "../components/actions";
+import { ActionButton, ActionForm, DeleteButton, FormActions } from "../components/actions";
 import { ListBody, ListPage } from "../components/data-table";
 import { Field, Loading, Messages, Page, Status } from "../components/page";
 import { when } from "../format";
 import { useAction, useLoad } from "../hooks";
 import { Link, navigate } from "../router";
-
-const EXAMPLE = JSON.stringify(
-  {
-    name: "Welcome series",
-    trigger: { type: "CONTACT_CREATED" },
-    steps: [
-      { id: "wait", type: "DELAY", config: { amount: 1, unit: "hours" }, next: "welcome" },
-      { id: "welcome", type: "SEND_EMAIL", config: { templateId: "<template id>" } },
-    ],
-  },
-  null,
-  2,
-);
+import { StepGraph } from "../workflow-graph";
+import { exitTarget, exitsOf, freshId, newStep, STEP_TYPES, StepForm, type StepType, withExit } from "../workflow-steps";
 
 function triggerText(w: Workflow): string {
   const t = w.trigger;
@@ -27,161 +16,46 @@ function triggerText(w: Workflow): string {
 }
 
 export function WorkflowList() {
-  const [json, setJson] = useState(EXAMPLE);
-  const [open, setOpen] = useState(false);
-  const action = useAction();
-  const create = async () => {
-    let body: unknown;
-    try {
-      body = JSON.parse(json);
-    } catch {
-      throw new Error("The workflow is not valid JSON");
-    }
-    navigate(`/workflows/${(await call(api.POST("/workflows", { body: body as never }))).id}`);
-  };
-  const toggle = (
-    <button type="button" aria-expanded={open} onClick={() => setOpen(!open)}>
-      New workflow
-    </button>
-  );
   return (
     <ListPage
       path="/workflows"
-      actions={toggle}
+      create
       columns={[
         { header: "Name", cell: (w) => w.name, link: true },
         { header: "Trigger", cell: triggerText },
+        { header: "Steps", cell: (w) => w.steps.length },
         { header: "Enabled", cell: (w) => (w.enabled ? "yes" : "no") },
         { header: "Running / completed", cell: (w) => `${w.stats.running + w.stats.waiting} / ${w.stats.completed}` },
       ]}
-    >
-      {open && (
-        <ActionForm class="stack" action={action} onSubmit={create}>
-          <Field label="Workflow (JSON, as POST /workflows takes it)">
-            {(id) => <textarea id={id} class="mono" rows={14} value={json} onInput={(e) => setJson(e.currentTarget.value)} />}
-          </Field>
-          <Messages error={action.error} />
-          <button type="submit" class="primary" disabled={action.busy}>
-            Create workflow
-          </button>
-        </ActionForm>
-      )}
-    </ListPage>
+    />
   );
 }
 
-/** The steps each step leads to, with the edge's label (branches name theirs). */
-function edges(step: WorkflowStep): { to: string; label: string }[] {
-  const out: { to: string; label: string }[] = [];
-  if ("next" in step && step.next) out.push({ to: step.next, label: "" });
-  if ("branches" in step && step.branches) for (const [label, to] of Object.entries(step.branches)) if (to) out.push({ to, label });
-  return out;
+type Trigger = Workflow["trigger"];
+
+/** What the workflow editor edits. */
+interface WorkflowDraft {
+  name: string;
+  trigger: Trigger;
+  allowReentry: boolean;
+  steps: WorkflowStep[];
 }
 
-function summary(step: WorkflowStep): string {
-  const c = step.config as Record<string, unknown>;
-  switch (step.type) {
-    case "SEND_EMAIL":
-      return `template ${c.templateId}`;
-    case "DELAY":
-      return `${c.amount} ${c.unit}`;
-    case "WAIT_FOR_EVENT":
-      return `"${c.eventName}"`;
-    case "WEBHOOK":
-      return String(c.url ?? "");
-    default:
-      return "";
-  }
-}
-
-const BOX_W = 200;
-const BOX_H = 56;
-const GAP_X = 40;
-const GAP_Y = 48;
-
-/** Steps as boxes in layers by distance from the first step, arrows for next and branches. */
-export function StepGraph(props: { steps: WorkflowStep[] }) {
-  const { steps } = props;
-  if (steps.length === 0) return <p>No steps.</p>;
-  const byId = new Map(steps.map((s) => [s.id, s]));
-  const layer = new Map<string, number>([[steps[0].id, 0]]);
-  const queue = [steps[0].id];
-  while (queue.length) {
-    const id = queue.shift()!;
-    for (const e of edges(byId.get(id)!)) {
-      if (byId.has(e.to) && !layer.has(e.to)) {
-        layer.set(e.to, layer.get(id)! + 1);
-        queue.push(e.to);
-      }
-    }
-  }
-  let last = Math.max(...layer.values());
-  for (const s of steps) if (!layer.has(s.id)) layer.set(s.id, ++last); // unreachable steps go below
-  const rows: string[][] = [];
-  for (const s of steps) {
-    const r = layer.get(s.id)!;
-    rows[r] = [...(rows[r] ?? []), s.id];
-  }
-  const widest = Math.max(...rows.map((r) => r?.length ?? 0));
-  const width = widest * BOX_W + (widest - 1) * GAP_X + 20;
-  const pos = new Map<string, { x: number; y: number }>();
-  rows.forEach((row, r) => {
-    const rowWidth = row.length * BOX_W + (row.length - 1) * GAP_X;
-    for (const [i, id] of row.entries()) pos.set(id, { x: (width - rowWidth) / 2 + i * (BOX_W + GAP_X), y: 10 + r * (BOX_H + GAP_Y) });
-  });
-  const height = rows.length * (BOX_H + GAP_Y) - GAP_Y + 20;
-  return (
-    <svg class="graph" viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`Workflow graph of ${steps.length} steps`}>
-      <defs>
-        <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
-          <path d="M0,0 L10,5 L0,10 z" fill="#475569" />
-        </marker>
-      </defs>
-      {steps.flatMap((s) =>
-        edges(s)
-          .filter((e) => pos.has(e.to))
-          .map((e) => {
-            const a = pos.get(s.id)!;
-            const b = pos.get(e.to)!;
-            const x1 = a.x + BOX_W / 2;
-            const y1 = a.y + BOX_H;
-            const x2 = b.x + BOX_W / 2;
-            const y2 = b.y;
-            return (
-              <g>
-                <line x1={x1} y1={y1} x2={x2} y2={y2 - 2} stroke="#475569" stroke-width="1.5" marker-end="url(#arrow)" />
-                {e.label && (
-                  <text x={(x1 + x2) / 2 + 6} y={(y1 + y2) / 2} font-size="12" fill="#1e293b">
-                    {e.label}
-                  </text>
-                )}
-              </g>
-            );
-          }),
-      )}
-      {steps.map((s) => {
-        const p = pos.get(s.id)!;
-        return (
-          <g>
-            <rect x={p.x} y={p.y} width={BOX_W} height={BOX_H} rx="8" fill="#eef2ff" stroke="#4338ca" />
-            <text x={p.x + 10} y={p.y + 22} font-size="13" font-weight="600" fill="#1e1b4b">
-              {s.type} · {s.id}
-            </text>
-            <text x={p.x + 10} y={p.y + 42} font-size="12" fill="#334155">
-              {summary(s).slice(0, 28)}
-            </text>
-          </g>
-        );
-      })}
-    </svg>
-  );
-}
+const TRIGGERS: [Trigger["type"], string][] = [
+  ["CONTACT_CREATED", "A contact is created"],
+  ["CONTACT_SUBSCRIBED", "A contact subscribes"],
+  ["EVENT", "An event is tracked"],
+];
 
 export function WorkflowPage(props: { id: string }) {
-  const state = useLoad(async () => await call(api.GET("/workflows/{id}", { params: { path: { id: props.id } } })), [props.id]);
+  const isNew = props.id === "new";
+  const state = useLoad(async () => (isNew ? null : await call(api.GET("/workflows/{id}", { params: { path: { id: props.id } } }))), [props.id]);
+  const templates = useLoad(async () => (await call(api.GET("/templates", { params: { query: { limit: 100 } } }))).data.items, []);
   const action = useAction();
-  const executions = useList("/workflows/{id}/executions", { path: { id: props.id }, query: { limit: 20 } });
   const w = state.data;
+  if (isNew) {
+    return <Page title="New workflow">{templates.data ? <WorkflowEditor templates={templates.data} /> : <Loading state={templates} />}</Page>;
+  }
   if (!w) return <Page title="Workflow">{<Loading state={state} />}</Page>;
   const toggle = () => call(api.PATCH("/workflows/{id}", { params: { path: { id: w.id } }, body: { enabled: !w.enabled } })).then(() => state.reload());
   return (
@@ -207,24 +81,155 @@ export function WorkflowPage(props: { id: string }) {
         </ActionButton>
         <DeleteButton path="/workflows/{id}" id={w.id} action={action} question={`Delete the workflow "${w.name}"? Its running executions are cancelled.`} />
       </div>
-      <h2>Steps</h2>
-      <StepGraph steps={w.steps} />
-      <ol class="plain">
-        {w.steps.map((s) => (
-          <li>
-            <strong>{s.id}</strong> {s.type} {summary(s)}{" "}
-            {edges(s).length > 0 &&
-              `→ ${edges(s)
-                .map((e) => (e.label ? `${e.label}: ${e.to}` : e.to))
-                .join(", ")}`}
-          </li>
-        ))}
-      </ol>
+      {templates.data ? <WorkflowEditor key={w.version} workflow={w} templates={templates.data} onSaved={state.reload} /> : <Loading state={templates} />}
+      <WorkflowExecutions workflowId={w.id} />
+    </Page>
+  );
+}
+
+function WorkflowExecutions(props: { workflowId: string }) {
+  const executions = useList("/workflows/{id}/executions", { path: { id: props.workflowId }, query: { limit: 20 } });
+  return (
+    <>
       <h2>Executions</h2>
       <ListBody list={executions} empty="No executions yet.">
-        {(items) => items.map((x) => <Execution workflowId={w.id} execution={x} />)}
+        {(items) => items.map((x) => <Execution workflowId={props.workflowId} execution={x} />)}
       </ListBody>
-    </Page>
+    </>
+  );
+}
+
+/**
+ * Build or edit a workflow: its name, trigger (a select) and steps, each a form for its type, their exits
+ * chosen from the other steps; the graph follows every change. Saving sends the definition the API takes.
+ */
+function WorkflowEditor(props: { workflow?: Workflow; templates: Template[]; onSaved?: () => void }) {
+  const w = props.workflow;
+  const [draft, setDraft] = useState<WorkflowDraft>(() => ({
+    name: w?.name ?? "",
+    trigger: w?.trigger ?? { type: "CONTACT_CREATED" },
+    allowReentry: w?.allowReentry ?? false,
+    steps: w?.steps ?? [],
+  }));
+  const [addType, setAddType] = useState<StepType>("DELAY");
+  const action = useAction();
+  const names = useMemo(() => new Map(props.templates.map((t) => [t.id, t.name])), [props.templates]);
+  const setSteps = (steps: WorkflowStep[]) => setDraft((d) => ({ ...d, steps }));
+
+  const add = () => {
+    const id = freshId(addType, draft.steps);
+    const steps = [...draft.steps];
+    // The new step follows the last one, on its first exit that leads nowhere yet.
+    const last = steps.at(-1);
+    if (last) {
+      const open = exitsOf(last.type).find((e) => exitTarget(last, e.key) === null);
+      if (open) steps[steps.length - 1] = withExit(last, open.key, id);
+    }
+    setSteps([...steps, newStep(addType, id, props.templates)]);
+  };
+  const rename = (from: string, to: string) => {
+    if (!to || to === from) return;
+    setSteps(
+      draft.steps.map((s) => {
+        let next = s.id === from ? ({ ...s, id: to } as WorkflowStep) : s;
+        for (const e of exitsOf(s.type)) if (exitTarget(next, e.key) === from) next = withExit(next, e.key, to);
+        return next;
+      }),
+    );
+  };
+  const remove = (id: string) => {
+    setSteps(
+      draft.steps
+        .filter((s) => s.id !== id)
+        .map((s) => {
+          let next = s;
+          for (const e of exitsOf(s.type)) if (exitTarget(next, e.key) === id) next = withExit(next, e.key, null);
+          return next;
+        }),
+    );
+  };
+  const save = async () => {
+    const body = { name: draft.name, trigger: draft.trigger, allowReentry: draft.allowReentry, steps: draft.steps };
+    if (w) {
+      await call(api.PATCH("/workflows/{id}", { params: { path: { id: w.id } }, body }));
+      props.onSaved?.();
+      return "Workflow saved.";
+    }
+    navigate(`/workflows/${(await call(api.POST("/workflows", { body }))).id}`);
+  };
+  const trigger = draft.trigger;
+  return (
+    <ActionForm class="stack workflow-editor" action={action} onSubmit={save}>
+      <div class="row">
+        <Field label="Name">{(id) => <input id={id} required value={draft.name} onInput={(e) => setDraft({ ...draft, name: e.currentTarget.value })} />}</Field>
+        <Field label="Starts when">
+          {(id) => (
+            <select
+              id={id}
+              value={trigger.type}
+              onChange={(e) => {
+                const type = e.currentTarget.value as Trigger["type"];
+                setDraft({ ...draft, trigger: type === "EVENT" ? { type, eventName: "" } : { type } });
+              }}
+            >
+              {TRIGGERS.map(([value, label]) => (
+                <option value={value}>{label}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+        {trigger.type === "EVENT" && (
+          <Field label="Event name">
+            {(id) => (
+              <input
+                id={id}
+                required
+                value={trigger.eventName}
+                onInput={(e) => setDraft({ ...draft, trigger: { type: "EVENT", eventName: e.currentTarget.value } })}
+              />
+            )}
+          </Field>
+        )}
+      </div>
+      <label class="check">
+        <input type="checkbox" checked={draft.allowReentry} onChange={(e) => setDraft({ ...draft, allowReentry: e.currentTarget.checked })} /> A contact may
+        walk it again (never twice at a time)
+      </label>
+      <h2>Steps</h2>
+      <div class="workflow-layout">
+        <div class="workflow-graph">
+          <StepGraph steps={draft.steps} templates={names} trigger={TRIGGERS.find(([t]) => t === trigger.type)?.[1].toLowerCase()} />
+        </div>
+        <div class="steps">
+          {draft.steps.map((step, i) => (
+            <StepForm
+              step={step}
+              n={i + 1}
+              steps={draft.steps}
+              templates={props.templates}
+              onChange={(next) => setSteps(draft.steps.map((s, j) => (j === i ? next : s)))}
+              onRename={(to) => rename(step.id, to)}
+              onRemove={() => remove(step.id)}
+            />
+          ))}
+        </div>
+      </div>
+      <div class="inline">
+        <Field label="New step">
+          {(id) => (
+            <select id={id} value={addType} onChange={(e) => setAddType(e.currentTarget.value as StepType)}>
+              {STEP_TYPES.map(([type, label]) => (
+                <option value={type}>{label}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <button type="button" onClick={add}>
+          Add step
+        </button>
+      </div>
+      <FormActions action={action} submit={w ? "Save workflow" : "Create workflow"} />
+    </ActionForm>
   );
 }
 
