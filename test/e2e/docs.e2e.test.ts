@@ -146,6 +146,39 @@ describe("the docs' shell blocks run against a fresh npm run dev", () => {
         );
       }
       for (const block of blocks) if (block.notRun !== undefined) expect(block.notRun.length, `${block.page}:${block.line}: say why`).toBeGreaterThan(3);
+      // webhooks.md's test event reached the receiver standing in for the page's (port 3000).
+      if (page === "docs/webhooks.md") expect(received.some((r) => r.body.includes('"webhook.test"'))).toBe(true);
     }, 170_000);
   }
+
+  it("an unmarked block that fails is reported with its page:line and output; a marked one is not run; variables carry over", async () => {
+    const page = [
+      "# A page",
+      "",
+      "```sh",
+      "X=1",
+      "```",
+      "",
+      "<!-- not run: would fail -->",
+      "```sh",
+      "false",
+      "```",
+      "",
+      "```bash",
+      'echo "x is $X"',
+      "curl -s http://127.0.0.1:8787/no-such-route",
+      "```",
+      "",
+    ].join("\n");
+    const blocks = shellBlocks("synthetic.md", page);
+    expect(blocks.map((b) => [b.line, b.notRun])).toEqual([
+      [3, undefined],
+      [8, "would fail"],
+      [12, undefined],
+    ]);
+    const failed = await runPage("synthetic.md", blocks);
+    expect(failed?.block.line).toBe(12);
+    expect(failed?.status).toBe(22); // curl --fail-with-body on the 404
+    expect(failed?.output).toContain("x is 1");
+  }, 60_000);
 });
