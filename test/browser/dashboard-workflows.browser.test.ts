@@ -103,7 +103,7 @@ describe("the workflow editor", () => {
     expect(edited.steps[0]).toMatchObject({ id: "delay", config: { amount: 2, unit: "days" }, next: "condition" });
     expect(edited.steps.slice(1)).toEqual(saved.steps.slice(1));
     await expect.poll(() => page.locator("svg.graph").textContent()).toContain("wait 2 days");
-    await page.locator("svg.graph").scrollIntoViewIfNeeded();
+    await page.getByRole("heading", { name: "Steps" }).evaluate((el) => el.scrollIntoView());
     await dashboard.shot(page, "workflow-editor-1280");
     expect(problems).toEqual([]);
     await context.close();
