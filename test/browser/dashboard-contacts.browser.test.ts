@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Download, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Api, type Dashboard, startDashboard } from "./dashboard-harness";
+import { type Api, DOMAIN, type Dashboard, startDashboard } from "./dashboard-harness";
 
 /**
  * The contacts pages in real headless Chromium against `wrangler dev` (./dashboard-harness.ts): a contact
@@ -159,6 +159,39 @@ describe("the dashboard's contacts and import pages", () => {
     expect(problems).toEqual([]);
     await context.close();
   });
+
+  it("shows campaigns by name, not by id, on the emails, an email's and a contact's pages, read with one request", async () => {
+    const created = await api("POST", "/campaigns", {
+      name: "Spring sale",
+      subject: "Spring",
+      body: "<p>Spring</p>",
+      from: `hello@${DOMAIN}`,
+      audienceType: "ALL",
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const campaignId = created.body.data.id;
+    expect((await api("POST", `/campaigns/${campaignId}/send`, {})).status).toBeLessThan(300);
+    await expect.poll(async () => (await api("GET", `/emails?campaignId=${campaignId}`)).body.data.items.length, { timeout: 45_000 }).toBeGreaterThan(0);
+    const { context, page, problems } = await dashboard.open();
+    await dashboard.signIn(page);
+    const lists: string[] = [];
+    page.on("request", (r) => new URL(r.url()).pathname === "/campaigns" && lists.push(r.url()));
+    await dashboard.nav(page, "Emails");
+    const campaignLink = page.locator(`main table a[href="/app/campaigns/${campaignId}"]`);
+    await expect.poll(() => campaignLink.first().textContent()).toBe("Spring sale");
+    expect(await campaignLink.count()).toBeGreaterThan(1);
+    expect(lists).toHaveLength(1);
+    expect(await page.locator("main").textContent()).not.toContain(campaignId);
+
+    await page.getByRole("link", { name: "Spring", exact: true }).first().click();
+    await expect.poll(() => page.locator(`dd a[href="/app/campaigns/${campaignId}"]`).textContent()).toBe("Spring sale");
+    expect(await page.locator("main").textContent()).not.toContain(campaignId);
+    const ada = await contactByEmail("ada@example.net");
+    await page.goto(`${url}/app/contacts/${ada.id}`);
+    await expect.poll(() => page.locator(`.timeline a[href="/app/campaigns/${campaignId}"]`).first().textContent()).toBe("Spring sale");
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 90_000);
 
   it("fits a 390x844 phone on the contacts, import, emails, events, segments and domains pages", async () => {
     const { context, page, problems } = await dashboard.open({ width: 390, height: 844 });

@@ -1,27 +1,17 @@
 import { api, call } from "../api/client";
 
 /**
- * Files in and out of the API for the contacts, import and webhook pages: a CSV download that carries the
+ * Files in and out of the API for the contacts and import pages: a CSV download that carries the
  * Authorization header (fetched as a blob through the typed client's auth middleware, then saved through an
- * object URL), a CSV written in the page, and calls whose query the generated types do not know yet.
+ * object URL), a CSV written in the page, and the client for paths chosen at run time.
  */
 
-type Init = {
-  params?: { path?: Record<string, string>; query?: Record<string, string | boolean | undefined> };
-  body?: unknown;
-  headers?: Record<string, string>;
-  bodySerializer?: (body: unknown) => unknown;
-  parseAs?: "json" | "blob" | "text";
-};
+type Init = { params?: { query?: Record<string, string | undefined> } };
 type Answer = Promise<{ data?: unknown; error?: unknown; response: Response }>;
 
-/**
- * The client without its per-path types, for query parameters the server takes before the generated
- * schema.d.ts lists them (`columns` on an import, `format` and `bom` on an export). Auth and 401 handling are the client's.
- */
+/** The client without its per-path types, for a path chosen at run time (crm-names.tsx). Auth and 401 handling are the client's. */
 export const untyped = {
   GET: api.GET as unknown as (path: string, init: Init) => Answer,
-  POST: api.POST as unknown as (path: string, init: Init) => Answer,
 };
 
 /** Saves `blob` as a file named `name` (an object URL behind a download link, released right after). */
@@ -42,15 +32,14 @@ function dispositionName(header: string | null): string | undefined {
   return header?.match(/filename\*?=(?:UTF-8'')?"?([^";]+)"?/i)?.[1];
 }
 
-/** GETs `path` with the signed-in key and saves the answer as a file (the server's name for it, else `fallback`). */
-export async function downloadFile(path: string, query: Record<string, string | boolean | undefined>, fallback: string) {
-  let disposition: string | null = null;
-  const answer = untyped.GET(path, { params: { query }, parseAs: "blob" }).then((a) => {
-    disposition = a.response.headers.get("content-disposition");
-    return a;
-  });
-  const blob = (await call(answer)) as Blob;
-  saveBlob(blob, dispositionName(disposition) ?? fallback);
+/**
+ * Saves the answer of a GET made with `parseAs: "blob"` (so with the signed-in key) as a file: the server's name
+ * for it, else `fallback`; an error answer throws the API's message.
+ */
+export async function downloadAnswer(answer: Promise<{ data?: Blob; error?: unknown; response: Response }>, fallback: string) {
+  const { response } = await answer;
+  const blob = await call(answer);
+  saveBlob(blob, dispositionName(response.headers.get("content-disposition")) ?? fallback);
 }
 
 /** One CSV field, quoted when it has to be (RFC 4180). */

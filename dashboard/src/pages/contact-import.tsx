@@ -1,8 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
-import { call, type Schemas } from "../api/client";
+import { api, call, type Schemas } from "../api/client";
 import { useList } from "../api/lists";
 import { type CsvPreview, readCsv } from "../components/crm-csv-read";
-import { csvOf, saveBlob, today, untyped } from "../components/crm-files";
+import { csvOf, saveBlob, today } from "../components/crm-files";
 import { type ColumnMap, type ColumnType, columnsToSend, defaultMapping, mappingProblem, type Target } from "../components/crm-import-plan";
 import { DataTable } from "../components/data-table";
 import { Field, Messages, Page, Status } from "../components/page";
@@ -10,8 +10,8 @@ import { when } from "../format";
 import { messageOf } from "../hooks";
 import { Link } from "../router";
 
-/** The job as the server answers it; `duplicates` and `subscribedDefault` come with the mapped import (CONTRACT.md "Contact import as exported"). */
-type Job = Schemas["ContactImport"] & { duplicates?: number; subscribedDefault?: boolean | null };
+/** The job as the server answers it (its progress, counts, duplicates, `subscribedDefault` and row errors). */
+type Job = Schemas["ContactImport"];
 
 const TARGETS: [Target, string][] = [
   ["email", "Email address"],
@@ -72,14 +72,15 @@ export function ContactImport() {
     setError(null);
     try {
       const columns = columnsToSend(mapping, defaults);
-      const created = (await call(
-        untyped.POST("/contacts/imports", {
-          params: { query: { subscribed: subscribe, columns: columns && JSON.stringify(columns) } },
-          body: file,
+      const created = await call(
+        api.POST("/contacts/imports", {
+          params: { query: { subscribed: subscribe === "true", columns: columns && JSON.stringify(columns) } },
+          // The file as it is, streamed from disk (not read into a string).
+          body: file as unknown as string,
           bodySerializer: (body) => body,
           headers: { "Content-Type": "text/csv" },
         }),
-      )) as Job;
+      );
       setJob(created);
     } catch (err) {
       setError(messageOf(err));
@@ -93,7 +94,7 @@ export function ContactImport() {
     if (!job || finished(job)) return;
     const timer = setTimeout(async () => {
       try {
-        setJob((await call(untyped.GET("/contacts/imports/{id}", { params: { path: { id: job.id } } }))) as Job);
+        setJob(await call(api.GET("/contacts/imports/{id}", { params: { path: { id: job.id } } })));
       } catch (err) {
         setError(messageOf(err));
       }
@@ -175,7 +176,7 @@ export function ContactImport() {
           </div>
         </>
       )}
-      {job && <Progress job={job} preview={preview} subscribe={subscribe} onRestart={restart} />}
+      {job && <Progress job={job} preview={preview} onRestart={restart} />}
       {!preview && !job && <RecentImports />}
     </Page>
   );
@@ -291,15 +292,15 @@ function MappingRow(props: { column: ColumnMap; fallback: ColumnMap; samples: st
 }
 
 /** What rows without a subscribed value got. */
-function subscriptionText(job: Job, subscribe: string): string {
-  const given = job.subscribedDefault !== undefined ? job.subscribedDefault : subscribe === "" ? null : subscribe === "true";
+function subscriptionText(job: Job): string {
+  const given = job.subscribedDefault;
   if (given === true) return "Rows without a subscribed value were subscribed.";
   if (given === false) return "Rows without a subscribed value were left unsubscribed.";
   return "Rows without a subscribed value: new contacts unsubscribed, existing ones kept their subscription.";
 }
 
 /** The job's progress bar while it runs, then its counts, its row errors and a CSV of them. */
-function Progress(props: { job: Job; preview: CsvPreview | null; subscribe: string; onRestart: () => void }) {
+function Progress(props: { job: Job; preview: CsvPreview | null; onRestart: () => void }) {
   const { job, preview } = props;
   const done = finished(job);
   const downloadErrors = () => {
@@ -340,12 +341,12 @@ function Progress(props: { job: Job; preview: CsvPreview | null; subscribe: stri
             ).map(([key, label, value]) => (
               <div>
                 <dt>{label}</dt>
-                <dd data-result={key}>{value ?? "—"}</dd>
+                <dd data-result={key}>{value}</dd>
               </div>
             ))}
           </dl>
           <p>
-            {subscriptionText(job, props.subscribe)}
+            {subscriptionText(job)}
             {job.duplicates
               ? ` ${job.duplicates} ${job.duplicates === 1 ? "row repeated an email" : "rows repeated an email"} from earlier in the file: the last row won.`
               : ""}

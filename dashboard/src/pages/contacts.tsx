@@ -3,7 +3,7 @@ import { api, type Contact, call } from "../api/client";
 import { useList } from "../api/lists";
 import { ActionForm, DeleteButton } from "../components/actions";
 import { DataRows, type DataRow, dataOf, rowsOf } from "../components/crm-data-rows";
-import { downloadFile, today } from "../components/crm-files";
+import { downloadAnswer, today } from "../components/crm-files";
 import { NamedLink, useNames } from "../components/crm-names";
 import { ListPage } from "../components/data-table";
 import { Choice, Field, Loading, Messages, Page } from "../components/page";
@@ -79,12 +79,12 @@ function ExportForm() {
   const action = useAction();
   const run = async () => {
     const query = {
-      format: flat ? "flat" : undefined,
-      bom: bom ? "true" : undefined,
-      subscribed: subscribed || undefined,
+      format: flat ? ("flat" as const) : undefined,
+      bom: bom || undefined,
+      subscribed: subscribed === "" ? undefined : subscribed === "true",
       segmentId: segmentId || undefined,
     };
-    await downloadFile("/contacts/export", query, `contacts-${today()}.csv`);
+    await downloadAnswer(api.GET("/contacts/export", { params: { query }, parseAs: "blob" }), `contacts-${today()}.csv`);
     return "Export downloaded.";
   };
   return (
@@ -188,7 +188,12 @@ function ContactView(props: { contact: Contact; reload: () => void }) {
       call(api.GET("/emails", { params: { query: { contactId: contact.id, limit: 50 } } })),
     ]);
     const timeline: Activity[] = [
-      ...events.data.items.map((e) => ({ at: e.createdAt, what: `Event ${e.name}`, detail: Object.keys(e.data ?? {}).length ? JSON.stringify(e.data) : "" })),
+      ...events.data.items.map((e) => ({
+        at: e.createdAt,
+        what: `Event ${e.name}`,
+        detail: Object.keys(e.data ?? {}).length ? JSON.stringify(e.data) : "",
+        href: e.emailId ? `/emails/${e.emailId}` : undefined,
+      })),
       ...emails.data.items.map((e) => ({
         at: e.createdAt,
         what: `Email ${e.status.toLowerCase()}`,
