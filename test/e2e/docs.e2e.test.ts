@@ -20,6 +20,8 @@ import { freeInspectorPort, freePort, type LocalServer, repoCopy, startLocalServ
  * - The URLs are the ones a reader uses: `http://127.0.0.1:8787` (the service) is rewritten to this
  *   test's server and `http://127.0.0.1:3000` (the pages' example webhook receiver) to a receiver the
  *   test runs, which answers 204; the project CLI's default URL likewise (EDGE_MAIL_URL).
+ * - A comment `# -> {...}` after a command is the answer it shows: its fixed parts (between `...`,
+ *   `…` and `<placeholders>`) must appear, in order, in the block's output (whitespace ignored).
  * - "Fresh": `npm run dev` runs in a throwaway copy of the working tree (repoCopy(): its own
  *   .dev.vars, .dev/project.json and .wrangler/state; node_modules symlinked) on a free port.
  */
@@ -95,6 +97,42 @@ afterAll(async () => {
 });
 
 /** Runs a page's blocks in one bash session; the first failing block, or null. */
+/**
+ * The `# -> <answer>` comments of a block that ran, checked against its output: the answer's
+ * fixed parts (split at `...`, `…` and `<placeholders>`, a leading HTTP status and any trailing
+ * remark dropped, whitespace ignored) must appear in the output in that order. The mismatches.
+ */
+function expectedAnswers(block: Block, output: string): string[] {
+  const flat = output.replace(/\s+/g, "");
+  const wrong: string[] = [];
+  block.code.split("\n").forEach((text, i) => {
+    const start = /#\s*->\s*(?:\d{3}\s+)?[{[]/.exec(text);
+    if (!start) return;
+    // The answer runs to the bracket that closes its first one (a remark after it is not part of it).
+    let depth = 0;
+    let end = start.index + start[0].length - 1;
+    for (; end < text.length; end++) {
+      depth += "{[".includes(text[end]) ? 1 : "}]".includes(text[end]) ? -1 : 0;
+      if (depth === 0) break;
+    }
+    const answer = text.slice(start.index + start[0].length - 1, end + 1);
+    let from = 0;
+    for (const part of answer.split(/\.\.\.|…|<[^>]*>/).map((p) => p.replace(/\s+/g, ""))) {
+      if (!part) continue;
+      const at = flat.indexOf(part, from);
+      if (at < 0) {
+        wrong.push(`${block.page}:${block.line + 1 + i}: the answer has no ${JSON.stringify(part)} where ${answer} says (output: ${output.slice(0, 600)})`);
+        return;
+      }
+      from = at + part.length;
+    }
+  });
+  return wrong;
+}
+
+/** A page's blocks that ran and the output of each. */
+const outputs = new Map<string, { block: Block; output: string }[]>();
+
 async function runPage(page: string, blocks: Block[]): Promise<{ block: Block; status: number; output: string } | null> {
   const dir = join(copy.dir, ".docs-run", page.replace(/[/.]/g, "_"));
   mkdirSync(dir, { recursive: true });
@@ -122,7 +160,13 @@ async function runPage(page: string, blocks: Block[]): Promise<{ block: Block; s
     });
   });
   const current = readFileSync(join(dir, "current"), "utf8").trim();
-  if (status === 0 && current === "done") return null;
+  if (status === 0 && current === "done") {
+    outputs.set(
+      page,
+      runnable.map((block, n) => ({ block, output: readFileSync(join(dir, `out-${n}`), "utf8") })),
+    );
+    return null;
+  }
   const n = Number(current);
   let output = "";
   try {
@@ -146,6 +190,8 @@ describe("the docs' shell blocks run against a fresh npm run dev", () => {
         );
       }
       for (const block of blocks) if (block.notRun !== undefined) expect(block.notRun.length, `${block.page}:${block.line}: say why`).toBeGreaterThan(3);
+      // The answers the blocks' comments show (`# -> {...}`).
+      expect((outputs.get(page) ?? []).flatMap(({ block, output }) => expectedAnswers(block, output))).toEqual([]);
       // webhooks.md's test event reached the receiver standing in for the page's (port 3000).
       if (page === "docs/webhooks.md") expect(received.some((r) => r.body.includes('"webhook.test"'))).toBe(true);
     }, 170_000);
@@ -180,5 +226,8 @@ describe("the docs' shell blocks run against a fresh npm run dev", () => {
     expect(failed?.block.line).toBe(12);
     expect(failed?.status).toBe(22); // curl --fail-with-body on the 404
     expect(failed?.output).toContain("x is 1");
+    const shown = { page: "synthetic.md", line: 1, code: 'curl -s "$BASE/thing"\n# -> 201 {"success":true,"data":{"id":"<id>",...}}  (a remark)' };
+    expect(expectedAnswers(shown, '{"success": true, "data": {"id": "01ab", "name": "x"}}')).toEqual([]);
+    expect(expectedAnswers(shown, '{"success":false,"error":{}}')).toHaveLength(1);
   }, 60_000);
 });
