@@ -127,6 +127,12 @@ describe("the dashboard's contacts and import pages", () => {
     expect(errors.split("\r\n")[0]).toBe(`row,error,${MAILCHIMP_CSV.split("\r\n")[0]}`);
     expect(errors).toMatch(/^3,.*not-an-email/m);
 
+    // The import stays listed: its result opens again from the recent imports.
+    await page.getByRole("button", { name: "Import another file" }).click();
+    await page.getByRole("button", { name: /^View the import of/ }).first().click();
+    await expect.poll(() => result("duplicates")).toBe("1");
+    expect(await result("created")).toBe("2");
+
     const mia = await contactByEmail("mia@example.org");
     expect(mia).toMatchObject({ subscribed: true, data: { firstName: "Mia", lastName: "Rossi-Lang", memberRating: 5 } });
     expect(mia.data).not.toHaveProperty("leid");

@@ -177,13 +177,13 @@ export function ContactImport() {
         </>
       )}
       {job && <Progress job={job} preview={preview} onRestart={restart} />}
-      {!preview && !job && <RecentImports />}
+      {!preview && !job && <RecentImports onOpen={setJob} />}
     </Page>
   );
 }
 
-/** The project's last imports (GET /contacts/imports, newest first). */
-function RecentImports() {
+/** The project's last imports (GET /contacts/imports, newest first); `View` shows one's progress or result. */
+function RecentImports(props: { onOpen: (job: Job) => void }) {
   const list = useList("/contacts/imports", { query: { limit: 10 } });
   return (
     <>
@@ -198,6 +198,15 @@ function RecentImports() {
           { header: "Created", cell: (j) => j.created },
           { header: "Updated", cell: (j) => j.updated },
           { header: "Failed", cell: (j) => j.failed },
+          { header: "Duplicates", cell: (j) => j.duplicates },
+          {
+            header: "Details",
+            cell: (j) => (
+              <button type="button" class="small" aria-label={`View the import of ${when(j.createdAt)}`} onClick={() => props.onOpen(j)}>
+                View
+              </button>
+            ),
+          },
         ]}
       />
     </>
