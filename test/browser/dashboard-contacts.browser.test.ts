@@ -129,7 +129,10 @@ describe("the dashboard's contacts and import pages", () => {
 
     // The import stays listed: its result opens again from the recent imports.
     await page.getByRole("button", { name: "Import another file" }).click();
-    await page.getByRole("button", { name: /^View the import of/ }).first().click();
+    await page
+      .getByRole("button", { name: /^View the import of/ })
+      .first()
+      .click();
     await expect.poll(() => result("duplicates")).toBe("1");
     expect(await result("created")).toBe("2");
 
