@@ -159,7 +159,12 @@ async function runPage(page: string, blocks: Block[]): Promise<{ block: Block; s
       resolve(code ?? (signal ? 128 : 1));
     });
   });
-  const current = readFileSync(join(dir, "current"), "utf8").trim();
+  let current = "";
+  try {
+    current = readFileSync(join(dir, "current"), "utf8").trim();
+  } catch {
+    // the session ended before its first block (the cd)
+  }
   if (status === 0 && current === "done") {
     outputs.set(
       page,
@@ -167,7 +172,7 @@ async function runPage(page: string, blocks: Block[]): Promise<{ block: Block; s
     );
     return null;
   }
-  const n = Number(current);
+  const n = current === "" || current === "done" ? 0 : Number(current);
   let output = "";
   try {
     output = readFileSync(join(dir, `out-${n}`), "utf8");
