@@ -108,6 +108,7 @@ if (!online) {
 
 const keys = persistTo ? `${persistTo}/dev-project.json` : ".dev/project.json";
 console.log(`\nStarting the service on ${base} (dev keys: ${keys}; links in mail: ${publicUrl})`);
+console.log(`Dashboard: ${base}/app (sign in with the secretKey in ${keys}); captured mail: ${base}/dev/outbox`);
 console.log(
   cronInterval > 0
     ? `The Cron Trigger runs every ${cronInterval === 60_000 ? "minute" : `${cronInterval} ms`}; fire it now with: curl "${scheduledUrl}"\n`
