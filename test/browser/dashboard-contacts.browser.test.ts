@@ -225,6 +225,7 @@ describe("the dashboard's contacts and import pages", () => {
     await page.getByLabel("CSV file").setInputFiles({ name: "mailchimp.csv", mimeType: "text/csv", buffer: Buffer.from(MAILCHIMP_CSV) });
     await page.getByRole("group", { name: "Email Address", exact: true }).waitFor();
     expect(await overflow(page), "the import's mapping step").toBeLessThanOrEqual(0);
+    await page.getByRole("group", { name: "First Name", exact: true }).evaluate((g) => g.scrollIntoView());
     await dashboard.shot(page, "contact-import-390");
     expect(problems).toEqual([]);
     await context.close();
