@@ -20,11 +20,16 @@ export interface StoredColumnPlan {
   types: ImportColumnType[];
 }
 
+export const TRACKING_MODES = ["ENABLED", "DISABLED", "MARKETING_ONLY"] as const;
+export type TrackingMode = (typeof TRACKING_MODES)[number];
+
 export const projects = sqliteTable("projects", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
   disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
   trackingEnabled: integer("tracking_enabled", { mode: "boolean" }).notNull().default(true),
+  /** Open and click tracking (migration 0038): ENABLED, DISABLED, or MARKETING_ONLY; tracking_enabled = 0 also means DISABLED. */
+  trackingMode: text("tracking_mode", { enum: TRACKING_MODES }).notNull().default("ENABLED"),
   /** Double opt-in: a contact a public key (pk_) creates starts unsubscribed and gets a confirmation email. */
   doubleOptIn: integer("double_opt_in", { mode: "boolean" }).notNull().default(false),
   /** The confirmation email's template (its `{{confirmUrl}}` is the signed confirm link). */
@@ -194,11 +199,19 @@ export const domains = sqliteTable(
     lastCheckedAt: timestamp("last_checked_at"),
     nextCheckAt: timestamp("next_check_at"),
     verifiedAt: timestamp("verified_at"),
+    /** Tracking of this domain's mail (migration 0038): the pixel, and links through the click redirect. */
+    openTracking: integer("open_tracking", { mode: "boolean" }).notNull().default(true),
+    clickTracking: integer("click_tracking", { mode: "boolean" }).notNull().default(true),
+    /** A custom tracking hostname (a CNAME to the service's host), used in links and the pixel once VERIFIED. */
+    trackingHostname: text("tracking_hostname"),
+    trackingStatus: text("tracking_status", { enum: DOMAIN_STATUSES }),
+    trackingCheckedAt: timestamp("tracking_checked_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t) => [
     uniqueIndex("domains_name_uq").on(t.name),
+    uniqueIndex("domains_tracking_hostname_uq").on(t.trackingHostname),
     index("domains_project_id_idx").on(t.projectId, t.id),
     index("domains_status_next_check_idx").on(t.status, t.nextCheckAt),
   ],
@@ -290,6 +303,9 @@ export const emails = sqliteTable(
     failedAt: timestamp("failed_at"),
     /** QUEUED after a definite "not now" from the provider: when its retry is due (the sweep leaves it alone until then). */
     retryAt: timestamp("retry_at"),
+    /** The send's own tracking choice (/v1/send track, migration 0038); null follows the project and domain. */
+    trackOpens: integer("track_opens", { mode: "boolean" }),
+    trackClicks: integer("track_clicks", { mode: "boolean" }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -545,6 +561,9 @@ export const workflowTriggerOutbox = sqliteTable(
 export type Workflow = typeof workflows.$inferSelect;
 export type WorkflowExecution = typeof workflowExecutions.$inferSelect;
 
+export const SEGMENT_TYPES = ["DYNAMIC", "STATIC"] as const;
+export type SegmentType = (typeof SEGMENT_TYPES)[number];
+
 /** A saved audience: the contacts matching `condition` (the condition language), counted live. */
 export const segments = sqliteTable(
   "segments",
@@ -556,10 +575,28 @@ export const segments = sqliteTable(
     name: text("name").notNull(),
     description: text("description"),
     condition: json<unknown>("condition").notNull(),
+    /** DYNAMIC: the contacts matching `condition`; STATIC: its segment_members (migration 0038). */
+    type: text("type", { enum: SEGMENT_TYPES }).notNull().default("DYNAMIC"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t) => [index("segments_project_id_idx").on(t.projectId, t.id)],
+);
+
+/** A static segment's members (migration 0038); deleting the segment or the contact deletes the row. */
+export const segmentMembers = sqliteTable(
+  "segment_members",
+  {
+    segmentId: text("segment_id")
+      .notNull()
+      .references(() => segments.id, { onDelete: "cascade" }),
+    contactId: text("contact_id")
+      .notNull()
+      .references(() => contacts.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.segmentId, t.contactId] }), index("segment_members_contact_idx").on(t.contactId)],
 );
 
 export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT"] as const;
@@ -597,6 +634,8 @@ export const campaigns = sqliteTable(
     sendCursor: text("send_cursor"),
     /** Every audience page is written (then SENT once every email is final). */
     audienceDone: integer("audience_done", { mode: "boolean" }).notNull().default(false),
+    /** Paused (POST /campaigns/{id}/pause, migration 0038): no email of it is claimed, no audience page written. */
+    paused: integer("paused", { mode: "boolean" }).notNull().default(false),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

@@ -4,8 +4,28 @@ import { commonErrors, jsonBody, jsonResponse, securityScheme, success } from ".
 import { IdParamSchema } from "../lib/validators";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { createRouter } from "../lib/router";
-import { createSegment, deleteSegment, getSegment, listSegmentMembers, listSegments, updateSegment, viewOf } from "../services/segments";
-import { SegmentSchema, CreateSegmentSchema, UpdateSegmentSchema, SegmentListResponseSchema, SegmentMemberListResponseSchema } from "../schemas/segments";
+import {
+  addMembers,
+  createSegment,
+  deleteSegment,
+  getSegment,
+  listSegmentMembers,
+  listSegments,
+  removeMembers,
+  updateSegment,
+  viewOf,
+} from "../services/segments";
+import {
+  SegmentSchema,
+  CreateSegmentSchema,
+  UpdateSegmentSchema,
+  SegmentListResponseSchema,
+  SegmentMemberListResponseSchema,
+  SegmentMembersRequestSchema,
+  RemoveSegmentMembersRequestSchema,
+  SegmentMembersAddedSchema,
+  SegmentMembersRemovedSchema,
+} from "../schemas/segments";
 
 const tags = ["Segments"];
 
@@ -27,7 +47,9 @@ const createSegmentRoute = createRoute({
   operationId: "createSegment",
   tags,
   summary: "Create a segment",
-  description: "A bad condition is a 422 naming the bad part, e.g. `condition.groups.0.filters.1.operator`.",
+  description:
+    "`type` DYNAMIC (the default): the contacts matching `condition`; a bad condition is a 422 naming the bad part, e.g. `condition.groups.0.filters.1.operator`. " +
+    '`type` STATIC: a list with no condition, its members added and removed by email (POST/DELETE /segments/{id}/members). A filter `{field: "segment", operator: "equals", value: <static segment id>}` matches that list\'s members.',
   security: securityScheme,
   request: { body: jsonBody(CreateSegmentSchema) },
   responses: { 201: jsonResponse(SegmentSchema, "The new segment"), ...commonErrors },
@@ -80,6 +102,31 @@ const membersRoute = createRoute({
   responses: { 200: jsonResponse(SegmentMemberListResponseSchema, "A page of members"), ...commonErrors },
 });
 
+const addMembersRoute = createRoute({
+  method: "post",
+  path: "/segments/{id}/members",
+  operationId: "addSegmentMembers",
+  tags,
+  summary: "Add members to a static segment",
+  description:
+    "At most 500 addresses per call, in one batch. An address with no contact is listed in `missing` and not added, unless `createMissing` creates a subscribed contact for it (QUOTA_CONTACTS applies). An address already a member is left as it is. A DYNAMIC segment: 400 INVALID_STATE.",
+  security: securityScheme,
+  request: { params: IdParamSchema, body: jsonBody(SegmentMembersRequestSchema) },
+  responses: { 200: jsonResponse(SegmentMembersAddedSchema, "How many became members, and the addresses with no contact"), ...commonErrors },
+});
+
+const removeMembersRoute = createRoute({
+  method: "delete",
+  path: "/segments/{id}/members",
+  operationId: "removeSegmentMembers",
+  tags,
+  summary: "Remove members from a static segment",
+  description: "At most 500 addresses per call; the contacts stay. Deleting a contact removes it from every segment. A DYNAMIC segment: 400 INVALID_STATE.",
+  security: securityScheme,
+  request: { params: IdParamSchema, body: jsonBody(RemoveSegmentMembersRequestSchema) },
+  responses: { 200: jsonResponse(SegmentMembersRemovedSchema, "How many members were removed"), ...commonErrors },
+});
+
 export const segmentsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listSegments(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("query"));
@@ -106,4 +153,10 @@ export const segmentsRouter = createRouter()
   .openapi(membersRoute, async (c) => {
     const page = await listSegmentMembers(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, c.req.valid("query"));
     return c.json(success(page), 200);
+  })
+  .openapi(addMembersRoute, async (c) => {
+    return c.json(await addMembers(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, c.req.valid("json")), 200);
+  })
+  .openapi(removeMembersRoute, async (c) => {
+    return c.json(await removeMembers(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, c.req.valid("json").emails), 200);
   });

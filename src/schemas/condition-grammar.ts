@@ -45,6 +45,7 @@ const DATA_FIELD = /^data\.([A-Za-z0-9_-]{1,64})(\.[A-Za-z0-9_-]{1,64}){0,7}$/;
 export type FieldRef =
   | { kind: "email" }
   | { kind: "subscribed" }
+  | { kind: "segment" }
   | { kind: "timestamp"; column: "createdAt" | "updatedAt" }
   | { kind: "data"; path: string[] }
   | { kind: "event"; name: string }
@@ -53,6 +54,7 @@ export type FieldRef =
 export function parseField(field: string): FieldRef | undefined {
   if (field === "email") return { kind: "email" };
   if (field === "subscribed") return { kind: "subscribed" };
+  if (field === "segment") return { kind: "segment" };
   if (field === "createdAt" || field === "updatedAt") return { kind: "timestamp", column: field };
   if (DATA_FIELD.test(field)) return { kind: "data", path: field.slice(FIELD_PREFIXES.data.length).split(".") };
   if (field.startsWith(FIELD_PREFIXES.event)) {
@@ -78,6 +80,8 @@ export type ValueKind = "none" | "string" | "boolean" | "scalar" | "ordered" | "
 export const OPERATOR_VALUES: Record<FieldRef["kind"], Partial<Record<Operator, ValueKind>>> = {
   email: { equals: "string", notEquals: "string", contains: "string", notContains: "string", exists: "none", notExists: "none" },
   subscribed: { equals: "boolean", notEquals: "boolean", exists: "none", notExists: "none" },
+  /** `segment equals <id>`: the contact is a member of that static segment (notEquals: is not). */
+  segment: { equals: "string", notEquals: "string" },
   timestamp: {
     equals: "date",
     notEquals: "date",
@@ -107,7 +111,7 @@ export const OPERATOR_VALUES: Record<FieldRef["kind"], Partial<Record<Operator, 
 };
 
 export const FIELD_HELP =
-  "email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>";
+  "email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>";
 
 /** A date value as milliseconds since the epoch: an ISO 8601 string or a number of milliseconds. */
 export function timestampOf(value: unknown): number | undefined {

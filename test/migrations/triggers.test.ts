@@ -54,6 +54,8 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   r2_usage_insert: "AFTER INSERT ON r2_usage",
   r2_usage_update: "AFTER UPDATE OF bytes ON r2_usage",
   r2_usage_delete: "AFTER DELETE ON r2_usage",
+  segment_members_bytes_insert: "AFTER INSERT ON segment_members",
+  segment_members_bytes_delete: "AFTER DELETE ON segment_members",
 };
 
 /** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */

@@ -1,6 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { contacts, emails, events } from "../../db/schema";
+import { contacts, emails, events, segmentMembers } from "../../db/schema";
 import type { ContactActivity } from "./evaluate";
 import type { Condition } from "../../schemas/conditions";
 import { compileCondition } from "./sql";
@@ -9,9 +9,12 @@ import { EMAIL_ACTIVITIES } from "../../schemas/conditions";
 /** Most distinct event names read for one contact (a bound on the in-memory evaluation's input). */
 const MAX_EVENT_NAMES = 1000;
 
-/** The latest time of each event name and each email activity of one contact, in one D1 batch. */
+/** Most static segments read for one contact. */
+const MAX_SEGMENTS = 1000;
+
+/** The latest time of each event name and each email activity of one contact, and its static segments, in one D1 batch. */
 export async function loadContactActivity(db: Database, contactId: string): Promise<ContactActivity> {
-  const [eventRows, [activityRow]] = await db.batch([
+  const [eventRows, [activityRow], segmentRows] = await db.batch([
     db
       .select({ name: events.name, at: sql<number>`max(${events.createdAt})` })
       .from(events)
@@ -29,10 +32,12 @@ export async function loadContactActivity(db: Database, contactId: string): Prom
       })
       .from(emails)
       .where(eq(emails.contactId, contactId)),
+    db.select({ id: segmentMembers.segmentId }).from(segmentMembers).where(eq(segmentMembers.contactId, contactId)).limit(MAX_SEGMENTS),
   ]);
   return {
     events: eventRows.map((e) => ({ name: e.name, createdAt: Number(e.at) })),
     emailActivity: EMAIL_ACTIVITIES.filter((a) => activityRow?.[a] != null).map((a) => ({ activity: a, at: Number(activityRow[a]) })),
+    segments: segmentRows.map((r) => r.id),
   };
 }
 

@@ -13,6 +13,8 @@ export interface ConditionContact {
 export interface ContactActivity {
   events?: { name: string; createdAt: Date | number }[];
   emailActivity?: { activity: EmailActivity; at: Date | number }[];
+  /** The static segments the contact is a member of (ids). */
+  segments?: string[];
 }
 
 const ms = (d: Date | number) => (typeof d === "number" ? d : d.getTime());
@@ -158,6 +160,10 @@ function evaluateFilter(filter: Filter, contact: ConditionContact, activity: Con
           return contact.subscribed !== filter.value;
       }
       return false;
+    case "segment": {
+      const member = (activity.segments ?? []).includes(String(filter.value));
+      return filter.operator === "equals" ? member : filter.operator === "notEquals" ? !member : false;
+    }
     case "timestamp":
       return timestampFilter(filter, ms(ref.column === "createdAt" ? contact.createdAt : contact.updatedAt), now);
     case "data":

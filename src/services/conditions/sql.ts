@@ -125,6 +125,13 @@ function compileFilter(filter: Filter, now: number): SQL {
           return sql`${contacts.subscribed} <> ${filter.value ? 1 : 0}`;
       }
       break;
+    case "segment": {
+      // A static segment's members (segment_members' primary key answers it); any other id matches nobody.
+      const member = sql`EXISTS (SELECT 1 FROM segment_members AS cond_sm WHERE cond_sm.segment_id = ${String(filter.value)} AND cond_sm.contact_id = ${contacts.id})`;
+      if (filter.operator === "equals") return member;
+      if (filter.operator === "notEquals") return sql`NOT ${member}`;
+      break;
+    }
     case "timestamp":
       return timestampFilter(filter, ref.column === "createdAt" ? sql`${contacts.createdAt}` : sql`${contacts.updatedAt}`, now);
     case "data":
