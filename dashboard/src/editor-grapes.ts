@@ -70,7 +70,10 @@ export function mountEditor(container: HTMLElement, html: string, onChange: (htm
   editor.on("update", () => {
     if (loading) return;
     clearTimeout(timer);
-    timer = setTimeout(() => onChange(output()), 200);
+    timer = setTimeout(() => {
+      timer = undefined;
+      onChange(output());
+    }, 200);
   });
   return {
     html: output,
@@ -82,7 +85,11 @@ export function mountEditor(container: HTMLElement, html: string, onChange: (htm
       }, 0);
     },
     destroy() {
-      clearTimeout(timer);
+      // An edit still waiting for its debounce (the HTML tab chosen right after typing) is not lost.
+      if (timer !== undefined) {
+        clearTimeout(timer);
+        onChange(output());
+      }
       editor.destroy();
     },
   };

@@ -120,9 +120,6 @@ describe("the campaign composer", () => {
     for (const rate of await page.locator(".headline [data-rate]").allTextContents()) expect(rate).toMatch(/^\d+(\.\d)?%$/);
     const fontSize = await page.locator('.headline [data-rate="openedCount"]').evaluate((el) => Number.parseFloat(getComputedStyle(el).fontSize));
     expect(fontSize).toBeGreaterThanOrEqual(32);
-    await page.locator(".chart .u-legend").waitFor();
-    await page.evaluate(() => window.scrollTo(0, 0));
-    await dashboard.shot(page, "campaign-stats");
 
     // Grace's campaign email is the test's HTML but for tracking and the subject prefix.
     const sent = (await api("GET", `/emails?campaignId=${id}`)).body.data.items as { id: string; to: string; subject: string }[];
@@ -130,6 +127,25 @@ describe("the campaign composer", () => {
     expect(graces.subject).toBe("Autumn news for Grace");
     const graceHtml = await emailHtml(graces.id);
     expect(untracked(graceHtml)).toBe(untracked(testHtml));
+
+    // Grace opens it and clicks its link (the tracking URLs of her email, on this server): one of three recipients each.
+    const onServer = (url: string) => dashboard.server.url + new URL(url.replace(/&amp;/g, "&")).pathname + new URL(url.replace(/&amp;/g, "&")).search;
+    const pixel = /<img[^>]*src="([^"]*\/t\/o\/[^"]*)"/.exec(graceHtml)![1];
+    const click = /href="([^"]*\/t\/c\/[^"]*)"/.exec(graceHtml)![1];
+    expect((await fetch(onServer(pixel))).status).toBe(200);
+    expect((await fetch(onServer(click), { redirect: "manual" })).status).toBe(302);
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          await page.locator(".headline").waitFor();
+          return page.locator(".headline [data-rate]").allTextContents();
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toEqual(["0%", "33.3%", "33.3%", "0%", "0%"]);
+    await page.locator(".chart .u-legend").waitFor();
+    await dashboard.shot(page, "campaign-stats");
     expect(problems).toEqual([]);
     await context.close();
   }, 150_000);

@@ -44,6 +44,10 @@ let workflowId: string;
 describe("the workflow editor", () => {
   it("builds a three-step workflow from forms, saves it, reopens it and edits a step", async () => {
     const { context, page, problems } = await dashboard.open();
+    // Which request failed, when one does (Chromium's console line names no URL).
+    page.on("response", async (res) => {
+      if (res.status() >= 500) problems.push(`${res.request().method()} ${res.url()} ${res.status()}: ${await res.text().catch(() => "")}`);
+    });
     await dashboard.signIn(page);
     await dashboard.nav(page, "Workflows");
     await page.getByRole("link", { name: "New workflow" }).click();
@@ -105,6 +109,23 @@ describe("the workflow editor", () => {
     await expect.poll(() => page.locator("svg.graph").textContent()).toContain("wait 2 days");
     await page.getByRole("heading", { name: "Steps" }).evaluate((el) => el.scrollIntoView());
     await dashboard.shot(page, "workflow-editor-1280");
+
+    // Enabled, the event starts an execution; the page names its contact by email, not by id.
+    await page.getByRole("button", { name: "Enable" }).click();
+    await expect.poll(() => page.getByRole("button", { name: "Disable" }).count(), { timeout: 10_000 }).toBe(1);
+    const tracked = await api("POST", "/v1/track", { email: "ada@example.net", event: "signed_up" });
+    expect(tracked.status, JSON.stringify(tracked.body)).toBe(200);
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          await page.getByRole("heading", { name: "Executions" }).waitFor();
+          await page.waitForFunction(() => !document.body.textContent?.includes("Loading…"));
+          return page.locator(".execution summary").allTextContents();
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toEqual([expect.stringContaining("contact ada@example.net")]);
     expect(problems).toEqual([]);
     await context.close();
   }, 90_000);

@@ -1,4 +1,4 @@
-import { useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, call, type Template, type Workflow, type WorkflowExecution, type WorkflowStep } from "../api/client";
 import { useList } from "../api/lists";
 import { ActionButton, ActionForm, DeleteButton, FormActions } from "../components/actions";
@@ -233,14 +233,44 @@ function WorkflowEditor(props: { workflow?: Workflow; templates: Template[]; onS
   );
 }
 
+/** Contacts' emails by id, read once per contact while the app runs (executions name their contact by id). */
+const contactEmails = new Map<string, Promise<string>>();
+
+/** A contact's email (its id until read, or when it was deleted). */
+function ContactEmail(props: { id: string }) {
+  const [email, setEmail] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    let known = contactEmails.get(props.id);
+    if (!known) {
+      known = call(api.GET("/contacts/{id}", { params: { path: { id: props.id } } })).then(
+        (c) => c.email,
+        () => props.id,
+      );
+      contactEmails.set(props.id, known);
+    }
+    void known.then((e) => live && setEmail(e));
+    return () => {
+      live = false;
+    };
+  }, [props.id]);
+  return <>{email ?? props.id}</>;
+}
+
 function Execution(props: { workflowId: string; execution: WorkflowExecution }) {
   const x = props.execution;
   return (
     <details class="execution">
       <summary>
-        <Status value={x.status} /> contact <Link href={`/contacts/${x.contactId}`}>{x.contactId}</Link> · started {when(x.startedAt)}
+        <Status value={x.status} /> contact <ContactEmail id={x.contactId} /> · started {when(x.startedAt)}
         {x.currentStepId ? ` · at ${x.currentStepId}` : ""}
       </summary>
+      {/* The link is outside <summary>: a control inside the control that opens the details is not reachable (axe nested-interactive). */}
+      <p>
+        <Link href={`/contacts/${x.contactId}`}>
+          The contact <ContactEmail id={x.contactId} />
+        </Link>
+      </p>
       {x.error && <p class="error">{x.error}</p>}
       <ol class="plain">
         {x.history.map((h) => (
