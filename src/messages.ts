@@ -46,13 +46,21 @@ export interface CampaignPageMessage extends OnShard {
   after: string | null;
 }
 
+/** A resumed campaign's emails still QUEUED to queue again, a page at a time; `after` is the last email id already queued. */
+export interface CampaignResumeMessage extends OnShard {
+  kind: "campaign-resume";
+  campaignId: string;
+  projectId: string;
+  after: string | null;
+}
+
 /** A campaign email to send (bulk mail). */
 export interface CampaignEmailMessage extends SendEmailMessage {
   campaignId: string;
 }
 
 /** What the bulk queue carries: audience pages, campaign emails and MARKETING workflow emails. */
-export type BulkMessage = CampaignPageMessage | CampaignEmailMessage | SendEmailMessage;
+export type BulkMessage = CampaignPageMessage | CampaignResumeMessage | CampaignEmailMessage | SendEmailMessage;
 
 /** A unit of work on the workflow queue. */
 export type WorkflowQueueMessage = (

@@ -1,7 +1,15 @@
 import { type ShardId, shardField, shardOf } from "./db/shards";
 import type { Env } from "./env";
 import { chunks, QUEUE_BATCH } from "./lib/chunks";
-import type { CampaignEmailMessage, CampaignPageMessage, ImportChunkMessage, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
+import type {
+  CampaignEmailMessage,
+  CampaignPageMessage,
+  CampaignResumeMessage,
+  ImportChunkMessage,
+  SendEmailMessage,
+  WebhookQueueMessage,
+  WorkflowQueueMessage,
+} from "./messages";
 import { BULK_QUEUE, IMPORT_QUEUE, SEND_QUEUE, WEBHOOK_QUEUE_NAME, WORKFLOW_QUEUE_NAME } from "./messages";
 
 /**
@@ -79,6 +87,11 @@ export async function requeueMail<B extends SendEmailMessage>(queue: Queue<B>, b
 /** The next page of a campaign's audience walk (bulk queue); throws when queueing failed. */
 export async function enqueueCampaignPage(env: Env, page: Omit<CampaignPageMessage, "kind">): Promise<void> {
   await env.EMAIL_BULK_QUEUE.send({ kind: "campaign-page", ...page, ...shardField(shardOf(env)) } satisfies CampaignPageMessage);
+}
+
+/** The next page of a resumed campaign's QUEUED emails to queue again (services/campaigns/pause.ts). */
+export async function enqueueCampaignResume(env: Env, page: Omit<CampaignResumeMessage, "kind">): Promise<void> {
+  await env.EMAIL_BULK_QUEUE.send({ kind: "campaign-resume", ...page, ...shardField(shardOf(env)) } satisfies CampaignResumeMessage);
 }
 
 // Imports -------------------------------------------------------------------

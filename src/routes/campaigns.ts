@@ -17,6 +17,7 @@ import {
   toCampaignView,
   updateCampaign,
 } from "../services/campaigns";
+import { pauseCampaign, resumeCampaign } from "../services/campaigns/pause";
 import {
   type CampaignInput,
   type CreateCampaignInput,
@@ -125,6 +126,32 @@ const cancelRoute = createRoute({
   responses: { 200: envelope("The campaign, back in DRAFT"), ...commonErrors },
 });
 
+const pauseRoute = createRoute({
+  method: "post",
+  path: "/campaigns/{id}/pause",
+  operationId: "pauseCampaign",
+  tags,
+  summary: "Pause a sending campaign",
+  description:
+    "A SENDING campaign stops: no email of it leaves (mail already handed to the provider is gone) until it is resumed; its status stays SENDING with `paused: true`. Not SENDING, or paused already: 409 CONFLICT.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: envelope("The campaign, paused"), ...commonErrors },
+});
+
+const resumeRoute = createRoute({
+  method: "post",
+  path: "/campaigns/{id}/resume",
+  operationId: "resumeCampaign",
+  tags,
+  summary: "Resume a paused campaign",
+  description:
+    "`paused: false`: the recipients who have not got it yet get it, each once (emails are claimed once; the audience walk goes on from where it stopped). Not paused: 409 CONFLICT.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: envelope("The campaign, sending again"), ...commonErrors },
+});
+
 const TestSendSchema = z
   .object({
     email: EmailAddressSchema.openapi({ description: "Where the test goes" }),
@@ -200,6 +227,12 @@ export const campaignsRouter = createRouter()
   })
   .openapi(cancelRoute, async (c) => {
     return c.json(success(toCampaignView(await cancelCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id))), 200);
+  })
+  .openapi(pauseRoute, async (c) => {
+    return c.json(success(toCampaignView(await pauseCampaign(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id))), 200);
+  })
+  .openapi(resumeRoute, async (c) => {
+    return c.json(success(toCampaignView(await resumeCampaign(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id))), 200);
   })
   .openapi(testRoute, async (c) => {
     const { projectId } = c.get("auth");

@@ -27,6 +27,7 @@ export const CampaignSchema = z
     status: z.enum(CAMPAIGN_STATUSES).openapi({
       description: "DRAFT -> SENDING -> SENT; DRAFT -> SCHEDULED -> SENDING (at scheduledAt, by the cron) -> SENT; SCHEDULED -> DRAFT by cancel",
     }),
+    paused: z.boolean().openapi({ description: "A SENDING campaign paused with POST /campaigns/{id}/pause: none of its emails leaves until it is resumed" }),
     scheduledAt: z.string().datetime().nullable(),
     sentAt: z.string().datetime().nullable(),
     createdAt: z.string().datetime(),

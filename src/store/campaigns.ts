@@ -149,5 +149,23 @@ export function touchCampaign(d1: D1Database, id: string, now: Date) {
   return getDb(d1).update(campaigns).set({ updatedAt: now }).where(eq(campaigns.id, id));
 }
 
+/**
+ * Pauses (`paused` true) or resumes a SENDING campaign of the project; returns the row, none when it is
+ * not SENDING or already in that state (one conditional UPDATE: of two racing calls one wins).
+ */
+export function setCampaignPaused(d1: D1Database, projectId: string, id: string, paused: boolean, now: Date) {
+  return getDb(d1)
+    .update(campaigns)
+    .set({ paused, updatedAt: now })
+    .where(and(eq(campaigns.id, id), eq(campaigns.projectId, projectId), eq(campaigns.status, "SENDING"), eq(campaigns.paused, !paused)))
+    .returning();
+}
+
+/** The next `limit` emails of a campaign still QUEUED, by id after `after` (the resume's walk; emails_campaign_pending_idx). */
+export function queuedCampaignEmails(d1: D1Database, campaignId: string, after: string | null, limit: number): D1PreparedStatement {
+  return d1.prepare(QUEUED_CAMPAIGN_SQL).bind(campaignId, after ?? "", limit);
+}
+const QUEUED_CAMPAIGN_SQL = "SELECT id, project_id FROM emails WHERE campaign_id = ?1 AND status = 'QUEUED' AND id > ?2 ORDER BY id LIMIT ?3";
+
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
-export const FIXED_SQL = { ADVANCE_SQL, QUEUED_PAGE_SQL };
+export const FIXED_SQL = { ADVANCE_SQL, QUEUED_PAGE_SQL, QUEUED_CAMPAIGN_SQL };

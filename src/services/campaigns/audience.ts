@@ -75,7 +75,8 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage,
     .from(campaigns)
     .where(and(eq(campaigns.id, message.campaignId), eq(campaigns.projectId, message.projectId)))
     .limit(1);
-  if (campaign?.status !== "SENDING" || !campaign.audienceUpperId) return;
+  // A paused campaign writes no page: the resume queues the walk's next page again (pause.ts).
+  if (campaign?.status !== "SENDING" || !campaign.audienceUpperId || campaign.paused) return;
   const condition = campaign.sendCondition ? ConditionSchema.parse(campaign.sendCondition) : null;
   const startedAt = campaign.startedAt?.getTime() ?? Date.now();
   const page = await db
@@ -200,7 +201,7 @@ export async function runCampaignJobs(env: Env, now: Date, afterCommit: AfterCom
     }
   }
   const sending = await db.select().from(campaigns).where(eq(campaigns.status, "SENDING")).orderBy(asc(campaigns.updatedAt)).limit(CRON_LIMIT);
-  const stalled = sending.filter((c) => !c.audienceDone && c.updatedAt.getTime() < now.getTime() - STALLED_WALK_MS);
+  const stalled = sending.filter((c) => !c.audienceDone && !c.paused && c.updatedAt.getTime() < now.getTime() - STALLED_WALK_MS);
   for (const campaign of stalled) await requeueNextPage(db, env, campaign, now);
   await finalizeCampaigns(
     env.DB,
@@ -252,7 +253,9 @@ export async function resumeWalks(env: Env, campaignIds: string[], now = new Dat
   const walking = await db
     .select()
     .from(campaigns)
-    .where(and(inArray(campaigns.id, campaignIds.slice(0, CRON_LIMIT)), eq(campaigns.status, "SENDING"), eq(campaigns.audienceDone, false)));
+    .where(
+      and(inArray(campaigns.id, campaignIds.slice(0, CRON_LIMIT)), eq(campaigns.status, "SENDING"), eq(campaigns.audienceDone, false), eq(campaigns.paused, false)),
+    );
   for (const campaign of walking) await requeueNextPage(db, env, campaign, now);
   return walking.length;
 }

@@ -4,10 +4,13 @@ import { ACK, retryAfter, type QueuedMessage, type Verdict } from "../../lib/que
 import { deliverBatch } from "../send/deliver";
 import { settleDeadLetters } from "../send/dead-letter";
 import { finalizeCampaigns, handleCampaignPage, type CampaignEmailMessage, type CampaignPageMessage } from "./audience";
+import { handleCampaignResume } from "./pause";
+import type { CampaignResumeMessage } from "../../messages";
 
 export type { BulkMessage } from "../../messages";
 
 const isPage = (body: unknown): body is CampaignPageMessage => (body as CampaignPageMessage | undefined)?.kind === "campaign-page";
+const isResume = (body: unknown): body is CampaignResumeMessage => (body as CampaignResumeMessage | undefined)?.kind === "campaign-resume";
 
 export const campaignIdsOf = (bodies: readonly unknown[]) => [
   ...new Set(bodies.map((body) => (body as Partial<CampaignEmailMessage> | undefined)?.campaignId).filter((id): id is string => typeof id === "string")),
@@ -23,12 +26,13 @@ export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], e
   const verdicts: Verdict[] = messages.map(() => ACK);
   const sends: { index: number; message: QueuedMessage<unknown> }[] = [];
   for (const [index, message] of messages.entries()) {
-    if (!isPage(message.body)) {
+    const body = message.body;
+    if (!isPage(body) && !isResume(body)) {
       sends.push({ index, message });
       continue;
     }
     try {
-      await handleCampaignPage(env, message.body, afterCommit);
+      await (isResume(body) ? handleCampaignResume(env, body) : handleCampaignPage(env, body, afterCommit));
     } catch (err) {
       console.error("campaign page failed; retrying", err);
       verdicts[index] = retryAfter(5);
