@@ -249,7 +249,8 @@ export const INLINE_BODY_CHARS = 10_000;
 /**
  * The claim: `m` decides once per email whether it is settled instead of sent
  * (?3 / ?4 / ?6 the reasons; ?5 turns the audience check on for bulk mail), the
- * UPDATE applies it only to emails still QUEUED, and RETURNING hands back the
+ * UPDATE applies it only to emails still QUEUED and not of a paused campaign (left QUEUED: the
+ * resume queues them again, services/campaigns/pause.ts), and RETURNING hands back the
  * small columns composing needs (in ClaimRow order) and, for a body of at most ?7
  * characters, the HTML and headers (the send's, in send_headers); larger ones are read later,
  * a few emails at a time (readEmailBodies). `+status`: the
@@ -272,7 +273,8 @@ const CLAIM_SQL = `UPDATE emails SET
           END AS settle
         FROM json_each(?2) AS j
         JOIN emails AS e ON e.id = json_extract(j.value, '$[0]') AND e.project_id = json_extract(j.value, '$[1]')
-        WHERE +e.status = 'QUEUED') AS m
+        WHERE +e.status = 'QUEUED'
+          AND NOT EXISTS (SELECT 1 FROM campaigns AS cp WHERE cp.id = e.campaign_id AND cp.paused = 1)) AS m
   WHERE emails.id = m.id AND +emails.status = 'QUEUED'
   RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
     emails.to_name, emails.reply_to, emails.subject, emails.message_id, emails.marketing,

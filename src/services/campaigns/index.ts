@@ -43,6 +43,7 @@ export function toCampaignView(c: Campaign): CampaignView {
     segmentId: c.segmentId ?? null,
     audienceFilter: (c.audienceFilter as Condition | null) ?? null,
     status: c.status,
+    paused: c.paused,
     scheduledAt: iso(c.scheduledAt),
     sentAt: iso(c.sentAt),
     createdAt: c.createdAt.toISOString(),
