@@ -5,7 +5,8 @@ import { createRouter } from "../lib/router";
 import { commonErrors, errorResponse, jsonBody, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { createDomain, deleteDomain, getDomain, listDomains, toDomainView, verifiedDomainCache, verifyDomainNow } from "../services/domains";
-import { CreateDomainRequestSchema, DomainListQuerySchema, DomainListResponseSchema, DomainSchema } from "../schemas/domains";
+import { CreateDomainRequestSchema, DomainListQuerySchema, DomainListResponseSchema, DomainSchema, UpdateDomainRequestSchema } from "../schemas/domains";
+import { trackingCnameTarget, updateDomainTrackingSettings } from "../services/tracking/control";
 
 const tags = ["Domains"];
 
@@ -68,6 +69,19 @@ const verifyRoute = createRoute({
   responses: { 200: jsonResponse(DomainSchema, "The domain after the check"), ...commonErrors },
 });
 
+const updateRoute = createRoute({
+  method: "patch",
+  path: "/domains/{id}",
+  operationId: "updateDomain",
+  tags,
+  summary: "Change a sending domain's tracking",
+  description:
+    "`openTracking` / `clickTracking` (both on by default) switch the pixel and tracked links of this domain's mail (the project's trackingMode and a send's `track` still apply). `trackingHostname`, a subdomain of the domain such as track.example.com, is the host of every tracked link and pixel of its mail once its CNAME to `trackingCname` is found (checked at once, and again with POST /domains/{id}/verify and the domain's scheduled checks); until then the service's own host is used. A hostname of another domain: 409 CONFLICT. Takes effect within a few seconds for mail being sent.",
+  security: securityScheme,
+  request: { params: IdParamSchema, body: jsonBody(UpdateDomainRequestSchema) },
+  responses: { 200: jsonResponse(DomainSchema, "The domain"), ...commonErrors },
+});
+
 const deleteRoute = createRoute({
   method: "delete",
   path: "/domains/{id}",
@@ -84,19 +98,29 @@ const deleteRoute = createRoute({
 export const domainsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const page = await listDomains(getDb(controlDb(c.env)), c.get("auth").projectId, c.req.valid("query"));
-    return c.json(success({ items: page.items.map(toDomainView), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }), 200);
+    const target = trackingCnameTarget(c.env);
+    return c.json(
+      success({ items: page.items.map((d) => toDomainView(d, target)), nextCursor: page.nextCursor, hasMore: page.hasMore, total: page.total }),
+      200,
+    );
   })
   .openapi(createDomainRoute, async (c) => {
     const domain = await createDomain(getDb(controlDb(c.env)), c.env, c.get("auth").projectId, c.req.valid("json").domain, c.get("afterCommit"));
-    return c.json(toDomainView(domain), 201);
+    return c.json(toDomainView(domain, trackingCnameTarget(c.env)), 201);
   })
   .openapi(getRoute, async (c) => {
     const domain = await getDomain(getDb(controlDb(c.env)), c.get("auth").projectId, c.req.valid("param").id);
-    return c.json(toDomainView(domain), 200);
+    return c.json(toDomainView(domain, trackingCnameTarget(c.env)), 200);
+  })
+  .openapi(updateRoute, async (c) => {
+    const db = getDb(controlDb(c.env));
+    const domain = await getDomain(db, c.get("auth").projectId, c.req.valid("param").id);
+    const updated = await updateDomainTrackingSettings(db, c.env, domain, c.req.valid("json"));
+    return c.json(toDomainView(updated, trackingCnameTarget(c.env)), 200);
   })
   .openapi(verifyRoute, async (c) => {
     const domain = await verifyDomainNow(getDb(controlDb(c.env)), c.env, c.get("auth").projectId, c.req.valid("param").id, c.get("afterCommit"));
-    return c.json(toDomainView(domain), 200);
+    return c.json(toDomainView(domain, trackingCnameTarget(c.env)), 200);
   })
   .openapi(deleteRoute, async (c) => {
     await deleteDomain(getDb(controlDb(c.env)), c.env, c.get("auth").projectId, c.req.valid("param").id, c.get("caches").get(verifiedDomainCache));

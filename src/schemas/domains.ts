@@ -32,6 +32,22 @@ export const DomainSchema = z
     lastCheckedAt: z.string().datetime().nullable(),
     verifiedAt: z.string().datetime().nullable(),
     nextCheckAt: z.string().datetime().nullable().openapi({ description: "When the background check runs next (null: not scheduled)" }),
+    openTracking: z
+      .boolean()
+      .openapi({ description: "The open pixel in this domain's mail (on by default; the project's trackingMode and a send's track still apply)" }),
+    clickTracking: z.boolean().openapi({ description: "Tracked links in this domain's mail (on by default); off: every link exactly as written" }),
+    trackingHostname: z
+      .string()
+      .nullable()
+      .openapi({ description: "A custom tracking hostname (a subdomain of this domain), the host of every tracked link and pixel of its mail once VERIFIED" }),
+    trackingStatus: z
+      .enum(DOMAIN_STATUSES)
+      .nullable()
+      .openapi({
+        description:
+          "PENDING until the hostname is a CNAME to trackingCname, VERIFIED once it is, FAILED when a verified one disappeared; null without a hostname",
+      }),
+    trackingCname: z.string().optional().openapi({ description: "What trackingHostname's CNAME record must point to (this service's host)" }),
   })
   .openapi("Domain");
 /** A sending domain as the API shows it. */
@@ -46,6 +62,26 @@ export const DomainListQuerySchema = PaginationQuerySchema.extend({
 export type DomainListQuery = z.infer<typeof DomainListQuerySchema>;
 
 export const DomainListResponseSchema = listEnvelope(DomainSchema);
+
+const HOSTNAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
+
+export const UpdateDomainRequestSchema = z
+  .object({
+    openTracking: z.boolean().optional(),
+    clickTracking: z.boolean().optional(),
+    trackingHostname: z
+      .string()
+      .trim()
+      .toLowerCase()
+      .max(253)
+      .regex(HOSTNAME, "Must be a host name such as track.example.com")
+      .nullable()
+      .optional()
+      .openapi({ description: "A subdomain of the domain (e.g. track.example.com) CNAMEd to trackingCname; null removes it" }),
+  })
+  .strict()
+  .openapi("UpdateDomain");
+export type UpdateDomainRequest = z.infer<typeof UpdateDomainRequestSchema>;
 
 export const CreateDomainRequestSchema = z.object({
   domain: z.string().max(300).openapi({ example: "example.com", description: "Domain name (IDN allowed)" }),

@@ -1,5 +1,6 @@
 import * as z from "../lib/zod";
 import { EmailAddressSchema, headerText } from "../lib/validators";
+import { TRACKING_MODES } from "../db/schema";
 
 /** The variable a double opt-in template must use: the signed confirm link. */
 export const CONFIRM_URL_VARIABLE = "confirmUrl";
@@ -8,7 +9,11 @@ export const ProjectSettingsSchema = z
   .object({
     id: z.string(),
     name: z.string(),
-    trackingEnabled: z.boolean().openapi({ description: "Open and click tracking of the project's mail (on by default)" }),
+    trackingEnabled: z.boolean().openapi({ description: "Open and click tracking of the project's mail (on by default): false when trackingMode is DISABLED" }),
+    trackingMode: z.enum(TRACKING_MODES).openapi({
+      description:
+        "ENABLED (the default): opens and clicks tracked; DISABLED: no pixel, every link as written; MARKETING_ONLY: only marketing mail (campaigns, MARKETING templates, broadcast sends) is tracked. A sending domain's openTracking/clickTracking and a send's `track` narrow or override it.",
+    }),
     doubleOptIn: z.boolean().openapi({
       description:
         "Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed, and its CONTACT_CREATED and CONTACT_SUBSCRIBED workflows start, only when the recipient confirms through the signed link. Contacts created with a secret key are not affected.",
@@ -40,7 +45,8 @@ export const ProjectSettingsSchema = z
 
 export const UpdateProjectSettingsSchema = z
   .object({
-    trackingEnabled: z.boolean().optional(),
+    trackingEnabled: z.boolean().optional().openapi({ description: "Plunk's switch, still accepted: true is trackingMode ENABLED, false DISABLED" }),
+    trackingMode: z.enum(TRACKING_MODES).optional(),
     doubleOptIn: z.boolean().optional(),
     doubleOptInTemplateId: z.string().min(1).max(64).nullable().optional(),
     defaultFrom: z
@@ -51,6 +57,11 @@ export const UpdateProjectSettingsSchema = z
       .openapi({ description: "The default sender, on a VERIFIED domain of the project (422 naming `defaultFrom` otherwise); null removes it" }),
   })
   .strict()
+  .superRefine((input, ctx) => {
+    if (input.trackingEnabled !== undefined && input.trackingMode !== undefined && input.trackingEnabled !== (input.trackingMode !== "DISABLED")) {
+      ctx.addIssue({ code: "custom", path: ["trackingEnabled"], message: "trackingEnabled contradicts trackingMode: send one of them" });
+    }
+  })
   .openapi("UpdateProjectSettings");
 
 /** What the settings service answers; the route adds `historyDays` (a deployment setting, not the project's). */

@@ -113,6 +113,20 @@ export const SendRequestSchema = z
     data: DataObjectSchema.optional().openapi({
       description: "Template variables, merged into the contact's data; a value `{value, persistent: false}` is used for this email only",
     }),
+    track: z
+      .object({
+        opens: z.boolean().optional().openapi({ description: "false: no open pixel; true: a pixel even where the project or domain has open tracking off" }),
+        clicks: z
+          .boolean()
+          .optional()
+          .openapi({ description: "false: every link exactly as written; true: links tracked even where the project or domain has click tracking off" }),
+      })
+      .strict()
+      .optional()
+      .openapi({
+        description:
+          "This send's tracking, over the project's trackingMode and the sending domain's switches (Plunk issue #432); a switch left out follows them",
+      }),
     attachments: z
       .array(AttachmentSchema)
       .max(MAX_ATTACHMENTS)

@@ -1,7 +1,7 @@
 import { controlDbOf } from "../db/shards";
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { projects, templates, type Template } from "../db/schema";
+import { projects, templates, type Template, type TrackingMode } from "../db/schema";
 import { ApiError } from "../lib/errors";
 import { CONFIRM_URL_VARIABLE, type ProjectSettingsView, type UpdateProjectSettingsRequest } from "../schemas/project";
 import { senderDomain } from "./domains";
@@ -13,6 +13,7 @@ const columns = {
   id: projects.id,
   name: projects.name,
   trackingEnabled: projects.trackingEnabled,
+  trackingMode: projects.trackingMode,
   doubleOptIn: projects.doubleOptIn,
   doubleOptInTemplateId: projects.doubleOptInTemplateId,
   defaultFromEmail: projects.defaultFromEmail,
@@ -26,6 +27,7 @@ type SettingsRow = {
   id: string;
   name: string;
   trackingEnabled: boolean;
+  trackingMode: TrackingMode;
   doubleOptIn: boolean;
   doubleOptInTemplateId: string | null;
   defaultFromEmail: string | null;
@@ -35,8 +37,14 @@ type SettingsRow = {
   updatedAt: Date;
 };
 
+/** The project's tracking as the API shows it: tracking_enabled = 0 (the operator's switch, older rows) is DISABLED. */
+export const trackingModeOf = (row: { trackingEnabled: boolean; trackingMode: TrackingMode }): TrackingMode =>
+  row.trackingEnabled ? row.trackingMode : "DISABLED";
+
 const view = ({ defaultFromEmail, defaultFromName, ...row }: SettingsRow): ProjectSettingsView => ({
   ...row,
+  trackingMode: trackingModeOf(row),
+  trackingEnabled: trackingModeOf(row) !== "DISABLED",
   defaultFrom: defaultFromEmail ? { email: defaultFromEmail, name: defaultFromName } : null,
   updatedAt: row.updatedAt.toISOString(),
 });
@@ -108,7 +116,12 @@ export async function updateProjectSettings(db: Database, projectId: string, inp
     set.defaultFromEmail = input.defaultFrom?.email ?? null;
     set.defaultFromName = input.defaultFrom?.name || null;
   }
-  if (input.trackingEnabled !== undefined) set.trackingEnabled = input.trackingEnabled;
+  // The mode, and tracking_enabled kept equal to mode <> DISABLED (trackingEnabled: true is ENABLED, false DISABLED).
+  const mode = input.trackingMode ?? (input.trackingEnabled === undefined ? undefined : input.trackingEnabled ? "ENABLED" : "DISABLED");
+  if (mode !== undefined) {
+    set.trackingMode = mode;
+    set.trackingEnabled = mode !== "DISABLED";
+  }
   if (input.doubleOptIn !== undefined) set.doubleOptIn = input.doubleOptIn;
   if (input.doubleOptInTemplateId !== undefined) set.doubleOptInTemplateId = input.doubleOptInTemplateId;
   if (Object.keys(set).length === 0) return current;

@@ -71,7 +71,7 @@ export function buildCancelProjectExecutions(db: Database, projectId: string) {
 
 /** Open and click tracking on or off for a project (on by default). */
 export function buildSetProjectTracking(db: Database, projectId: string, enabled: boolean) {
-  return setProjectSettings(db.$client, projectId, { trackingEnabled: enabled, updatedAt: new Date() });
+  return setProjectSettings(db.$client, projectId, { trackingEnabled: enabled, trackingMode: enabled ? "ENABLED" : "DISABLED", updatedAt: new Date() });
 }
 
 /**

@@ -136,5 +136,14 @@ export function upsertSeededDomain(
     .onConflictDoUpdate({ target: domains.name, set: values });
 }
 
+/** A domain's tracking settings (PATCH /domains/{id}); returns the row, none when the project has no such domain. */
+export function updateDomainTracking(d1: D1Database, projectId: string, id: string, set: Partial<typeof domains.$inferInsert>) {
+  return getDb(d1)
+    .update(domains)
+    .set(set)
+    .where(and(eq(domains.id, id), eq(domains.projectId, projectId)))
+    .returning();
+}
+
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
 export const FIXED_SQL = { INSERT_DOMAIN_WITHIN_CAP_SQL, RECORD_RELEASE_SQL, RECENT_RELEASE_SQL, PRUNE_RELEASES_SQL };

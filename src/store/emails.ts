@@ -74,6 +74,8 @@ export interface QueuedHead {
   bulk?: boolean;
   /** Opens and clicks tracked (when the project tracks). */
   tracked?: boolean;
+  /** The send's own tracking choice (emails.track_opens / track_clicks; a switch left out: null). */
+  track?: { opens?: boolean; clicks?: boolean };
   hasAttachments?: boolean;
   /** Insert only while this workflow execution is active and the send has no email yet (a workflow step). */
   whileExecution?: string | null;
@@ -124,6 +126,8 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
         html,
         head.whileExecution ?? null,
         head.onlyIfContact ?? null,
+        head.track?.opens === undefined ? null : head.track.opens ? 1 : 0,
+        head.track?.clicks === undefined ? null : head.track.clicks ? 1 : 0,
       );
   const statements: D1PreparedStatement[] = [];
   // Each insert is followed by the day's email count and the stored bytes of what it inserted, once per
@@ -185,11 +189,11 @@ const QUEUED_BYTES_SQL = `UPDATE projects SET stored_bytes = stored_bytes + x.by
   WHERE projects.id = ?1 AND x.bytes > 0`;
 
 const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template_id, campaign_id, contact_id, from_address, from_name, to_address, to_name,
-    reply_to, subject, html, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at)
+    reply_to, subject, html, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at, track_opens, track_clicks)
   SELECT json_extract(value, '$.id'), ?1, ?2, ?3, ?4,
     coalesce(json_extract(value, '$.ci'), (SELECT id FROM contacts WHERE project_id = ?1 AND email = json_extract(value, '$.c'))),
     ?5, ?6, json_extract(value, '$.to'), json_extract(value, '$.n'), ?7, json_extract(value, '$.s'), coalesce(?14, json_extract(value, '$.h')),
-    ?8, ?9, ?10, ?11, 'QUEUED', json_extract(value, '$.m'), ?12, ?12, ?12
+    ?8, ?9, ?10, ?11, 'QUEUED', json_extract(value, '$.m'), ?12, ?12, ?12, ?17, ?18
   FROM json_each(?13)
   WHERE (?15 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?15 AND status IN ('RUNNING', 'WAITING'))
     AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1)))
@@ -213,6 +217,18 @@ const INSERT_SEND_HEADERS_SQL = `INSERT INTO send_headers (send_id, project_id, 
 
 // ---- the send consumer: claim, outcomes, deferral ------------------------------
 
+/**
+ * One claim column for an email's tracking (ClaimRow trackingEnabled): bit 0, its project tracks it
+ * (tracking_mode ENABLED, or MARKETING_ONLY and marketing mail; tracking_enabled = 0 is DISABLED);
+ * bits 1-2 and 3-4, the send's track_opens and track_clicks (0 off, 1 on, 2 not given).
+ */
+const TRACKING_SLOT = `((SELECT CASE WHEN p.tracking_enabled = 0 OR p.tracking_mode = 'DISABLED' THEN 0
+      WHEN p.tracking_mode = 'MARKETING_ONLY' THEN emails.marketing ELSE 1 END FROM projects AS p WHERE p.id = emails.project_id)
+    | (coalesce(emails.track_opens, 2) << 1) | (coalesce(emails.track_clicks, 2) << 3))`;
+
+const overrideOf = (bits: number): boolean | null => (bits === 2 ? null : bits === 1);
+const trackingOf = (slot: number) => ({ trackingEnabled: (slot & 1) === 1, trackOpens: overrideOf((slot >> 1) & 3), trackClicks: overrideOf((slot >> 3) & 3) });
+
 /** What the consumer needs of a claimed email (the claim returns only these columns). */
 export type ClaimedEmail = Pick<
   Email,
@@ -230,7 +246,11 @@ export type ClaimedEmail = Pick<
   | "hasAttachments"
   | "tracked"
 > & {
+  /** Its project tracks this email (trackingMode ENABLED, or MARKETING_ONLY and marketing mail). */
   trackingEnabled: boolean;
+  /** The send's own choice (/v1/send track), null: as the project and the sending domain say. */
+  trackOpens: boolean | null;
+  trackClicks: boolean | null;
   /** Characters of its HTML and headers JSON, its send's included (length(), computed by the claim, which rewrites the row anyway). */
   bodyChars: number;
   /** Its project had an enabled webhook endpoint when it was claimed: only then are its outcome's events looked for. */
@@ -278,7 +298,7 @@ const CLAIM_SQL = `UPDATE emails SET
   WHERE emails.id = m.id AND +emails.status = 'QUEUED'
   RETURNING emails.status, emails.id, emails.project_id, emails.send_id, emails.from_address, emails.from_name, emails.to_address,
     emails.to_name, emails.reply_to, emails.subject, emails.message_id, emails.marketing,
-    emails.has_attachments, emails.tracked, (SELECT tracking_enabled FROM projects WHERE projects.id = emails.project_id),
+    emails.has_attachments, emails.tracked, ${TRACKING_SLOT},
     length(emails.html) + length(emails.headers) + coalesce((SELECT length(h.headers) FROM send_headers AS h WHERE h.send_id = emails.send_id), 0),
     EXISTS (SELECT 1 FROM webhook_endpoints AS w WHERE w.project_id = emails.project_id AND w.enabled = 1),
     CASE WHEN length(emails.html) <= ?7 THEN emails.html END AS inline_html,
@@ -320,7 +340,7 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
   marketing: row[11] === 1,
   hasAttachments: row[12] === 1,
   tracked: row[13] === 1,
-  trackingEnabled: row[14] === 1,
+  ...trackingOf(row[14] ?? 0),
   bodyChars: row[15],
   webhooks: row[16] === 1,
   // The claim returns HTML of at most INLINE_BODY_CHARS; it is kept only when the whole body (the send's headers

@@ -48,7 +48,10 @@ export function setProjectDisabled(d1: D1Database, projectId: string, disabled: 
 export function setProjectSettings(
   d1: D1Database,
   projectId: string,
-  set: Pick<typeof projects.$inferInsert, "trackingEnabled" | "doubleOptIn" | "doubleOptInTemplateId" | "defaultFromEmail" | "defaultFromName" | "updatedAt">,
+  set: Pick<
+    typeof projects.$inferInsert,
+    "trackingEnabled" | "trackingMode" | "doubleOptIn" | "doubleOptInTemplateId" | "defaultFromEmail" | "defaultFromName" | "updatedAt"
+  >,
 ) {
   return getDb(d1).update(projects).set(set).where(eq(projects.id, projectId));
 }

@@ -63,6 +63,17 @@ export function fakeDns(other?: (request: Request) => Promise<Response> | Respon
       chain.push({ name: `${owner}.`, type: TYPES.CNAME, TTL: 300, data: `${target}.` });
       owner = target;
     }
+    // A CNAME question about an alias is answered with the CNAME itself (as a resolver does).
+    if (type === "CNAME" && aliases.has(name)) {
+      return json({
+        Status: 0,
+        TC: false,
+        RD: true,
+        RA: true,
+        Question: question,
+        Answer: [{ name: `${name}.`, type: TYPES.CNAME, TTL: 300, data: `${aliases.get(name)}.` }],
+      });
+    }
     const records = zone.get(owner);
     if (!records) {
       return json({

@@ -31,6 +31,7 @@ import { recordWebhookEvent } from "../../store/webhooks/events";
 import { claimDueDomainChecks, saveDomainCheck } from "../../store/domains";
 import { domainRecordConfig, judgeRecord, lookupKey, lookupType, type Judgement } from "./records";
 import { toDomainView } from "./view";
+import { checkTrackingHostname, forgetDomainTracking } from "../tracking/control";
 
 export const VERIFICATION_WINDOW_MS = 72 * 60 * 60 * 1000;
 export const VERIFIED_RECHECK_MS = 6 * 60 * 60 * 1000;
@@ -130,10 +131,14 @@ export function applyCheck(domain: Domain, judgements: Judgement[], now: Date) {
  * that is the control database (shard 0), else right after the save.
  */
 export async function checkDomain(db: Database, env: Env, domain: Domain, now = new Date(), afterCommit?: AfterCommit): Promise<Domain> {
-  const results = await lookupRecords(dnsConfig(env), domain.records);
+  const [results, tracking] = await Promise.all([
+    lookupRecords(dnsConfig(env), domain.records),
+    domain.trackingHostname ? checkTrackingHostname(env, domain, now) : undefined,
+  ]);
   const config = domainRecordConfig(env);
   const judgements = domain.records.map((record) => judgeRecord(record, results.get(lookupKey(record))!, config));
-  const update = applyCheck(domain, judgements, now);
+  // The custom tracking hostname's CNAME is checked with the records (services/tracking/control.ts).
+  const update = { ...applyCheck(domain, judgements, now), ...tracking };
   // domain.verified / domain.failed when this check changes the status, in the same batch as the change.
   const type = update.status !== domain.status && update.status !== "PENDING" ? (update.status === "VERIFIED" ? "domain.verified" : "domain.failed") : null;
   const data = type ? await dbFor(env, domain.projectId) : db.$client;
@@ -145,6 +150,7 @@ export async function checkDomain(db: Database, env: Env, domain: Domain, now = 
   const saved = batch.add(saveDomainCheck(db.$client, domain.id, update));
   batch.add(apart ? null : event);
   const [row] = (await batch.run({ afterCommit })).rows(saved);
+  if (tracking) forgetDomainTracking(domain.name);
   if (apart && event) {
     const recorded = new WriteBatch(data);
     recorded.add(event);

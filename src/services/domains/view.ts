@@ -3,7 +3,8 @@ import type { DomainView } from "../../schemas/domains";
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
-export function toDomainView(domain: Domain): DomainView {
+/** `cnameTarget`: what a tracking hostname's CNAME must point to (the API's answers give it; webhook events do not). */
+export function toDomainView(domain: Domain, cnameTarget?: string): DomainView {
   return {
     id: domain.id,
     domain: domain.name,
@@ -25,5 +26,10 @@ export function toDomainView(domain: Domain): DomainView {
     lastCheckedAt: iso(domain.lastCheckedAt),
     verifiedAt: iso(domain.verifiedAt),
     nextCheckAt: iso(domain.nextCheckAt),
+    openTracking: domain.openTracking ?? true,
+    clickTracking: domain.clickTracking ?? true,
+    trackingHostname: domain.trackingHostname ?? null,
+    trackingStatus: domain.trackingStatus ?? null,
+    ...(cnameTarget ? { trackingCname: cnameTarget } : {}),
   };
 }

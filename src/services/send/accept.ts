@@ -311,6 +311,7 @@ async function writeSend(
       bodyFormat: body.type ?? "html",
       marketing: message.marketing,
       attachments: body.attachments,
+      track: body.track,
     },
     sendable.map((address) => ({
       to: address,

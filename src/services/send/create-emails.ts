@@ -48,6 +48,8 @@ export interface EmailDraft {
   /** Bulk mail: the bulk queue, and the audience check at the claim. */
   bulk?: boolean;
   tracked?: boolean;
+  /** The send's own tracking choice (/v1/send track): a switch given wins over the project's and the domain's. */
+  track?: { opens?: boolean; clicks?: boolean };
   attachments?: AttachmentInput[];
   /** A workflow step's email: written only while this execution is active and the send has none yet. */
   whileExecution?: string | null;
@@ -209,6 +211,7 @@ export class NewEmails {
           marketing: draft.marketing,
           bulk: draft.bulk,
           tracked: draft.tracked,
+          track: draft.track,
           hasAttachments: (draft.attachments?.length ?? 0) > 0,
           whileExecution: draft.whileExecution,
           onlyIfContact: draft.onlyIfContact,

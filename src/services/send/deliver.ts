@@ -22,6 +22,7 @@ import {
 import { getProvider, ProviderError, type EmailProvider, type OutgoingMessage } from "../../outside/providers";
 import type { MessageParts, ProviderResult } from "../../outside/providers/types";
 import { addTracking, linkId, unsubscribeUrl } from "../tracking/links";
+import { trackingFor } from "../tracking/control";
 import { shardOf } from "../../db/shards";
 import { MAX_RAW_MESSAGE_BYTES } from "../../schemas/attachments";
 import { loadAttachments } from "./attachments";
@@ -156,11 +157,17 @@ async function composeMessage(
 ): Promise<{ raw: string; parts: MessageParts }> {
   const baseUrl = publicUrl(env);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
-  // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says.
-  const html =
-    trackingEnabled && email.tracked
-      ? await addTracking(email.html, { emailId: linkId(email.id, shardOf(env)), baseUrl, secret, trackOpens: true, trackClicks: true })
-      : email.html;
+  // Campaign test sends are never tracked (email.tracked false), whatever the project's switch says; else the
+  // send's own choice, the project's mode (trackingEnabled, from the claim) and the sending domain's switches and host.
+  const tracking = await trackingFor(env, { ...email, trackingEnabled });
+  const html = await addTracking(email.html, {
+    emailId: linkId(email.id, shardOf(env)),
+    baseUrl,
+    secret,
+    trackOpens: tracking.opens,
+    trackClicks: tracking.clicks,
+    trackingBaseUrl: tracking.baseUrl,
+  });
   const attachments = email.hasAttachments ? await loadAttachments(db, env.STORAGE, email.sendId) : [];
   const fromDomain = email.fromAddress.split("@")[1];
   const listUnsubscribe = email.marketing

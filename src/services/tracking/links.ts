@@ -99,6 +99,8 @@ export interface TrackingOptions {
   secret: string;
   trackOpens: boolean;
   trackClicks: boolean;
+  /** The host of tracked links and the pixel (a sending domain's verified tracking hostname); default `baseUrl`. */
+  trackingBaseUrl?: string;
 }
 
 async function openPixel(baseUrl: string, secret: string, emailId: string): Promise<string> {
@@ -113,11 +115,14 @@ async function openPixel(baseUrl: string, secret: string, emailId: string): Prom
  */
 export async function addTracking(html: string, opts: TrackingOptions): Promise<string> {
   if (!opts.trackOpens && !opts.trackClicks) return html;
-  const baseUrl = trimSlash(opts.baseUrl);
+  const ownBaseUrl = trimSlash(opts.baseUrl);
+  // Tracked links and the pixel on the tracking host; the service's own links (unsubscribe, ...) are still recognised on its own.
+  const baseUrl = trimSlash(opts.trackingBaseUrl ?? opts.baseUrl);
   // No "<a" and no "<body" tag: there is no link to track and the pixel goes at
   // the end of the document, which is what the rewriter below would produce.
   if (!/<(a|body)[\s/>]/i.test(html)) return opts.trackOpens ? html + (await openPixel(baseUrl, opts.secret, opts.emailId)) : html;
   const ownPrefixes = [`${baseUrl}/unsubscribe/`, `${baseUrl}/t/`];
+  if (baseUrl !== ownBaseUrl) ownPrefixes.push(...ownPrefixes.map((prefix) => ownBaseUrl + prefix.slice(baseUrl.length)));
   let rewriter = new HTMLRewriter();
 
   if (opts.trackClicks) {
