@@ -118,7 +118,10 @@ const child = spawn(
   "npx",
   ["wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--test-scheduled", "--var", `PUBLIC_URL:${publicUrl}`, ...extra],
   {
-    stdio: ["inherit", verbose ? "inherit" : "pipe", verbose ? "inherit" : "pipe"],
+    stdio: ["ignore", verbose ? "inherit" : "pipe", verbose ? "inherit" : "pipe"],
+    // Its own process group (npx, wrangler, workerd), stopped as one below: a signal to npx alone
+    // would leave wrangler and workerd running, holding the port.
+    detached: true,
     env: {
       ...process.env,
       WRANGLER_SEND_METRICS: "false",
@@ -135,9 +138,21 @@ if (!verbose) {
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, () => {
+    if (stopping) return;
     stopping = true;
-    child.kill(signal);
+    stopGroup(signal);
+    // wrangler shuts workerd down on SIGINT/SIGTERM; whatever is left after 10 s is killed.
+    setTimeout(() => stopGroup("SIGKILL"), 10_000).unref();
   });
+}
+process.on("exit", () => stopGroup("SIGKILL"));
+
+function stopGroup(signal) {
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
 }
 // "close", not "exit": the last of its output is written first.
 child.on("close", (code) => process.exit(code ?? 0));

@@ -11,6 +11,7 @@ import { apiClient, freeInspectorPort, freePort, type LocalServer, repoCopy, sle
  *   (fewer than 40 lines before wrangler's "Ready on");
  * - PORT moves PUBLIC_URL: the links in captured mail (tracking, unsubscribe) carry that port,
  *   unless PUBLIC_URL is set (the second start sets it in the environment);
+ * - stopping the script alone (SIGTERM to its pid) stops wrangler and workerd with it;
  * - a DNS lookup that fails (DOH_URL on a name that never resolves, as offline) is one line, not
  *   workerd's internal error with its native stack.
  */
@@ -116,5 +117,17 @@ describe("npm run dev: a short first start, PUBLIC_URL on PORT, one line per DNS
     const links = urls(mail.html);
     expect(links.length, mail.html).toBeGreaterThanOrEqual(2);
     for (const link of links) expect(link.startsWith("http://mail.example.test/"), `${link} in\n${mail.html}`).toBe(true);
+
+    // SIGTERM to the script alone (not its process group) stops wrangler and workerd too: the port is free again.
+    process.kill(server.child.pid as number, "SIGTERM");
+    let answering = true;
+    for (let tries = 0; tries < 75 && answering; tries++) {
+      await sleep(200);
+      answering = await fetch(`${server.url}/health`).then(
+        () => true,
+        () => false,
+      );
+    }
+    expect(answering, "the service still answers after the script was stopped").toBe(false);
   }, 240_000);
 });
