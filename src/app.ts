@@ -29,6 +29,7 @@ const SECRET_KEY_PATHS = [
   "/domains/*",
   "/emails/*",
   "/segments/*",
+  "/suppressions/*",
   "/campaigns/*",
   "/v1/verify",
   "/workflows/*",
@@ -100,6 +101,10 @@ const PARTS = {
   segments: async () => {
     const { segmentsRouter } = await import("./routes/segments");
     return (app: App) => app.route("/", segmentsRouter);
+  },
+  suppressions: async () => {
+    const { suppressionsRouter } = await import("./routes/suppressions");
+    return (app: App) => app.route("/", suppressionsRouter);
   },
   campaigns: async () => {
     const { campaignsRouter } = await import("./routes/campaigns");
@@ -193,6 +198,7 @@ export function partsFor(path: string): readonly Part[] {
     case "project":
     case "exports":
     case "segments":
+    case "suppressions":
     case "campaigns":
     case "unsubscribe":
     case "confirm":

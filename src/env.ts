@@ -43,6 +43,8 @@ export interface Env {
    * keeps mail for GET /dev/outbox).
    */
   EMAIL_PROVIDER?: string;
+  /** Provider of broadcast mail ("ses" or "capture"); default EMAIL_PROVIDER (src/outside/providers/index.ts). */
+  EMAIL_PROVIDER_BROADCAST?: string;
   /** AWS region of SES (default us-east-1); also names the return-path MX host. */
   SES_REGION?: string;
   /** SES API base URL override (default https://email.<SES_REGION>.amazonaws.com), e.g. a local fake. */
@@ -102,6 +104,7 @@ export interface Env {
   QUOTA_TEMPLATES?: string;
   QUOTA_CAMPAIGNS?: string;
   QUOTA_SEGMENTS?: string;
+  QUOTA_SUPPRESSIONS?: string;
   QUOTA_WORKFLOW_VERSIONS?: string;
   /** Workers Rate Limiting binding: key-less work per client IP (src/middleware/client-limit.ts). Optional: absent, nothing is limited. */
   CLIENT_LIMITER?: RateLimit;

@@ -396,6 +396,10 @@ export const idempotencyKeys = sqliteTable(
 );
 
 /** Addresses never sent to again in a project (permanent bounce, complaint). */
+/** Why an address is suppressed, and which mail each stops (src/services/consent/gates.ts). */
+export const SUPPRESSION_REASONS = ["BOUNCE", "COMPLAINT", "UNSUBSCRIBE", "MANUAL"] as const;
+export const SUPPRESSION_STREAMS = ["ALL", "BROADCAST"] as const;
+
 export const suppressions = sqliteTable(
   "suppressions",
   {
@@ -403,11 +407,20 @@ export const suppressions = sqliteTable(
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
     email: text("email").notNull(),
-    reason: text("reason", { enum: ["BOUNCE", "COMPLAINT"] }).notNull(),
+    reason: text("reason", { enum: SUPPRESSION_REASONS }).notNull(),
+    /** Which mail it stops (migration 0036): ALL, or BROADCAST only (an unsubscribe; src/services/consent/gates.ts). */
+    stream: text("stream", { enum: SUPPRESSION_STREAMS }).notNull().default("ALL"),
     detail: text("detail"),
+    /** Why it was added by hand (POST /suppressions `note`). */
+    note: text("note"),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex("suppressions_pk").on(t.projectId, t.email)],
+  (t) => [
+    uniqueIndex("suppressions_pk").on(t.projectId, t.email),
+    // GET /suppressions: the project's list newest first, and by reason (migration 0036).
+    index("suppressions_project_created_idx").on(t.projectId, t.createdAt, t.email),
+    index("suppressions_project_reason_idx").on(t.projectId, t.reason, t.createdAt, t.email),
+  ],
 );
 
 /** Mail kept by the `capture` provider (local development) for GET /dev/outbox. */

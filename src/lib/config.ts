@@ -34,6 +34,12 @@ const ConfigSchema = z.object({
   SEND_RATE_PER_SECOND: positive(14),
   /** "ses", "cloudflare" or "capture" (local development and tests only); checked where the provider is built. */
   EMAIL_PROVIDER: text("ses"),
+  /**
+   * The provider of BROADCAST mail (campaigns, topic and marketing sends; src/services/consent/gates.ts):
+   * "ses" or "capture"; default EMAIL_PROVIDER. "cloudflare" carries transactional mail only, so broadcast
+   * mail is then refused (409). With EMAIL_PROVIDER=cloudflare and this "ses", each stream has its provider.
+   */
+  EMAIL_PROVIDER_BROADCAST: optionalText.transform((v) => v?.toLowerCase()),
   SES_REGION: text("us-east-1").transform((region) => region.toLowerCase()),
   /** SES API base URL override (a local fake); default https://email.<SES_REGION>.amazonaws.com. */
   SES_ENDPOINT: optionalText.transform((url) => url?.replace(/\/+$/, "")),
@@ -99,6 +105,8 @@ const ConfigSchema = z.object({
   QUOTA_CAMPAIGNS: positive(10_000, { integer: true }),
   /** Segments per project. */
   QUOTA_SEGMENTS: positive(500, { integer: true }),
+  /** Suppression list entries per project; past it POST /suppressions adds none (bounces and complaints are always recorded). */
+  QUOTA_SUPPRESSIONS: positive(1_000_000, { integer: true }),
   /** Stored versions of one workflow (unused old ones are pruned by the cron). */
   QUOTA_WORKFLOW_VERSIONS: positive(100, { integer: true }),
   /** Contact imports PENDING or PROCESSING per project; past it POST /contacts/imports answers 409. */

@@ -1,5 +1,6 @@
 import * as z from "../lib/zod";
 import { EMAIL_STATUSES } from "../db/schema";
+import { GATES, STREAMS } from "../services/consent/gates";
 import { listEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { idQuery } from "../lib/validators";
@@ -21,7 +22,17 @@ export const EmailRecordSchema = z
       description:
         "QUEUED -> SENDING -> SENT -> DELIVERED -> OPENED -> CLICKED; BOUNCED, COMPLAINED and FAILED are final outcomes. FAILED with an `error` starting `Outcome unknown:` means the provider call got no answer (or its sender stopped after the call started): it is never sent again, and becomes SENT (then DELIVERED, BOUNCED, ...) if the provider's events show it took the message (docs/reliability.md).",
     }),
-    error: z.string().nullable().openapi({ description: "Why the email failed or was last retried (`Outcome unknown: ...`: see status)" }),
+    stream: z.enum(STREAMS).openapi({
+      description:
+        'TRANSACTIONAL or BROADCAST (campaigns, topic mail, MARKETING templates, `/v1/send` with `stream: "broadcast"`): broadcast mail carries List-Unsubscribe, goes only to subscribed contacts and through the broadcast provider',
+    }),
+    error: z.string().nullable().openapi({
+      description: "Why the email failed or was last retried (`Outcome unknown: ...`: see status; a consent gate's refusal starts with its name, see `gate`)",
+    }),
+    gate: z.enum(GATES).nullable().openapi({
+      description:
+        "The consent gate that refused the email (FAILED, not sent): SUPPRESSED (on the suppression list for its stream), UNSUBSCRIBED (the contact's marketing subscription), TOPIC (the topic's); null otherwise",
+    }),
     messageId: z.string().openapi({ description: "Message-ID header (without angle brackets)" }),
     providerMessageId: z.string().nullable(),
     attempts: z.number().int(),

@@ -3,6 +3,7 @@ import { successEnvelope } from "../lib/openapi";
 import { DataObjectSchema, EmailAddressSchema, headerText } from "../lib/validators";
 import { base64DecodedSize, blockedExtension, CONTENT_TYPE_PATTERN, FILENAME_PATTERN, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from "./attachments";
 import { headerNameProblem, headerValueProblem } from "./headers";
+import { SUPPRESSION_REASONS, SUPPRESSION_STREAMS } from "../db/schema";
 
 /** Recipients of one send (distinct addresses). */
 export const MAX_RECIPIENTS = 50;
@@ -106,6 +107,14 @@ export const SendRequestSchema = z
       .record(z.string(), z.string())
       .optional()
       .openapi({ description: `Custom headers: at most ${MAX_CUSTOM_HEADERS}, ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values in all` }),
+    stream: z
+      .enum(["transactional", "broadcast", "TRANSACTIONAL", "BROADCAST"])
+      .transform((s) => s.toUpperCase() as "TRANSACTIONAL" | "BROADCAST")
+      .optional()
+      .openapi({
+        description:
+          "TRANSACTIONAL (the default: receipts, password resets; only suppressions of every stream stop it) or BROADCAST (marketing mail: List-Unsubscribe, only to subscribed contacts, through the broadcast provider). A MARKETING template, or a topic, makes the send BROADCAST; `transactional` with either is a 422. Lower case accepted.",
+      }),
     subscribed: z.boolean().optional().openapi({
       description:
         "true subscribes recipients this send creates as contacts (it never re-subscribes an existing contact who unsubscribed: only they, or a contact update, can); false unsubscribes them. Contacts created by a send are unsubscribed unless true.",
@@ -170,8 +179,20 @@ export type SendRequest = z.infer<typeof SendRequestSchema>;
 export const SendResultSchema = z.object({
   emails: z.array(z.object({ contact: z.object({ id: z.string(), email: z.string() }), email: z.string() })),
   suppressed: z
-    .array(z.object({ email: z.string(), reason: z.enum(["BOUNCE", "COMPLAINT"]) }))
-    .openapi({ description: "Recipients not sent to because they bounced or complained before" }),
+    .array(
+      z.object({
+        email: z.string(),
+        reason: z.enum(SUPPRESSION_REASONS).openapi({ description: "The suppression list entry's reason" }),
+        stream: z.enum(SUPPRESSION_STREAMS).openapi({ description: "Which mail the entry stops: ALL, or BROADCAST only (an unsubscribe)" }),
+        gate: z
+          .literal("SUPPRESSED")
+          .openapi({ description: "The consent gate that refused the recipient (the first of four: SUPPRESSED, the stream, UNSUBSCRIBED, TOPIC)" }),
+      }),
+    )
+    .openapi({
+      description:
+        "Recipients not sent to because they are on the project's suppression list for this mail's stream (a bounce, a complaint or a manual entry stops every stream; an unsubscribe only BROADCAST mail); no email is written for them and they count toward no quota",
+    }),
   timestamp: z.string().datetime(),
 });
 

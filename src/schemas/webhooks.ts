@@ -27,6 +27,8 @@ export const WEBHOOK_EVENT_TYPES = [
   "workflow.execution.completed",
   "workflow.execution.failed",
   "contacts.imported",
+  "suppression.created",
+  "suppression.deleted",
   "webhook.test",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

@@ -2,6 +2,7 @@ import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { getDb } from "../db/client";
 import { emails, type Email, type EmailStatus } from "../db/schema";
+import { CLAIM_GATES_SQL } from "../services/consent/gates";
 import type { AfterCommit } from "../lib/after-commit";
 import { chunks, IDS_PER_JSON_STATEMENT, IN_LIST_IDS, MAX_JSON_PARAM_CHARS } from "../lib/chunks";
 import { WriteBatch } from "./batch";
@@ -268,7 +269,8 @@ export const INLINE_BODY_CHARS = 10_000;
 
 /**
  * The claim: `m` decides once per email whether it is settled instead of sent
- * (?3 / ?4 / ?6 the reasons; ?5 turns the audience check on for bulk mail), the
+ * (?3 / ?6 the reasons; ?5 turns the audience check on for bulk mail: the consent gates,
+ * src/services/consent/gates.ts, each refusal with its gate's reason; ?4 unused), the
  * UPDATE applies it only to emails still QUEUED and not of a paused campaign (left QUEUED: the
  * resume queues them again, services/campaigns/pause.ts), and RETURNING hands back the
  * small columns composing needs (in ClaimRow order) and, for a body of at most ?7
@@ -287,9 +289,7 @@ const CLAIM_SQL = `UPDATE emails SET
           CASE
             WHEN NOT EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.disabled = 0) THEN ?3
             WHEN EXISTS (SELECT 1 FROM projects AS p WHERE p.id = e.project_id AND p.sending_paused_at IS NOT NULL) THEN ?6
-            WHEN ?5 = 1 AND e.bulk = 1 AND (
-              NOT EXISTS (SELECT 1 FROM contacts AS c WHERE c.id = e.contact_id AND c.subscribed = 1)
-              OR EXISTS (SELECT 1 FROM suppressions AS s WHERE s.project_id = e.project_id AND s.email = e.to_address)) THEN ?4
+            WHEN ?5 = 1 AND e.bulk = 1 THEN ${CLAIM_GATES_SQL}
           END AS settle
         FROM json_each(?2) AS j
         JOIN emails AS e ON e.id = json_extract(j.value, '$[0]') AND e.project_id = json_extract(j.value, '$[1]')
@@ -376,8 +376,9 @@ const EMAIL_BODIES_SQL = `SELECT e.id AS id, e.html AS html, coalesce(h.headers,
  * only one invocation moves an email from QUEUED to SENDING. Mail that must
  * not go out is settled as FAILED with `reasons.disabled` (its project is
  * disabled or gone), `reasons.paused` (the reputation breaker paused its
- * project's sending) or, with `checkAudience`, `reasons.lapsed` (bulk mail whose
- * contact unsubscribed, was deleted or got suppressed). `alongside` runs after
+ * project's sending) or, with `checkAudience`, the reason of the consent gate that
+ * refuses it now (bulk mail whose contact unsubscribed, was deleted or got suppressed
+ * after it was written: CLAIM_GATES_SQL, src/services/consent/gates.ts). `alongside` runs after
  * the claim in the same batch (one transaction, e.g. the webhook events of the
  * mail it settles, which leave through `afterCommit`); returns what was claimed.
  */
@@ -386,7 +387,7 @@ export async function claimEmails(
   refs: readonly { emailId: string; projectId: string }[],
   options: {
     checkAudience: boolean;
-    reasons: { disabled: string; lapsed: string; paused: string };
+    reasons: { disabled: string; paused: string };
     now?: number;
     alongside?: D1PreparedStatement[];
     afterCommit?: AfterCommit;
@@ -402,7 +403,7 @@ export async function claimEmails(
           now,
           JSON.stringify(chunk.map((r) => [r.emailId, r.projectId])),
           options.reasons.disabled,
-          options.reasons.lapsed,
+          null,
           options.checkAudience ? 1 : 0,
           options.reasons.paused,
           INLINE_BODY_CHARS,

@@ -26,6 +26,7 @@ export const GUARD_NAMES = [
   "QUOTA_EXCEEDED:QUOTA_CAMPAIGNS",
   "QUOTA_EXCEEDED:QUOTA_SEGMENTS",
   "QUOTA_EXCEEDED:QUOTA_WORKFLOW_VERSIONS",
+  "QUOTA_EXCEEDED:QUOTA_SUPPRESSIONS", // 0036: quota_checks_suppressions
   "QUOTA_EXCEEDED:UNKNOWN",
   "SEND_HAS_SUPPRESSED_RECIPIENTS", // 0014: suppressionGuard
 ] as const;
@@ -44,6 +45,7 @@ export type QuotaName =
   | "QUOTA_R2_STORED_BYTES"
   | "QUOTA_PUBLIC_CONTACTS_PER_DAY"
   | "QUOTA_PUBLIC_EVENTS_PER_DAY"
+  | "QUOTA_SUPPRESSIONS"
   | CountedQuota;
 
 /** The count caps (a row too many is refused like a stock quota), and the table each counts. */
@@ -62,6 +64,7 @@ const WHAT: Record<QuotaName, string> = {
   QUOTA_CAMPAIGNS: "campaigns",
   QUOTA_SEGMENTS: "segments",
   QUOTA_WORKFLOW_VERSIONS: "stored versions of one workflow",
+  QUOTA_SUPPRESSIONS: "suppression list entries",
 };
 
 const DAILY: ReadonlySet<QuotaName> = new Set(["QUOTA_EMAILS_PER_DAY", "QUOTA_EVENTS_PER_DAY", "QUOTA_PUBLIC_CONTACTS_PER_DAY", "QUOTA_PUBLIC_EVENTS_PER_DAY"]);
@@ -206,7 +209,7 @@ export function quotaGuard(d1: D1Database, env: ConfigInput, projectId: string, 
   return d1.prepare(quotaGuardSql(quotas)).bind(...params);
 }
 
-type GuardedQuota = Exclude<QuotaName, "QUOTA_DOMAINS" | CountedQuota> | "QUOTA_STORED_BYTES_WITH_SNAPSHOTS";
+type GuardedQuota = Exclude<QuotaName, "QUOTA_DOMAINS" | "QUOTA_SUPPRESSIONS" | CountedQuota> | "QUOTA_STORED_BYTES_WITH_SNAPSHOTS";
 
 /** One (quota, used, limit) SELECT per quota, its parameters in quotaGuard's order. */
 const QUOTA_ROWS: Record<GuardedQuota, string> = {
@@ -266,21 +269,23 @@ const COUNT_GUARD_SQL: Record<CountedQuota, string> = {
 const quotaGuardSql = (quotas: readonly GuardedQuota[]) =>
   `INSERT INTO quota_checks (quota, used, quota_limit) ${quotas.map((q) => QUOTA_ROWS[q]).join(" UNION ALL ")}`;
 
-/** The project's suppressions among these addresses (lower-case), the list bound as one JSON parameter. */
+/** The project's suppressions among these addresses (lower-case), the list bound as one JSON parameter; which mail each stops is consent/gates.ts's call. */
 export function suppressionsOf(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
   return d1.prepare(SUPPRESSIONS_OF_SQL).bind(projectId, JSON.stringify(addresses));
 }
-const SUPPRESSIONS_OF_SQL = "SELECT email, reason FROM suppressions WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
+const SUPPRESSIONS_OF_SQL = "SELECT email, reason, stream FROM suppressions WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2))";
 
 /**
  * A write batch's first statement when it did not read the suppressions:
  * aborts the batch with SEND_HAS_SUPPRESSED_RECIPIENTS when any of these
- * addresses is suppressed (quota_checks, migration 0014).
+ * addresses is suppressed for mail of `stream` (quota_checks, migration 0014;
+ * for TRANSACTIONAL mail only entries of every stream count: gate 1 of consent/gates.ts).
  */
-export function suppressionGuard(d1: D1Database, projectId: string, addresses: string[]): D1PreparedStatement {
-  return d1.prepare(SUPPRESSION_GUARD_SQL).bind(projectId, JSON.stringify(addresses));
+export function suppressionGuard(d1: D1Database, projectId: string, addresses: string[], stream: "TRANSACTIONAL" | "BROADCAST"): D1PreparedStatement {
+  return d1.prepare(SUPPRESSION_GUARD_SQL).bind(projectId, JSON.stringify(addresses), stream);
 }
-const SUPPRESSION_GUARD_SQL = `INSERT INTO quota_checks (quota, used, quota_limit) SELECT 'SUPPRESSED_RECIPIENTS', count(*), 0 FROM (${SUPPRESSIONS_OF_SQL})`;
+const SUPPRESSION_GUARD_SQL = `INSERT INTO quota_checks (quota, used, quota_limit) SELECT 'SUPPRESSED_RECIPIENTS', count(*), 0
+  FROM suppressions WHERE project_id = ?1 AND email IN (SELECT value FROM json_each(?2)) AND (stream = 'ALL' OR ?3 = 'BROADCAST')`;
 
 /**
  * A write batch's last statement: whether the project's workflow outbox

@@ -54,6 +54,10 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   r2_usage_insert: "AFTER INSERT ON r2_usage",
   r2_usage_update: "AFTER UPDATE OF bytes ON r2_usage",
   r2_usage_delete: "AFTER DELETE ON r2_usage",
+  contacts_unsubscribe_suppression: "AFTER UPDATE OF subscribed ON contacts",
+  contacts_resubscribe_suppression: "AFTER UPDATE OF subscribed ON contacts",
+  contacts_subscribed_insert_suppression: "AFTER INSERT ON contacts",
+  quota_checks_suppressions: "BEFORE INSERT ON quota_checks",
   segment_members_bytes_insert: "AFTER INSERT ON segment_members",
   segment_members_bytes_delete: "AFTER DELETE ON segment_members",
 };

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, type SQL } from "drizzle-orm";
 import { getDb, type Database } from "../../db/client";
 import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
@@ -6,6 +6,7 @@ import { newId } from "../../lib/ids";
 import type { Env } from "../../env";
 import type { CampaignPageMessage } from "../../messages";
 import { compileCondition, ConditionSchema, type Condition } from "../conditions";
+import { audienceGates } from "../consent/gates";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { renderEmails } from "../send/create-emails";
 import { WriteBatch } from "../../store/batch";
@@ -27,14 +28,13 @@ const CRON_LIMIT = 25;
 
 export type { CampaignEmailMessage, CampaignPageMessage } from "../../messages";
 
-/** Marketing audience: subscribed, not suppressed, matching the condition (null: every contact). */
-export function audienceWhere(projectId: string, condition: Condition | null, now: number): SQL {
-  return and(
-    eq(contacts.projectId, projectId),
-    eq(contacts.subscribed, true),
-    sql`NOT EXISTS (SELECT 1 FROM suppressions AS aud_sup WHERE aud_sup.project_id = ${contacts.projectId} AND aud_sup.email = ${contacts.email})`,
-    condition ? compileCondition(condition, now) : undefined,
-  )!;
+/**
+ * A campaign's audience (broadcast mail): the contacts the consent gates let through
+ * (src/services/consent/gates.ts audienceGates: not suppressed, subscribed, the topic's) and
+ * matching the condition (null: every contact). One condition of the page's one query.
+ */
+export function audienceWhere(projectId: string, condition: Condition | null, now: number, mail: { topicId?: string | null } = {}): SQL {
+  return and(audienceGates(projectId, mail), condition ? compileCondition(condition, now) : undefined)!;
 }
 
 const UNSUBSCRIBE_FOOTER =
@@ -254,7 +254,12 @@ export async function resumeWalks(env: Env, campaignIds: string[], now = new Dat
     .select()
     .from(campaigns)
     .where(
-      and(inArray(campaigns.id, campaignIds.slice(0, CRON_LIMIT)), eq(campaigns.status, "SENDING"), eq(campaigns.audienceDone, false), eq(campaigns.paused, false)),
+      and(
+        inArray(campaigns.id, campaignIds.slice(0, CRON_LIMIT)),
+        eq(campaigns.status, "SENDING"),
+        eq(campaigns.audienceDone, false),
+        eq(campaigns.paused, false),
+      ),
     );
   for (const campaign of walking) await requeueNextPage(db, env, campaign, now);
   return walking.length;

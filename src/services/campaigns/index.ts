@@ -13,6 +13,8 @@ import { createEmails } from "../send/create-emails";
 import { assertTemplateSyntax } from "../send/render";
 import { campaignQuotaError, campaignQuotaFit, writeWithinQuotas } from "../quotas";
 import { findSuppressed } from "../suppressions";
+import { describeRefusal, refusalOf } from "../consent/gates";
+import { assertBroadcastAvailable } from "../../outside/providers";
 import { defaultSenderOf, defaultSenderQuery } from "../project-settings";
 import type { CampaignInput, CampaignView, CreateCampaignInput } from "../../schemas/campaigns";
 import {
@@ -196,6 +198,8 @@ export async function sendCampaign(db: Database, env: Env, projectId: string, id
     throw ApiError.validation([{ field: "scheduledFor", message: "scheduledFor must be in the future", code: "too_small" }]);
   }
   await senderDomain(db, projectId, campaign.from);
+  // Campaigns are broadcast mail: refused (409) where no provider carries it (Cloudflare Email Service alone).
+  assertBroadcastAvailable(env);
   const condition = await resolveAudience(db, campaign);
   await assertAudienceSendable(db, env, campaign, condition, now, scheduledFor !== null);
   if (scheduledFor) {
@@ -236,9 +240,16 @@ export async function sendTestEmail(
 ): Promise<string> {
   const campaign = await getCampaign(db, projectId, id);
   const sender = await senderDomain(db, projectId, campaign.from);
-  const suppressed = await findSuppressed(db, projectId, [address]);
-  if (suppressed.size > 0) {
-    throw ApiError.invalidState(`${address} is on the suppression list (${[...suppressed.values()][0]})`, "Send the test to another address.");
+  assertBroadcastAvailable(env);
+  // The consent gates for a broadcast (the test is the campaign's mail): gate 1, the suppression list. The
+  // subscription and topic gates choose an audience; a test goes to the address it names, so they do not apply.
+  const suppression = (await findSuppressed(db, projectId, [address])).get(address.trim().toLowerCase());
+  const refusal = refusalOf({ stream: "BROADCAST", suppression, subscribed: true });
+  if (refusal) {
+    throw new ApiError("INVALID_STATE", `${address} is on the suppression list (${suppression!.reason}): ${describeRefusal(refusal)}`, {
+      errors: [{ field: "email", code: refusal.gate, message: describeRefusal(refusal) }],
+      suggestion: "Send the test to another address, or remove it from the suppression list (DELETE /suppressions/{email}).",
+    });
   }
   const contact = contactId
     ? await getContact(db, projectId, contactId)

@@ -1,5 +1,10 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
-import { contacts } from "../../db/schema";
+import { contacts, SUPPRESSION_REASONS, SUPPRESSION_STREAMS } from "../../db/schema";
+
+export { SUPPRESSION_REASONS, SUPPRESSION_STREAMS };
+
+/** A constant as an SQL string literal (for the claim's fixed SQL). */
+export const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /**
  * Consent and deliverability: the four gates every mail path passes, in one place and in this
@@ -29,10 +34,8 @@ export const STREAMS = ["TRANSACTIONAL", "BROADCAST"] as const;
 export type Stream = (typeof STREAMS)[number];
 
 /** Which mail a suppression stops: ALL (bounce, complaint, manual) or only BROADCAST (an unsubscribe). */
-export const SUPPRESSION_STREAMS = ["ALL", "BROADCAST"] as const;
 export type SuppressionStream = (typeof SUPPRESSION_STREAMS)[number];
 
-export const SUPPRESSION_REASONS = ["BOUNCE", "COMPLAINT", "UNSUBSCRIBE", "MANUAL"] as const;
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
 
 /** The stream each reason suppresses: an unsubscribe stops broadcast mail only. */
@@ -53,14 +56,30 @@ export const streamOf = (email: { marketing: boolean }): Stream => (email.market
 export const covers = (suppression: SuppressionStream, mail: Stream) => suppression === "ALL" || mail === "BROADCAST";
 
 /**
- * The reason stored on an email a gate refused (emails.error), by gate: each starts with the
- * gate's name, so the record names it (gateOfError reads it back).
+ * The reason stored on an email a gate refused (emails.error): each starts with the gate's name,
+ * so the record names it (gateOfError reads it back); gate 1's says which entry of the list.
  */
-export const GATE_REASONS: Record<Gate, string> = {
-  SUPPRESSED: "SUPPRESSED: not sent, the address is on the project's suppression list",
+export const SUPPRESSED_REASONS: Record<SuppressionReason, string> = {
+  BOUNCE: "SUPPRESSED: not sent, the address bounced permanently (suppression list: BOUNCE)",
+  COMPLAINT: "SUPPRESSED: not sent, the recipient complained (suppression list: COMPLAINT)",
+  UNSUBSCRIBE: "SUPPRESSED: not sent, the contact unsubscribed from broadcast mail (suppression list: UNSUBSCRIBE)",
+  MANUAL: "SUPPRESSED: not sent, the address is on the suppression list (MANUAL)",
+};
+export const GATE_REASONS: Record<Exclude<Gate, "SUPPRESSED">, string> = {
   UNSUBSCRIBED: "UNSUBSCRIBED: not sent, the contact is not subscribed to marketing mail (unsubscribed or deleted)",
   TOPIC: "TOPIC: not sent, the contact is not subscribed to the email's topic",
 };
+
+/** The reason a refusal is stored with. */
+export const reasonOf = (refusal: Refusal): string =>
+  refusal.gate === "SUPPRESSED" ? SUPPRESSED_REASONS[refusal.reason ?? "MANUAL"] : GATE_REASONS[refusal.gate];
+
+/** Every reason a gate stores (the claim's email.suppressed events match an email's error against them). */
+export const ALL_GATE_REASONS: readonly { gate: Gate; reason: string }[] = [
+  ...SUPPRESSION_REASONS.map((r) => ({ gate: "SUPPRESSED" as const, reason: SUPPRESSED_REASONS[r] })),
+  { gate: "UNSUBSCRIBED", reason: GATE_REASONS.UNSUBSCRIBED },
+  { gate: "TOPIC", reason: GATE_REASONS.TOPIC },
+];
 
 /** The gate an email's error names, or null (not refused by a gate). */
 export function gateOfError(error: string | null | undefined): Gate | null {
@@ -103,8 +122,8 @@ export function topicAudienceSql(topicId: string | null | undefined): SQL | unde
 }
 
 /**
- * Gate 4 at the claim (the email as `e`): a `WHEN <the topic refuses e> THEN <reason>` clause
- * of CLAIM_GATES_SQL, or '' (no topic check yet). EXTENSION POINT (topics module; emails.topic_id).
+ * Gate 4 at the claim (the email as `e`): a `WHEN <the topic refuses e> THEN ${literal(GATE_REASONS.TOPIC)}`
+ * clause of CLAIM_GATES_SQL, or '' (no topic check yet). EXTENSION POINT (topics module; emails.topic_id).
  */
 export const CLAIM_TOPIC_WHEN = "";
 
@@ -146,17 +165,8 @@ export function refusalOf(input: GateInput): Refusal | null {
   return null;
 }
 
-/** A refusal in words, for a workflow step's outcome or a test send's 400. */
-export function describeRefusal(refusal: Refusal): string {
-  switch (refusal.gate) {
-    case "SUPPRESSED":
-      return `SUPPRESSED: the address is on the suppression list (${refusal.reason ?? "MANUAL"})`;
-    case "UNSUBSCRIBED":
-      return "UNSUBSCRIBED: the contact is not subscribed to marketing mail";
-    case "TOPIC":
-      return "TOPIC: the contact is not subscribed to the email's topic";
-  }
-}
+/** A refusal in words, for a workflow step's outcome or a test send's 400 (its reason without "not sent"). */
+export const describeRefusal = (refusal: Refusal): string => reasonOf(refusal).replace(": not sent, ", ": ");
 
 // ---- as SQL ----------------------------------------------------------------------------------
 
@@ -178,19 +188,19 @@ export function audienceGates(projectId: string, mail: { topicId?: string | null
   )!;
 }
 
-/** A constant as an SQL string literal. */
-const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
-
 /**
  * The gates at the send consumer's claim, for an email `e` (its project `e.project_id`, its
- * address `e.to_address`, its stream `e.marketing`): a CASE that is the reason of the first gate
- * that refuses it now (GATE_REASONS), or NULL. The claim applies it to bulk mail (campaigns,
- * MARKETING workflow steps), whose contact may have left the audience after its page was written.
+ * address `e.to_address`, its stream `e.marketing`): the reason of the first gate that refuses it
+ * now (SUPPRESSED_REASONS by the entry's reason, GATE_REASONS), or NULL. The claim applies it to
+ * bulk mail (campaigns, MARKETING workflow steps), whose contact may have left the audience after
+ * its page was written.
  */
-export const CLAIM_GATES_SQL = `CASE
-    WHEN EXISTS (SELECT 1 FROM suppressions AS s WHERE s.project_id = e.project_id AND s.email = e.to_address
-      AND (s.stream = 'ALL' OR e.marketing = 1)) THEN ${literal(GATE_REASONS.SUPPRESSED)}
-    WHEN e.marketing = 0 THEN NULL
-    WHEN NOT EXISTS (SELECT 1 FROM contacts AS c WHERE c.id = e.contact_id AND c.subscribed = 1) THEN ${literal(GATE_REASONS.UNSUBSCRIBED)}
-    ${CLAIM_TOPIC_WHEN}
-  END`;
+export const CLAIM_GATES_SQL = `coalesce(
+    (SELECT CASE s.reason ${SUPPRESSION_REASONS.map((r) => `WHEN '${r}' THEN ${literal(SUPPRESSED_REASONS[r])}`).join(" ")}
+       ELSE ${literal(SUPPRESSED_REASONS.MANUAL)} END
+     FROM suppressions AS s WHERE s.project_id = e.project_id AND s.email = e.to_address AND (s.stream = 'ALL' OR e.marketing = 1)),
+    CASE
+      WHEN e.marketing = 0 THEN NULL
+      WHEN NOT EXISTS (SELECT 1 FROM contacts AS c WHERE c.id = e.contact_id AND c.subscribed = 1) THEN ${literal(GATE_REASONS.UNSUBSCRIBED)}
+      ${CLAIM_TOPIC_WHEN}
+    END)`;

@@ -30,6 +30,7 @@ import {
   recordDomainRelease,
 } from "../../store/domains";
 import { deleteDomainFromSes, registerDomainWithSes, SesRegistrationError } from "./ses";
+import { usesSes } from "../../outside/providers";
 import { findDomainUsage } from "./usage";
 import { checkDomain, VERIFICATION_WINDOW_MS } from "./dns-check";
 
@@ -108,7 +109,7 @@ export async function createDomain(db: Database, env: Env, projectId: string, in
   }
   const inserted = domainFromRow(row);
 
-  if (readConfig(env).EMAIL_PROVIDER === "ses") {
+  if (usesSes(env)) {
     try {
       await registerDomainWithSes(env, name, selector, keys.privateKeyPkcs8);
     } catch (err) {
@@ -161,7 +162,7 @@ export async function deleteDomain(db: Database, env: Env, projectId: string, id
       "Change the from address of everything that uses this domain, then delete it.",
     );
   }
-  if (readConfig(env).EMAIL_PROVIDER === "ses") {
+  if (usesSes(env)) {
     try {
       await deleteDomainFromSes(env, domain.name);
     } catch (err) {
@@ -221,7 +222,7 @@ export async function releaseUnverifiedDomains(db: Database, env: Env, now = new
   let released = 0;
   for (const domain of expired) {
     try {
-      if (readConfig(env).EMAIL_PROVIDER === "ses") await deleteDomainFromSes(env, domain.name);
+      if (usesSes(env)) await deleteDomainFromSes(env, domain.name);
       await runStatements(db, [...releaseStatements(db, domain, now), deleteUnverifiedDomain(db.$client, domain.id)]);
       released++;
     } catch (err) {

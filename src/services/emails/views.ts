@@ -6,6 +6,7 @@ import { listNewestFirst } from "../../lib/pagination";
 import { FINAL_STATUS, PENDING_STATUS } from "../../store/emails";
 import type { EmailListQuery, EmailView } from "../../schemas/emails";
 import { readArchivedEmail } from "../archive/read";
+import { gateOfError, streamOf } from "../consent/gates";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -21,7 +22,9 @@ export function toEmailView(email: Email): EmailView {
     replyTo: email.replyTo,
     subject: email.subject,
     status: email.status,
+    stream: streamOf(email),
     error: email.error,
+    gate: email.status === "FAILED" ? gateOfError(email.error) : null,
     messageId: email.messageId,
     providerMessageId: email.providerMessageId,
     attempts: email.attempts,

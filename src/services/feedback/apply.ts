@@ -8,7 +8,7 @@ import { advanceStatusSql, reconcileUnknownOutcome, updateEmail } from "../../st
 import { OUTCOME_UNKNOWN_PREFIX } from "../send/reasons";
 import { insertEmailEvent } from "../../store/events";
 import { WriteBatch, type Statement } from "../../store/batch";
-import { buildSuppression, type SuppressionReason } from "../suppressions";
+import { buildSuppression } from "../suppressions";
 import { newId } from "../../lib/ids";
 import { recordEmailWebhookEvents, type EmailEventItem } from "../../store/webhooks/events";
 import { contactWriteEvents } from "../webhooks/record";
@@ -206,7 +206,7 @@ function undeliverable(
   db: Database,
   email: FeedbackEmail,
   now: Date,
-  change: { hook: Statement; event: Statement; set: Parameters<typeof updateEmail>[2]; suppression: { reason: SuppressionReason; detail: string } },
+  change: { hook: Statement; event: Statement; set: Parameters<typeof updateEmail>[2]; suppression: { reason: "BOUNCE" | "COMPLAINT"; detail: string } },
 ): Statement[] {
   const d1 = db.$client;
   const unsubscribed = contactWriteEvents(d1, {
@@ -220,7 +220,8 @@ function undeliverable(
     ...unsubscribed.before,
     change.event,
     updateEmail(d1, email.id, { ...change.set, updatedAt: now }),
-    buildSuppression(db, email.projectId, email.toAddress, change.suppression.reason, change.suppression.detail),
+    // Suppressed for every stream (a hard bounce and a complaint stop transactional mail too), with its suppression.created.
+    ...buildSuppression(db, email.projectId, email.toAddress, change.suppression.reason, change.suppression.detail, now),
     unsubscribeContactOf(d1, email, now),
     ...unsubscribed.after,
   ];

@@ -15,7 +15,9 @@ import { deleteIdempotencyRecord, IDEMPOTENCY_TTL_MS, type IdempotencyRecord, id
 import { contactFromRow, contactsByEmail, splitPersistentData } from "../contacts";
 import { findSendingDomain, senderDomain, type VerifiedDomains } from "../domains";
 import { defaultSenderOf, defaultSenderQuery } from "../project-settings";
-import type { SuppressionReason } from "../suppressions";
+import type { Suppression } from "../suppressions";
+import { refusalOf, type Stream } from "../consent/gates";
+import { assertBroadcastAvailable } from "../../outside/providers";
 import { contactWriteEvents } from "../webhooks/record";
 import { renderEmails } from "./create-emails";
 import { RenderBudget, rendersFromDataKeys } from "./render";
@@ -113,7 +115,7 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const [record] = read.rows(records).map((row) => fromRow(idempotencyKeys, row));
   const [template] = read.rows(templateRows).map((row) => fromRow(templates, row));
   const [domain] = domainsApart ?? read.rows(domainRows).map((row) => fromRow(domains, row));
-  const suppressed = read.rows(suppressions) as { email: string; reason: SuppressionReason }[];
+  const suppressed = read.rows(suppressions) as unknown as ({ email: string } & Suppression)[];
   const existing = read.rows(contactRows).map(contactFromRow);
   const [defaults] = read.rows(defaultRows).map((row) => fromRow(projects, row));
   return {
@@ -122,7 +124,7 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
     template: template as Template | undefined,
     domainRead: domainQuery !== null,
     domain: domain as typeof domains.$inferSelect | undefined,
-    suppressed: new Map(suppressed.map((row) => [row.email, row.reason])),
+    suppressed: new Map(suppressed.map((row) => [row.email, { reason: row.reason, stream: row.stream }])),
     existing: new Map(existing.map((row) => [row.email, row])),
   };
 }
@@ -152,30 +154,60 @@ function resolveMessage(body: SendRequest, template: Template | undefined, defau
     from,
     fromName: body.name ?? from.name ?? (body.from || !template?.from ? undefined : (template.fromName ?? undefined)),
     replyTo: body.reply ?? template?.replyTo ?? null,
-    marketing: template?.type === "MARKETING",
+    stream: sendStream(body, template),
   };
 }
 
 /**
- * Step 4, who gets it: suppressed addresses are listed, not sent to; a
- * MARKETING template refuses the whole send if any recipient is unsubscribed.
+ * The send's stream: BROADCAST when it asks for it (`stream: "broadcast"`), uses a MARKETING
+ * template (Plunk's marketing mail) or names a topic; else TRANSACTIONAL. `transactional` with a
+ * MARKETING template or a topic is a 422: consent is not a switch the sender can flip.
  */
-function sendableRecipients(body: SendRequest, addresses: string[], inputs: SendInputs, marketing: boolean) {
-  const suppressed = addresses.filter((a) => inputs.suppressed.has(a)).map((email) => ({ email, reason: inputs.suppressed.get(email)! }));
-  const sendable = addresses.filter((a) => !inputs.suppressed.has(a));
-  if (marketing) {
-    // `subscribed: true` opts in new contacts only: it never re-subscribes
-    // someone who unsubscribed (only they, or a contact update, can do that).
-    const unsubscribed = sendable.filter((a) => {
-      const contact = inputs.existing.get(a);
-      return contact ? !contact.subscribed : body.subscribed !== true;
+function sendStream(body: SendRequest, template: Template | undefined): Stream {
+  const namesTopic = "topic" in body && body.topic !== undefined && body.topic !== null;
+  const marketing = template?.type === "MARKETING" || namesTopic;
+  if (body.stream === "TRANSACTIONAL" && marketing) {
+    throw ApiError.validation([
+      {
+        field: "stream",
+        message: namesTopic
+          ? "Mail aimed at a topic is broadcast mail"
+          : "A MARKETING template sends broadcast mail; use a TRANSACTIONAL template for transactional mail",
+        code: "invalid_stream",
+      },
+    ]);
+  }
+  return body.stream === "BROADCAST" || marketing ? "BROADCAST" : "TRANSACTIONAL";
+}
+
+/**
+ * Step 4, who gets it: the consent gates (src/services/consent/gates.ts) per recipient. Those
+ * suppressed for the send's stream are listed (gate SUPPRESSED), not sent to; broadcast mail
+ * refuses the whole send (400, naming the gate) if any other recipient is refused (UNSUBSCRIBED,
+ * TOPIC). `subscribed: true` opts in new contacts only: it never re-subscribes someone who
+ * unsubscribed (only they, or a contact update, can do that).
+ */
+function sendableRecipients(body: SendRequest, addresses: string[], inputs: SendInputs, stream: Stream) {
+  const suppressed: SendResult["suppressed"] = [];
+  const sendable: string[] = [];
+  const refused: { email: string; gate: string }[] = [];
+  for (const email of addresses) {
+    const suppression = inputs.suppressed.get(email);
+    const contact = inputs.existing.get(email);
+    const refusal = refusalOf({ stream, suppression, subscribed: contact ? contact.subscribed : null, subscribesNew: body.subscribed === true });
+    if (!refusal) sendable.push(email);
+    else if (refusal.gate === "SUPPRESSED") suppressed.push({ email, reason: suppression!.reason, stream: suppression!.stream, gate: "SUPPRESSED" });
+    else refused.push({ email, gate: refusal.gate });
+  }
+  if (refused.length > 0) {
+    throw new ApiError("INVALID_STATE", `Marketing email cannot be sent to unsubscribed contacts: ${refused.map((r) => r.email).join(", ")}`, {
+      errors: refused.map((r) => ({
+        field: "to",
+        code: r.gate,
+        message: `${r.email}: ${r.gate === "TOPIC" ? "not subscribed to the email's topic" : "not subscribed to marketing mail"}`,
+      })),
+      suggestion: "Send as transactional mail (a TRANSACTIONAL template, no topic), or only to subscribed contacts.",
     });
-    if (unsubscribed.length > 0) {
-      throw ApiError.invalidState(
-        `Marketing email cannot be sent to unsubscribed contacts: ${unsubscribed.join(", ")}`,
-        "Send with a TRANSACTIONAL template, or only to subscribed contacts.",
-      );
-    }
   }
   return { sendable, suppressed };
 }
@@ -199,7 +231,8 @@ const NOTHING_READ: SendInputs = {
  * left, the recipients' suppressions, is then checked inside the write batch.
  */
 async function needsNoReads(projectId: string, body: SendRequest, { idempotencyKey, verifiedDomains }: AcceptOptions): Promise<boolean> {
-  if (idempotencyKey || body.template || !body.from || !body.subject || !body.body) return false;
+  // Broadcast mail reads its recipients' contacts (the marketing subscription, gate 3).
+  if (idempotencyKey || body.template || !body.from || !body.subject || !body.body || body.stream === "BROADCAST" || "topic" in body) return false;
   if (!verifiedDomains.get(projectId, mailbox(body.from).email)) return false;
   const dataKeys = new Set(Object.keys(body.data ?? {}));
   // A markdown body renders on an engine of its own per request (renderBody): nothing to share, so "text".
@@ -268,7 +301,9 @@ async function writeSend(
     cache: options.verifiedDomains,
     read: inputs.domainRead ? { domain: inputs.domain } : undefined,
   });
-  const { sendable, suppressed } = sendableRecipients(body, addresses, inputs, message.marketing);
+  // Broadcast mail needs a provider that carries it (not Cloudflare Email Service alone): 409 before anything is written.
+  if (message.stream === "BROADCAST") assertBroadcastAvailable(env);
+  const { sendable, suppressed } = sendableRecipients(body, addresses, inputs, message.stream);
   const { persistent, all: forThisEmail } = splitPersistentData(body.data as JsonObject | undefined);
   const d1 = db.$client;
   const sendId = newId();
@@ -309,7 +344,7 @@ async function writeSend(
       subject: message.subject,
       html: message.html,
       bodyFormat: body.type ?? "html",
-      marketing: message.marketing,
+      marketing: message.stream === "BROADCAST",
       attachments: body.attachments,
       track: body.track,
     },
@@ -331,7 +366,7 @@ async function writeSend(
   // Step 7, one atomic batch. A send that turns out to have suppressed recipients must not be
   // refused for quota they would have used: the suppression check goes before the quota guard.
   const batch = new WriteBatch(d1);
-  if (w.checkSuppressions) batch.add(suppressionGuard(d1, projectId, addresses));
+  if (w.checkSuppressions) batch.add(suppressionGuard(d1, projectId, addresses, message.stream));
   emails.addGuard(batch);
   // The Idempotency-Key record (a concurrent duplicate fails on its unique key, writes nothing, and replays).
   if (options.idempotencyKey) {

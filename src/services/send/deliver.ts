@@ -19,7 +19,7 @@ import {
   type Outcome,
   updateEmailsById,
 } from "../../store/emails";
-import { getProvider, ProviderError, type EmailProvider, type OutgoingMessage } from "../../outside/providers";
+import { getProvider, ProviderError, providerNameFor, type EmailProvider, type OutgoingMessage } from "../../outside/providers";
 import type { MessageParts, ProviderResult } from "../../outside/providers/types";
 import { addTracking, linkId, unsubscribeUrl } from "../tracking/links";
 import { trackingFor } from "../tracking/control";
@@ -29,15 +29,9 @@ import { loadAttachments } from "./attachments";
 import { type BodyOf, bodyReader } from "./bodies";
 import { addBodyBytes, SentBodyWriter, type StoredBodies } from "../../store/objects/bodies";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
+import { ALL_GATE_REASONS } from "../consent/gates";
 import { requeueMail } from "../../queues";
-import {
-  CALL_DEADLINE_MS,
-  LAPSED_RECIPIENT_REASON,
-  OUTCOME_UNKNOWN_PREFIX,
-  outcomeUnknownReason,
-  PROJECT_DISABLED_REASON,
-  SENDING_PAUSED_REASON,
-} from "./reasons";
+import { CALL_DEADLINE_MS, OUTCOME_UNKNOWN_PREFIX, outcomeUnknownReason, PROJECT_DISABLED_REASON, SENDING_PAUSED_REASON } from "./reasons";
 
 /**
  * The send consumer, per batch rather than per email. For a batch of N messages it costs, whatever N:
@@ -94,31 +88,33 @@ function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean; 
     slots.map((slot) => slot.body),
     {
       checkAudience: options.checkAudience,
-      reasons: { disabled: PROJECT_DISABLED_REASON, lapsed: LAPSED_RECIPIENT_REASON, paused: SENDING_PAUSED_REASON },
+      reasons: { disabled: PROJECT_DISABLED_REASON, paused: SENDING_PAUSED_REASON },
       now,
-      alongside: [settledEvents(env.DB, slots, now)],
+      alongside: [settledEvents(env.DB, slots, now, options.checkAudience)],
       afterCommit: options.afterCommit,
     },
   );
 }
 
 /**
- * Webhook events for mail the claim settles: email.suppressed (the recipient
- * unsubscribed or got suppressed after the email was written) and email.failed
- * (project disabled, or its sending paused), each only for an email this claim failed (failed_at is
- * the claim's time). In the claim's batch, so the state change and its event
- * are written together or not at all.
+ * Webhook events for mail the claim settles: email.suppressed (with the audience check: a consent
+ * gate refused it, the recipient unsubscribed or got suppressed after the email was written; data
+ * `gate` and `reason`) and email.failed (project disabled, or its sending paused), each only for an
+ * email this claim failed (failed_at is the claim's time). In the claim's batch, so the state change
+ * and its event are written together or not at all.
  */
-function settledEvents(d1: D1Database, slots: Slot[], now: number): D1PreparedStatement {
+function settledEvents(d1: D1Database, slots: Slot[], now: number, checkAudience: boolean): D1PreparedStatement {
   const items: EmailEventItem[] = slots.flatMap(({ body }): EmailEventItem[] => [
-    {
-      id: newId(),
-      emailId: body.emailId,
-      type: "email.suppressed",
-      when: "set:failed_at",
-      error: LAPSED_RECIPIENT_REASON,
-      extra: { reason: LAPSED_RECIPIENT_REASON },
-    },
+    ...(checkAudience ? ALL_GATE_REASONS : []).map(
+      ({ gate, reason }): EmailEventItem => ({
+        id: newId(),
+        emailId: body.emailId,
+        type: "email.suppressed",
+        when: "set:failed_at",
+        error: reason,
+        extra: { gate, reason },
+      }),
+    ),
     {
       id: newId(),
       emailId: body.emailId,
@@ -456,20 +452,30 @@ export async function deliverBatch(
     }),
   );
 
-  const plain = toSend.filter((email) => !email.hasAttachments);
-  const withAttachments = toSend.filter((email) => email.hasAttachments);
-  const plainBody = bodyReader(env.DB, plain, plain.length);
-  const attachmentBody = bodyReader(env.DB, withAttachments, 1);
   const deadline = claimedAt + CALL_DEADLINE_MS;
   // The sent HTML leaves D1: one R2 object for the batch's bodies (store/objects/bodies.ts), put before the outcomes are written.
   const bodies = new SentBodyWriter(env.STORAGE, new Date(claimedAt));
-  const [plainOutcomes, attachmentOutcomes] = await Promise.all([
-    sendInWaves(db, env, provider, plain, provider.maxConcurrency ?? PROVIDER_CONCURRENCY, plainBody, deadline, bodies),
-    sendInWaves(db, env, provider, withAttachments, 1, attachmentBody, deadline, bodies),
-    ...deferrals,
-  ]);
+  // Each stream through its provider (broadcast mail: EMAIL_PROVIDER_BROADCAST); mail whose stream has none here is not sent.
+  const broadcast = broadcastProviderOf(env, db, provider);
+  const lanes = (list: ClaimedEmail[], via: EmailProvider) => {
+    const plain = list.filter((email) => !email.hasAttachments);
+    const withAttachments = list.filter((email) => email.hasAttachments);
+    return [
+      sendInWaves(db, env, via, plain, via.maxConcurrency ?? PROVIDER_CONCURRENCY, bodyReader(env.DB, plain, plain.length), deadline, bodies),
+      sendInWaves(db, env, via, withAttachments, 1, bodyReader(env.DB, withAttachments, 1), deadline, bodies),
+    ];
+  };
+  const transactionalMail = toSend.filter((email) => !email.marketing || broadcast === provider);
+  const broadcastMail = broadcast === provider ? [] : toSend.filter((email) => email.marketing);
+  const unsendable: Attempt[] = [];
+  if (broadcast instanceof Error) {
+    // No provider for broadcast mail here (Cloudflare Email Service alone): refused, or retried when the setting is wrong.
+    const retry = !(broadcast instanceof ProviderError) || broadcast.retryable;
+    unsendable.push(...broadcastMail.map((email): Outcome => ({ emailId: email.id, status: retry ? "QUEUED" : "FAILED", error: broadcast.message })));
+  }
+  const sent = await Promise.all([...lanes(transactionalMail, provider), ...(broadcast instanceof Error ? [] : lanes(broadcastMail, broadcast)), ...deferrals]);
   const stored = await bodies.finish();
-  const attempts = [...plainOutcomes, ...attachmentOutcomes];
+  const attempts = [...sent.flatMap((lane) => lane ?? []), ...unsendable];
   const outcomes = attempts.filter((a): a is Outcome => a.status !== "RELEASED");
   // A retry's delay is written with it: the sweep leaves the email alone until then.
   const delays = new Map<string, number>();
@@ -489,6 +495,20 @@ export async function deliverBatch(
   for (const slot of released) verdicts[slot.index] = releaseVerdict!;
   for (const [emailId, delay] of delays) verdicts[slotOf.get(emailId)!.index] = retryAfter(delay);
   return verdicts;
+}
+
+/**
+ * The provider of broadcast mail for this batch: the transactional one when both streams name the
+ * same provider, else its own (EMAIL_PROVIDER_BROADCAST), or the error that says why there is none.
+ */
+function broadcastProviderOf(env: Env, db: Database, transactional: EmailProvider): EmailProvider | Error {
+  const name = providerNameFor(env, "BROADCAST");
+  if (name === providerNameFor(env, "TRANSACTIONAL") && name !== "cloudflare") return transactional;
+  try {
+    return getProvider(env, db, "BROADCAST");
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
 }
 
 /**

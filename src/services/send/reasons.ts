@@ -33,5 +33,8 @@ export const OUTCOME_UNKNOWN_PREFIX = "Outcome unknown:";
 export const OUTCOME_UNKNOWN_REASON = `${OUTCOME_UNKNOWN_PREFIX} the sending attempt stopped after claiming this email; it may or may not have reached the provider, so it is not sent again`;
 /** The reason stored on an email whose provider call got no answer (timeout, connection lost). */
 export const outcomeUnknownReason = (detail: string) => `${OUTCOME_UNKNOWN_PREFIX} ${detail}; the provider may have accepted it, so it is not sent again`;
-/** The reason stored on a campaign email whose contact left the audience after its page was written. */
-export const LAPSED_RECIPIENT_REASON = "Not sent: the contact unsubscribed, was deleted or is suppressed";
+/**
+ * A campaign email whose contact left the audience after its page was written is settled with the
+ * reason of the consent gate that refuses it now (src/services/consent/gates.ts: SUPPRESSED_REASONS,
+ * GATE_REASONS), each naming its gate.
+ */

@@ -6,6 +6,7 @@ import type { ConfigInput } from "../../lib/config";
 import { WriteBatch } from "../../store/batch";
 import { upsertContacts } from "../../store/contacts";
 import { insertContactEvent } from "../../store/events";
+import { insertUnsubscribeSuppression } from "../../store/suppressions";
 import { contactWriteEvents } from "../webhooks/record";
 
 /** "unchanged": already unsubscribed. */
@@ -53,6 +54,8 @@ export async function unsubscribeByEmail(
   const upserted = batch.add(...upsert.statements);
   // A contact created just now (the old one was deleted): its event.
   batch.add(...hooks.after, event(eq(contacts.id, createdId)));
+  // The address on the suppression list for broadcast mail (UNSUBSCRIBE), even when its contact was created just now.
+  batch.add(insertUnsubscribeSuppression(db.$client, email.projectId, email.to, now));
   const result = await batch.run({ afterCommit });
   // The upsert returns a contact only when it was created or was subscribed until now.
   return result.rows(upserted).length > 0 ? "unsubscribed" : "unchanged";

@@ -7,6 +7,8 @@ import { senderDomain as checkSenderDomain } from "../domains";
 import { createEmails } from "../send/create-emails";
 import { enqueueMail } from "../../queues";
 import { findSuppressed } from "../suppressions";
+import { describeRefusal, refusalOf, type Stream } from "../consent/gates";
+import { broadcastUnavailable } from "../../outside/providers";
 
 /** A step that cannot succeed however often it is retried (the step fails the execution). */
 export class PermanentStepError extends Error {
@@ -73,11 +75,15 @@ export async function sendWorkflowEmail(
   if (!contact) throw new PermanentStepError("The contact was deleted");
   if (!template.from) throw new PermanentStepError("The template has no from address");
 
+  // The consent gates (src/services/consent/gates.ts): a MARKETING template's mail is broadcast.
+  const stream: Stream = template.type === "MARKETING" ? "BROADCAST" : "TRANSACTIONAL";
+  const marketing = stream === "BROADCAST";
   const suppressed = await findSuppressed(db, input.projectId, [contact.email]);
-  const reason = suppressed.get(contact.email);
-  if (reason) return { outcome: "skipped", reason: `address suppressed (${reason === "BOUNCE" ? "bounced" : "complained"})` };
-  const marketing = template.type === "MARKETING";
-  if (marketing && !contact.subscribed) return { outcome: "skipped", reason: "contact unsubscribed (MARKETING template)" };
+  const refusal = refusalOf({ stream, suppression: suppressed.get(contact.email), subscribed: contact.subscribed });
+  if (refusal) return { outcome: "skipped", reason: describeRefusal(refusal) };
+  // No provider carries broadcast mail here (Cloudflare Email Service alone): skipped, saying why.
+  const unavailable = marketing ? broadcastUnavailable(env) : null;
+  if (unavailable) return { outcome: "skipped", reason: unavailable };
 
   let senderDomain: string;
   try {

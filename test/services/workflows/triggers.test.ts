@@ -82,7 +82,8 @@ describe("steps on the contact", () => {
     const execution = await a.executionWhere(workflow.id, (e) => e.status === "COMPLETED");
     expect(execution.history.map((h) => [h.stepId, h.status, h.outcome])).toEqual([
       ["mark", "COMPLETED", "updated data churned, plan; subscribed=false"],
-      ["news", "SKIPPED", "skipped: contact unsubscribed (MARKETING template)"],
+      // The unsubscribe put the address on the suppression list for broadcast mail: gate 1 refuses it (src/services/consent/gates.ts).
+      ["news", "SKIPPED", "skipped: SUPPRESSED: the contact unsubscribed from broadcast mail (suppression list: UNSUBSCRIBE)"],
     ]);
     const after = await a.project.api.get<Contact>(`/contacts/${contact}`);
     expect(after.body).toMatchObject({ subscribed: false, data: { firstName: "Quinn", churned: true } });
