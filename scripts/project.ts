@@ -100,13 +100,28 @@ function toSqlText(query: Query): string {
   return `${sql.replace(/\?/g, () => literal(params[i++]))};`;
 }
 
-/** `wrangler d1 execute` on a D1 binding: DB (control and data shard 0) unless another data shard is named. */
+/** Tries of a local `wrangler d1 execute` that found the database locked by a running `npm run dev`. */
+const LOCKED_TRIES = 6;
+
+/**
+ * `wrangler d1 execute` on a D1 binding: DB (control and data shard 0) unless another data shard is
+ * named. Locally the SQLite file is shared with a running `npm run dev`, which may hold its lock for
+ * a moment (SQLITE_BUSY): such a call is tried again, a little later each time.
+ */
 function wrangler(args: string[], binding = "DB"): string {
-  return execFileSync("npx", ["wrangler", "d1", "execute", binding, ...target, ...args], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" },
-  });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return execFileSync("npx", ["wrangler", "d1", "execute", binding, ...target, ...args], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" },
+      });
+    } catch (err) {
+      const output = `${(err as { stdout?: string }).stdout ?? ""}${(err as { stderr?: string }).stderr ?? ""}`;
+      if (attempt >= LOCKED_TRIES || !/SQLITE_BUSY|database is locked/i.test(output)) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250 * attempt);
+    }
+  }
 }
 
 function execute(queries: readonly Query[], binding = "DB"): void {
