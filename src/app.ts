@@ -30,6 +30,7 @@ const SECRET_KEY_PATHS = [
   "/emails/*",
   "/segments/*",
   "/suppressions/*",
+  "/topics/*",
   "/campaigns/*",
   "/v1/verify",
   "/workflows/*",
@@ -102,6 +103,11 @@ const PARTS = {
     const { segmentsRouter } = await import("./routes/segments");
     return (app: App) => app.route("/", segmentsRouter);
   },
+  // /topics and /contacts/{id}/topics.
+  topics: async () => {
+    const { topicsRouter } = await import("./routes/topics");
+    return (app: App) => app.route("/", topicsRouter);
+  },
   suppressions: async () => {
     const { suppressionsRouter } = await import("./routes/suppressions");
     return (app: App) => app.route("/", suppressionsRouter);
@@ -130,6 +136,10 @@ const PARTS = {
   confirm: async () => {
     const { confirmRouter } = await import("./routes/confirm");
     return (app: App) => app.route("/", confirmRouter);
+  },
+  preferences: async () => {
+    const { preferencesRouter } = await import("./routes/preferences");
+    return (app: App) => app.route("/", preferencesRouter);
   },
   sesFeedback: async () => {
     const { sesFeedbackRouter } = await import("./routes/ses-feedback");
@@ -185,7 +195,8 @@ export function partsFor(path: string): readonly Part[] {
     case "health":
       return ["health"];
     case "contacts":
-      return second === "imports" || second === "export" ? ["contactImports", "contacts"] : ["contacts"];
+      if (second === "imports" || second === "export") return ["contactImports", "contacts"];
+      return path.split("/")[3] === "topics" ? ["contacts", "topics"] : ["contacts"];
     case "v1":
       return second === "verify" ? ["verifyAddress"] : second === "track" ? ["trackEvents"] : second === "send" ? ["send"] : [];
     case "webhooks":
@@ -202,6 +213,8 @@ export function partsFor(path: string): readonly Part[] {
     case "campaigns":
     case "unsubscribe":
     case "confirm":
+    case "topics":
+    case "preferences":
     case "docs":
       return [first as Part];
     case "dev":

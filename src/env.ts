@@ -104,6 +104,7 @@ export interface Env {
   QUOTA_TEMPLATES?: string;
   QUOTA_CAMPAIGNS?: string;
   QUOTA_SEGMENTS?: string;
+  QUOTA_TOPICS?: string;
   QUOTA_SUPPRESSIONS?: string;
   QUOTA_WORKFLOW_VERSIONS?: string;
   /** Workers Rate Limiting binding: key-less work per client IP (src/middleware/client-limit.ts). Optional: absent, nothing is limited. */

@@ -306,6 +306,8 @@ export const emails = sqliteTable(
     /** The send's own tracking choice (/v1/send track, migration 0038); null follows the project and domain. */
     trackOpens: integer("track_opens", { mode: "boolean" }),
     trackClicks: integer("track_clicks", { mode: "boolean" }),
+    /** The topic this mail is aimed at (migration 0037): List-Id, and its unsubscribe opts out of this topic only. */
+    topicId: text("topic_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -612,6 +614,55 @@ export const segmentMembers = sqliteTable(
   (t) => [primaryKey({ columns: [t.segmentId, t.contactId] }), index("segment_members_contact_idx").on(t.contactId)],
 );
 
+/** Topics (migration 0037): what a contact agreed to receive; `key` and `defaultSubscription` are immutable. */
+export const TOPIC_SUBSCRIPTIONS = ["OPT_IN", "OPT_OUT"] as const;
+export type TopicSubscription = (typeof TOPIC_SUBSCRIPTIONS)[number];
+export const TOPIC_VISIBILITIES = ["PUBLIC", "PRIVATE"] as const;
+export const CONTACT_TOPIC_STATUSES = ["OPT_IN", "OPT_OUT", "PENDING"] as const;
+export type ContactTopicStatus = (typeof CONTACT_TOPIC_STATUSES)[number];
+/** Where a contact's topic choice came from (contact_topics.source). */
+export const CONTACT_TOPIC_SOURCES = ["api", "track", "preferences", "one_click", "page", "confirm"] as const;
+export type ContactTopicSource = (typeof CONTACT_TOPIC_SOURCES)[number];
+
+export const topics = sqliteTable(
+  "topics",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    name: text("name").notNull(),
+    description: text("description"),
+    defaultSubscription: text("default_subscription", { enum: TOPIC_SUBSCRIPTIONS }).notNull(),
+    visibility: text("visibility", { enum: TOPIC_VISIBILITIES }).notNull().default("PRIVATE"),
+    doubleOptIn: integer("double_opt_in", { mode: "boolean" }).notNull().default(false),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("topics_project_key_uq").on(t.projectId, t.key), index("topics_project_id_idx").on(t.projectId, t.id)],
+);
+
+/** A contact's explicit choice for a topic (no row: the topic's default). */
+export const contactTopics = sqliteTable(
+  "contact_topics",
+  {
+    contactId: text("contact_id")
+      .notNull()
+      .references(() => contacts.id, { onDelete: "cascade" }),
+    topicId: text("topic_id")
+      .notNull()
+      .references(() => topics.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull(),
+    status: text("status", { enum: CONTACT_TOPIC_STATUSES }).notNull(),
+    source: text("source", { enum: CONTACT_TOPIC_SOURCES }).notNull(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [primaryKey({ columns: [t.contactId, t.topicId] }), index("contact_topics_topic_status_idx").on(t.topicId, t.status, t.contactId)],
+);
+
+export type Topic = typeof topics.$inferSelect;
+
 export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT"] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
 export const AUDIENCE_TYPES = ["ALL", "SEGMENT", "FILTERED"] as const;
@@ -649,6 +700,8 @@ export const campaigns = sqliteTable(
     audienceDone: integer("audience_done", { mode: "boolean" }).notNull().default(false),
     /** Paused (POST /campaigns/{id}/pause, migration 0038): no email of it is claimed, no audience page written. */
     paused: integer("paused", { mode: "boolean" }).notNull().default(false),
+    /** The topic the campaign is aimed at (migration 0037): only contacts OPT_IN for it get the mail. */
+    topicId: text("topic_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

@@ -105,6 +105,7 @@ const ConfigSchema = z.object({
   QUOTA_CAMPAIGNS: positive(10_000, { integer: true }),
   /** Segments per project. */
   QUOTA_SEGMENTS: positive(500, { integer: true }),
+  QUOTA_TOPICS: positive(100, { integer: true }),
   /** Suppression list entries per project; past it POST /suppressions adds none (bounces and complaints are always recorded). */
   QUOTA_SUPPRESSIONS: positive(1_000_000, { integer: true }),
   /** Stored versions of one workflow (unused old ones are pruned by the cron). */

@@ -2,7 +2,7 @@ import type { Env } from "../env";
 import { ApiError } from "../lib/errors";
 
 /** Paths that need no API key, each limited per client IP on its own (wrangler.toml [[ratelimits]] CLIENT_LIMITER). */
-export type ClientScope = "key-lookup" | "tracking" | "unsubscribe" | "confirm" | "sns-certificate";
+export type ClientScope = "key-lookup" | "tracking" | "unsubscribe" | "confirm" | "preferences" | "sns-certificate";
 
 /** The CLIENT_LIMITER binding's period (wrangler.toml), for Retry-After. */
 const CLIENT_LIMIT_PERIOD_SECONDS = 60;

@@ -1,6 +1,7 @@
 import * as z from "../lib/zod";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { DataObjectSchema, EmailAddressSchema } from "../lib/validators";
+import { TopicChoicesSchema } from "./topics";
 
 export const ContactSchema = z
   .object({
@@ -46,6 +47,7 @@ export const UpsertContactRequestSchema = z.object({
   email: EmailAddressSchema,
   subscribed: z.boolean().optional().openapi({ description: "Default true for a new contact" }),
   data: DataObjectSchema.optional(),
+  topics: TopicChoicesSchema.optional(),
 });
 
 export const UpdateContactRequestSchema = z.object({

@@ -1,4 +1,5 @@
 import * as z from "../lib/zod";
+import { TopicChoicesSchema } from "./topics";
 import { EVENT_SOURCES } from "../db/schema";
 import { listEnvelope, successEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
@@ -61,6 +62,10 @@ export const TrackEventRequestSchema = z.object({
   event: EventNameSchema.openapi({ example: "signed-up", description: `Event name, 1-${MAX_EVENT_NAME} characters, trimmed` }),
   data: DataObjectSchema.optional(),
   subscribed: z.boolean().optional().openapi({ description: "Sets the contact's subscription; default true for a new contact" }),
+  topics: TopicChoicesSchema.optional().openapi({
+    description:
+      "Secret key only (a public key gets 403 FORBIDDEN): topic choices by key, true opts in (PENDING for a double opt-in topic), false opts out; an unknown key is a 422 naming `topics.<key>`.",
+  }),
 });
 export type TrackEventRequest = z.infer<typeof TrackEventRequestSchema>;
 

@@ -21,6 +21,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "contact.deleted",
   "contact.subscribed",
   "contact.unsubscribed",
+  "contact.topics.updated",
   "campaign.sent",
   "domain.verified",
   "domain.failed",

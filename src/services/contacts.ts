@@ -1,3 +1,5 @@
+import { choicesOf, topicChoiceStatements, topicsByKey } from "./topics";
+import type { TopicChoices } from "../schemas/topics";
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import { fromRow, type Database } from "../db/client";
 import { contacts, type Contact, type JsonObject } from "../db/schema";
@@ -38,6 +40,8 @@ export interface UpsertContactInput {
   subscribed?: boolean;
   /** Merged into existing data (JSON merge patch: a null value deletes the key). */
   data?: JsonObject;
+  /** Topic choices by key (true: opt in, PENDING for a double opt-in topic); an unknown key is a 422 naming `topics.<key>`. */
+  topics?: TopicChoices;
 }
 
 export interface UpsertResult {
@@ -55,6 +59,14 @@ export interface UpsertResult {
 export async function upsertContact(db: Database, env: Env, projectId: string, input: UpsertContactInput, afterCommit: AfterCommit): Promise<UpsertResult> {
   const d1 = db.$client;
   const now = new Date();
+  const choices = choicesOf(input.topics);
+  // One read only when the request names topics: an unknown key is a 422 before anything is written.
+  await topicsByKey(
+    db,
+    projectId,
+    choices.map((c) => c.key),
+    (key) => `topics.${key}`,
+  );
   const upsert = upsertContacts(d1, projectId, [input], { onExisting: "merge", subscribedByDefault: true, now, returnRows: true });
   // Webhook events around the upsert: contact.created, .updated, .(un)subscribed as they happen.
   const hooks = contactWriteEvents(d1, {
@@ -69,6 +81,7 @@ export async function upsertContact(db: Database, env: Env, projectId: string, i
   const batch = new WriteBatch(d1);
   batch.add(quotaGuard(d1, env, projectId, { contacts: [input.email.toLowerCase()], storedBytesAtMost: upsert.storedBytesAtMost() }, now), ...hooks.before);
   const upserted = batch.add(...upsert.statements);
+  batch.add(...topicChoiceStatements(d1, env, { projectId, email: input.email.toLowerCase(), choices, source: "api", pendingForDoubleOptIn: true, now }));
   batch.add(...hooks.after, outboxProbe(d1, projectId));
   const result = await batch.run({ env, now, afterCommit });
   const [contact] = upsert.contacts(result.each(upserted)).values();

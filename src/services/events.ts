@@ -1,3 +1,4 @@
+import { choicesOf, topicChoiceStatements, topicsByKey } from "./topics";
 import { and, asc, count, desc, eq, lt, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { contacts, events, projects, templates } from "../db/schema";
@@ -65,7 +66,19 @@ export async function trackEvent(
       ]);
     }
   }
+  if (options.publicKey && input.topics !== undefined) {
+    throw new ApiError("FORBIDDEN", "Topic choices need a secret key", {
+      suggestion: "Send topics with a secret (sk_) key from your server, or let the contact choose on the preference page ({{preferencesUrl}}).",
+    });
+  }
   const email = input.email.toLowerCase();
+  const choices = choicesOf(input.topics);
+  await topicsByKey(
+    db,
+    projectId,
+    choices.map((c) => c.key),
+    (key) => `topics.${key}`,
+  );
   // `{value, persistent: false}` (as on /v1/send): stored on the event, never on the contact.
   const { persistent, all } = splitPersistentData(input.data);
   const createdAt = new Date();
@@ -100,6 +113,7 @@ export async function trackEvent(
   const batch = new WriteBatch(d1);
   batch.add(guard, ...hooks.before);
   const upserted = batch.add(...upsert.statements);
+  batch.add(...topicChoiceStatements(d1, env, { projectId, email, choices, source: "track", pendingForDoubleOptIn: true, now: createdAt }));
   batch.add(
     ...hooks.after,
     // An unconfirmed contact starts no CONTACT_CREATED workflow: it is queued when the contact confirms.

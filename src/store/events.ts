@@ -1,9 +1,9 @@
 import { and, asc, eq, inArray, lt, sql, type SQL } from "drizzle-orm";
 import { getDb } from "../db/client";
 import { contacts, emails, type EventSource, events, type JsonObject } from "../db/schema";
-import type { ConfigInput } from "../lib/config";
+import { readConfig, type ConfigInput } from "../lib/config";
 import { newId } from "../lib/ids";
-import { underDailyEventQuota } from "./guards";
+import { underDailyEventQuota, utcDayNumber } from "./guards";
 import { probesWorkflowTriggers } from "./marks";
 
 /**
@@ -83,6 +83,40 @@ export function insertContactEvent(
   );
 }
 
+/**
+ * One event per topic choice of the contact with this address that the same batch changed
+ * (contact_topics rows with this `updated_at` and source, after setContactTopics or optOutOfTopic):
+ * `topic.opted_in`, `topic.opted_out` or `topic.pending` with `data: {topic, source}`, each with
+ * the id given for its key in `ids`, within the events-per-day quota.
+ */
+export function insertTopicChangeEvents(
+  d1: D1Database,
+  env: ConfigInput | undefined,
+  input: { projectId: string; email: string; source: string; now: Date; ids: Record<string, string>; emailId?: string | null },
+): D1PreparedStatement {
+  const { projectId, email, source, now } = input;
+  return d1
+    .prepare(TOPIC_EVENTS_SQL)
+    .bind(
+      projectId,
+      email,
+      source,
+      now.getTime(),
+      JSON.stringify(input.ids),
+      input.emailId ?? null,
+      utcDayNumber(now),
+      readConfig(env ?? {}).QUOTA_EVENTS_PER_DAY,
+    );
+}
+const TOPIC_EVENTS_SQL = `INSERT INTO events (id, project_id, contact_id, name, data, email_id, source, created_at)
+  SELECT json_extract(?5, '$."' || t.key || '"'), ?1, c.id,
+    CASE ct.status WHEN 'OPT_IN' THEN 'topic.opted_in' WHEN 'OPT_OUT' THEN 'topic.opted_out' ELSE 'topic.pending' END,
+    json_object('topic', t.key, 'source', ?3), ?6, 'system', ?4
+  FROM contacts c JOIN contact_topics ct ON ct.contact_id = c.id JOIN topics t ON t.id = ct.topic_id
+  WHERE c.project_id = ?1 AND c.email = ?2 AND ct.updated_at = ?4 AND ct.source = ?3
+    AND json_extract(?5, '$."' || t.key || '"') IS NOT NULL
+    AND coalesce((SELECT events FROM project_daily_usage WHERE project_id = ?1 AND day = ?7), 0) < ?8`;
+
 /** Deletes up to `limit` events with ids below `cutoff`, oldest first; returns their ids. */
 export function pruneEvents(d1: D1Database, cutoff: string, limit: number) {
   const db = getDb(d1);
@@ -91,4 +125,4 @@ export function pruneEvents(d1: D1Database, cutoff: string, limit: number) {
 }
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
-export const FIXED_SQL = { INSERT_EVENT_SQL };
+export const FIXED_SQL = { INSERT_EVENT_SQL, TOPIC_EVENTS_SQL };

@@ -26,6 +26,7 @@ export const GUARD_NAMES = [
   "QUOTA_EXCEEDED:QUOTA_CAMPAIGNS",
   "QUOTA_EXCEEDED:QUOTA_SEGMENTS",
   "QUOTA_EXCEEDED:QUOTA_WORKFLOW_VERSIONS",
+  "QUOTA_EXCEEDED:QUOTA_TOPICS", // 0037: quota_checks_topics
   "QUOTA_EXCEEDED:QUOTA_SUPPRESSIONS", // 0036: quota_checks_suppressions
   "QUOTA_EXCEEDED:UNKNOWN",
   "SEND_HAS_SUPPRESSED_RECIPIENTS", // 0014: suppressionGuard
@@ -49,7 +50,7 @@ export type QuotaName =
   | CountedQuota;
 
 /** The count caps (a row too many is refused like a stock quota), and the table each counts. */
-export type CountedQuota = "QUOTA_TEMPLATES" | "QUOTA_CAMPAIGNS" | "QUOTA_SEGMENTS" | "QUOTA_WORKFLOW_VERSIONS";
+export type CountedQuota = "QUOTA_TEMPLATES" | "QUOTA_CAMPAIGNS" | "QUOTA_SEGMENTS" | "QUOTA_WORKFLOW_VERSIONS" | "QUOTA_TOPICS";
 
 const WHAT: Record<QuotaName, string> = {
   QUOTA_CONTACTS: "contacts",
@@ -64,6 +65,7 @@ const WHAT: Record<QuotaName, string> = {
   QUOTA_CAMPAIGNS: "campaigns",
   QUOTA_SEGMENTS: "segments",
   QUOTA_WORKFLOW_VERSIONS: "stored versions of one workflow",
+  QUOTA_TOPICS: "topics",
   QUOTA_SUPPRESSIONS: "suppression list entries",
 };
 
@@ -264,6 +266,7 @@ const COUNT_GUARD_SQL: Record<CountedQuota, string> = {
   QUOTA_CAMPAIGNS: countGuardSql("QUOTA_CAMPAIGNS", "campaigns", "project_id"),
   QUOTA_SEGMENTS: countGuardSql("QUOTA_SEGMENTS", "segments", "project_id"),
   QUOTA_WORKFLOW_VERSIONS: countGuardSql("QUOTA_WORKFLOW_VERSIONS", "workflow_versions", "workflow_id"),
+  QUOTA_TOPICS: countGuardSql("QUOTA_TOPICS", "topics", "project_id"),
 };
 
 const quotaGuardSql = (quotas: readonly GuardedQuota[]) =>

@@ -42,6 +42,8 @@ export const MOVE_TABLES: readonly MoveTable[] = [
   table(schema.contacts, "rows", ["id"]),
   table(schema.templates, "rows", ["id"]),
   table(schema.segments, "rows", ["id"]),
+  table(schema.topics, "rows", ["id"]),
+  table(schema.contactTopics, "rows", ["contact_id", "topic_id"]),
   table(schema.campaigns, "rows", ["id"]),
   table(schema.sendHeaders, "rows", ["send_id"]),
   table(schema.emails, "rows", ["id"], "project_id = ?1", 100),

@@ -58,6 +58,12 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   contacts_resubscribe_suppression: "AFTER UPDATE OF subscribed ON contacts",
   contacts_subscribed_insert_suppression: "AFTER INSERT ON contacts",
   quota_checks_suppressions: "BEFORE INSERT ON quota_checks",
+  topics_bytes_insert: "AFTER INSERT ON topics",
+  topics_bytes_update: "AFTER UPDATE OF name, description ON topics",
+  topics_bytes_delete: "AFTER DELETE ON topics",
+  quota_checks_topics: "BEFORE INSERT ON quota_checks",
+  contact_topics_bytes_insert: "AFTER INSERT ON contact_topics",
+  contact_topics_bytes_delete: "AFTER DELETE ON contact_topics",
   segment_members_bytes_insert: "AFTER INSERT ON segment_members",
   segment_members_bytes_delete: "AFTER DELETE ON segment_members",
 };

@@ -9,7 +9,7 @@ import { insertQueued, insertSendHeaders } from "../../store/emails";
 import { type BatchResult, type Part, WriteBatch } from "../../store/batch";
 import { quotaGuard, r2StoredBytesGuard, storedBytesGuard, type QuotaUse } from "../../store/guards";
 import type { AfterCommit } from "../../lib/after-commit";
-import { confirmUrl, linkId, unsubscribeUrl } from "../tracking/links";
+import { confirmUrl, linkId, preferencesUrl, unsubscribeUrl } from "../tracking/links";
 import { shardOf } from "../../db/shards";
 import { type AttachmentInput, buildAttachmentInserts, storeAttachments } from "./attachments";
 import type { NewAttachment } from "../../store/attachments";
@@ -92,6 +92,7 @@ async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recip
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   // Signing costs an HMAC per recipient: only when a template names the variable.
   const wantsUnsubscribeUrl = `${draft.subject}\n${draft.html}`.includes("unsubscribeUrl");
+  const wantsPreferencesUrl = `${draft.subject}\n${draft.html}`.includes("preferencesUrl");
   return Promise.all(
     recipients.map(async (recipient) => {
       const id = newId();
@@ -99,6 +100,7 @@ async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recip
         data: recipient.data,
         email: recipient.to,
         unsubscribeUrl: wantsUnsubscribeUrl ? await unsubscribeUrl(baseUrl, secret, linkId(id, shardOf(env))) : "",
+        preferencesUrl: wantsPreferencesUrl ? await preferencesUrl(baseUrl, secret, linkId(id, shardOf(env))) : "",
         ...(draft.confirmation ? { confirmUrl: await confirmUrl(baseUrl, secret, linkId(id, shardOf(env))) } : {}),
       };
       const subject = await renderSubject(draft.subject, vars, options.budget);

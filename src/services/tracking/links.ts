@@ -27,6 +27,7 @@ const PURPOSE_OPEN = "open";
 const PURPOSE_CLICK = "click";
 const PURPOSE_UNSUBSCRIBE = "unsubscribe";
 const PURPOSE_CONFIRM = "confirm";
+const PURPOSE_PREFERENCES = "preferences";
 
 export const openSignature = (secret: string, emailId: string) => sign(secret, PURPOSE_OPEN, emailId);
 /** Secrets a link may be verified with: the current one first, then the previous one during a rotation. */
@@ -80,6 +81,19 @@ export async function parseConfirmToken(secret: VerificationSecrets, token: stri
   return (await verify(secret, token.slice(dot + 1), PURPOSE_CONFIRM, emailId)) ? emailId : null;
 }
 
+/** The preference page of an email's recipient (`{{preferencesUrl}}`): `${baseUrl}/preferences/<emailId>.<signature>` (GET: the page, POST: saves). */
+export async function preferencesUrl(baseUrl: string, secret: string, emailId: string): Promise<string> {
+  return `${trimSlash(baseUrl)}/preferences/${emailId}.${await sign(secret, PURPOSE_PREFERENCES, emailId)}`;
+}
+
+/** The email id a preferences token stands for, or null when it is malformed or forged (no other link's token is one). */
+export async function parsePreferencesToken(secret: VerificationSecrets, token: string): Promise<string | null> {
+  const dot = token.lastIndexOf(".");
+  if (dot <= 0 || dot > 128) return null;
+  const emailId = token.slice(0, dot);
+  return (await verify(secret, token.slice(dot + 1), PURPOSE_PREFERENCES, emailId)) ? emailId : null;
+}
+
 /** A URL the click redirector may send a browser to: absolute http(s), nothing else. */
 export function isTrackableUrl(url: string): boolean {
   if (!/^https?:\/\//i.test(url)) return false;
@@ -121,7 +135,7 @@ export async function addTracking(html: string, opts: TrackingOptions): Promise<
   // No "<a" and no "<body" tag: there is no link to track and the pixel goes at
   // the end of the document, which is what the rewriter below would produce.
   if (!/<(a|body)[\s/>]/i.test(html)) return opts.trackOpens ? html + (await openPixel(baseUrl, opts.secret, opts.emailId)) : html;
-  const ownPrefixes = [`${baseUrl}/unsubscribe/`, `${baseUrl}/t/`];
+  const ownPrefixes = [`${baseUrl}/unsubscribe/`, `${baseUrl}/preferences/`, `${baseUrl}/t/`];
   if (baseUrl !== ownBaseUrl) ownPrefixes.push(...ownPrefixes.map((prefix) => ownBaseUrl + prefix.slice(baseUrl.length)));
   let rewriter = new HTMLRewriter();
 

@@ -36,6 +36,27 @@ export function recordWebhookEvent(
   );
 }
 
+/**
+ * `contact.topics.updated {contactId, email, topics: [{id, key, subscription}], source}` for the
+ * contact with this address when the same batch changed some of its topic choices (contact_topics
+ * rows with this `updated_at` and source): put it after the change. Only when an endpoint subscribes.
+ */
+export function recordTopicsUpdated(d1: D1Database, input: { id: string; projectId: string; email: string; source: string; at: Date }): D1PreparedStatement {
+  return recordsWebhookEvents(
+    d1
+      .prepare(TOPICS_UPDATED_SQL)
+      .bind(input.id, input.projectId, "contact.topics.updated", input.at.toISOString(), input.email, input.source, input.at.getTime()),
+  );
+}
+const TOPICS_UPDATED_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
+  SELECT ?1, ?2, ?3, json_object('type', ?3, 'timestamp', ?4, 'data', json_object('contactId', c.id, 'email', c.email, 'source', ?6,
+      'topics', (SELECT json_group_array(json_object('id', t.id, 'key', t.key, 'subscription', ct.status))
+        FROM contact_topics ct JOIN topics t ON t.id = ct.topic_id WHERE ct.contact_id = c.id AND ct.updated_at = ?7 AND ct.source = ?6))), ?7
+  FROM contacts c WHERE c.project_id = ?2 AND c.email = ?5
+    AND EXISTS (SELECT 1 FROM contact_topics ct WHERE ct.contact_id = c.id AND ct.updated_at = ?7 AND ct.source = ?6)
+    AND ${SUBSCRIBED}
+  RETURNING id, project_id`;
+
 const ISO = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
 
 /**
@@ -302,6 +323,7 @@ const PRUNE_EVENTS_SQL = "DELETE FROM webhook_events WHERE id IN (SELECT id FROM
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
 export const FIXED_SQL = {
+  TOPICS_UPDATED_SQL,
   RECORD_EVENT_SQL,
   CAMPAIGN_SENT_SQL,
   EMAIL_EVENTS_SQL,

@@ -50,12 +50,14 @@ export interface RenderVariables {
   data: JsonObject;
   email: string;
   unsubscribeUrl: string;
+  /** The signed link of the recipient's preference page (`{{preferencesUrl}}`); "" where there is none. */
+  preferencesUrl?: string;
   /** A double opt-in confirmation's signed confirm link. */
   confirmUrl?: string;
 }
 
 function scope(vars: RenderVariables) {
-  const base = { ...vars.data, data: vars.data, email: vars.email, unsubscribeUrl: vars.unsubscribeUrl };
+  const base = { ...vars.data, data: vars.data, email: vars.email, unsubscribeUrl: vars.unsubscribeUrl, preferencesUrl: vars.preferencesUrl ?? "" };
   return vars.confirmUrl === undefined ? base : { ...base, confirmUrl: vars.confirmUrl };
 }
 
@@ -137,7 +139,7 @@ export async function renderTemplate(
 }
 
 /** Variables every render has, whatever the data (they win over data keys of the same name). */
-const BUILT_IN_VARIABLES = new Set(["email", "unsubscribeUrl"]);
+const BUILT_IN_VARIABLES = new Set(["email", "unsubscribeUrl", "preferencesUrl"]);
 /** The variables each parsed template reads from its scope (Liquid's static analysis), by parsed template. */
 const readVariables = new WeakMap<ReturnType<Liquid["parse"]>, ReturnType<Liquid["globalVariableSegmentsSync"]>>();
 
