@@ -15,7 +15,7 @@ export const SegmentSchema = z
     name: z.string(),
     description: z.string().nullable(),
     type: z.enum(SEGMENT_TYPES).openapi({ description: "DYNAMIC: the contacts matching `condition`; STATIC: a list, members added and removed by email" }),
-    condition: ConditionSchema.nullable().openapi({ description: "The condition of a DYNAMIC segment; null for a STATIC one" }),
+    condition: z.union([ConditionSchema, z.null()]).openapi({ description: "The condition of a DYNAMIC segment; null for a STATIC one" }),
     memberCount: z.number().int().openapi({ description: "Live: every contact matching the condition (STATIC: every member), subscribed or not" }),
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),

@@ -186,7 +186,11 @@ export interface paths {
         delete: operations["deleteDomain"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a sending domain's tracking
+         * @description `openTracking` / `clickTracking` (both on by default) switch the pixel and tracked links of this domain's mail (the project's trackingMode and a send's `track` still apply). `trackingHostname`, a subdomain of the domain such as track.example.com, is the host of every tracked link and pixel of its mail once its CNAME to `trackingCname` is found (checked at once, and again with POST /domains/{id}/verify and the domain's scheduled checks); until then the service's own host is used. A hostname of another domain: 409 CONFLICT. Takes effect within a few seconds for mail being sent.
+         */
+        patch: operations["updateDomain"];
         trace?: never;
     };
     "/domains/{id}/verify": {
@@ -645,7 +649,7 @@ export interface paths {
         put?: never;
         /**
          * Create a segment
-         * @description A bad condition is a 422 naming the bad part, e.g. `condition.groups.0.filters.1.operator`.
+         * @description `type` DYNAMIC (the default): the contacts matching `condition`; a bad condition is a 422 naming the bad part, e.g. `condition.groups.0.filters.1.operator`. `type` STATIC: a list with no condition, its members added and removed by email (POST/DELETE /segments/{id}/members). A filter `{field: "segment", operator: "equals", value: <static segment id>}` matches that list's members.
          */
         post: operations["createSegment"];
         delete?: never;
@@ -694,6 +698,147 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/segments/{id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add members to a static segment
+         * @description At most 500 addresses per call, in one batch. An address with no contact is listed in `missing` and not added, unless `createMissing` creates a subscribed contact for it (QUOTA_CONTACTS applies). An address already a member is left as it is. A DYNAMIC segment: 400 INVALID_STATE.
+         */
+        post: operations["addSegmentMembers"];
+        /**
+         * Remove members from a static segment
+         * @description At most 500 addresses per call; the contacts stay. Deleting a contact removes it from every segment. A DYNAMIC segment: 400 INVALID_STATE.
+         */
+        delete: operations["removeSegmentMembers"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List topics
+         * @description Newest first, cursor pagination.
+         */
+        get: operations["listTopics"];
+        put?: never;
+        /**
+         * Create a topic
+         * @description A topic is what a contact agreed to receive (Resend Topics, Loops mailing lists). `key` (`^[a-z0-9][a-z0-9_-]{0,49}$`) is unique per project (409 CONFLICT when taken) and, like `defaultSubscription`, cannot be changed later. `visibility` defaults to PRIVATE (shown on the preference page only to contacts in it, as Loops does). At most QUOTA_TOPICS (100) per project: 403 QUOTA_EXCEEDED.
+         */
+        post: operations["createTopic"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/topics/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a topic */
+        get: operations["getTopic"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a topic
+         * @description Deletes the topic and every contact's choice for it. A campaign still aimed at it sends to nobody.
+         */
+        delete: operations["deleteTopic"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a topic
+         * @description Only the fields given change: name, description, visibility, doubleOptIn. `key` and `defaultSubscription` are immutable (422).
+         */
+        patch: operations["updateTopic"];
+        trace?: never;
+    };
+    "/contacts/{id}/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A contact's topics
+         * @description Every topic of the project with the contact's subscription: its own choice (`explicit: true`) or the topic's default. One page (a project has at most 100 topics), oldest topic first.
+         */
+        get: operations["listContactTopics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set a contact's topics
+         * @description Sets the contact's choice for each topic given by key; topics not named keep theirs. An OPT_IN for a topic with `doubleOptIn` is PENDING until the contact confirms. Each change records an event (`topic.opted_in`, `topic.opted_out`, `topic.pending`) and one `contact.topics.updated` webhook event. An unknown key is a 422 naming `topics.<n>.key`. Answers every topic, as GET does.
+         */
+        patch: operations["updateContactTopics"];
+        trace?: never;
+    };
+    "/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the suppression list
+         * @description The project's suppression list, newest first, cursor pagination (`nextCursor` as `cursor`); filter by `reason` and by `email` (the address or its beginning). A suppressed address gets no mail of the streams its entry stops, on any path (`/v1/send`, campaigns, workflows, test sends): BOUNCE, COMPLAINT and MANUAL entries stop every stream, UNSUBSCRIBE entries broadcast mail only. Entries are kept until removed (`DELETE /suppressions/{email}`) or the project is deleted; unsubscribes leave the list when the contact subscribes again.
+         */
+        get: operations["listSuppressions"];
+        put?: never;
+        /**
+         * Suppress addresses
+         * @description Adds MANUAL entries (every stream) for up to 1000 addresses in one batch, with an optional `note`. An address already suppressed for every stream keeps its entry; an UNSUBSCRIBE entry becomes MANUAL. Each added address fires `suppression.created` (webhook, and an event on its contact). `QUOTA_SUPPRESSIONS` (default 1,000,000 entries per project): past it nothing is added, 403 QUOTA_EXCEEDED.
+         */
+        post: operations["addSuppressions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/suppressions/{email}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove an address from the list
+         * @description Removes the entry whatever its reason (`suppression.deleted` fires); 404 when the address is not on the list. Removing an entry does not subscribe a contact again: broadcast mail still needs its marketing subscription.
+         */
+        delete: operations["deleteSuppression"];
         options?: never;
         head?: never;
         patch?: never;
@@ -759,6 +904,46 @@ export interface paths {
          * @description SCHEDULED -> DRAFT with scheduledAt null; any other state is 400 INVALID_STATE.
          */
         post: operations["cancelCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/campaigns/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a sending campaign
+         * @description A SENDING campaign stops: no email of it leaves (mail already handed to the provider is gone) until it is resumed; its status stays SENDING with `paused: true`. Not SENDING, or paused already: 409 CONFLICT.
+         */
+        post: operations["pauseCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/campaigns/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused campaign
+         * @description `paused: false`: the recipients who have not got it yet get it, each once (emails are claimed once; the audience walk goes on from where it stopped). Not paused: 409 CONFLICT.
+         */
+        post: operations["resumeCampaign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -833,7 +1018,7 @@ export interface paths {
          * List webhook endpoints
          * @description Event webhooks: the project's events posted to your endpoints, signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>`), at least once, never inline in a request. Body: `{type, timestamp, data}`.
          *
-         *     Event types: `email.sent`, `email.delivered`, `email.delivery_delayed`, `email.bounced`, `email.complained`, `email.opened`, `email.clicked`, `email.failed`, `email.suppressed`, `contact.created`, `contact.updated`, `contact.deleted`, `contact.subscribed`, `contact.unsubscribed`, `campaign.sent`, `domain.verified`, `domain.failed`, `workflow.execution.completed`, `workflow.execution.failed`, `contacts.imported`, `webhook.test`.
+         *     Event types: `email.sent`, `email.delivered`, `email.delivery_delayed`, `email.bounced`, `email.complained`, `email.opened`, `email.clicked`, `email.failed`, `email.suppressed`, `contact.created`, `contact.updated`, `contact.deleted`, `contact.subscribed`, `contact.unsubscribed`, `contact.topics.updated`, `campaign.sent`, `domain.verified`, `domain.failed`, `workflow.execution.completed`, `workflow.execution.failed`, `contacts.imported`, `suppression.created`, `suppression.deleted`, `webhook.test`.
          *
          *     A 2xx is success when its headers arrive within 3 s (`WEBHOOK_CONNECT_TIMEOUT_MS`; acknowledge at once, process later) and the answer within 10 s; anything else (redirects are not followed) is retried after about 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 8 h, then the delivery is FAILED. Of a failing answer only its first 200 characters are kept (`lastError`); the rest of the body is not read. An attempt counts when it starts: one whose outcome was never recorded (the invocation died) counts as failed about 2 minutes later. An endpoint whose every delivery failed for 5 days is disabled (`enabled: false`, `disabledReason`).
          *
@@ -1047,6 +1232,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/preferences/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Preference page
+         * @description The page of `{{preferencesUrl}}`: needs no key (the signed token names the email, and through it the project and the address) and no JavaScript. It shows the project's name, its PUBLIC topics and the PRIVATE ones the contact is in (OPT_IN or PENDING), each a checkbox, and an 'Unsubscribe from all marketing' button. Reading it changes nothing. The link works while the email's record is kept (EMAIL_HOT_DAYS).
+         */
+        get: operations["getPreferencesPage"];
+        put?: never;
+        /**
+         * Save the preference page
+         * @description The page's form (`application/x-www-form-urlencoded` or `multipart/form-data`): `topics=<key>` for each checked box (each topic shown and not named is opted out), or `all=off` to unsubscribe from all marketing (the topic choices stay). A contact unsubscribed from all that saves with a box checked is subscribed again. A topic's double opt-in does not apply here: the signed link proves the address. Each change records an event (`topic.opted_in`, `topic.opted_out`, `contact.subscribed`, `contact.unsubscribed`) and a `contact.topics.updated` webhook event. Answers the page again. Limited per client like the other key-less routes (429).
+         */
+        post: operations["savePreferences"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/ses": {
         parameters: {
             query?: never;
@@ -1167,6 +1376,19 @@ export interface components {
              * @description When the background check runs next (null: not scheduled)
              */
             nextCheckAt: string | null;
+            /** @description The open pixel in this domain's mail (on by default; the project's trackingMode and a send's track still apply) */
+            openTracking: boolean;
+            /** @description Tracked links in this domain's mail (on by default); off: every link exactly as written */
+            clickTracking: boolean;
+            /** @description A custom tracking hostname (a subdomain of this domain), the host of every tracked link and pixel of its mail once VERIFIED */
+            trackingHostname: string | null;
+            /**
+             * @description PENDING until the hostname is a CNAME to trackingCname, VERIFIED once it is, FAILED when a verified one disappeared; null without a hostname
+             * @enum {string|null}
+             */
+            trackingStatus: "PENDING" | "VERIFIED" | "FAILED" | null;
+            /** @description What trackingHostname's CNAME record must point to (this service's host) */
+            trackingCname?: string;
         };
         DomainDnsRecord: {
             /** @enum {string} */
@@ -1196,6 +1418,12 @@ export interface components {
              * @description Since when a once-verified record is missing
              */
             failingSince?: string;
+        };
+        UpdateDomain: {
+            openTracking?: boolean;
+            clickTracking?: boolean;
+            /** @description A subdomain of the domain (e.g. track.example.com) CNAMEd to trackingCname; null removes it */
+            trackingHostname?: string | null;
         };
         VerificationResult: {
             /** @description The address as given, trimmed */
@@ -1346,8 +1574,18 @@ export interface components {
              * @enum {string}
              */
             status: "QUEUED" | "SENDING" | "SENT" | "DELIVERED" | "OPENED" | "CLICKED" | "BOUNCED" | "COMPLAINED" | "FAILED";
-            /** @description Why the email failed or was last retried (`Outcome unknown: ...`: see status) */
+            /**
+             * @description TRANSACTIONAL or BROADCAST (campaigns, topic mail, MARKETING templates, `/v1/send` with `stream: "broadcast"`): broadcast mail carries List-Unsubscribe, goes only to subscribed contacts and through the broadcast provider
+             * @enum {string}
+             */
+            stream: "TRANSACTIONAL" | "BROADCAST";
+            /** @description Why the email failed or was last retried (`Outcome unknown: ...`: see status; a consent gate's refusal starts with its name, see `gate`) */
             error: string | null;
+            /**
+             * @description The consent gate that refused the email (FAILED, not sent): SUPPRESSED (on the suppression list for its stream), UNSUBSCRIBED (the contact's marketing subscription), TOPIC (the topic's); null otherwise
+             * @enum {string|null}
+             */
+            gate: "SUPPRESSED" | "UNSUBSCRIBED" | "TOPIC" | null;
             /** @description Message-ID header (without angle brackets) */
             messageId: string;
             providerMessageId: string | null;
@@ -1555,7 +1793,7 @@ export interface components {
                 /** @default [] */
                 filters: {
                     /**
-                     * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                     * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                      * @example data.plan
                      */
                     field: string;
@@ -1580,7 +1818,7 @@ export interface components {
                         /** @default [] */
                         filters: {
                             /**
-                             * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                             * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                              * @example data.plan
                              */
                             field: string;
@@ -1605,7 +1843,7 @@ export interface components {
                                 /** @default [] */
                                 filters: {
                                     /**
-                                     * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                     * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                      * @example data.plan
                                      */
                                     field: string;
@@ -1686,8 +1924,13 @@ export interface components {
         ProjectSettings: {
             id: string;
             name: string;
-            /** @description Open and click tracking of the project's mail (on by default) */
+            /** @description Open and click tracking of the project's mail (on by default): false when trackingMode is DISABLED */
             trackingEnabled: boolean;
+            /**
+             * @description ENABLED (the default): opens and clicks tracked; DISABLED: no pixel, every link as written; MARKETING_ONLY: only marketing mail (campaigns, MARKETING templates, broadcast sends) is tracked. A sending domain's openTracking/clickTracking and a send's `track` narrow or override it.
+             * @enum {string}
+             */
+            trackingMode: "ENABLED" | "DISABLED" | "MARKETING_ONLY";
             /** @description Double opt-in (off by default). When on, a contact a public key (pk_) creates through POST /v1/track starts unsubscribed and is sent the confirmation template; it is subscribed, and its CONTACT_CREATED and CONTACT_SUBSCRIBED workflows start, only when the recipient confirms through the signed link. Contacts created with a secret key are not affected. */
             doubleOptIn: boolean;
             /** @description The confirmation email's template. Its subject or body must use `{{confirmUrl}}` (the signed confirm link) and it must have a `from` on a VERIFIED domain of the project. */
@@ -1707,7 +1950,10 @@ export interface components {
             updatedAt: string;
         };
         UpdateProjectSettings: {
+            /** @description Plunk's switch, still accepted: true is trackingMode ENABLED, false DISABLED */
             trackingEnabled?: boolean;
+            /** @enum {string} */
+            trackingMode?: "ENABLED" | "DISABLED" | "MARKETING_ONLY";
             doubleOptIn?: boolean;
             doubleOptInTemplateId?: string | null;
             /** @description The default sender, on a VERIFIED domain of the project (422 naming `defaultFrom` otherwise); null removes it */
@@ -1748,8 +1994,14 @@ export interface components {
             id: string;
             name: string;
             description: string | null;
-            condition: components["schemas"]["Condition"];
-            /** @description Live: every contact matching the condition, subscribed or not */
+            /**
+             * @description DYNAMIC: the contacts matching `condition`; STATIC: a list, members added and removed by email
+             * @enum {string}
+             */
+            type: "DYNAMIC" | "STATIC";
+            /** @description The condition of a DYNAMIC segment; null for a STATIC one */
+            condition: components["schemas"]["Condition"] | null;
+            /** @description Live: every contact matching the condition (STATIC: every member), subscribed or not */
             memberCount: number;
             /** Format: date-time */
             createdAt: string;
@@ -1760,13 +2012,134 @@ export interface components {
             /** @example Pro users */
             name: string;
             description?: string | null;
-            condition: components["schemas"]["Condition"];
+            /**
+             * @description DYNAMIC (the default) needs a condition; STATIC takes none
+             * @default DYNAMIC
+             * @enum {string}
+             */
+            type: "DYNAMIC" | "STATIC";
+            condition?: components["schemas"]["Condition"];
         };
         UpdateSegment: {
             /** @example Pro users */
             name?: string;
             description?: string | null;
             condition?: components["schemas"]["Condition"];
+        };
+        SegmentMembersAdded: {
+            /** @description Contacts that became members (an address already a member is not counted) */
+            added: number;
+            /** @description Addresses with no contact in the project, not added (empty with createMissing) */
+            missing: string[];
+        };
+        SegmentMembersRequest: {
+            /** @description At most 500 addresses */
+            emails: string[];
+            /**
+             * @description Create a (subscribed) contact for an address that has none, and add it
+             * @default false
+             */
+            createMissing: boolean;
+        };
+        SegmentMembersRemoved: {
+            /** @description Members removed (an address that was not a member is not counted) */
+            removed: number;
+        };
+        RemoveSegmentMembersRequest: {
+            /** @description At most 500 addresses */
+            emails: string[];
+        };
+        Topic: {
+            id: string;
+            key: string;
+            name: string;
+            description: string | null;
+            /**
+             * @description OPT_IN: every subscribed contact gets the topic's mail unless it opted out; OPT_OUT: only contacts that opted in. Immutable.
+             * @enum {string}
+             */
+            defaultSubscription: "OPT_IN" | "OPT_OUT";
+            /**
+             * @description PUBLIC topics are listed on every contact's preference page; a PRIVATE topic only on the page of a contact that is in it (OPT_IN or PENDING).
+             * @enum {string}
+             */
+            visibility: "PUBLIC" | "PRIVATE";
+            /** @description An opt-in through the API or /v1/track is PENDING until the contact confirms it by the confirmation email's link */
+            doubleOptIn: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        CreateTopic: {
+            /** @example product-updates */
+            key: string;
+            /** @example Product updates */
+            name: string;
+            description?: string | null;
+            /** @enum {string} */
+            defaultSubscription: "OPT_IN" | "OPT_OUT";
+            /**
+             * @default PRIVATE
+             * @enum {string}
+             */
+            visibility: "PUBLIC" | "PRIVATE";
+            /** @default false */
+            doubleOptIn: boolean;
+        };
+        /** @description `key` and `defaultSubscription` cannot be changed (422 naming the field). */
+        UpdateTopic: {
+            /** @example Product updates */
+            name?: string;
+            description?: string | null;
+            /** @enum {string} */
+            visibility?: "PUBLIC" | "PRIVATE";
+            doubleOptIn?: boolean;
+        };
+        ContactTopic: {
+            id: string;
+            key: string;
+            name: string;
+            /** @enum {string} */
+            subscription: "OPT_IN" | "OPT_OUT" | "PENDING";
+            /** @description The contact made this choice; false: the topic's default */
+            explicit: boolean;
+        };
+        UpdateContactTopics: {
+            topics: {
+                /** @example product-updates */
+                key: string;
+                /** @enum {string} */
+                subscription: "OPT_IN" | "OPT_OUT";
+            }[];
+        };
+        Suppression: {
+            /** @description The address, lower case */
+            email: string;
+            /**
+             * @description BOUNCE (a permanent bounce), COMPLAINT (marked as spam), MANUAL (POST /suppressions): every stream; UNSUBSCRIBE (the contact unsubscribed, by link, one-click, the API, an import or a workflow): broadcast mail only
+             * @enum {string}
+             */
+            reason: "BOUNCE" | "COMPLAINT" | "UNSUBSCRIBE" | "MANUAL";
+            /**
+             * @description Which mail the entry stops: ALL, or BROADCAST only (a password reset still reaches someone who unsubscribed)
+             * @enum {string}
+             */
+            stream: "ALL" | "BROADCAST";
+            /** @description The note it was added with; for a bounce or complaint, what the provider said */
+            note: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        SuppressionsAdded: {
+            /** @description Addresses newly suppressed for every stream (already suppressed ones are left as they are) */
+            added: number;
+        };
+        AddSuppressions: {
+            /** @description 1 to 1000 addresses (repeats count once) */
+            emails: string[];
+            /** @description Why (at most 500 characters), shown with each entry */
+            note?: string;
         };
         Campaign: {
             id: string;
@@ -1792,6 +2165,8 @@ export interface components {
              * @enum {string}
              */
             status: "DRAFT" | "SCHEDULED" | "SENDING" | "SENT";
+            /** @description A SENDING campaign paused with POST /campaigns/{id}/pause: none of its emails leaves until it is resumed */
+            paused: boolean;
             /** Format: date-time */
             scheduledAt: string | null;
             /** Format: date-time */
@@ -1852,7 +2227,7 @@ export interface components {
                     /** @default [] */
                     filters: {
                         /**
-                         * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                         * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                          * @example data.plan
                          */
                         field: string;
@@ -1877,7 +2252,7 @@ export interface components {
                             /** @default [] */
                             filters: {
                                 /**
-                                 * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                 * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                  * @example data.plan
                                  */
                                 field: string;
@@ -1902,7 +2277,7 @@ export interface components {
                                     /** @default [] */
                                     filters: {
                                         /**
-                                         * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                         * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                          * @example data.plan
                                          */
                                         field: string;
@@ -1952,7 +2327,7 @@ export interface components {
                     /** @default [] */
                     filters: {
                         /**
-                         * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                         * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                          * @example data.plan
                          */
                         field: string;
@@ -1977,7 +2352,7 @@ export interface components {
                             /** @default [] */
                             filters: {
                                 /**
-                                 * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                 * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                  * @example data.plan
                                  */
                                 field: string;
@@ -2002,7 +2377,7 @@ export interface components {
                                     /** @default [] */
                                     filters: {
                                         /**
-                                         * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                         * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                          * @example data.plan
                                          */
                                         field: string;
@@ -2076,7 +2451,7 @@ export interface components {
                     /** @default [] */
                     filters: {
                         /**
-                         * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                         * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                          * @example data.plan
                          */
                         field: string;
@@ -2101,7 +2476,7 @@ export interface components {
                             /** @default [] */
                             filters: {
                                 /**
-                                 * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                 * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                  * @example data.plan
                                  */
                                 field: string;
@@ -2126,7 +2501,7 @@ export interface components {
                                     /** @default [] */
                                     filters: {
                                         /**
-                                         * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                         * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                          * @example data.plan
                                          */
                                         field: string;
@@ -2176,7 +2551,7 @@ export interface components {
                     /** @default [] */
                     filters: {
                         /**
-                         * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                         * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                          * @example data.plan
                          */
                         field: string;
@@ -2201,7 +2576,7 @@ export interface components {
                             /** @default [] */
                             filters: {
                                 /**
-                                 * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                 * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                  * @example data.plan
                                  */
                                 field: string;
@@ -2226,7 +2601,7 @@ export interface components {
                                     /** @default [] */
                                     filters: {
                                         /**
-                                         * @description email, subscribed, createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
+                                         * @description email, subscribed, segment (a static segment's id: its members), createdAt, updatedAt, data.<key> (letters, digits, _ and -, . for nesting), event.<name>, or email.<sent|delivered|opened|clicked|bounced|complained>
                                          * @example data.plan
                                          */
                                         field: string;
@@ -2300,7 +2675,7 @@ export interface components {
              *       "email.bounced"
              *     ]
              */
-            events?: ("email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.failed" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.deleted" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent" | "domain.verified" | "domain.failed" | "workflow.execution.completed" | "workflow.execution.failed" | "contacts.imported" | "webhook.test")[];
+            events?: ("email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.failed" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.deleted" | "contact.subscribed" | "contact.unsubscribed" | "contact.topics.updated" | "campaign.sent" | "domain.verified" | "domain.failed" | "workflow.execution.completed" | "workflow.execution.failed" | "contacts.imported" | "suppression.created" | "suppression.deleted" | "webhook.test")[];
             description?: string | null;
             /** @description Default true */
             enabled?: boolean;
@@ -2318,7 +2693,7 @@ export interface components {
              *       "email.bounced"
              *     ]
              */
-            events?: ("email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.failed" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.deleted" | "contact.subscribed" | "contact.unsubscribed" | "campaign.sent" | "domain.verified" | "domain.failed" | "workflow.execution.completed" | "workflow.execution.failed" | "contacts.imported" | "webhook.test")[];
+            events?: ("email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.failed" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.deleted" | "contact.subscribed" | "contact.unsubscribed" | "contact.topics.updated" | "campaign.sent" | "domain.verified" | "domain.failed" | "workflow.execution.completed" | "workflow.execution.failed" | "contacts.imported" | "suppression.created" | "suppression.deleted" | "webhook.test")[];
             description?: string | null;
             /** @description true enables a disabled endpoint again and clears disabledReason */
             enabled?: boolean;
@@ -2915,6 +3290,15 @@ export interface operations {
                      *     }
                      */
                     data?: Record<string, never>;
+                    /**
+                     * @description Topic choices by key: true opts in (PENDING for a double opt-in topic), false opts out. An unknown key is a 422 naming `topics.<key>`.
+                     * @example {
+                     *       "product-updates": true
+                     *     }
+                     */
+                    topics?: {
+                        [key: string]: boolean;
+                    };
                 };
             };
         };
@@ -3709,6 +4093,104 @@ export interface operations {
             };
         };
     };
+    updateDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateDomain"];
+            };
+        };
+        responses: {
+            /** @description The domain */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Domain"];
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     verifyDomain: {
         parameters: {
             query?: never;
@@ -4422,6 +4904,15 @@ export interface operations {
                     data?: Record<string, never>;
                     /** @description Sets the contact's subscription; default true for a new contact */
                     subscribed?: boolean;
+                    /**
+                     * @description Secret key only (a public key gets 403 FORBIDDEN): topic choices by key, true opts in (PENDING for a double opt-in topic), false opts out; an unknown key is a 422 naming `topics.<key>`.
+                     * @example {
+                     *       "product-updates": true
+                     *     }
+                     */
+                    topics?: {
+                        [key: string]: boolean;
+                    };
                 };
             };
         };
@@ -4792,6 +5283,11 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     };
+                    /**
+                     * @description TRANSACTIONAL (the default: receipts, password resets; only suppressions of every stream stop it) or BROADCAST (marketing mail: List-Unsubscribe, only to subscribed contacts, through the broadcast provider). A MARKETING template, or a topic, makes the send BROADCAST; `transactional` with either is a 422. Lower case accepted.
+                     * @enum {string}
+                     */
+                    stream?: "transactional" | "broadcast" | "TRANSACTIONAL" | "BROADCAST";
                     /** @description true subscribes recipients this send creates as contacts (it never re-subscribes an existing contact who unsubscribed: only they, or a contact update, can); false unsubscribes them. Contacts created by a send are unsubscribed unless true. */
                     subscribed?: boolean;
                     /**
@@ -4802,6 +5298,13 @@ export interface operations {
                      *     }
                      */
                     data?: Record<string, never>;
+                    /** @description This send's tracking, over the project's trackingMode and the sending domain's switches (Plunk issue #432); a switch left out follows them */
+                    track?: {
+                        /** @description false: no open pixel; true: a pixel even where the project or domain has open tracking off */
+                        opens?: boolean;
+                        /** @description false: every link exactly as written; true: links tracked even where the project or domain has click tracking off */
+                        clicks?: boolean;
+                    };
                     /** @description Up to 10 files totalling at most 7000000 bytes decoded (about 7 MB): SES v2 takes 10 MB per raw message after base64 encoding, and the body needs the rest */
                     attachments?: {
                         filename: string;
@@ -4830,11 +5333,24 @@ export interface operations {
                                 };
                                 email: string;
                             }[];
-                            /** @description Recipients not sent to because they bounced or complained before */
+                            /** @description Recipients not sent to because they are on the project's suppression list for this mail's stream (a bounce, a complaint or a manual entry stops every stream; an unsubscribe only BROADCAST mail); no email is written for them and they count toward no quota */
                             suppressed: {
                                 email: string;
-                                /** @enum {string} */
-                                reason: "BOUNCE" | "COMPLAINT";
+                                /**
+                                 * @description The suppression list entry's reason
+                                 * @enum {string}
+                                 */
+                                reason: "BOUNCE" | "COMPLAINT" | "UNSUBSCRIBE" | "MANUAL";
+                                /**
+                                 * @description Which mail the entry stops: ALL, or BROADCAST only (an unsubscribe)
+                                 * @enum {string}
+                                 */
+                                stream: "ALL" | "BROADCAST";
+                                /**
+                                 * @description The consent gate that refused the recipient (the first of four: SUPPRESSED, the stream, UNSUBSCRIBED, TOPIC)
+                                 * @enum {string}
+                                 */
+                                gate: "SUPPRESSED";
                             }[];
                             /** Format: date-time */
                             timestamp: string;
@@ -6999,6 +7515,1197 @@ export interface operations {
             };
         };
     };
+    addSegmentMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SegmentMembersRequest"];
+            };
+        };
+        responses: {
+            /** @description How many became members, and the addresses with no contact */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentMembersAdded"];
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeSegmentMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RemoveSegmentMembersRequest"];
+            };
+        };
+        responses: {
+            /** @description How many members were removed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentMembersRemoved"];
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listTopics: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description Opaque cursor from the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of topics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["Topic"][];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTopic"];
+            };
+        };
+        responses: {
+            /** @description The new topic */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Topic"];
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The topic */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Topic"];
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTopic"];
+            };
+        };
+        responses: {
+            /** @description The updated topic */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Topic"];
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listContactTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contact's topics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["ContactTopic"][];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateContactTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateContactTopics"];
+            };
+        };
+        responses: {
+            /** @description The contact's topics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["ContactTopic"][];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSuppressions: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description Opaque cursor from the previous page */
+                cursor?: string;
+                /** @description Only entries with this reason */
+                reason?: "BOUNCE" | "COMPLAINT" | "UNSUBSCRIBE" | "MANUAL";
+                /** @description Only this address, or the addresses that start with it (case-insensitive) */
+                email?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["Suppression"][];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addSuppressions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddSuppressions"];
+            };
+        };
+        responses: {
+            /** @description How many addresses were added */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionsAdded"];
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The address (URL-encoded; case-insensitive) */
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listCampaigns: {
         parameters: {
             query?: {
@@ -7510,6 +9217,202 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The campaign, back in DRAFT */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Campaign"];
+                    };
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pauseCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The campaign, paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Campaign"];
+                    };
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resumeCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The campaign, sending again */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9085,6 +10988,114 @@ export interface operations {
                 };
             };
             /** @description The email's project is moving to another database (a few minutes): nothing was changed; try again after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    getPreferencesPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Signed token from the email's `{{preferencesUrl}}` link */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Invalid or forged token (an HTML page) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The email or the contact no longer exists (an HTML page) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    savePreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Signed token from the email's `{{preferencesUrl}}` link */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    topics?: string | string[];
+                    /** @enum {string} */
+                    all?: "off";
+                };
+            };
+        };
+        responses: {
+            /** @description Saved; the page again */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Invalid or forged token (an HTML page), or a body that is not a form (the error envelope) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The email or the contact no longer exists (an HTML page) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Too many requests from this client */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The project is moving between databases; nothing was changed (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -9,6 +9,7 @@ import { compileCondition, ConditionSchema, type Condition } from "../conditions
 import { audienceGates } from "../consent/gates";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { renderEmails } from "../send/create-emails";
+import { withUnsubscribeLink } from "../send/unsubscribe-footer";
 import { WriteBatch } from "../../store/batch";
 import { recordCampaignSent } from "../../store/webhooks/events";
 import type { AfterCommit } from "../../lib/after-commit";
@@ -37,14 +38,8 @@ export function audienceWhere(projectId: string, condition: Condition | null, no
   return and(audienceGates(projectId, mail), condition ? compileCondition(condition, now) : undefined)!;
 }
 
-const UNSUBSCRIBE_FOOTER =
-  '<p style="font-size:12px;color:#6b7280;text-align:center;margin-top:24px"><a href="{{unsubscribeUrl}}" style="color:#6b7280">Unsubscribe</a></p>';
-
-/** Marketing mail always carries an unsubscribe link: a body without `{{unsubscribeUrl}}` gets a footer with one. */
-export function withUnsubscribeLink(body: string): string {
-  if (/\{\{\s*unsubscribeUrl\s*\}\}/.test(body)) return body;
-  return /<\/body>/i.test(body) ? body.replace(/<\/body>/i, `${UNSUBSCRIBE_FOOTER}</body>`) : body + UNSUBSCRIBE_FOOTER;
-}
+/** Marketing mail always carries an unsubscribe link (send/unsubscribe-footer.ts). */
+export { withUnsubscribeLink };
 
 export function enqueueCampaignPageOf(env: Env, campaign: Pick<Campaign, "id" | "projectId">, after: string | null) {
   return enqueueCampaignPage(env, { campaignId: campaign.id, projectId: campaign.projectId, after });

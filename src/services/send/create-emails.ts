@@ -9,6 +9,7 @@ import { insertQueued, insertSendHeaders } from "../../store/emails";
 import { type BatchResult, type Part, WriteBatch } from "../../store/batch";
 import { quotaGuard, r2StoredBytesGuard, storedBytesGuard, type QuotaUse } from "../../store/guards";
 import type { AfterCommit } from "../../lib/after-commit";
+import { withUnsubscribeLink } from "./unsubscribe-footer";
 import { confirmUrl, linkId, preferencesUrl, unsubscribeUrl } from "../tracking/links";
 import { shardOf } from "../../db/shards";
 import { type AttachmentInput, buildAttachmentInserts, storeAttachments } from "./attachments";
@@ -87,7 +88,9 @@ export interface CreateOptions {
 }
 
 /** Renders every recipient's subject and body (the unsubscribe link signed only when a template names it). */
-async function renderAll(env: Env, draft: EmailDraft, recipients: readonly Recipient[], options: CreateOptions) {
+async function renderAll(env: Env, given: EmailDraft, recipients: readonly Recipient[], options: CreateOptions) {
+  // Marketing mail (MARKETING templates, broadcast sends, campaigns) always carries an unsubscribe link.
+  const draft = given.marketing ? { ...given, html: withUnsubscribeLink(given.html) } : given;
   const baseUrl = publicUrl(env, options.requestUrl);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   // Signing costs an HMAC per recipient: only when a template names the variable.
