@@ -227,7 +227,7 @@ describe("D1 round trips of POST /v1/send (warm isolate)", () => {
       roundTrips: 3,
       batches: 3,
     });
-    expect(res!.body.data.suppressed).toEqual([{ email: "gone@example.com", reason: "BOUNCE" }]);
+    expect(res!.body.data.suppressed).toEqual([{ email: "gone@example.com", reason: "BOUNCE", stream: "ALL", gate: "SUPPRESSED" }]);
     const stored = await getDb(env.DB).select({ to: emails.toAddress }).from(emails).where(eq(emails.projectId, p.id));
     expect(stored.map((e) => e.to).sort()).toEqual(["a@example.com", "b@example.com"]);
   });

@@ -9,6 +9,7 @@ import { EmailList, EmailPage } from "./pages/emails";
 import { EventList } from "./pages/events";
 import { SegmentList, SegmentPage } from "./pages/segments";
 import { SignIn } from "./pages/signin";
+import { SuppressionList } from "./pages/suppressions";
 import { TemplateList, TemplatePage } from "./pages/templates";
 import { WebhookList, WebhookPage } from "./pages/webhooks";
 import { WorkflowList, WorkflowPage } from "./pages/workflows";
@@ -25,6 +26,7 @@ const SECTIONS: [string, () => JSX.Element, ((props: { id: string }) => JSX.Elem
   ["Events", EventList],
   ["Domains", DomainList, DomainPage],
   ["Webhooks", WebhookList, WebhookPage],
+  ["Suppressions", SuppressionList],
 ];
 const NAV = SECTIONS.map(([name]) => name);
 

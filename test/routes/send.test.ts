@@ -288,8 +288,8 @@ describe("POST /v1/send: suppressed recipients", () => {
     expect(res.status).toBe(200);
     expect(res.body.data.emails.map((e) => e.contact.email)).toEqual(["ok@example.com"]);
     expect(res.body.data.suppressed).toEqual([
-      { email: "bounced@example.com", reason: "BOUNCE" },
-      { email: "angry@example.com", reason: "COMPLAINT" },
+      { email: "bounced@example.com", reason: "BOUNCE", stream: "ALL", gate: "SUPPRESSED" },
+      { email: "angry@example.com", reason: "COMPLAINT", stream: "ALL", gate: "SUPPRESSED" },
     ]);
     expect(s.queue.messages).toHaveLength(1);
 
@@ -317,7 +317,7 @@ describe("POST /v1/send without reads (nothing it renders needs stored data; tes
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data.emails.map((e) => e.contact.email)).toEqual(["ok@example.com", "ok2@example.com"]);
-    expect(res.body.data.suppressed).toEqual([{ email: "bounced@example.com", reason: "BOUNCE" }]);
+    expect(res.body.data.suppressed).toEqual([{ email: "bounced@example.com", reason: "BOUNCE", stream: "ALL", gate: "SUPPRESSED" }]);
     expect(s.queue.messages).toHaveLength(3);
     const stored = await getDb(env.DB).select({ to: emails.toAddress }).from(emails).where(eq(emails.projectId, s.project.id));
     expect(stored.map((e) => e.to).sort()).toEqual(["first@example.com", "ok2@example.com", "ok@example.com"]);
@@ -339,7 +339,7 @@ describe("POST /v1/send without reads (nothing it renders needs stored data; tes
     const res = await s.send({ ...body, to: ["a@example.com", "bounced@example.com", "b@example.com"] });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data.emails.map((e) => e.contact.email)).toEqual(["a@example.com", "b@example.com"]);
-    expect(res.body.data.suppressed).toEqual([{ email: "bounced@example.com", reason: "BOUNCE" }]);
+    expect(res.body.data.suppressed).toEqual([{ email: "bounced@example.com", reason: "BOUNCE", stream: "ALL", gate: "SUPPRESSED" }]);
   });
 
   it("a contact's stored data fills every variable the request's data leaves out, however the template reads it", async () => {

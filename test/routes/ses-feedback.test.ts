@@ -128,7 +128,7 @@ describe("POST /webhooks/ses: SES feedback", () => {
     expect(row.bouncedAt).toBeInstanceOf(Date);
     expect(row.error).toBe("smtp; 550 5.1.1 user unknown");
     expect(await suppressionRows(p.id)).toMatchObject([{ email: email.to, reason: "BOUNCE", detail: "smtp; 550 5.1.1 user unknown" }]);
-    expect((await findSuppressed(getDb(env.DB), p.id, [email.to.toUpperCase()])).get(email.to)).toBe("BOUNCE");
+    expect((await findSuppressed(getDb(env.DB), p.id, [email.to.toUpperCase()])).get(email.to)).toEqual({ reason: "BOUNCE", stream: "ALL" });
     expect((await p.api.get<Contact>(`/contacts/${email.contactId}`)).body.subscribed).toBe(false);
 
     // SNS redelivers: nothing new.

@@ -92,12 +92,27 @@ export function CopyButton(props: { text: string; label: string }) {
  * A destructive action behind a modal confirmation (<dialog>, keyboard and focus handled by the browser).
  * `onConfirm` runs only after the second, explicit click.
  */
-export function ConfirmButton(props: { label: string; question: string; confirmLabel?: string; onConfirm: () => void; disabled?: boolean; danger?: boolean }) {
+export function ConfirmButton(props: {
+  label: string;
+  question: string;
+  confirmLabel?: string;
+  onConfirm: () => void;
+  disabled?: boolean;
+  danger?: boolean;
+  /** The button's accessible name when `label` alone is not enough (one "Remove" per table row). */
+  ariaLabel?: string;
+}) {
   const dialog = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   return (
     <>
-      <button type="button" class={props.danger === false ? "" : "danger"} disabled={props.disabled} onClick={() => dialog.current?.showModal()}>
+      <button
+        type="button"
+        class={props.danger === false ? "" : "danger"}
+        disabled={props.disabled}
+        aria-label={props.ariaLabel}
+        onClick={() => dialog.current?.showModal()}
+      >
         {props.label}
       </button>
       <dialog ref={dialog} aria-labelledby={titleId}>

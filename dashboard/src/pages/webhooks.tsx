@@ -31,7 +31,10 @@ const EVENT_TYPES = {
   "contact.deleted": "Deleted",
   "contact.subscribed": "Subscribed",
   "contact.unsubscribed": "Unsubscribed",
+  "contact.topics.updated": "Topics changed",
   "contacts.imported": "Import finished",
+  "suppression.created": "Address suppressed",
+  "suppression.deleted": "Address removed",
   "campaign.sent": "Sent",
   "domain.verified": "Verified",
   "domain.failed": "Failed",
@@ -44,6 +47,7 @@ const GROUPS: [string, string][] = [
   ["Campaigns", "campaign."],
   ["Domains", "domain."],
   ["Workflows", "workflow."],
+  ["Suppressions", "suppression."],
 ];
 
 /** The project's event webhook endpoints (GET /webhooks). */

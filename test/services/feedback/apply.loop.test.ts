@@ -93,7 +93,7 @@ describe("the feedback loop, end to end", () => {
     s.queue.take();
     const next = await s.send({ to: ["ada@example.com", "bob@example.com"], from: s.from, subject: "Again", body: "<p>again</p>" });
     expect(next.status).toBe(200);
-    expect(next.body.data.suppressed).toEqual([{ email: "ada@example.com", reason: "BOUNCE" }]);
+    expect(next.body.data.suppressed).toEqual([{ email: "ada@example.com", reason: "BOUNCE", stream: "ALL", gate: "SUPPRESSED" }]);
     expect(next.body.data.emails.map((e: { contact: { email: string } }) => e.contact.email)).toEqual(["bob@example.com"]);
     expect(s.queue.messages).toHaveLength(1);
   });

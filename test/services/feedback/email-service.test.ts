@@ -88,7 +88,7 @@ describe("Cloudflare Email Service events", () => {
     const again = await s.send({ to, from: s.from, subject: "Again", body: "<p>x</p>" });
     expect(again.status).toBe(200);
     expect(again.body.data.emails).toHaveLength(0);
-    expect(again.body.data.suppressed).toEqual([{ email: to, reason: "BOUNCE" }]);
+    expect(again.body.data.suppressed).toEqual([{ email: to, reason: "BOUNCE", stream: "ALL", gate: "SUPPRESSED" }]);
   });
 
   it("a soft message.bounced only records a Transient email.bounced event", async () => {

@@ -138,8 +138,8 @@ describe("findSuppressed", () => {
     const many = Array.from({ length: 250 }, (_, i) => `user${i}@example.com`);
     const found = await findSuppressed(db, p.id, [...many, "Bounced@Example.com", "elsewhere@example.com", "angry@example.com"]);
     expect([...found.entries()].sort()).toEqual([
-      ["angry@example.com", "COMPLAINT"],
-      ["bounced@example.com", "BOUNCE"],
+      ["angry@example.com", { reason: "COMPLAINT", stream: "ALL" }],
+      ["bounced@example.com", { reason: "BOUNCE", stream: "ALL" }],
     ]);
     expect((await findSuppressed(db, p.id, [])).size).toBe(0);
   });

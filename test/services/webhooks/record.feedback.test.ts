@@ -67,7 +67,7 @@ describe("feedback events (SES through SNS)", () => {
 
     const events = await eventually(async () => {
       const list = calls.filter((c) => c.url === URL_).map((c) => new Webhook(hook.secret).verify(c.body, c.headers) as { type: string; data: any });
-      expect(list).toHaveLength(7);
+      expect(list).toHaveLength(9);
       return list;
     });
     const of = (type: string) => events.filter((e) => e.type === type).map((e) => e.data);
@@ -87,7 +87,18 @@ describe("feedback events (SES through SNS)", () => {
         .sort(),
     ).toEqual([bounced.contactId, complained.contactId].sort());
     expect(of("contact.unsubscribed").every((c) => c.subscribed === false)).toBe(true);
+    // The hard bounce and the complaint put the address on the suppression list for every stream: once each.
+    expect(
+      of("suppression.created")
+        .map((d) => [d.email, d.reason, d.stream])
+        .sort(),
+    ).toEqual(
+      [
+        [bounced.to, "BOUNCE", "ALL"],
+        [complained.to, "COMPLAINT", "ALL"],
+      ].sort(),
+    );
     // Nothing else was recorded, so nothing else will be sent.
-    expect(await recordedEvents(p.id)).toHaveLength(7);
+    expect(await recordedEvents(p.id)).toHaveLength(9);
   });
 });
