@@ -42,6 +42,7 @@ export const MOVE_TABLES: readonly MoveTable[] = [
   table(schema.contacts, "rows", ["id"]),
   table(schema.templates, "rows", ["id"]),
   table(schema.segments, "rows", ["id"]),
+  table(schema.segmentMembers, "rows", ["segment_id", "contact_id"]),
   table(schema.topics, "rows", ["id"]),
   table(schema.contactTopics, "rows", ["contact_id", "topic_id"]),
   table(schema.campaigns, "rows", ["id"]),
