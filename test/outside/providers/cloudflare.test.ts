@@ -82,16 +82,16 @@ describe("EMAIL_PROVIDER=cloudflare", () => {
     expect(await status(s, id)).toMatchObject({ status: "SENT", providerMessageId: sent.messageId.slice(1, -1), attempts: 1, error: null });
   });
 
-  it("marketing mail carries https List-Unsubscribe and one-click headers the service accepts", async () => {
+  it("carries transactional mail only: a MARKETING template's send (broadcast mail) is refused, 409 naming the stream, nothing sent", async () => {
     const s = await cloudflareSetup();
     const template = await s.project.api.post<Template>("/templates", { name: "News", subject: "News", body: "<p>n</p>", type: "MARKETING", from: s.from });
     await s.project.api.post("/contacts", { email: "fan@example.com", subscribed: true });
     const res = await s.send({ to: "fan@example.com", template: template.body.id });
-    expect(res.status).toBe(200);
+    expect(res.status, JSON.stringify(res.body)).toBe(409);
+    expect((res.body as unknown as { error: { errors: { code: string }[] } }).error.errors[0].code).toBe("broadcast_unavailable");
     await s.deliver();
-    const headers = s.service.sent[0].headers!;
-    expect(headers["List-Unsubscribe"]).toMatch(/^<https:\/\/mail\.edge-mail\.test\/unsubscribe\/[^>]+>, <mailto:unsubscribe@/);
-    expect(headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
+    expect(s.service.sent).toHaveLength(0);
+    // (test/outside/providers/routing.test.ts: with EMAIL_PROVIDER_BROADCAST=ses the same send goes through SES.)
   });
 
   it("a sender outside the binding's allowed list is FAILED with the reason, acked, not retried", async () => {
