@@ -13,7 +13,7 @@ export type NewCampaign = typeof campaigns.$inferInsert;
 /** What a DRAFT or SCHEDULED campaign's PATCH may change. */
 export type CampaignContent = Pick<
   NewCampaign,
-  "name" | "description" | "subject" | "body" | "from" | "fromName" | "replyTo" | "audienceType" | "segmentId" | "audienceFilter"
+  "name" | "description" | "subject" | "body" | "from" | "fromName" | "replyTo" | "audienceType" | "segmentId" | "audienceFilter" | "topicId"
 >;
 
 /** Statuses in which a campaign's content may change, and from which it may be sent or scheduled. */
@@ -125,7 +125,7 @@ const QUEUED_PAGE_SQL = "SELECT id FROM emails WHERE campaign_id = ?1 AND contac
 export function finishCampaign(d1: D1Database, id: string, now: Date) {
   return getDb(d1)
     .update(campaigns)
-    .set({ status: "SENT", sentAt: now, updatedAt: now })
+    .set({ status: "SENT", sentAt: now, updatedAt: now, paused: false })
     .where(
       and(
         eq(campaigns.id, id),

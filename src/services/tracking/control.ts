@@ -94,7 +94,10 @@ export async function checkTrackingHostname(env: Env, domain: Pick<Domain, "trac
   if (!domain.trackingHostname) return { trackingStatus: null, trackingCheckedAt: null };
   const result = await resolveDns(dnsConfig(env), domain.trackingHostname, "CNAME");
   const target = trackingCnameTarget(env);
-  const found = result.outcome === "ok" && result.answers.some((a) => a.type === 5 && stripDot(a.data) === target);
+  // A resolver that could not answer changes nothing (as for the domain's records).
+  if (result.outcome !== "ok" && result.outcome !== "nxdomain")
+    return { trackingStatus: domain.trackingStatus ?? ("PENDING" as const), trackingCheckedAt: now };
+  const found = result.answers.some((a) => a.type === 5 && stripDot(a.data) === target);
   const trackingStatus = found ? ("VERIFIED" as const) : domain.trackingStatus === "VERIFIED" ? ("FAILED" as const) : ("PENDING" as const);
   return { trackingStatus, trackingCheckedAt: now };
 }
