@@ -283,3 +283,33 @@ describe("the verified-domain cache", () => {
     expect(refused.body.error.code).toBe("DOMAIN_NOT_VERIFIED");
   });
 });
+
+describe("D1 round trips of a campaign's audience page", () => {
+  it("a page of 500 aimed at a topic costs no more round trips or statements than one without (the topic gate is one fragment of the page's query)", async () => {
+    const stats = emptyD1Stats();
+    const { campaignSetup, BULK_QUEUE } = await import("./support/campaigns");
+    const s = await campaignSetup({ DB: countingD1(env.DB, stats) });
+    const topic = await s.request<{ id: string }>("POST", "/topics", { key: "news", name: "News", defaultSubscription: "OPT_IN" });
+    const added = await s.addContacts(Array.from({ length: 520 }, (_, i) => ({ email: `r${String(i).padStart(4, "0")}@example.com` })));
+    // Some contacts opted out of the topic: the page skips them and still fills 500.
+    for (const c of added.slice(0, 5)) await s.request("PATCH", `/contacts/${c.id}/topics`, { topics: [{ key: "news", subscription: "OPT_OUT" }] });
+
+    async function firstPage(topicId?: string) {
+      const campaign = await s.createCampaign(topicId ? { topicId } : {});
+      expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
+      const page = s.bulk.take().filter((m) => (m.body as { kind?: string; campaignId?: string }).kind === "campaign-page");
+      expect(page).toHaveLength(1);
+      Object.assign(stats, { statements: 0, batches: 0, roundTrips: 0 });
+      await s.runBatch(BULK_QUEUE, page);
+      const cost = { roundTrips: stats.roundTrips, statements: stats.statements };
+      s.bulk.take();
+      const written = await env.DB.prepare("SELECT count(*) AS n FROM emails WHERE campaign_id = ?").bind(campaign.id).first<{ n: number }>();
+      return { cost, written: written!.n };
+    }
+    const without = await firstPage();
+    const withTopic = await firstPage(topic.body.id);
+    expect(without.written).toBe(500);
+    expect(withTopic.written).toBe(500);
+    expect(withTopic.cost).toEqual(without.cost);
+  });
+});

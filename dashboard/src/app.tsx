@@ -11,6 +11,7 @@ import { SegmentList, SegmentPage } from "./pages/segments";
 import { SignIn } from "./pages/signin";
 import { SuppressionList } from "./pages/suppressions";
 import { TemplateList, TemplatePage } from "./pages/templates";
+import { TopicList, TopicPage } from "./pages/topics";
 import { WebhookList, WebhookPage } from "./pages/webhooks";
 import { WorkflowList, WorkflowPage } from "./pages/workflows";
 import type { JSX } from "preact";
@@ -21,6 +22,7 @@ const SECTIONS: [string, () => JSX.Element, ((props: { id: string }) => JSX.Elem
   ["Templates", TemplateList, TemplatePage],
   ["Segments", SegmentList, SegmentPage],
   ["Contacts", ContactList, ContactPage],
+  ["Topics", TopicList, TopicPage],
   ["Workflows", WorkflowList, WorkflowPage],
   ["Emails", EmailList, EmailPage],
   ["Events", EventList],

@@ -23,6 +23,10 @@ export const CampaignSchema = z
     type: z.enum(AUDIENCE_TYPES).openapi({ description: "Repeats audienceType (the spec's sample calls it type)" }),
     audienceType: z.enum(AUDIENCE_TYPES),
     segmentId: z.string().nullable(),
+    topicId: z
+      .string()
+      .nullable()
+      .openapi({ description: "The topic the campaign is aimed at: only contacts OPT_IN for it (their choice, or the topic's default) get it" }),
     audienceFilter: z.union([ConditionSchema, z.null()]).openapi({ description: "The audience condition when audienceType is FILTERED, else null" }),
     status: z.enum(CAMPAIGN_STATUSES).openapi({
       description: "DRAFT -> SENDING -> SENT; DRAFT -> SCHEDULED -> SENDING (at scheduledAt, by the cron) -> SENT; SCHEDULED -> DRAFT by cancel",
@@ -78,6 +82,10 @@ const fields = {
   segmentId: z.string().min(1).max(64).nullable().optional().openapi({ description: "Required when audienceType is SEGMENT" }),
   audienceFilter: ConditionSchema.nullable().optional().openapi({ description: "Required when audienceType is FILTERED" }),
   audienceCondition: ConditionSchema.nullable().optional().openapi({ description: "Alias of audienceFilter (Plunk's name)" }),
+  topicId: z.string().min(1).max(64).nullable().optional().openapi({
+    description:
+      "Aim the campaign at a topic (a topic of this project, 422 otherwise): of the audience, only contacts OPT_IN for it get the mail (List-Id names the topic; its unsubscribe opts out of that topic only). null: no topic",
+  }),
 };
 
 /** `audienceCondition` (Plunk's name) is accepted for `audienceFilter`. */
@@ -109,6 +117,7 @@ export const UpdateCampaignSchema = z
     segmentId: fields.segmentId,
     audienceFilter: fields.audienceFilter,
     audienceCondition: fields.audienceCondition,
+    topicId: fields.topicId,
   })
   .strict()
   .openapi("UpdateCampaign");

@@ -4,6 +4,7 @@ import { DataObjectSchema, EmailAddressSchema, headerText } from "../lib/validat
 import { base64DecodedSize, blockedExtension, CONTENT_TYPE_PATTERN, FILENAME_PATTERN, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from "./attachments";
 import { headerNameProblem, headerValueProblem } from "./headers";
 import { SUPPRESSION_REASONS, SUPPRESSION_STREAMS } from "../db/schema";
+import { TopicKeySchema } from "./topics";
 
 /** Recipients of one send (distinct addresses). */
 export const MAX_RECIPIENTS = 50;
@@ -115,6 +116,10 @@ export const SendRequestSchema = z
         description:
           "TRANSACTIONAL (the default: receipts, password resets; only suppressions of every stream stop it) or BROADCAST (marketing mail: List-Unsubscribe, only to subscribed contacts, through the broadcast provider). A MARKETING template, or a topic, makes the send BROADCAST; `transactional` with either is a 422. Lower case accepted.",
       }),
+    topic: TopicKeySchema.optional().openapi({
+      description:
+        "Aim the mail at a topic (its key; 422 naming `topic` when the project has none by that key): BROADCAST mail that reaches a recipient only if subscribed and OPT_IN for the topic (its choice, or the topic's default), else the send is refused naming the gate TOPIC. It carries `List-Id: <key>.<project id>.<host>`, and its unsubscribe links opt the recipient out of this topic only.",
+    }),
     subscribed: z.boolean().optional().openapi({
       description:
         "true subscribes recipients this send creates as contacts (it never re-subscribes an existing contact who unsubscribed: only they, or a contact update, can); false unsubscribes them. Contacts created by a send are unsubscribed unless true.",

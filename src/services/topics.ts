@@ -14,6 +14,7 @@ import { countGuard, runGuarded } from "../store/guards";
 import {
   deleteTopic as deleteTopicRow,
   insertTopic,
+  optOutOfTopic,
   setContactTopics,
   type TopicChange,
   type TopicChoice,
@@ -94,6 +95,23 @@ export async function listTopics(db: Database, projectId: string, page: { limit:
 
 /** Every topic of the project (at most QUOTA_TOPICS), oldest first. */
 export const projectTopics = (db: Database, projectId: string) => db.select().from(topics).where(eq(topics.projectId, projectId)).orderBy(asc(topics.id));
+
+/** The project's topic with this key (none: no such topic). */
+export const topicByKeyQuery = (db: Database, projectId: string, key: string) =>
+  db
+    .select()
+    .from(topics)
+    .where(and(eq(topics.projectId, projectId), eq(topics.key, key)))
+    .limit(1);
+
+/** The explicit choices of these addresses' contacts for the project's topic with this key: `{email, status}`. */
+export const topicChoicesOf = (db: Database, projectId: string, key: string, addresses: readonly string[]) =>
+  db
+    .select({ email: contacts.email, status: contactTopics.status })
+    .from(contactTopics)
+    .innerJoin(topics, eq(topics.id, contactTopics.topicId))
+    .innerJoin(contacts, eq(contacts.id, contactTopics.contactId))
+    .where(and(eq(topics.projectId, projectId), eq(topics.key, key), eq(contacts.projectId, projectId), inArray(contacts.email, [...addresses])));
 
 /** The contact's choices, as stored: topic id -> status. */
 export const contactChoices = (db: Database, contactId: string) =>
@@ -181,6 +199,37 @@ export function topicChoiceStatements(
     insertTopicChangeEvents(d1, env, { projectId, email, source, now, ids, emailId: input.emailId }),
     recordTopicsUpdated(d1, { id: newId(), projectId, email, source, at: now }),
   ];
+}
+
+/**
+ * The unsubscribe of mail aimed at a topic (its one-click and link unsubscribe): opts the
+ * address's contact out of that topic only, leaving its other topics and `subscribed` alone,
+ * with an event and a `contact.topics.updated` webhook event when it changes. "missing" when
+ * the contact or the topic is gone (the caller then unsubscribes the address from everything).
+ */
+export async function optOutOfTopicByEmail(
+  db: Database,
+  env: ConfigInput | undefined,
+  input: { projectId: string; email: string; topicId: string; emailId: string; source: ContactTopicSource },
+  afterCommit?: AfterCommit,
+): Promise<"unsubscribed" | "unchanged" | "missing"> {
+  const { projectId, email, topicId, emailId, source } = input;
+  const [found] = await db
+    .select({ key: topics.key, contactId: contacts.id })
+    .from(topics)
+    .innerJoin(contacts, and(eq(contacts.projectId, projectId), eq(contacts.email, email)))
+    .where(and(eq(topics.id, topicId), eq(topics.projectId, projectId)))
+    .limit(1);
+  if (!found) return "missing";
+  const now = new Date();
+  const batch = new WriteBatch(db.$client);
+  const changed = batch.add(optOutOfTopic(db.$client, projectId, email, topicId, source, now));
+  batch.add(
+    insertTopicChangeEvents(db.$client, env, { projectId, email, source, now, ids: { [found.key]: newId() }, emailId }),
+    recordTopicsUpdated(db.$client, { id: newId(), projectId, email, source, at: now }),
+  );
+  const result = await batch.run({ afterCommit });
+  return result.rows(changed).length > 0 ? "unsubscribed" : "unchanged";
 }
 
 /** PATCH /contacts/{id}/topics: sets the choices (an OPT_IN of a double opt-in topic is PENDING); answers every topic. */

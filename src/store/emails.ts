@@ -82,6 +82,8 @@ export interface QueuedHead {
   whileExecution?: string | null;
   /** Insert only if this contact exists by then and the address is not suppressed (a double opt-in confirmation: the contact the same batch created). */
   onlyIfContact?: string | null;
+  /** The topic the mail is aimed at (emails.topic_id, migration 0037). */
+  topicId?: string | null;
   now: Date;
 }
 
@@ -129,6 +131,7 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
         head.onlyIfContact ?? null,
         head.track?.opens === undefined ? null : head.track.opens ? 1 : 0,
         head.track?.clicks === undefined ? null : head.track.clicks ? 1 : 0,
+        head.topicId ?? null,
       );
   const statements: D1PreparedStatement[] = [];
   // Each insert is followed by the day's email count and the stored bytes of what it inserted, once per
@@ -190,11 +193,11 @@ const QUEUED_BYTES_SQL = `UPDATE projects SET stored_bytes = stored_bytes + x.by
   WHERE projects.id = ?1 AND x.bytes > 0`;
 
 const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template_id, campaign_id, contact_id, from_address, from_name, to_address, to_name,
-    reply_to, subject, html, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at, track_opens, track_clicks)
+    reply_to, subject, html, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at, track_opens, track_clicks, topic_id)
   SELECT json_extract(value, '$.id'), ?1, ?2, ?3, ?4,
     coalesce(json_extract(value, '$.ci'), (SELECT id FROM contacts WHERE project_id = ?1 AND email = json_extract(value, '$.c'))),
     ?5, ?6, json_extract(value, '$.to'), json_extract(value, '$.n'), ?7, json_extract(value, '$.s'), coalesce(?14, json_extract(value, '$.h')),
-    ?8, ?9, ?10, ?11, 'QUEUED', json_extract(value, '$.m'), ?12, ?12, ?12, ?17, ?18
+    ?8, ?9, ?10, ?11, 'QUEUED', json_extract(value, '$.m'), ?12, ?12, ?12, ?17, ?18, ?19
   FROM json_each(?13)
   WHERE (?15 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?15 AND status IN ('RUNNING', 'WAITING'))
     AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1)))
@@ -258,6 +261,8 @@ export type ClaimedEmail = Pick<
   webhooks: boolean;
   /** Its HTML and headers, when the claim returned them (bodies of at most INLINE_BODY_CHARS); else read later. */
   body?: EmailBody;
+  /** The key of the topic the mail is aimed at (List-Id; its unsubscribe opts out of that topic only), null for none. */
+  topicKey: string | null;
 };
 
 /**
@@ -302,7 +307,8 @@ const CLAIM_SQL = `UPDATE emails SET
     length(emails.html) + length(emails.headers) + coalesce((SELECT length(h.headers) FROM send_headers AS h WHERE h.send_id = emails.send_id), 0),
     EXISTS (SELECT 1 FROM webhook_endpoints AS w WHERE w.project_id = emails.project_id AND w.enabled = 1),
     CASE WHEN length(emails.html) <= ?7 THEN emails.html END AS inline_html,
-    CASE WHEN length(emails.html) <= ?7 THEN coalesce((SELECT h.headers FROM send_headers AS h WHERE h.send_id = emails.send_id), emails.headers) END AS inline_headers`;
+    CASE WHEN length(emails.html) <= ?7 THEN coalesce((SELECT h.headers FROM send_headers AS h WHERE h.send_id = emails.send_id), emails.headers) END AS inline_headers,
+    (SELECT t.key FROM topics AS t WHERE t.id = emails.topic_id) AS topic_key`;
 
 type ClaimRow = [
   status: string,
@@ -324,6 +330,7 @@ type ClaimRow = [
   webhooks: number,
   inlineHtml: string | null,
   inlineHeaders: string | null,
+  topicKey: string | null,
 ];
 
 const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
@@ -349,6 +356,7 @@ const claimedEmailOf = (row: ClaimRow): ClaimedEmail => ({
     row[17] !== null && row[18] !== null && row[15] <= INLINE_BODY_CHARS
       ? { html: row[17], headers: JSON.parse(row[18]) as Record<string, string> }
       : undefined,
+  topicKey: row[19] ?? null,
 });
 
 /** A claimed email's HTML and custom headers (the claim returns neither). */

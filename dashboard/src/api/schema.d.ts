@@ -2158,6 +2158,8 @@ export interface components {
             /** @enum {string} */
             audienceType: "ALL" | "SEGMENT" | "FILTERED";
             segmentId: string | null;
+            /** @description The topic the campaign is aimed at: only contacts OPT_IN for it (their choice, or the topic's default) get it */
+            topicId: string | null;
             /** @description The audience condition when audienceType is FILTERED, else null */
             audienceFilter: components["schemas"]["Condition"] | null;
             /**
@@ -2399,6 +2401,8 @@ export interface components {
                     };
                 }[];
             } | null;
+            /** @description Aim the campaign at a topic (a topic of this project, 422 otherwise): of the audience, only contacts OPT_IN for it get the mail (List-Id names the topic; its unsubscribe opts out of that topic only). null: no topic */
+            topicId?: string | null;
         };
         UpdateCampaign: {
             name?: string;
@@ -2623,6 +2627,8 @@ export interface components {
                     };
                 }[];
             } | null;
+            /** @description Aim the campaign at a topic (a topic of this project, 422 otherwise): of the audience, only contacts OPT_IN for it get the mail (List-Id names the topic; its unsubscribe opts out of that topic only). null: no topic */
+            topicId?: string | null;
         };
         /** @description Counts are recipients (two opens by one person are one open); rates are percentages of sentCount, two decimals, 0 when nothing was sent; test emails never count */
         CampaignStats: {
@@ -5288,6 +5294,11 @@ export interface operations {
                      * @enum {string}
                      */
                     stream?: "transactional" | "broadcast" | "TRANSACTIONAL" | "BROADCAST";
+                    /**
+                     * @description Aim the mail at a topic (its key; 422 naming `topic` when the project has none by that key): BROADCAST mail that reaches a recipient only if subscribed and OPT_IN for the topic (its choice, or the topic's default), else the send is refused naming the gate TOPIC. It carries `List-Id: <key>.<project id>.<host>`, and its unsubscribe links opt the recipient out of this topic only.
+                     * @example product-updates
+                     */
+                    topic?: string;
                     /** @description true subscribes recipients this send creates as contacts (it never re-subscribes an existing contact who unsubscribed: only they, or a contact update, can); false unsubscribes them. Contacts created by a send are unsubscribed unless true. */
                     subscribed?: boolean;
                     /**

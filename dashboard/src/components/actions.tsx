@@ -46,7 +46,7 @@ export function ActionButton(props: { action: Action; onClick: () => Promise<unk
   );
 }
 
-type DeletePath = "/campaigns/{id}" | "/contacts/{id}" | "/domains/{id}" | "/segments/{id}" | "/templates/{id}" | "/workflows/{id}";
+type DeletePath = "/campaigns/{id}" | "/contacts/{id}" | "/domains/{id}" | "/segments/{id}" | "/templates/{id}" | "/workflows/{id}" | "/topics/{id}";
 
 type DeleteTarget = { path: DeletePath; id: string; question: string; verb?: "Delete" | "Remove" };
 

@@ -79,7 +79,7 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage,
     .from(contacts)
     .where(
       and(
-        audienceWhere(campaign.projectId, condition, startedAt),
+        audienceWhere(campaign.projectId, condition, startedAt, { topicId: campaign.topicId }),
         message.after ? gt(contacts.id, message.after) : undefined,
         lte(contacts.id, campaign.audienceUpperId),
       ),
@@ -112,6 +112,7 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage,
       html: withUnsubscribeLink(campaign.body),
       marketing: true,
       bulk: true,
+      topicId: campaign.topicId,
     },
     page.map((contact) => ({ to: contact.email, contactId: contact.id, data: contact.data ?? {} })),
     { quotas: false },
@@ -213,7 +214,13 @@ export async function runCampaignJobs(env: Env, now: Date, afterCommit: AfterCom
  * day's quota, goes back to DRAFT. Returns whether it was held.
  */
 async function heldByQuota(db: Database, env: Env, campaign: Campaign, condition: Condition | null, now: Date): Promise<boolean> {
-  const quota = await campaignQuotaFit(db, env, campaign.projectId, audienceWhere(campaign.projectId, condition, now.getTime()), now);
+  const quota = await campaignQuotaFit(
+    db,
+    env,
+    campaign.projectId,
+    audienceWhere(campaign.projectId, condition, now.getTime(), { topicId: campaign.topicId }),
+    now,
+  );
   if (quota.fit === "now") return false;
   console.error("scheduled campaign held by the emails-per-day quota", campaign.id, quota);
   await holdScheduledCampaign(db.$client, campaign.id, quota.fit === "later" ? nextUtcMidnight(now) : null, now);

@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import { fromRow, type Database } from "../../db/client";
-import { campaigns, emails, events, segments, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, emails, events, segments, topics, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import type { ConfigInput } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
@@ -43,6 +43,7 @@ export function toCampaignView(c: Campaign): CampaignView {
     type: c.audienceType,
     audienceType: c.audienceType,
     segmentId: c.segmentId ?? null,
+    topicId: c.topicId ?? null,
     audienceFilter: (c.audienceFilter as Condition | null) ?? null,
     status: c.status,
     paused: c.paused,
@@ -68,6 +69,10 @@ async function validateCampaign(db: Database, projectId: string, input: Campaign
     const segment = await db.query.segments.findFirst({ where: and(eq(segments.id, input.segmentId!), eq(segments.projectId, projectId)) });
     if (!segment) throw ApiError.validation([{ field: "segmentId", message: "No segment with this id in this project", code: "not_found" }]);
   }
+  if (changed.topicId) {
+    const topic = await db.query.topics.findFirst({ where: and(eq(topics.id, changed.topicId), eq(topics.projectId, projectId)) });
+    if (!topic) throw ApiError.validation([{ field: "topicId", message: "No topic with this id in this project", code: "not_found" }]);
+  }
   if (changed.from !== undefined) await senderDomain(db, projectId, input.from);
 }
 
@@ -87,6 +92,7 @@ const contentColumns = (input: CampaignInput): CampaignContent => ({
   from: input.from,
   fromName: input.fromName ?? null,
   replyTo: input.replyTo ?? null,
+  topicId: input.topicId ?? null,
   ...audienceColumns(input),
 });
 
@@ -137,6 +143,7 @@ export async function updateCampaign(db: Database, env: ConfigInput, projectId: 
     audienceType: changes.audienceType ?? current.audienceType,
     segmentId: changes.segmentId !== undefined ? changes.segmentId : current.segmentId,
     audienceFilter: changes.audienceFilter !== undefined ? changes.audienceFilter : (current.audienceFilter as Condition | null),
+    topicId: changes.topicId !== undefined ? changes.topicId : current.topicId,
   };
   // A switch of audience type re-checks the segment it now needs.
   const segmentChanged = changes.segmentId !== undefined || (changes.audienceType === "SEGMENT" && current.audienceType !== "SEGMENT");
@@ -177,7 +184,13 @@ async function resolveAudience(db: Database, campaign: Campaign): Promise<Condit
  * (checked again when it starts; see runCampaignJobs).
  */
 async function assertAudienceSendable(db: Database, env: Env, campaign: Campaign, condition: Condition | null, now: Date, scheduled: boolean) {
-  const quota = await campaignQuotaFit(db, env, campaign.projectId, audienceWhere(campaign.projectId, condition, now.getTime()), now);
+  const quota = await campaignQuotaFit(
+    db,
+    env,
+    campaign.projectId,
+    audienceWhere(campaign.projectId, condition, now.getTime(), { topicId: campaign.topicId }),
+    now,
+  );
   if (quota.fit === "never" || (!scheduled && quota.fit === "later")) throw campaignQuotaError(quota, now);
   if (quota.recipients === 0) {
     throw ApiError.invalidState(

@@ -100,15 +100,25 @@ export interface TopicContext {
   /** The topic's default: OPT_IN topics reach everyone who did not opt out; OPT_OUT only those who opted in. */
   defaultSubscription?: "OPT_IN" | "OPT_OUT";
   /** The contact's explicit choice (contact_topics.status), null when it made none. */
-  choice?: "OPTED_IN" | "OPTED_OUT" | "PENDING" | null;
+  choice?: "OPT_IN" | "OPT_OUT" | "PENDING" | null;
 }
 
 /** Gate 4 in memory: whether the topic refuses this recipient. EXTENSION POINT (topics module). */
 export function topicRefuses(topic: TopicContext | null | undefined): boolean {
   if (!topic) return false;
-  // Filled in by the topics module (issue 36): the default and the contact's choice.
-  return false;
+  // The contact's choice wins (PENDING: a double opt-in not confirmed yet, so no); without one, the topic's default.
+  // A topic that is gone (no default read) lets nobody through.
+  const subscription = topic.choice ?? topic.defaultSubscription;
+  return subscription !== "OPT_IN";
 }
+
+/**
+ * The topic lets the contact through (as SQL, the contact's id and the topic's id given):
+ * its choice is OPT_IN, or it made none and the topic's default is OPT_IN. One probe of
+ * contact_topics' primary key and one of topics'; a deleted topic lets nobody through.
+ */
+const topicLetsThrough = (contactId: string, topicId: string) => `EXISTS (SELECT 1 FROM topics AS tg WHERE tg.id = ${topicId} AND
+    coalesce((SELECT ctg.status FROM contact_topics AS ctg WHERE ctg.contact_id = ${contactId} AND ctg.topic_id = tg.id), tg.default_subscription) = 'OPT_IN')`;
 
 /**
  * Gate 4 for a campaign's audience page (contacts as `contacts`): a condition that keeps only
@@ -118,14 +128,15 @@ export function topicRefuses(topic: TopicContext | null | undefined): boolean {
  */
 export function topicAudienceSql(topicId: string | null | undefined): SQL | undefined {
   if (!topicId) return undefined;
-  return undefined;
+  return sql`EXISTS (SELECT 1 FROM topics AS tg WHERE tg.id = ${topicId} AND
+    coalesce((SELECT ctg.status FROM contact_topics AS ctg WHERE ctg.contact_id = ${contacts.id} AND ctg.topic_id = tg.id), tg.default_subscription) = 'OPT_IN')`;
 }
 
 /**
  * Gate 4 at the claim (the email as `e`): a `WHEN <the topic refuses e> THEN ${literal(GATE_REASONS.TOPIC)}`
  * clause of CLAIM_GATES_SQL, or '' (no topic check yet). EXTENSION POINT (topics module; emails.topic_id).
  */
-export const CLAIM_TOPIC_WHEN = "";
+export const CLAIM_TOPIC_WHEN = `WHEN e.topic_id IS NOT NULL AND NOT ${topicLetsThrough("e.contact_id", "e.topic_id")} THEN ${literal(GATE_REASONS.TOPIC)}`;
 
 // ---- in memory -----------------------------------------------------------------------------
 

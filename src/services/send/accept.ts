@@ -1,7 +1,8 @@
 import { controlDbOf } from "../../db/shards";
 import { and, asc, eq } from "drizzle-orm";
 import { fromRow, type Database } from "../../db/client";
-import { domains, emails, idempotencyKeys, type JsonObject, projects, templates, type Template } from "../../db/schema";
+import { domains, emails, idempotencyKeys, type JsonObject, projects, templates, type Template, topics, type Topic } from "../../db/schema";
+import { topicByKeyQuery, topicChoicesOf } from "../topics";
 import type { Env } from "../../env";
 import type { AfterCommit } from "../../lib/after-commit";
 import { sha256Hex } from "../../lib/crypto";
@@ -111,6 +112,9 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const contactRows = batch.add(contactsByEmail(d1, projectId, addresses));
   // No from in the request: the project's default sender, should the template have none either.
   const defaultRows = batch.add(body.from ? null : defaultSenderQuery(db, projectId));
+  // Aimed at a topic: the topic, and the recipients' choices for it (gate 4).
+  const topicRows = batch.add(body.topic ? topicByKeyQuery(db, projectId, body.topic) : null);
+  const choiceRows = batch.add(body.topic ? topicChoicesOf(db, projectId, body.topic, addresses) : null);
   const [read, domainsApart] = await Promise.all([batch.run(), domainApart ?? undefined]);
   const [record] = read.rows(records).map((row) => fromRow(idempotencyKeys, row));
   const [template] = read.rows(templateRows).map((row) => fromRow(templates, row));
@@ -118,7 +122,11 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const suppressed = read.rows(suppressions) as unknown as ({ email: string } & Suppression)[];
   const existing = read.rows(contactRows).map(contactFromRow);
   const [defaults] = read.rows(defaultRows).map((row) => fromRow(projects, row));
+  const [topic] = read.rows(topicRows).map((row) => fromRow(topics, row));
+  const choices = read.rows(choiceRows) as unknown as { email: string; status: "OPT_IN" | "OPT_OUT" | "PENDING" }[];
   return {
+    topic: topic as Topic | undefined,
+    topicChoices: new Map(choices.map((row) => [row.email, row.status])),
     defaultFrom: defaultSenderOf(defaults),
     record: record as IdempotencyRecord | undefined,
     template: template as Template | undefined,
@@ -194,7 +202,10 @@ function sendableRecipients(body: SendRequest, addresses: string[], inputs: Send
   for (const email of addresses) {
     const suppression = inputs.suppressed.get(email);
     const contact = inputs.existing.get(email);
-    const refusal = refusalOf({ stream, suppression, subscribed: contact ? contact.subscribed : null, subscribesNew: body.subscribed === true });
+    const topic = inputs.topic
+      ? { topicId: inputs.topic.id, defaultSubscription: inputs.topic.defaultSubscription, choice: inputs.topicChoices.get(email) ?? null }
+      : null;
+    const refusal = refusalOf({ stream, suppression, subscribed: contact ? contact.subscribed : null, subscribesNew: body.subscribed === true, topic });
     if (!refusal) sendable.push(email);
     else if (refusal.gate === "SUPPRESSED") suppressed.push({ email, reason: suppression!.reason, stream: suppression!.stream, gate: "SUPPRESSED" });
     else refused.push({ email, gate: refusal.gate });
@@ -214,6 +225,8 @@ function sendableRecipients(body: SendRequest, addresses: string[], inputs: Send
 
 /** What a send read before writing (readSendInputs), or nothing at all (the write-only path). */
 const NOTHING_READ: SendInputs = {
+  topic: undefined,
+  topicChoices: new Map(),
   defaultFrom: undefined,
   record: undefined,
   template: undefined,
@@ -295,6 +308,8 @@ async function writeSend(
 ): Promise<SendResult> {
   const { options, hash, recipients, addresses } = w;
   if (body.template && !inputs.template) throw ApiError.notFound("Template");
+  if (body.topic && !inputs.topic)
+    throw ApiError.validation([{ field: "topic", message: `No topic with key ${body.topic} in this project`, code: "unknown_topic" }]);
   const message = resolveMessage(body, inputs.template, inputs.defaultFrom);
   // Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so).
   const sender = await senderDomain(db, projectId, message.from.email, {
@@ -345,6 +360,7 @@ async function writeSend(
       html: message.html,
       bodyFormat: body.type ?? "html",
       marketing: message.stream === "BROADCAST",
+      topicId: inputs.topic?.id ?? null,
       attachments: body.attachments,
       track: body.track,
     },

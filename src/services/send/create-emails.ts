@@ -58,6 +58,8 @@ export interface EmailDraft {
   onlyIfContact?: string | null;
   /** A double opt-in confirmation: its templates get `confirmUrl`, the signed confirm link. */
   confirmation?: boolean;
+  /** The topic the mail is aimed at (emails.topic_id): List-Id, and its unsubscribe opts out of that topic only. */
+  topicId?: string | null;
 }
 
 /** One recipient: the address, the contact (by id or by address) and the data its templates see. */
@@ -220,6 +222,7 @@ export class NewEmails {
           hasAttachments: (draft.attachments?.length ?? 0) > 0,
           whileExecution: draft.whileExecution,
           onlyIfContact: draft.onlyIfContact,
+          topicId: draft.topicId,
           now,
         },
         rendered.map((e) => ({

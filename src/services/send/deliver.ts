@@ -169,16 +169,18 @@ async function composeMessage(
   const listUnsubscribe = email.marketing
     ? { url: await unsubscribeUrl(baseUrl, secret, linkId(email.id, shardOf(env))), mailto: `mailto:unsubscribe@${fromDomain}?subject=unsubscribe` }
     : undefined;
+  // Mail aimed at a topic names it (RFC 2919): `<key>.<project id>.<host>`.
+  const listId = email.topicKey ? `${email.topicKey}.${email.projectId}.${new URL(baseUrl).hostname}` : undefined;
   const text = plainTextOf(html);
   return {
-    raw: buildMime(email, { html, text, attachments, listUnsubscribe }),
+    raw: buildMime(email, { html, text, attachments, listUnsubscribe, listId }),
     parts: {
       fromName: email.fromName ?? undefined,
       toName: email.toName ?? undefined,
       replyTo: email.replyTo ?? undefined,
       html,
       text,
-      headers: messageHeaders(email, { listUnsubscribe }),
+      headers: messageHeaders(email, { listUnsubscribe, listId }),
       attachments,
     },
   };

@@ -113,6 +113,8 @@ export interface MimeOptions {
   attachments: StoredAttachment[];
   /** Marketing mail: one-click unsubscribe (RFC 8058) plus a mailto fallback. */
   listUnsubscribe?: { url: string; mailto: string };
+  /** Mail aimed at a topic: its List-Id (RFC 2919), `<key>.<project id>.<host>`. */
+  listId?: string;
 }
 
 /** The plain-text alternative of an HTML body (images dropped, 78-column lines). */
@@ -124,8 +126,9 @@ export function plainTextOf(html: string): string {
 let htmlToText: ((html: string) => string) | undefined;
 
 /** The sender's custom headers plus, on marketing mail, RFC 8058 one-click unsubscribe with a mailto fallback. */
-export function messageHeaders(email: Pick<MimeEmail, "headers">, options: Pick<MimeOptions, "listUnsubscribe">): Record<string, string> {
+export function messageHeaders(email: Pick<MimeEmail, "headers">, options: Pick<MimeOptions, "listUnsubscribe" | "listId">): Record<string, string> {
   const headers: Record<string, string> = { ...(email.headers ?? {}) };
+  if (options.listId) headers["List-Id"] = `<${options.listId}>`;
   if (options.listUnsubscribe) {
     headers["List-Unsubscribe"] = `<${options.listUnsubscribe.url}>, <${options.listUnsubscribe.mailto}>`;
     headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click";

@@ -8,6 +8,7 @@ import { upsertContacts } from "../../store/contacts";
 import { insertContactEvent } from "../../store/events";
 import { insertUnsubscribeSuppression } from "../../store/suppressions";
 import { contactWriteEvents } from "../webhooks/record";
+import { optOutOfTopicByEmail } from "../topics";
 
 /** "unchanged": already unsubscribed. */
 export type UnsubscribeOutcome = "unsubscribed" | "unchanged" | "unknown-email";
@@ -36,8 +37,19 @@ export async function unsubscribeByEmail(
   /** Where the webhook events (contact.unsubscribed, or contact.created for a contact created unsubscribed) leave. */
   afterCommit?: AfterCommit,
 ): Promise<UnsubscribeOutcome> {
-  const [email] = await db.select({ projectId: emails.projectId, to: emails.toAddress }).from(emails).where(eq(emails.id, emailId)).limit(1);
+  const [email] = await db
+    .select({ projectId: emails.projectId, to: emails.toAddress, topicId: emails.topicId })
+    .from(emails)
+    .where(eq(emails.id, emailId))
+    .limit(1);
   if (!email) return "unknown-email";
+  // Mail aimed at a topic: out of that topic only (other topics and the subscription stay); the
+  // whole address only when the contact or the topic is gone.
+  if (email.topicId) {
+    const source = method === "one-click" ? "one_click" : "page";
+    const outcome = await optOutOfTopicByEmail(db, env, { projectId: email.projectId, email: email.to, topicId: email.topicId, emailId, source }, afterCommit);
+    if (outcome !== "missing") return outcome;
+  }
   const now = new Date();
   const upsert = upsertContacts(db.$client, email.projectId, [{ email: email.to, subscribed: false }], {
     onExisting: "unsubscribe",
