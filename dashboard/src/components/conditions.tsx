@@ -23,6 +23,7 @@ const KINDS = {
   data: "Contact data",
   event: "Event",
   activity: "Email activity",
+  segment: "In a list (static segment id)",
 } as const;
 type Kind = keyof typeof KINDS;
 
@@ -55,7 +56,7 @@ const OP_LABELS: Record<Operator, string> = {
 function kindOf(field: string): { kind: Kind; name: string } {
   const ref = parseField(field);
   if (ref?.kind === "timestamp") return { kind: ref.column, name: "" };
-  if (ref?.kind === "email" || ref?.kind === "subscribed") return { kind: ref.kind, name: "" };
+  if (ref?.kind === "email" || ref?.kind === "subscribed" || ref?.kind === "segment") return { kind: ref.kind, name: "" };
   for (const kind of ["event", "activity", "data"] as const) {
     if (field.startsWith(FIELD_PREFIXES[kind])) return { kind, name: field.slice(FIELD_PREFIXES[kind].length) };
   }
