@@ -74,7 +74,7 @@ export const GATE_REASONS: Record<Exclude<Gate, "SUPPRESSED">, string> = {
 export const reasonOf = (refusal: Refusal): string =>
   refusal.gate === "SUPPRESSED" ? SUPPRESSED_REASONS[refusal.reason ?? "MANUAL"] : GATE_REASONS[refusal.gate];
 
-/** Every reason a gate stores (the claim's email.suppressed events match an email's error against them). */
+/** Every reason a gate stores, by gate (the claim's email.suppressed events match an email's error by its gate's prefix). */
 export const ALL_GATE_REASONS: readonly { gate: Gate; reason: string }[] = [
   ...SUPPRESSION_REASONS.map((r) => ({ gate: "SUPPRESSED" as const, reason: SUPPRESSED_REASONS[r] })),
   { gate: "UNSUBSCRIBED", reason: GATE_REASONS.UNSUBSCRIBED },

@@ -29,7 +29,7 @@ import { loadAttachments } from "./attachments";
 import { type BodyOf, bodyReader } from "./bodies";
 import { addBodyBytes, SentBodyWriter, type StoredBodies } from "../../store/objects/bodies";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
-import { ALL_GATE_REASONS } from "../consent/gates";
+import { GATES } from "../consent/gates";
 import { requeueMail } from "../../queues";
 import { CALL_DEADLINE_MS, OUTCOME_UNKNOWN_PREFIX, outcomeUnknownReason, PROJECT_DISABLED_REASON, SENDING_PAUSED_REASON } from "./reasons";
 
@@ -105,14 +105,16 @@ function claimBatch(env: Env, slots: Slot[], options: { checkAudience: boolean; 
  */
 function settledEvents(d1: D1Database, slots: Slot[], now: number, checkAudience: boolean): D1PreparedStatement {
   const items: EmailEventItem[] = slots.flatMap(({ body }): EmailEventItem[] => [
-    ...(checkAudience ? ALL_GATE_REASONS : []).map(
-      ({ gate, reason }): EmailEventItem => ({
+    // One per gate: the email's error starts with the gate's name (its whole reason goes in `reason`).
+    ...(checkAudience ? GATES : []).map(
+      (gate): EmailEventItem => ({
         id: newId(),
         emailId: body.emailId,
         type: "email.suppressed",
         when: "set:failed_at",
-        error: reason,
-        extra: { gate, reason },
+        errorPrefix: `${gate}:`,
+        reasonFromError: true,
+        extra: { gate },
       }),
     ),
     {

@@ -101,19 +101,25 @@ export interface EmailEventItem {
   status?: string;
   /** Only when the email's error is this text (e.g. the reason a claim settled it with). */
   error?: string;
+  /** Only when the email's error starts with this text (a consent gate's name: src/services/consent/gates.ts). */
+  errorPrefix?: string;
+  /** The email's error as it is at this point of the batch goes into the data as `reason`. */
+  reasonFromError?: boolean;
 }
 
 const WHEN_SQL = EMAIL_CHANGE_COLUMNS.flatMap((c) => [`WHEN 'set:${c}' THEN e.${c} = ?2`, `WHEN 'unset:${c}' THEN e.${c} IS NULL`]).join(" ");
 
 const EMAIL_EVENTS_SQL = `INSERT INTO webhook_events (id, project_id, type, payload, created_at)
   SELECT json_extract(j.value, '$[0]'), e.project_id, json_extract(j.value, '$[2]'),
-    json_object('type', json_extract(j.value, '$[2]'), 'timestamp', ?3, 'data', json_patch(json_object(
+    json_object('type', json_extract(j.value, '$[2]'), 'timestamp', ?3, 'data', json_patch(json_patch(json_object(
       'emailId', e.id, 'contactId', e.contact_id, 'to', e.to_address, 'from', e.from_address, 'subject', e.subject,
-      'campaignId', e.campaign_id, 'templateId', e.template_id, 'workflowId', NULL), json_extract(j.value, '$[4]'))), ?2
+      'campaignId', e.campaign_id, 'templateId', e.template_id, 'workflowId', NULL), json_extract(j.value, '$[4]')),
+      CASE WHEN json_extract(j.value, '$[8]') = 1 THEN json_object('reason', e.error) ELSE '{}' END)), ?2
   FROM json_each(?1) AS j JOIN emails AS e ON e.id = json_extract(j.value, '$[1]')
   WHERE (CASE json_extract(j.value, '$[3]') ${WHEN_SQL} ELSE 1 END)
     AND (json_extract(j.value, '$[5]') IS NULL OR e.status = json_extract(j.value, '$[5]'))
     AND (json_extract(j.value, '$[6]') IS NULL OR e.error = json_extract(j.value, '$[6]'))
+    AND (json_extract(j.value, '$[7]') IS NULL OR substr(e.error, 1, length(json_extract(j.value, '$[7]'))) = json_extract(j.value, '$[7]'))
     AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = e.project_id AND w.enabled = 1
       AND (w.events = '[]' OR EXISTS (SELECT 1 FROM json_each(w.events) WHERE value = json_extract(j.value, '$[2]'))))
   RETURNING id, project_id`;
@@ -133,6 +139,8 @@ export function recordEmailWebhookEvents(d1: D1Database, items: EmailEventItem[]
     JSON.stringify(Object.fromEntries(Object.entries(item.extra ?? {}).filter(([, v]) => v !== null && v !== undefined))),
     item.status ?? null,
     item.error ?? null,
+    item.errorPrefix ?? null,
+    item.reasonFromError ? 1 : null,
   ]);
   return recordsWebhookEvents(d1.prepare(EMAIL_EVENTS_SQL).bind(JSON.stringify(rows), at.getTime(), at.toISOString()));
 }

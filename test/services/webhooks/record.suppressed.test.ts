@@ -78,7 +78,8 @@ describe("email.suppressed is written with the claim that settles the email", ()
     expect(await recordedEvents(s.project.id, ["email.suppressed"])).toHaveLength(1);
     expect(events()[0]).toMatchObject({
       type: "email.suppressed",
-      data: { emailId: leaving.id, to: "leaves@example.com", campaignId: campaign.id, reason: expect.stringContaining("unsubscribed") },
+      // The unsubscribe is an UNSUBSCRIBE entry of broadcast mail: gate 1 refused it (src/services/consent/gates.ts).
+      data: { emailId: leaving.id, to: "leaves@example.com", campaignId: campaign.id, gate: "SUPPRESSED", reason: expect.stringContaining("unsubscribed") },
     });
   }, 60_000);
 });
