@@ -18,6 +18,11 @@ function useSegments() {
   return useLoad(async () => (await call(api.GET("/segments", { params: { query: { limit: 100 } } }))).data.items, []);
 }
 
+/** The project's topics (at most 100), for the composer's topic choice. */
+function useTopics() {
+  return useLoad(async () => (await call(api.GET("/topics", { params: { query: { limit: 100 } } }))).data.items, []);
+}
+
 function audienceText(c: Campaign, segments: Segment[] | undefined): string {
   if (c.audienceType === "ALL") return "all subscribed contacts";
   if (c.audienceType === "FILTERED") return "contacts matching a condition";
@@ -59,6 +64,7 @@ type Draft = {
   audienceType: Campaign["audienceType"];
   segmentId: string;
   audienceFilter: Condition;
+  topicId: string;
 };
 
 const STARTER_BODY = '<h1>Hello {{firstName ?? there}}</h1>\n<p>Here is what is new this month.</p>\n<p><a href="https://example.com">Read more</a></p>';
@@ -74,6 +80,7 @@ function draftOf(c?: Campaign): Draft {
     audienceType: c?.audienceType ?? "ALL",
     segmentId: c?.segmentId ?? "",
     audienceFilter: c?.audienceFilter ?? emptyCondition(),
+    topicId: c?.topicId ?? "",
   };
 }
 
@@ -94,6 +101,7 @@ function payload(d: Draft) {
     audienceType: d.audienceType,
     segmentId: d.audienceType === "SEGMENT" ? d.segmentId || null : null,
     audienceFilter: d.audienceType === "FILTERED" ? d.audienceFilter : null,
+    topicId: d.topicId || null,
   };
 }
 
@@ -131,6 +139,7 @@ function CampaignEditor(props: { campaign?: Campaign; start?: Draft; onChange?: 
   const [contact, setContact] = useState<Contact | null>(null);
   const action = useAction();
   const segments = useSegments();
+  const topics = useTopics();
   const senders = useLoad(async () => {
     const domains = (await call(api.GET("/domains", { params: { query: { limit: 100, status: "VERIFIED" } } }))).data.items;
     return domains.map((d) => `hello@${d.domain}`);
@@ -213,6 +222,18 @@ function CampaignEditor(props: { campaign?: Campaign; start?: Draft; onChange?: 
           )}
           {draft.audienceType === "FILTERED" && (
             <ConditionBuilder label="Audience condition" value={draft.audienceFilter} onChange={(audienceFilter) => set({ audienceFilter })} />
+          )}
+          {(topics.data?.length ?? 0) > 0 && (
+            <Field label="Topic" hint="Only contacts opted in to the topic get it; its unsubscribe link opts out of this topic only.">
+              {(id) => (
+                <select id={id} value={draft.topicId} onChange={(e) => set({ topicId: e.currentTarget.value })}>
+                  <option value="">No topic</option>
+                  {(topics.data ?? []).map((t) => (
+                    <option value={t.id}>{t.name}</option>
+                  ))}
+                </select>
+              )}
+            </Field>
           )}
         </fieldset>
         <BodyEditor
