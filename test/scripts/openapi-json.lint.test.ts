@@ -65,6 +65,8 @@ describe("the OpenAPI document under Redocly's recommended lint", () => {
         "POST /unsubscribe/{token}",
         "GET /confirm/{token}",
         "POST /confirm/{token}",
+        "GET /preferences/{token}",
+        "POST /preferences/{token}",
         "POST /webhooks/ses",
       ].sort(),
     );
