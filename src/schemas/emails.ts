@@ -1,6 +1,6 @@
 import * as z from "../lib/zod";
 import { EMAIL_STATUSES } from "../db/schema";
-import { GATES, STREAMS } from "../services/consent/gates";
+import { GATES, STREAMS } from "./consent";
 import { listEnvelope } from "../lib/openapi";
 import { PaginationQuerySchema } from "../lib/pagination";
 import { idQuery } from "../lib/validators";

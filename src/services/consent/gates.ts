@@ -1,5 +1,6 @@
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import { contacts, SUPPRESSION_REASONS, SUPPRESSION_STREAMS } from "../../db/schema";
+import { GATES, type Gate, STREAMS, type Stream } from "../../schemas/consent";
 
 export { SUPPRESSION_REASONS, SUPPRESSION_STREAMS };
 
@@ -29,10 +30,6 @@ export const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
  * the 400 of a test send.
  */
 
-/** Every email is one or the other (`emails.marketing`: 1 = BROADCAST). */
-export const STREAMS = ["TRANSACTIONAL", "BROADCAST"] as const;
-export type Stream = (typeof STREAMS)[number];
-
 /** Which mail a suppression stops: ALL (bounce, complaint, manual) or only BROADCAST (an unsubscribe). */
 export type SuppressionStream = (typeof SUPPRESSION_STREAMS)[number];
 
@@ -41,13 +38,8 @@ export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
 /** The stream each reason suppresses: an unsubscribe stops broadcast mail only. */
 export const streamOfReason = (reason: SuppressionReason): SuppressionStream => (reason === "UNSUBSCRIBE" ? "BROADCAST" : "ALL");
 
-/**
- * The gates that can refuse, in their order. (The stream gate refuses nothing: it lets
- * transactional mail through the two that follow.)
- * EXTENSION POINT: "TOPIC" is gate 4; the topics module fills in its check below.
- */
-export const GATES = ["SUPPRESSED", "UNSUBSCRIBED", "TOPIC"] as const;
-export type Gate = (typeof GATES)[number];
+// The streams and the gates that can refuse, in their order (the API shows them: src/schemas/consent.ts).
+export { GATES, type Gate, STREAMS, type Stream };
 
 /** The stream of an email record. */
 export const streamOf = (email: { marketing: boolean }): Stream => (email.marketing ? "BROADCAST" : "TRANSACTIONAL");
