@@ -40,13 +40,10 @@ export const DomainSchema = z
       .string()
       .nullable()
       .openapi({ description: "A custom tracking hostname (a subdomain of this domain), the host of every tracked link and pixel of its mail once VERIFIED" }),
-    trackingStatus: z
-      .enum(DOMAIN_STATUSES)
-      .nullable()
-      .openapi({
-        description:
-          "PENDING until the hostname is a CNAME to trackingCname, VERIFIED once it is, FAILED when a verified one disappeared; null without a hostname",
-      }),
+    trackingStatus: z.enum(DOMAIN_STATUSES).nullable().openapi({
+      description:
+        "PENDING until the hostname is a CNAME to trackingCname, VERIFIED once it is, FAILED when a verified one disappeared; null without a hostname",
+    }),
     trackingCname: z.string().optional().openapi({ description: "What trackingHostname's CNAME record must point to (this service's host)" }),
   })
   .openapi("Domain");
