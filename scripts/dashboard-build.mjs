@@ -18,7 +18,7 @@ export const DASHBOARD_OUT = join(root, "public", "app");
  * The Worker's modules the dashboard imports (zod-free, dependency-free): the template `??` default and the
  * condition grammar. Nothing else of src/ may be imported (test/scripts/dashboard-imports.test.ts).
  */
-export const DASHBOARD_SHARED = ["src/lib/template-defaults.ts", "src/schemas/condition-grammar.ts"];
+export const DASHBOARD_SHARED = ["src/lib/template-defaults.ts", "src/schemas/condition-grammar.ts", "src/schemas/import-header.ts"];
 const stampFile = join(DASHBOARD_OUT, ".source-hash");
 
 function files(dir) {

@@ -5,8 +5,9 @@ import { describe, expect, it } from "vitest";
 import { DASHBOARD_SHARED } from "../../scripts/dashboard-build.mjs";
 
 /**
- * The dashboard shares two of the Worker's languages instead of copying them: the template `??` default
- * (src/lib/template-defaults.ts) and the condition grammar (src/schemas/condition-grammar.ts). It may import
+ * The dashboard shares three of the Worker's languages instead of copying them: the template `??` default
+ * (src/lib/template-defaults.ts), the condition grammar (src/schemas/condition-grammar.ts) and how an import
+ * reads a CSV header (src/schemas/import-header.ts). It may import
  * those and nothing else from src/ (no zod, no Worker code in the browser bundle), and they import nothing.
  */
 const root = resolve(__dirname, "../..");
@@ -55,7 +56,7 @@ describe("the dashboard's imports from src/", () => {
     const imported = srcImports(sources(dashboard), read);
     const outside = imported.filter((line) => !DASHBOARD_SHARED.includes(line.split(" <- ")[0]));
     expect(outside).toEqual([]);
-    // Both are in use: the preview's `??` rewrite and the condition builder's grammar.
+    // All are in use: the preview's `??` rewrite, the condition builder's grammar, the import's mapping step.
     expect(new Set(imported.map((line) => line.split(" <- ")[0]))).toEqual(new Set(DASHBOARD_SHARED));
   });
 

@@ -4,6 +4,19 @@
  * `columns` only when something was changed.
  */
 
+import {
+  DATA_KEY,
+  dataKeyOf,
+  EMAIL_NAMES,
+  IGNORED_NAMES,
+  INFERRED_BOOLEAN,
+  INFERRED_NUMBER,
+  normalHeader as normal,
+  SUBSCRIBED_NAMES,
+} from "../../../src/schemas/import-header";
+
+// How the server reads a header and guesses types comes from src/schemas/import-header.ts, shared with it.
+
 export type Target = "email" | "subscribed" | "data" | "json" | "ignore";
 export type ColumnType = "text" | "number" | "boolean" | "date";
 
@@ -18,46 +31,12 @@ export interface ColumnMap {
 /** The mapping as `POST /contacts/imports?columns=` takes it. */
 export type Columns = Record<string, { to: string; type?: ColumnType }>;
 
-/** A header name compared as the server does: case-insensitive, spaces, `_`, `-` and `.` ignored. */
-export const normal = (name: string) =>
-  name
-    .trim()
-    .toLowerCase()
-    .replace(/[\s_.-]+/g, "");
-
-/** email, email address, e-mail, e-mail address, email_address, emailaddress, mail. */
-const EMAIL_NAMES = new Set(["email", "emailaddress", "mail"]);
-/** subscribed, opted in, optin, opt_in, email_opt_in, subscribe. */
-const SUBSCRIBED_NAMES = new Set(["subscribed", "optedin", "optin", "emailoptin", "subscribe"]);
-/** Our export's columns that are not data. */
-const IGNORED_NAMES = new Set(["id", "createdat", "updatedat"]);
-
-/** The data key the server picks: lower camelCase of the name's words in ASCII (`First Name` -> `firstName`, `MEMBER_RATING` -> `memberRating`, `Prénom` -> `prenom`). */
-export function dataKeyOf(name: string): string {
-  const words = name
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .split(/[^A-Za-z0-9]+/)
-    .filter(Boolean);
-  if (words.length === 0) return "";
-  const lowerFirst = (word: string) => (word === word.toUpperCase() ? word.toLowerCase() : word[0].toLowerCase() + word.slice(1));
-  const capitalized = (word: string) => word[0].toUpperCase() + (word === word.toUpperCase() ? word.slice(1).toLowerCase() : word.slice(1));
-  return (lowerFirst(words[0]) + words.slice(1).map(capitalized).join("")).slice(0, 64);
-}
-
-/** A data key a mapping may name (`data.<key>`): what segment conditions and templates can name. */
-const KEY = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** A decimal number without a leading zero ("0", "4", "-2.5", "0.5"; not "007" or "1e3"), at most 15 digits on each side. */
-const NUMBER = /^-?(0|[1-9]\d{0,14})(\.\d{1,15})?$/;
-const BOOLEAN = /^(true|false)$/i;
-
 /** The type the server guesses for a column: every non-empty cell a number → number, all true/false → boolean, else text. */
 export function guessType(cells: string[]): ColumnType {
   const filled = cells.map((c) => c.trim()).filter((c) => c !== "");
   if (filled.length === 0) return "text";
-  if (filled.every((c) => NUMBER.test(c))) return "number";
-  if (filled.every((c) => BOOLEAN.test(c))) return "boolean";
+  if (filled.every((c) => INFERRED_NUMBER.test(c))) return "number";
+  if (filled.every((c) => INFERRED_BOOLEAN.test(c))) return "boolean";
   return "text";
 }
 
@@ -110,7 +89,7 @@ export function mappingProblem(mapping: ColumnMap[]): string | null {
   for (const m of mapping.filter((x) => x.to === "data")) {
     const key = m.key.trim();
     if (key === "") return `Give the column "${m.header}" a data key, or ignore it.`;
-    if (!KEY.test(key)) return `The data key "${key}" of "${m.header}" may have only letters, digits, _ and - (at most 64).`;
+    if (!DATA_KEY.test(key)) return `The data key "${key}" of "${m.header}" may have only letters, digits, _ and - (at most 64).`;
     if (keys.has(key)) return `Two columns would both be stored as "${key}": give one another key or ignore it.`;
     keys.add(key);
   }

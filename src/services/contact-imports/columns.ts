@@ -1,6 +1,16 @@
 import type { ImportColumnRole, ImportColumnType, StoredColumnPlan } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import type { ColumnMapping } from "../../schemas/contact-imports";
+import {
+  DATA_KEY,
+  dataKeyOf,
+  EMAIL_NAMES,
+  IGNORED_NAMES,
+  INFERRED_BOOLEAN,
+  INFERRED_NUMBER,
+  normalHeader as normal,
+  SUBSCRIBED_NAMES,
+} from "../../schemas/import-header";
 
 /**
  * A CSV header read as a column plan: where the email is, and each column's role, data key
@@ -17,8 +27,6 @@ export const CSV_OPTIONS = { relax_column_count: true, skip_empty_lines: true, m
 
 /** Columns a header may have. */
 export const MAX_COLUMNS = 200;
-/** A data key's length, as segment conditions accept it (`data.<key>`). */
-const MAX_KEY_CHARS = 64;
 
 /**
  * What a column is for: the address, the subscription, the `data` JSON column of our own export,
@@ -27,39 +35,6 @@ const MAX_KEY_CHARS = 64;
 export type ColumnRole = ImportColumnRole;
 /** A plan before its types are settled (the upload's scan infers the ones no mapping gave). */
 export type ColumnPlan = Omit<StoredColumnPlan, "types"> & { types: (ImportColumnType | null)[] };
-
-/** A header name compared as the contract says: case-insensitive, spaces, `_`, `-` and `.` ignored. */
-const normal = (name: string) =>
-  name
-    .trim()
-    .toLowerCase()
-    .replace(/[\s_.-]+/g, "");
-
-/** The email column as Mailchimp, Brevo, SendGrid, Klaviyo, Kit, Resend, Loops and Plunk export it ("Email Address", "E-mail", "email_address"). */
-const EMAIL_NAMES = new Set(["email", "emailaddress", "mail"]);
-/** The subscription column under the names those tools use ("Opted In", "opt_in", "EMAIL_OPT_IN"). */
-const SUBSCRIBED_NAMES = new Set(["subscribed", "optedin", "optin", "emailoptin", "subscribe"]);
-/** Our own export's columns that are not data (GET /contacts/export: id, email, subscribed, createdAt, updatedAt, data). */
-const IGNORED_NAMES = new Set(["id", "createdat", "updatedat"]);
-/** A data key segment conditions and templates can name: ASCII letters, digits, `_` and `-`. */
-const KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-
-/**
- * A column's data key, lower camelCase of its words in ASCII (accents dropped): `First Name` ->
- * `firstName`, `MEMBER_RATING` -> `memberRating`, `Prénom` -> `prenom`; a one-word name already in
- * camelCase (`firstName`) stays. A name without a letter or digit gives "".
- */
-export function dataKeyOf(name: string): string {
-  const words = name
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .split(/[^A-Za-z0-9]+/)
-    .filter(Boolean);
-  if (words.length === 0) return "";
-  const lowerFirst = (word: string) => (word === word.toUpperCase() ? word.toLowerCase() : word[0].toLowerCase() + word.slice(1));
-  const capitalized = (word: string) => word[0].toUpperCase() + (word === word.toUpperCase() ? word.slice(1).toLowerCase() : word.slice(1));
-  return (lowerFirst(words[0]) + words.slice(1).map(capitalized).join("")).slice(0, MAX_KEY_CHARS);
-}
 
 const mappingError = (message: string, code = "invalid_value") => ApiError.validation([{ field: "columns", message, code }]);
 
@@ -138,7 +113,7 @@ export function planColumns(header: string[], mapping?: ColumnMapping): ColumnPl
     else if (to?.startsWith("data.")) {
       role = "key";
       dataKey = to.slice("data.".length);
-      if (!KEY_PATTERN.test(dataKey)) throw mappingError(`columns maps "${name.trim()}" to "${to.slice(0, 80)}": a data key is 1-64 letters, digits, _ or -`);
+      if (!DATA_KEY.test(dataKey)) throw mappingError(`columns maps "${name.trim()}" to "${to.slice(0, 80)}": a data key is 1-64 letters, digits, _ or -`);
     } else {
       dataKey = dataKeyOf(name);
       role = normals[i] === "data" ? "data" : IGNORED_NAMES.has(normals[i]) || dataKey === "" ? "ignore" : "key";
@@ -162,11 +137,8 @@ export function planColumns(header: string[], mapping?: ColumnMapping): ColumnPl
   return { email, roles, keys, types };
 }
 
-/** A decimal number as the contract infers one: no leading zero (postcodes and phone numbers stay text), at most 15 significant digits. */
-const INFERRED_NUMBER = /^-?(0|[1-9]\d{0,14})(\.\d{1,15})?$/;
 /** A number a `number` column accepts. */
 const ANY_NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
-const INFERRED_BOOLEAN = /^(true|false)$/i;
 const TRUE_CELL = new Set(["true", "1", "yes", "y"]);
 const FALSE_CELL = new Set(["false", "0", "no", "n"]);
 /** A date a `date` column accepts: ISO 8601, or `YYYY-MM-DD HH:MM[:SS]` as Mailchimp writes it (UTC when no zone is given). */
