@@ -57,9 +57,12 @@ export function mountEditor(container: HTMLElement, html: string, onChange: (htm
     // The wrapper's own <body> tag and its generated id are the editor's, not the mail's.
     return inner(inlined).trim();
   };
+  // The canvas is a frame: named for screen readers as soon as it exists (axe: frame-title), and again once loaded.
+  const nameFrame = () => editor.Canvas.getFrameEl()?.setAttribute("title", "Email body: visual editor canvas");
+  nameFrame();
+  editor.on("canvas:frame:load", nameFrame);
   editor.on("load", () => {
-    const frame = editor.Canvas.getFrameEl();
-    frame?.setAttribute("title", "Email body: visual editor canvas");
+    nameFrame();
     // The panel of blocks, styles and layers scrolls: keyboard users reach it (axe: scrollable-region-focusable).
     const views = container.querySelector(".gjs-pn-views-container");
     views?.setAttribute("tabindex", "0");

@@ -54,7 +54,7 @@ describe("the dashboard in headless Chromium", () => {
     const navLinks = page.getByRole("navigation", { name: "Main" }).getByRole("link");
     await expect
       .poll(() => navLinks.allTextContents())
-      .toEqual(["Campaigns", "Templates", "Segments", "Contacts", "Workflows", "Emails", "Events", "Domains", "Webhooks"]);
+      .toEqual(["Campaigns", "Templates", "Segments", "Contacts", "Topics", "Workflows", "Emails", "Events", "Domains", "Webhooks", "Suppressions"]);
     expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([secretKey]);
     expect(await page.evaluate(() => Object.values(localStorage))).toEqual([]);
 
@@ -261,6 +261,12 @@ describe("the dashboard in headless Chromium", () => {
       await page.goto(`${server.url}/app${path}`);
       await page.locator("h1").first().waitFor();
       await page.waitForFunction(() => !document.body.textContent?.includes("Loading…"));
+      // A page with the visual editor names its canvas frame once the editor has drawn it.
+      await page.waitForFunction(() => {
+        if (!document.querySelector(".editor-visual")) return true;
+        const canvas = document.querySelector("iframe.gjs-frame");
+        return canvas !== null && canvas.getAttribute("title") !== null;
+      });
       found.push(...(await dashboard.axeCheck(page, path)));
     }
     expect(found).toEqual([]);
