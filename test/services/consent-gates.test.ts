@@ -151,14 +151,7 @@ describe("the gates on a campaign: the audience page and the claim", () => {
     expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
 
     // The audience pages write the emails; the emails' own messages are held back.
-    const held: { body: unknown }[] = [];
-    for (let round = 0; round < 20; round++) {
-      const work = s.bulk.take();
-      if (work.length === 0) break;
-      const pages = work.filter((m) => (m.body as { kind?: string }).kind === "campaign-page");
-      held.push(...work.filter((m) => (m.body as { kind?: string }).kind !== "campaign-page"));
-      if (pages.length > 0) await s.runBatch(BULK_QUEUE, pages);
-    }
+    const held = await s.writeAudiencePages();
     const listed = async () => (await s.get<EmailList>(`/emails?campaignId=${campaign.id}`)).body.data.items;
     expect((await listed()).map((e) => e.to).sort()).toEqual(["a@example.com", "b@example.com", "c@example.com"]);
     expect((await listed()).every((e) => e.stream === "BROADCAST")).toBe(true);
@@ -181,14 +174,7 @@ describe("the gates on a campaign: the audience page and the claim", () => {
     const [kept, deleted] = await s.addContacts([{ email: "kept@example.com" }, { email: "deleted@example.com" }]);
     const campaign = await s.createCampaign();
     expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
-    const held: { body: unknown }[] = [];
-    for (let round = 0; round < 20; round++) {
-      const work = s.bulk.take();
-      if (work.length === 0) break;
-      const pages = work.filter((m) => (m.body as { kind?: string }).kind === "campaign-page");
-      held.push(...work.filter((m) => (m.body as { kind?: string }).kind !== "campaign-page"));
-      if (pages.length > 0) await s.runBatch(BULK_QUEUE, pages);
-    }
+    const held = await s.writeAudiencePages();
     expect((await s.request("DELETE", `/contacts/${deleted.id}`)).status).toBe(204);
     await s.runBatch(BULK_QUEUE, held);
     const items = (await s.get<EmailList>(`/emails?campaignId=${campaign.id}`)).body.data.items;

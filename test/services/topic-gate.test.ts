@@ -85,14 +85,7 @@ describe("the topic gate on a campaign", () => {
     expect(campaign.topicId).toBe(news);
     expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
 
-    const held: { body: unknown }[] = [];
-    for (let round = 0; round < 20; round++) {
-      const work = s.bulk.take();
-      if (work.length === 0) break;
-      const pages = work.filter((m) => (m.body as { kind?: string }).kind === "campaign-page");
-      held.push(...work.filter((m) => (m.body as { kind?: string }).kind !== "campaign-page"));
-      if (pages.length > 0) await s.runBatch(BULK_QUEUE, pages);
-    }
+    const held = await s.writeAudiencePages();
     const listed = async () => (await s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}`)).body.data.items;
     expect((await listed()).map((e) => e.to).sort()).toEqual(["a@example.com", "b@example.com"]);
 

@@ -87,7 +87,24 @@ export async function campaignSetup(overrides: Partial<Env> = {}) {
     return res.body.data;
   }
 
-  return { ...s, bulk, db, request, runBatch, pump, addContacts, suppress, createCampaign };
+  /**
+   * Runs the campaign's audience pages (the bulk queue's campaign-page messages) until none is left,
+   * writing its emails; the emails' own messages are held back and returned, not sent.
+   */
+  async function writeAudiencePages(): Promise<Queued[]> {
+    const held: Queued[] = [];
+    for (let round = 0; round < 20; round++) {
+      const work = bulk.take();
+      if (work.length === 0) break;
+      const isPage = (m: Queued) => (m.body as { kind?: string }).kind === "campaign-page";
+      held.push(...work.filter((m) => !isPage(m)));
+      const pages = work.filter(isPage);
+      if (pages.length > 0) await runBatch(BULK_QUEUE, pages);
+    }
+    return held;
+  }
+
+  return { ...s, bulk, db, request, runBatch, pump, addContacts, suppress, createCampaign, writeAudiencePages };
 }
 
 /** Provider calls per recipient address. */

@@ -42,14 +42,7 @@ describe("email.suppressed is written with the claim that settles the email", ()
     const campaign = await s.createCampaign();
     expect((await s.request("POST", `/campaigns/${campaign.id}/send`)).status).toBe(200);
     // Audience pages make the emails; the emails' own messages are held back.
-    const held: { body: unknown }[] = [];
-    for (let round = 0; round < 20; round++) {
-      const work = s.bulk.take();
-      if (work.length === 0) break;
-      const pages = work.filter((m) => (m.body as { kind?: string }).kind === "campaign-page");
-      held.push(...work.filter((m) => (m.body as { kind?: string }).kind !== "campaign-page"));
-      if (pages.length > 0) await s.runBatch(BULK_QUEUE, pages);
-    }
+    const held = await s.writeAudiencePages();
     expect(held).toHaveLength(2);
     const listed = () => s.request<EmailList>("GET", `/emails?campaignId=${campaign.id}`).then((r) => r.body.data.items);
     const leaving = (await listed()).find((e) => e.to === "leaves@example.com")!;
