@@ -50,6 +50,7 @@ describe("the dashboard's lists (static segments)", () => {
 
     await page.getByRole("button", { name: "Remove ada@example.org" }).click();
     await page.getByText("1 member.").waitFor();
+    await page.getByRole("status").filter({ hasText: "ada@example.org removed." }).waitFor();
     expect(await members(id)).toEqual(["grace@example.org"]);
     expect(problems).toEqual([]);
     await context.close();

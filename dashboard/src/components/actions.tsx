@@ -5,7 +5,7 @@ import type { useAction } from "../hooks";
 import { navigate } from "../router";
 import { Messages } from "./page";
 
-type Action = ReturnType<typeof useAction>;
+export type Action = ReturnType<typeof useAction>;
 
 /** A form whose submit runs `onSubmit` as `action` (busy state, error or notice). */
 export function ActionForm(props: { action: Action; onSubmit: () => Promise<unknown>; class: string; children: ComponentChildren }) {

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, call, type Condition, type Segment } from "../api/client";
 import { useList } from "../api/lists";
-import { ActionButton, ActionForm, FormActions } from "../components/actions";
+import { type Action, ActionButton, ActionForm, FormActions } from "../components/actions";
 import { ConditionBuilder, emptyCondition } from "../components/conditions";
 import { type Column, ListBody, ListPage } from "../components/data-table";
 import { Field, Loading, Messages, Page } from "../components/page";
@@ -36,6 +36,8 @@ function SegmentEditor(props: { segment?: Segment }) {
   const isStatic = type === "STATIC";
   const [dirty, setDirty] = useState(false);
   const action = useAction();
+  // The member list is remounted after each change; the outcome of a removal lives here so it outlasts that.
+  const membersAction = useAction();
   const [saves, setSaves] = useState(0);
   const body = { name, description: description || null, ...(isStatic ? {} : { condition }) };
   const save = async () => {
@@ -114,6 +116,7 @@ function SegmentEditor(props: { segment?: Segment }) {
           <Members
             key={saves}
             segmentId={segment.id}
+            action={membersAction}
             onRemove={
               isStatic
                 ? async (email) => {
@@ -183,9 +186,9 @@ function AddMembers(props: { segmentId: string; onChange: () => Promise<void> })
 }
 
 /** A segment's members, 20 at a time; read again after each save (the key changes). A list's can be removed one by one. */
-function Members(props: { segmentId: string; onRemove?: (email: string) => Promise<string> }) {
+function Members(props: { segmentId: string; action: Action; onRemove?: (email: string) => Promise<string> }) {
   const members = useList("/segments/{id}/contacts", { path: { id: props.segmentId }, query: { limit: 20 } });
-  const action = useAction();
+  const action = props.action;
   return (
     <>
       <Messages error={action.error} notice={action.notice} />

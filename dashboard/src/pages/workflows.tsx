@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, call, type Template, type Workflow, type WorkflowExecution, type WorkflowStep } from "../api/client";
 import { useList } from "../api/lists";
-import { ActionButton, ActionForm, DeleteButton, FormActions } from "../components/actions";
+import { type Action, ActionButton, ActionForm, DeleteButton, FormActions } from "../components/actions";
 import { ListBody, ListPage } from "../components/data-table";
 import { Field, Loading, Messages, Page, Status } from "../components/page";
 import { when } from "../format";
@@ -52,6 +52,8 @@ export function WorkflowPage(props: { id: string }) {
   const state = useLoad(async () => (isNew ? null : await call(api.GET("/workflows/{id}", { params: { path: { id: props.id } } }))), [props.id]);
   const templates = useLoad(async () => (await call(api.GET("/templates", { params: { query: { limit: 100 } } }))).data.items, []);
   const action = useAction();
+  // The editor is remounted for each saved version; its outcome ("Workflow saved.") lives here so it outlasts that.
+  const editorAction = useAction();
   const w = state.data;
   if (isNew) {
     return <Page title="New workflow">{templates.data ? <WorkflowEditor templates={templates.data} /> : <Loading state={templates} />}</Page>;
@@ -81,7 +83,11 @@ export function WorkflowPage(props: { id: string }) {
         </ActionButton>
         <DeleteButton path="/workflows/{id}" id={w.id} action={action} question={`Delete the workflow "${w.name}"? Its running executions are cancelled.`} />
       </div>
-      {templates.data ? <WorkflowEditor key={w.version} workflow={w} templates={templates.data} onSaved={state.reload} /> : <Loading state={templates} />}
+      {templates.data ? (
+        <WorkflowEditor key={w.version} workflow={w} templates={templates.data} action={editorAction} onSaved={state.reload} />
+      ) : (
+        <Loading state={templates} />
+      )}
       <WorkflowExecutions workflowId={w.id} />
     </Page>
   );
@@ -103,7 +109,7 @@ function WorkflowExecutions(props: { workflowId: string }) {
  * Build or edit a workflow: its name, trigger (a select) and steps, each a form for its type, their exits
  * chosen from the other steps; the graph follows every change. Saving sends the definition the API takes.
  */
-function WorkflowEditor(props: { workflow?: Workflow; templates: Template[]; onSaved?: () => void }) {
+function WorkflowEditor(props: { workflow?: Workflow; templates: Template[]; action?: Action; onSaved?: () => void }) {
   const w = props.workflow;
   const [draft, setDraft] = useState<WorkflowDraft>(() => ({
     name: w?.name ?? "",
@@ -112,7 +118,8 @@ function WorkflowEditor(props: { workflow?: Workflow; templates: Template[]; onS
     steps: w?.steps ?? [],
   }));
   const [addType, setAddType] = useState<StepType>("DELAY");
-  const action = useAction();
+  const ownAction = useAction();
+  const action = props.action ?? ownAction;
   const names = useMemo(() => new Map(props.templates.map((t) => [t.id, t.name])), [props.templates]);
   const setSteps = (steps: WorkflowStep[]) => setDraft((d) => ({ ...d, steps }));
 
