@@ -60,3 +60,9 @@ export async function verify(secrets: string | readonly string[], signature: str
   }
   return false;
 }
+
+/** The first `bytes` bytes of the HMAC as lowercase hex: for signatures that must survive case folding (an address's local part). */
+export async function signHex(secret: string, bytes: number, purpose: string, ...parts: string[]): Promise<string> {
+  const signature = await crypto.subtle.sign("HMAC", await hmacKey(secret), message(purpose, parts));
+  return [...new Uint8Array(signature, 0, bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
