@@ -44,6 +44,7 @@ export default defineConfig(async () => {
             // The SES feedback webhook accepts nothing until its topic allow-list is set.
             SES_SNS_TOPIC_ARNS: "arn:aws:sns:us-east-1:123456789012:ses-feedback",
             PUBLIC_URL: "http://edge-mail.test",
+            INBOUND_DOMAIN: "in.edge-mail.test",
             // Sending domains and /v1/verify: tests fake DNS-over-HTTPS with vi.spyOn(globalThis, "fetch").
             DOH_URL: "https://doh.test/dns-query",
             DOH_TIMEOUT_MS: "300",

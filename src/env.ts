@@ -106,6 +106,12 @@ export interface Env {
   QUOTA_SEGMENTS?: string;
   QUOTA_TOPICS?: string;
   QUOTA_SUPPRESSIONS?: string;
+  /** Received messages per project per UTC day (default 10,000). */
+  QUOTA_INBOUND_PER_DAY?: string;
+  /** The domain the Worker receives mail on (Email Routing to its email() handler); unset, nothing is received and no reply address is given. */
+  INBOUND_DOMAIN?: string;
+  /** The largest message email() accepts, in bytes (default 10 MiB, at most 25 MiB). */
+  INBOUND_MAX_BYTES?: string;
   QUOTA_WORKFLOW_VERSIONS?: string;
   /** Workers Rate Limiting binding: key-less work per client IP (src/middleware/client-limit.ts). Optional: absent, nothing is limited. */
   CLIENT_LIMITER?: RateLimit;

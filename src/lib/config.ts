@@ -108,6 +108,12 @@ const ConfigSchema = z.object({
   QUOTA_TOPICS: positive(100, { integer: true }),
   /** Suppression list entries per project; past it POST /suppressions adds none (bounces and complaints are always recorded). */
   QUOTA_SUPPRESSIONS: positive(1_000_000, { integer: true }),
+  /** Received messages per project per UTC day; past it email() rejects the message. */
+  QUOTA_INBOUND_PER_DAY: positive(10_000, { integer: true }),
+  /** The domain inbound mail arrives on (docs/deploy.md "Receiving mail"); unset, receiving and reply tracking are off. */
+  INBOUND_DOMAIN: optionalText.transform((v) => v?.toLowerCase()),
+  /** The largest message email() accepts; Email Routing itself stops at 25 MiB. */
+  INBOUND_MAX_BYTES: positive(10 * 1024 * 1024, { integer: true, max: 25 * 1024 * 1024 }),
   /** Stored versions of one workflow (unused old ones are pruned by the cron). */
   QUOTA_WORKFLOW_VERSIONS: positive(100, { integer: true }),
   /** Contact imports PENDING or PROCESSING per project; past it POST /contacts/imports answers 409. */
