@@ -158,6 +158,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
               stepId: s.id,
               contactId: params.contactId,
               templateId: s.config.templateId,
+              topic: s.config.topic,
             });
             if (sent.outcome === "cancelled") return { entry: entry("FAILED", "cancelled", startedAt), next: null, stopped: true };
             const e =

@@ -4,6 +4,7 @@ import { listEnvelope } from "../lib/openapi";
 import { DataObjectSchema, headerText } from "../lib/validators";
 import { EventNameSchema } from "./events";
 import { ConditionSchema, UNIT_MS } from "./conditions";
+import { TopicKeySchema } from "./topics";
 
 /** Bounds of a definition (CONTRACT.md "Workflows"). */
 export const MAX_STEPS = 100;
@@ -64,7 +65,19 @@ const step = <T extends string, C extends z.ZodType, E extends z.ZodRawShape>(ty
 
 export const StepSchema = z
   .discriminatedUnion("type", [
-    step("SEND_EMAIL", z.object({ templateId: z.string().min(1).max(64) }).strict(), { next: NextSchema }),
+    step(
+      "SEND_EMAIL",
+      z
+        .object({
+          templateId: z.string().min(1).max(64),
+          topic: TopicKeySchema.optional().openapi({
+            description:
+              "A topic's key: the step's mail is that topic's broadcast mail (gate 4: only contacts OPT_IN for it get it; its List-Id, its topic-only unsubscribe).",
+          }),
+        })
+        .strict(),
+      { next: NextSchema },
+    ),
     step("DELAY", DurationSchema, { next: NextSchema }),
     step("WAIT_FOR_EVENT", z.object({ eventName: EventNameSchema, timeout: DurationSchema }).strict(), {
       branches: z.object({ event: NextSchema, timeout: NextSchema }).strict().optional(),

@@ -197,7 +197,7 @@ describe("the gates on a campaign: the audience page and the claim", () => {
 });
 
 describe("the gates on a campaign's test send", () => {
-  it("a suppressed address, or one that unsubscribed, is refused naming the gate; nothing is written", async () => {
+  it("a suppressed address, or a contact that unsubscribed or never subscribed, is refused naming the gate; nothing is written", async () => {
     const s = await campaignSetup();
     await suppress(s, ["boss@example.com"]);
     await unsubscribed(s, "left@example.com");
@@ -207,11 +207,14 @@ describe("the gates on a campaign's test send", () => {
     expect(manual.errors).toEqual([{ field: "email", code: "SUPPRESSED", message: expect.stringContaining("MANUAL") }]);
     const left = expectError(await s.request("POST", `/campaigns/${campaign.id}/test`, { email: "left@example.com" }), 400, "INVALID_STATE");
     expect(left.errors?.[0]).toMatchObject({ code: "SUPPRESSED", message: expect.stringContaining("UNSUBSCRIBE") });
+    // A contact that never subscribed meets gate 3 as it would in the audience.
+    const never = expectError(await s.request("POST", `/campaigns/${campaign.id}/test`, { email: "never@example.com" }), 400, "INVALID_STATE");
+    expect(never.errors).toEqual([{ field: "email", code: "UNSUBSCRIBED", message: expect.stringMatching(/^UNSUBSCRIBED: /) }]);
     expect(s.queue.messages).toHaveLength(0);
-    // The subscription gate chooses an audience; a test goes to the address it names.
-    const ok = await s.request<{ data: { email: string } }>("POST", `/campaigns/${campaign.id}/test`, { email: "never@example.com" });
+    // An address that is no contact (the sender's own inbox) meets gate 1 only.
+    const ok = await s.request<{ data: { email: string } }>("POST", `/campaigns/${campaign.id}/test`, { email: "me@example.com" });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect(await sentTo(s)).toEqual(["never@example.com"]);
+    expect(await sentTo(s)).toEqual(["me@example.com"]);
     expect((await s.get<Email>(`/emails/${ok.body.data.email}`)).body).toMatchObject({ stream: "BROADCAST", status: "SENT" });
   });
 });

@@ -1,7 +1,10 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { unsubscribeUrl } from "../../src/services/tracking/links";
+import { automationProject } from "../support/workflows";
 import { BULK_QUEUE, campaignSetup } from "../support/campaigns";
 import { call, expectError } from "../support/http";
-import type { ContactList, EmailList, UpsertedContact } from "../support/api";
+import type { ContactList, Email, EmailList, UpsertedContact } from "../support/api";
 
 /**
  * Gate 4, the topic (src/services/consent/gates.ts): mail aimed at a topic reaches a contact only
@@ -145,5 +148,77 @@ describe("unsubscribing from topic mail", () => {
     expect(page.status).toBe(200);
     expect(await topicsOf(s, ada.id)).toEqual({ news: "OPT_OUT", tips: "OPT_OUT" });
     expect((await s.request<{ subscribed: boolean }>("GET", `/contacts/${ada.id}`)).body.subscribed).toBe(true);
+  });
+});
+
+describe("the topic gate on a campaign's test send", () => {
+  it("a contact not OPT_IN for the campaign's topic is refused naming TOPIC; an address that is no contact gets the test with the topic's List-Id", async () => {
+    const s = await campaignSetup();
+    const news = await topic(s, "news", "OPT_IN");
+    await contact(s, "out@example.com", { news: false });
+    const campaign = await s.createCampaign({ topicId: news });
+    const refused = expectError(await s.request("POST", `/campaigns/${campaign.id}/test`, { email: "out@example.com" }), 400, "INVALID_STATE");
+    expect(refused.errors).toEqual([{ field: "email", code: "TOPIC", message: expect.stringMatching(/^TOPIC: /) }]);
+    expect(s.queue.messages).toHaveLength(0);
+
+    const ok = await s.request<{ data: { email: string } }>("POST", `/campaigns/${campaign.id}/test`, { email: "boss@example.com" });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    await s.pump();
+    expect(s.ses.calls.map((c) => c.to[0])).toEqual(["boss@example.com"]);
+    expect(s.ses.calls[0].mime.headers["list-id"]).toBe(`<news.${s.project.id}.edge-mail.test>`);
+  });
+});
+
+describe("the topic gate on a workflow's SEND_EMAIL", () => {
+  it("a step naming a topic sends broadcast mail only to contacts OPT_IN for it; its unsubscribe opts out of that topic only", async () => {
+    const a = await automationProject();
+    const api = a.project.api;
+    for (const [key, def] of [
+      ["news", "OPT_IN"],
+      ["tips", "OPT_IN"],
+    ] as const) {
+      expect((await api.post("/topics", { key, name: key, defaultSubscription: def, visibility: "PUBLIC" })).status).toBe(201);
+    }
+    const digest = await a.template("Digest");
+    const workflow = await a.createWorkflow({
+      name: "digest",
+      eventName: "read",
+      steps: [{ id: "digest", type: "SEND_EMAIL", config: { templateId: digest, topic: "news" } }],
+    });
+    await api.post("/contacts", { email: "in@example.org", subscribed: true });
+    await api.post("/contacts", { email: "out@example.org", subscribed: true, topics: { news: false } });
+
+    const outcome = async (email: string) => {
+      const { contact } = await a.track(email, "read");
+      const execution = await a.executionWhere(workflow.id, (e) => e.contactId === contact && e.status === "COMPLETED");
+      return execution.history[0];
+    };
+    expect((await outcome("out@example.org")).outcome).toMatch(/^skipped: TOPIC: /);
+    const sent = await outcome("in@example.org");
+    const emailId = /^email (\S+) queued$/.exec(sent.outcome!)![1];
+    expect((await api.get<Email>(`/emails/${emailId}`)).body).toMatchObject({ stream: "BROADCAST" });
+
+    // The email is the topic's: its one-click unsubscribe opts the contact out of news, not tips, not marketing.
+    const link = await unsubscribeUrl("http://edge-mail.test", env.LINK_SIGNING_SECRET!, emailId);
+    const res = await call("POST", new URL(link).pathname, {
+      rawBody: "List-Unsubscribe=One-Click",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    });
+    expect(res.status).toBe(200);
+    const [inContact] = (await api.get<ContactList>("/contacts?search=in@example.org")).body.contacts;
+    const topics = (await api.get<{ data: { items: { key: string; subscription: string }[] } }>(`/contacts/${inContact.id}/topics`)).body.data.items;
+    expect(Object.fromEntries(topics.map((t) => [t.key, t.subscription]))).toEqual({ news: "OPT_OUT", tips: "OPT_IN" });
+    expect(inContact.subscribed).toBe(true);
+  }, 120_000);
+
+  it("a step naming a topic the project does not have is a 422 naming the step's topic", async () => {
+    const a = await automationProject();
+    const digest = await a.template("Digest");
+    const res = await a.project.api.post("/workflows", {
+      name: "x",
+      eventName: "read",
+      steps: [{ id: "digest", type: "SEND_EMAIL", config: { templateId: digest, topic: "nope" } }],
+    });
+    expect(expectError(res, 422).errors).toEqual([expect.objectContaining({ field: "steps.0.config.topic", code: "unknown_topic" })]);
   });
 });

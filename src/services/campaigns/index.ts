@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import { fromRow, type Database } from "../../db/client";
-import { campaigns, emails, events, segments, topics, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, contactTopics, contacts, emails, events, segments, topics, type Campaign, type CampaignStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import type { ConfigInput } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
@@ -240,7 +240,7 @@ export async function cancelCampaign(db: Database, projectId: string, id: string
  * contact of this project, else 404 before anything is sent), otherwise with
  * that address's contact's data when the address is a contact of the project.
  * Not linked to the campaign (never counted in its stats) and not tracked; it
- * travels with transactional mail.
+ * travels with transactional mail, carrying the campaign's topic (List-Id, its unsubscribe).
  */
 export async function sendTestEmail(
   db: Database,
@@ -254,19 +254,35 @@ export async function sendTestEmail(
   const campaign = await getCampaign(db, projectId, id);
   const sender = await senderDomain(db, projectId, campaign.from);
   assertBroadcastAvailable(env);
-  // The consent gates for a broadcast (the test is the campaign's mail): gate 1, the suppression list. The
-  // subscription and topic gates choose an audience; a test goes to the address it names, so they do not apply.
-  const suppression = (await findSuppressed(db, projectId, [address])).get(address.trim().toLowerCase());
-  const refusal = refusalOf({ stream: "BROADCAST", suppression, subscribed: true });
+  const email = address.trim().toLowerCase();
+  const [suppressed, [recipient], topic] = await Promise.all([
+    findSuppressed(db, projectId, [email]),
+    contactsByEmail(db.$client, projectId, [email])
+      .all()
+      .then((r) => r.results.map(contactFromRow)),
+    campaign.topicId ? testTopic(db, campaign.topicId, email) : null,
+  ]);
+  // The four gates for the campaign's mail (broadcast). An address that is no contact of the project (the
+  // sender's own inbox) meets only gate 1; a contact meets 3 and 4 as it would in the audience.
+  const suppression = suppressed.get(email);
+  const refusal = refusalOf({
+    stream: "BROADCAST",
+    suppression,
+    subscribed: recipient ? recipient.subscribed : true,
+    topic: recipient && campaign.topicId ? { topicId: campaign.topicId, defaultSubscription: topic?.defaultSubscription, choice: topic?.choice ?? null } : null,
+  });
   if (refusal) {
-    throw new ApiError("INVALID_STATE", `${address} is on the suppression list (${suppression!.reason}): ${describeRefusal(refusal)}`, {
+    const why =
+      refusal.gate === "SUPPRESSED" ? `${address} is on the suppression list (${suppression!.reason})` : `${address} is a contact the campaign would not reach`;
+    throw new ApiError("INVALID_STATE", `${why}: ${describeRefusal(refusal)}`, {
       errors: [{ field: "email", code: refusal.gate, message: describeRefusal(refusal) }],
-      suggestion: "Send the test to another address, or remove it from the suppression list (DELETE /suppressions/{email}).",
+      suggestion:
+        refusal.gate === "SUPPRESSED"
+          ? "Send the test to another address, or remove it from the suppression list (DELETE /suppressions/{email})."
+          : "Send the test to another address (one that is no contact, or a contact the campaign reaches), or render it with that contact's data (contactId).",
     });
   }
-  const contact = contactId
-    ? await getContact(db, projectId, contactId)
-    : (await contactsByEmail(db.$client, projectId, [address.toLowerCase()]).all()).results.map(contactFromRow)[0];
+  const contact = contactId ? await getContact(db, projectId, contactId) : recipient;
   // A test send is an email like any other: it counts toward the daily and stored-bytes quotas.
   const queued = await createEmails(
     db.$client,
@@ -282,11 +298,24 @@ export async function sendTestEmail(
       html: withUnsubscribeLink(campaign.body),
       marketing: true,
       tracked: false,
+      topicId: campaign.topicId ?? null,
     },
     [{ to: address, data: contact?.data ?? {} }],
     { requestUrl },
   );
   return queued.emails[0].id;
+}
+
+/** The campaign's topic's default and the address's contact's choice for it (a deleted topic: undefined default, nobody through). */
+async function testTopic(db: Database, topicId: string, email: string) {
+  const [row] = await db
+    .select({ defaultSubscription: topics.defaultSubscription, choice: contactTopics.status })
+    .from(topics)
+    .leftJoin(contacts, and(eq(contacts.projectId, topics.projectId), eq(contacts.email, email)))
+    .leftJoin(contactTopics, and(eq(contactTopics.topicId, topics.id), eq(contactTopics.contactId, contacts.id)))
+    .where(eq(topics.id, topicId))
+    .limit(1);
+  return row ?? null;
 }
 
 const SENT_STATUSES = ["SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"] as const;

@@ -1,7 +1,7 @@
 import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { chunks, IN_LIST_IDS } from "../../lib/chunks";
 import { fromRow, type Database } from "../../db/client";
-import { templates, workflowExecutions, workflows, type Workflow, type WorkflowExecutionStatus } from "../../db/schema";
+import { templates, topics, workflowExecutions, workflows, type Workflow, type WorkflowExecutionStatus } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError, type FieldError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
@@ -120,7 +120,23 @@ async function definitionErrors(db: Database, env: Env, projectId: string, steps
       .where(and(eq(templates.projectId, projectId), inArray(templates.id, ids)));
     for (const row of rows) found.set(row.id, row);
   }
+  const topicKeys = [...new Set(steps.flatMap((s) => (s.type === "SEND_EMAIL" && s.config.topic ? [s.config.topic] : [])))];
+  const knownTopics = new Set<string>();
+  for (const keys of chunks(topicKeys, IN_LIST_IDS)) {
+    const rows = await db
+      .select({ key: topics.key })
+      .from(topics)
+      .where(and(eq(topics.projectId, projectId), inArray(topics.key, keys)));
+    for (const row of rows) knownTopics.add(row.key);
+  }
   steps.forEach((step, i) => {
+    if (step.type === "SEND_EMAIL" && step.config.topic && !knownTopics.has(step.config.topic)) {
+      errors.push({
+        field: `steps.${i}.config.topic`,
+        message: `Step "${step.id}": no topic with key ${step.config.topic} in this project`,
+        code: "unknown_topic",
+      });
+    }
     if (step.type === "SEND_EMAIL") {
       const template = found.get(step.config.templateId);
       if (!template) {

@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { contacts, emails, projects, templates } from "../../db/schema";
+import { contactTopics, contacts, emails, projects, templates, topics } from "../../db/schema";
 import type { Env } from "../../env";
 import { ApiError } from "../../lib/errors";
 import { senderDomain as checkSenderDomain } from "../domains";
@@ -58,16 +58,17 @@ async function existingStepEmail(db: Database, env: Env, projectId: string, send
 export async function sendWorkflowEmail(
   db: Database,
   env: Env,
-  input: { projectId: string; executionId: string; stepId: string; contactId: string; templateId: string },
+  input: { projectId: string; executionId: string; stepId: string; contactId: string; templateId: string; topic?: string },
 ): Promise<SendStepResult> {
   const sendId = workflowSendId(input.executionId, input.stepId);
   const earlier = await existingStepEmail(db, env, input.projectId, sendId);
   if (earlier) return earlier;
 
-  const [template, contact, project] = await Promise.all([
+  const [template, contact, project, topic] = await Promise.all([
     db.query.templates.findFirst({ where: and(eq(templates.id, input.templateId), eq(templates.projectId, input.projectId)) }),
     db.query.contacts.findFirst({ where: and(eq(contacts.id, input.contactId), eq(contacts.projectId, input.projectId)) }),
     db.query.projects.findFirst({ columns: { sendingPausedAt: true }, where: eq(projects.id, input.projectId) }),
+    input.topic ? stepTopic(db, input.projectId, input.contactId, input.topic) : null,
   ]);
   // The reputation breaker paused the project: no mail is written (the step is skipped, the workflow goes on).
   if (project?.sendingPausedAt) return { outcome: "skipped", reason: "sending paused for the project (SENDING_PAUSED: bounce or complaint rate too high)" };
@@ -75,11 +76,17 @@ export async function sendWorkflowEmail(
   if (!contact) throw new PermanentStepError("The contact was deleted");
   if (!template.from) throw new PermanentStepError("The template has no from address");
 
-  // The consent gates (src/services/consent/gates.ts): a MARKETING template's mail is broadcast.
-  const stream: Stream = template.type === "MARKETING" ? "BROADCAST" : "TRANSACTIONAL";
+  // The consent gates (src/services/consent/gates.ts): a MARKETING template's mail, and a topic's, is broadcast.
+  const stream: Stream = template.type === "MARKETING" || input.topic ? "BROADCAST" : "TRANSACTIONAL";
   const marketing = stream === "BROADCAST";
   const suppressed = await findSuppressed(db, input.projectId, [contact.email]);
-  const refusal = refusalOf({ stream, suppression: suppressed.get(contact.email), subscribed: contact.subscribed });
+  const refusal = refusalOf({
+    stream,
+    suppression: suppressed.get(contact.email),
+    subscribed: contact.subscribed,
+    // A topic deleted since the workflow was saved has no default: gate 4 lets nobody through.
+    topic: input.topic ? { topicId: topic?.id ?? input.topic, defaultSubscription: topic?.defaultSubscription, choice: topic?.choice ?? null } : null,
+  });
   if (refusal) return { outcome: "skipped", reason: describeRefusal(refusal) };
   // No provider carries broadcast mail here (Cloudflare Email Service alone): skipped, saying why.
   const unavailable = marketing ? broadcastUnavailable(env) : null;
@@ -111,6 +118,7 @@ export async function sendWorkflowEmail(
         html: template.body,
         marketing,
         bulk: marketing,
+        topicId: topic?.id ?? null,
         whileExecution: input.executionId,
       },
       [{ to: contact.email, contactId: contact.id, data: contact.data ?? {} }],
@@ -124,4 +132,15 @@ export async function sendWorkflowEmail(
   const [emailId] = queued.inserted;
   if (!emailId) return (await existingStepEmail(db, env, input.projectId, sendId)) ?? { outcome: "cancelled" };
   return { outcome: "queued", emailId };
+}
+
+/** The step's topic (by key) and the contact's explicit choice for it, in one read; null when the topic is gone. */
+async function stepTopic(db: Database, projectId: string, contactId: string, key: string) {
+  const [row] = await db
+    .select({ id: topics.id, defaultSubscription: topics.defaultSubscription, choice: contactTopics.status })
+    .from(topics)
+    .leftJoin(contactTopics, and(eq(contactTopics.topicId, topics.id), eq(contactTopics.contactId, contactId)))
+    .where(and(eq(topics.projectId, projectId), eq(topics.key, key)))
+    .limit(1);
+  return row ?? null;
 }
