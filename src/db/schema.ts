@@ -37,6 +37,8 @@ export const projects = sqliteTable("projects", {
   /** The default sender (PATCH /project defaultFrom), for mail whose request and template give no from (migration 0034). */
   defaultFromEmail: text("default_from_email"),
   defaultFromName: text("default_from_name"),
+  /** Reply tracking by default (PATCH /project inbound.trackReplies, migration 0040): Reply-To is the email's signed reply address, unless the mail has its own. */
+  trackReplies: integer("track_replies", { mode: "boolean" }).notNull().default(false),
   /**
    * Bytes the project stores, for the QUOTA_STORED_BYTES quota: kept by D1
    * triggers (migration 0019) on email html and headers, attachments, event and
@@ -306,6 +308,8 @@ export const emails = sqliteTable(
     /** The send's own tracking choice (/v1/send track, migration 0038); null follows the project and domain. */
     trackOpens: integer("track_opens", { mode: "boolean" }),
     trackClicks: integer("track_clicks", { mode: "boolean" }),
+    /** The send's own reply tracking (/v1/send trackReplies, migration 0040); null follows the project. */
+    trackReplies: integer("track_replies", { mode: "boolean" }),
     /** The topic this mail is aimed at (migration 0037): List-Id, and its unsubscribe opts out of this topic only. */
     topicId: text("topic_id"),
     createdAt: createdAt(),

@@ -71,10 +71,15 @@ const view = (status: SendingStatus): SendingStatusView => ({ ...status, pausedA
 /** The settings and the deployment's hot window (how far lists reach back). */
 const withHistory = <T>(settings: T, env: ConfigInput) => ({ ...settings, historyDays: readConfig(env).EMAIL_HOT_DAYS });
 
+/** The deployment's inbound domain (INBOUND_DOMAIN), shown with the project's inbound settings. */
+const inboundDomainOf = (env: ConfigInput) => readConfig(env).INBOUND_DOMAIN ?? null;
+
 export const projectRouter = createRouter()
-  .openapi(getRoute, async (c) => c.json(success(withHistory(await getProjectSettings(getDb(c.env.DB), c.get("auth").projectId), c.env)), 200))
+  .openapi(getRoute, async (c) =>
+    c.json(success(withHistory(await getProjectSettings(getDb(c.env.DB), c.get("auth").projectId, inboundDomainOf(c.env)), c.env)), 200),
+  )
   .openapi(updateRoute, async (c) => {
-    const settings = await updateProjectSettings(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("json"));
+    const settings = await updateProjectSettings(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("json"), inboundDomainOf(c.env));
     return c.json(success(withHistory(settings, c.env)), 200);
   })
   .openapi(statusRoute, async (c) => c.json(view(await getSendingStatus(c.env, c.get("auth").projectId)), 200))

@@ -28,6 +28,20 @@ export const ProjectSettingsSchema = z
       description:
         "The default sender: used by `/v1/send` and campaigns when neither the request nor its template gives a `from` (Plunk clients that omit `from` then work). On a VERIFIED domain of the project. null: none, and such mail is refused with 422 naming `from`.",
     }),
+    inbound: z
+      .object({
+        trackReplies: z.boolean().openapi({
+          description:
+            "Reply tracking by default (off by default): the Reply-To of the project's mail (/v1/send, campaigns and their test sends, workflow SEND_EMAIL steps) is each email's signed reply address `r+<token>@<domain>`, so replies are received and matched to the email and its contact. It never replaces a Reply-To the mail already has (a send's `reply`, a template's); a send's own `trackReplies` decides for that send, and only `trackReplies: true` on the send replaces its Reply-To. Turning it on needs the deployment's INBOUND_DOMAIN (409 naming INBOUND_DOMAIN without it).",
+        }),
+        domain: z.string().nullable().openapi({ description: "The deployment's inbound domain (INBOUND_DOMAIN); null: this deployment receives no mail" }),
+        namedAddress: z.string().nullable().openapi({
+          example: "support+0190f5a1c2d37e4f8a9b0c1d2e3f4a5b@in.example.com",
+          description:
+            "An address of this project on the inbound domain, `<name>+<32 hex project id>@<domain>`: mail to it is received for the project, unthreaded (matched to no email). `support` is only an example: any name of 1-32 characters `[a-z0-9][a-z0-9._-]{0,31}` works before the `+`, except `r` and `u` (the reply and unsubscribe addresses). null without an inbound domain.",
+        }),
+      })
+      .openapi({ description: "Receiving mail (docs/deploy.md#receiving-mail): reply tracking and the project's own addresses" }),
     storedBytes: z.number().int().openapi({
       description:
         "Bytes the project keeps in the database (email HTML until sent, headers, event and contact data, templates, campaigns, workflow versions), against QUOTA_STORED_BYTES",
@@ -55,6 +69,15 @@ export const UpdateProjectSettingsSchema = z
       .nullable()
       .optional()
       .openapi({ description: "The default sender, on a VERIFIED domain of the project (422 naming `defaultFrom` otherwise); null removes it" }),
+    inbound: z
+      .object({
+        trackReplies: z.boolean().optional().openapi({
+          description:
+            "Reply tracking by default for the project's mail; never replaces a Reply-To the mail has. true without the deployment's INBOUND_DOMAIN: 409 naming INBOUND_DOMAIN, and nothing changes.",
+        }),
+      })
+      .strict()
+      .optional(),
   })
   .strict()
   .superRefine((input, ctx) => {

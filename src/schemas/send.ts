@@ -141,6 +141,10 @@ export const SendRequestSchema = z
         description:
           "This send's tracking, over the project's trackingMode and the sending domain's switches (Plunk issue #432); a switch left out follows them",
       }),
+    trackReplies: z.boolean().optional().openapi({
+      description:
+        "This send's reply tracking, over the project's `inbound.trackReplies`. true: each email's Reply-To is its signed reply address `r+<token>@<INBOUND_DOMAIN>`, so replies are received and matched to the email (GET /emails/{id}/replies); it replaces the send's own `reply` or its template's Reply-To, because this send asked. false: the Reply-To stays as given. Left out: the project's default, which never replaces a Reply-To the mail has (only mail without one gets the reply address). true without INBOUND_DOMAIN on the deployment: 409 naming `trackReplies`.",
+    }),
     attachments: z
       .array(AttachmentSchema)
       .max(MAX_ATTACHMENTS)

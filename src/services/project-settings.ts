@@ -6,6 +6,7 @@ import { ApiError } from "../lib/errors";
 import { CONFIRM_URL_VARIABLE, type ProjectSettingsView, type UpdateProjectSettingsRequest } from "../schemas/project";
 import { senderDomain } from "./domains";
 import { setProjectSettings } from "../store/projects";
+import { requireInboundDomain } from "./send/reply-to";
 
 /** GET/PATCH /project: the settings a project's owner changes through the API. */
 
@@ -18,6 +19,7 @@ const columns = {
   doubleOptInTemplateId: projects.doubleOptInTemplateId,
   defaultFromEmail: projects.defaultFromEmail,
   defaultFromName: projects.defaultFromName,
+  trackReplies: projects.trackReplies,
   storedBytes: projects.storedBytes,
   r2StoredBytes: projects.r2StoredBytes,
   updatedAt: projects.updatedAt,
@@ -32,6 +34,7 @@ type SettingsRow = {
   doubleOptInTemplateId: string | null;
   defaultFromEmail: string | null;
   defaultFromName: string | null;
+  trackReplies: boolean;
   storedBytes: number;
   r2StoredBytes: number;
   updatedAt: Date;
@@ -41,18 +44,27 @@ type SettingsRow = {
 export const trackingModeOf = (row: { trackingEnabled: boolean; trackingMode: TrackingMode }): TrackingMode =>
   row.trackingEnabled ? row.trackingMode : "DISABLED";
 
-const view = ({ defaultFromEmail, defaultFromName, ...row }: SettingsRow): ProjectSettingsView => ({
+/**
+ * The project's example named address on the inbound domain: `<name>+<32 hex project id>@<domain>`
+ * (any name [a-z0-9][a-z0-9._-]{0,31} but r and u reaches the project; the receiving side reads it).
+ */
+export const namedAddressOf = (projectId: string, inboundDomain: string, name = "support") =>
+  `${name}+${projectId.replaceAll("-", "").toLowerCase()}@${inboundDomain}`;
+
+const view = ({ defaultFromEmail, defaultFromName, trackReplies, ...row }: SettingsRow, inboundDomain: string | null): ProjectSettingsView => ({
   ...row,
+  inbound: { trackReplies, domain: inboundDomain, namedAddress: inboundDomain ? namedAddressOf(row.id, inboundDomain) : null },
   trackingMode: trackingModeOf(row),
   trackingEnabled: trackingModeOf(row) !== "DISABLED",
   defaultFrom: defaultFromEmail ? { email: defaultFromEmail, name: defaultFromName } : null,
   updatedAt: row.updatedAt.toISOString(),
 });
 
-export async function getProjectSettings(db: Database, projectId: string): Promise<ProjectSettingsView> {
+/** `inboundDomain`: the deployment's INBOUND_DOMAIN (null: none), shown with the inbound settings. */
+export async function getProjectSettings(db: Database, projectId: string, inboundDomain: string | null = null): Promise<ProjectSettingsView> {
   const [row] = await db.select(columns).from(projects).where(eq(projects.id, projectId)).limit(1);
   if (!row) throw ApiError.notFound("Project");
-  return view(row);
+  return view(row, inboundDomain);
 }
 
 /** The project's default sender (PATCH /project defaultFrom), as a query for a read batch or to await. */
@@ -94,10 +106,17 @@ export async function confirmationTemplateProblem(db: Database, projectId: strin
 /**
  * Applies only the fields given. Turning double opt-in on (or changing its
  * template while on) needs a usable confirmation template: 422 naming
- * `doubleOptInTemplateId` otherwise, and nothing changes.
+ * `doubleOptInTemplateId` otherwise, and nothing changes. Reply tracking on needs the
+ * deployment's inbound domain (`inboundDomain`): 409 naming INBOUND_DOMAIN otherwise.
  */
-export async function updateProjectSettings(db: Database, projectId: string, input: UpdateProjectSettingsRequest): Promise<ProjectSettingsView> {
-  const current = await getProjectSettings(db, projectId);
+export async function updateProjectSettings(
+  db: Database,
+  projectId: string,
+  input: UpdateProjectSettingsRequest,
+  inboundDomain: string | null = null,
+): Promise<ProjectSettingsView> {
+  if (input.inbound?.trackReplies) requireInboundDomain(inboundDomain, "inbound.trackReplies");
+  const current = await getProjectSettings(db, projectId, inboundDomain);
   const doubleOptIn = input.doubleOptIn ?? current.doubleOptIn;
   const templateId = input.doubleOptInTemplateId === undefined ? current.doubleOptInTemplateId : input.doubleOptInTemplateId;
   if (doubleOptIn) {
@@ -124,11 +143,12 @@ export async function updateProjectSettings(db: Database, projectId: string, inp
   }
   if (input.doubleOptIn !== undefined) set.doubleOptIn = input.doubleOptIn;
   if (input.doubleOptInTemplateId !== undefined) set.doubleOptInTemplateId = input.doubleOptInTemplateId;
+  if (input.inbound?.trackReplies !== undefined) set.trackReplies = input.inbound.trackReplies;
   if (Object.keys(set).length === 0) return current;
   set.updatedAt = new Date();
   const [row] = await setProjectSettings(db.$client, projectId, set).returning(columns);
   // The control row too (the API key lookup reads doubleOptIn there) when the project is on another shard than 0.
   const control = controlDbOf(db.$client);
   if (control !== db.$client) await setProjectSettings(control, projectId, set);
-  return view(row);
+  return view(row, inboundDomain);
 }

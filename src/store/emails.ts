@@ -77,6 +77,8 @@ export interface QueuedHead {
   tracked?: boolean;
   /** The send's own tracking choice (emails.track_opens / track_clicks; a switch left out: null). */
   track?: { opens?: boolean; clicks?: boolean };
+  /** The send's own reply tracking (emails.track_replies; left out: null, the project's default). */
+  trackReplies?: boolean;
   hasAttachments?: boolean;
   /** Insert only while this workflow execution is active and the send has no email yet (a workflow step). */
   whileExecution?: string | null;
@@ -132,6 +134,7 @@ export function insertQueued(d1: D1Database, head: QueuedHead, rows: readonly Qu
         head.track?.opens === undefined ? null : head.track.opens ? 1 : 0,
         head.track?.clicks === undefined ? null : head.track.clicks ? 1 : 0,
         head.topicId ?? null,
+        head.trackReplies === undefined ? null : head.trackReplies ? 1 : 0,
       );
   const statements: D1PreparedStatement[] = [];
   // Each insert is followed by the day's email count and the stored bytes of what it inserted, once per
@@ -193,11 +196,11 @@ const QUEUED_BYTES_SQL = `UPDATE projects SET stored_bytes = stored_bytes + x.by
   WHERE projects.id = ?1 AND x.bytes > 0`;
 
 const INSERT_QUEUED_SQL = `INSERT INTO emails (id, project_id, send_id, template_id, campaign_id, contact_id, from_address, from_name, to_address, to_name,
-    reply_to, subject, html, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at, track_opens, track_clicks, topic_id)
+    reply_to, subject, html, marketing, bulk, tracked, has_attachments, status, message_id, queued_at, created_at, updated_at, track_opens, track_clicks, topic_id, track_replies)
   SELECT json_extract(value, '$.id'), ?1, ?2, ?3, ?4,
     coalesce(json_extract(value, '$.ci'), (SELECT id FROM contacts WHERE project_id = ?1 AND email = json_extract(value, '$.c'))),
     ?5, ?6, json_extract(value, '$.to'), json_extract(value, '$.n'), ?7, json_extract(value, '$.s'), coalesce(?14, json_extract(value, '$.h')),
-    ?8, ?9, ?10, ?11, 'QUEUED', json_extract(value, '$.m'), ?12, ?12, ?12, ?17, ?18, ?19
+    ?8, ?9, ?10, ?11, 'QUEUED', json_extract(value, '$.m'), ?12, ?12, ?12, ?17, ?18, ?19, ?20
   FROM json_each(?13)
   WHERE (?15 IS NULL OR (EXISTS (SELECT 1 FROM workflow_executions WHERE id = ?15 AND status IN ('RUNNING', 'WAITING'))
     AND NOT EXISTS (SELECT 1 FROM emails WHERE send_id = ?2 AND project_id = ?1)))
@@ -224,14 +227,21 @@ const INSERT_SEND_HEADERS_SQL = `INSERT INTO send_headers (send_id, project_id, 
 /**
  * One claim column for an email's tracking (ClaimRow trackingEnabled): bit 0, its project tracks it
  * (tracking_mode ENABLED, or MARKETING_ONLY and marketing mail; tracking_enabled = 0 is DISABLED);
- * bits 1-2 and 3-4, the send's track_opens and track_clicks (0 off, 1 on, 2 not given).
+ * bits 1-2 and 3-4, the send's track_opens and track_clicks (0 off, 1 on, 2 not given); bits 5-6 the
+ * send's track_replies (the same), bit 7 its project's track_replies (migration 0040).
  */
-const TRACKING_SLOT = `((SELECT CASE WHEN p.tracking_enabled = 0 OR p.tracking_mode = 'DISABLED' THEN 0
-      WHEN p.tracking_mode = 'MARKETING_ONLY' THEN emails.marketing ELSE 1 END FROM projects AS p WHERE p.id = emails.project_id)
-    | (coalesce(emails.track_opens, 2) << 1) | (coalesce(emails.track_clicks, 2) << 3))`;
+const TRACKING_SLOT = `((SELECT (CASE WHEN p.tracking_enabled = 0 OR p.tracking_mode = 'DISABLED' THEN 0
+      WHEN p.tracking_mode = 'MARKETING_ONLY' THEN emails.marketing ELSE 1 END) | (p.track_replies << 7) FROM projects AS p WHERE p.id = emails.project_id)
+    | (coalesce(emails.track_opens, 2) << 1) | (coalesce(emails.track_clicks, 2) << 3) | (coalesce(emails.track_replies, 2) << 5))`;
 
 const overrideOf = (bits: number): boolean | null => (bits === 2 ? null : bits === 1);
-const trackingOf = (slot: number) => ({ trackingEnabled: (slot & 1) === 1, trackOpens: overrideOf((slot >> 1) & 3), trackClicks: overrideOf((slot >> 3) & 3) });
+const trackingOf = (slot: number) => ({
+  trackingEnabled: (slot & 1) === 1,
+  trackOpens: overrideOf((slot >> 1) & 3),
+  trackClicks: overrideOf((slot >> 3) & 3),
+  trackReplies: overrideOf((slot >> 5) & 3),
+  projectTracksReplies: ((slot >> 7) & 1) === 1,
+});
 
 /** What the consumer needs of a claimed email (the claim returns only these columns). */
 export type ClaimedEmail = Pick<
@@ -255,6 +265,9 @@ export type ClaimedEmail = Pick<
   /** The send's own choice (/v1/send track), null: as the project and the sending domain say. */
   trackOpens: boolean | null;
   trackClicks: boolean | null;
+  /** The send's own reply tracking (/v1/send trackReplies), null: the project's default (projectTracksReplies). */
+  trackReplies: boolean | null;
+  projectTracksReplies: boolean;
   /** Characters of its HTML and headers JSON, its send's included (length(), computed by the claim, which rewrites the row anyway). */
   bodyChars: number;
   /** Its project had an enabled webhook endpoint when it was claimed: only then are its outcome's events looked for. */

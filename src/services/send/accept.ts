@@ -21,6 +21,8 @@ import { refusalOf, type Stream } from "../consent/gates";
 import { assertBroadcastAvailable } from "../../outside/providers";
 import { contactWriteEvents } from "../webhooks/record";
 import { renderEmails } from "./create-emails";
+import { requireInboundDomain } from "./reply-to";
+import { readConfig } from "../../lib/config";
 import { RenderBudget, rendersFromDataKeys } from "./render";
 
 type Mailbox = string | { name?: string; email: string };
@@ -267,6 +269,8 @@ async function needsNoReads(projectId: string, body: SendRequest, { idempotencyK
  * path, which lists them (docs/architecture.md "What a request costs").
  */
 export async function acceptSend(db: Database, env: Env, projectId: string, body: SendRequest, options: AcceptOptions): Promise<SendResult> {
+  // Reply tracking asked for on a deployment that cannot receive the replies: 409 before anything is read.
+  if (body.trackReplies) requireInboundDomain(readConfig(env).INBOUND_DOMAIN, "trackReplies");
   const hash = options.idempotencyKey ? await requestHash(body) : "";
   const recipients = distinctRecipients(body);
   const addresses = [...recipients.keys()];
@@ -363,6 +367,7 @@ async function writeSend(
       topicId: inputs.topic?.id ?? null,
       attachments: body.attachments,
       track: body.track,
+      trackReplies: body.trackReplies,
     },
     sendable.map((address) => ({
       to: address,

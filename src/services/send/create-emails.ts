@@ -51,6 +51,8 @@ export interface EmailDraft {
   tracked?: boolean;
   /** The send's own tracking choice (/v1/send track): a switch given wins over the project's and the domain's. */
   track?: { opens?: boolean; clicks?: boolean };
+  /** The send's own reply tracking (/v1/send trackReplies): left out, the project's default (services/send/reply-to.ts). */
+  trackReplies?: boolean;
   attachments?: AttachmentInput[];
   /** A workflow step's email: written only while this execution is active and the send has none yet. */
   whileExecution?: string | null;
@@ -219,6 +221,7 @@ export class NewEmails {
           bulk: draft.bulk,
           tracked: draft.tracked,
           track: draft.track,
+          trackReplies: draft.trackReplies,
           hasAttachments: (draft.attachments?.length ?? 0) > 0,
           whileExecution: draft.whileExecution,
           onlyIfContact: draft.onlyIfContact,

@@ -29,6 +29,7 @@ import { loadAttachments } from "./attachments";
 import { type BodyOf, bodyReader } from "./bodies";
 import { addBodyBytes, SentBodyWriter, type StoredBodies } from "../../store/objects/bodies";
 import { buildMime, messageHeaders, plainTextOf } from "./mime";
+import { replyToOf } from "./reply-to";
 import { GATES } from "../consent/gates";
 import { requeueMail } from "../../queues";
 import { CALL_DEADLINE_MS, OUTCOME_UNKNOWN_PREFIX, outcomeUnknownReason, PROJECT_DISABLED_REASON, SENDING_PAUSED_REASON } from "./reasons";
@@ -174,12 +175,14 @@ async function composeMessage(
   // Mail aimed at a topic names it (RFC 2919): `<key>.<project id>.<host>`.
   const listId = email.topicKey ? `${email.topicKey}.${email.projectId}.${new URL(baseUrl).hostname}` : undefined;
   const text = plainTextOf(html);
+  // With replies tracked, the email's signed reply address (reply-to.ts decides when it replaces the mail's own).
+  const replyTo = await replyToOf(env, email);
   return {
-    raw: buildMime(email, { html, text, attachments, listUnsubscribe, listId }),
+    raw: buildMime({ ...email, replyTo }, { html, text, attachments, listUnsubscribe, listId }),
     parts: {
       fromName: email.fromName ?? undefined,
       toName: email.toName ?? undefined,
-      replyTo: email.replyTo ?? undefined,
+      replyTo: replyTo ?? undefined,
       html,
       text,
       headers: messageHeaders(email, { listUnsubscribe, listId }),
