@@ -87,8 +87,10 @@ confirmRouter
       found = await findConfirmation(getDb(shardDb(c.env, shard)), emailId);
     }
     if (found.outcome !== "valid") return gone(c, found.outcome);
-    if (found.subscribed) return htmlPage(c, 200, "Subscription confirmed", "Your subscription is already confirmed. You can close this page.");
-    if (found.used) return gone(c, "used");
+    const topicsPending = found.pendingTopics.length > 0;
+    if (found.subscribed && !topicsPending)
+      return htmlPage(c, 200, "Subscription confirmed", "Your subscription is already confirmed. You can close this page.");
+    if (found.used && !topicsPending) return gone(c, "used");
     return htmlPage(c, 200, "Confirm your subscription", "Press the button to confirm that you want to receive these emails.", confirmForm(token));
   })
   .openapi(confirmRoute, async (c) => {

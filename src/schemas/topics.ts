@@ -32,7 +32,10 @@ export const TopicSchema = z
     }),
     doubleOptIn: z
       .boolean()
-      .openapi({ description: "An opt-in through the API or /v1/track is PENDING until the contact confirms it by the confirmation email's link" }),
+      .openapi({
+        description:
+          "An opt-in through the API or /v1/track is PENDING and sends the project's confirmation template (PATCH /project doubleOptInTemplateId; needed to set this, else 422); its {{confirmUrl}} makes the choice OPT_IN",
+      }),
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),
   })

@@ -1,4 +1,5 @@
 import { choicesOf, topicChoiceStatements, topicsByKey } from "./topics";
+import { runWithTopicConfirmation, topicConfirmationFor } from "./topic-confirmation";
 import type { TopicChoices } from "../schemas/topics";
 import { and, eq, sql, type SQL } from "drizzle-orm";
 import { fromRow, type Database } from "../db/client";
@@ -61,12 +62,14 @@ export async function upsertContact(db: Database, env: Env, projectId: string, i
   const now = new Date();
   const choices = choicesOf(input.topics);
   // One read only when the request names topics: an unknown key is a 422 before anything is written.
-  await topicsByKey(
+  const named = await topicsByKey(
     db,
     projectId,
     choices.map((c) => c.key),
     (key) => `topics.${key}`,
   );
+  const email = input.email.toLowerCase();
+  const confirmation = await topicConfirmationFor(db, projectId, email, choices, named);
   const upsert = upsertContacts(d1, projectId, [input], { onExisting: "merge", subscribedByDefault: true, now, returnRows: true });
   // Webhook events around the upsert: contact.created, .updated, .(un)subscribed as they happen.
   const hooks = contactWriteEvents(d1, {
@@ -83,7 +86,8 @@ export async function upsertContact(db: Database, env: Env, projectId: string, i
   const upserted = batch.add(...upsert.statements);
   batch.add(...topicChoiceStatements(d1, env, { projectId, email: input.email.toLowerCase(), choices, source: "api", pendingForDoubleOptIn: true, now }));
   batch.add(...hooks.after, outboxProbe(d1, projectId));
-  const result = await batch.run({ env, now, afterCommit });
+  // Opting into a double opt-in topic: its confirmation email, last in the same batch.
+  const result = await runWithTopicConfirmation(db, env, projectId, confirmation, email, batch, { afterCommit, now });
   const [contact] = upsert.contacts(result.each(upserted)).values();
   return { contact: contactFromRow(contact.row), isNew: contact.created };
 }

@@ -19,6 +19,7 @@ import { contactWriteEvents } from "./webhooks/record";
 import { domainOfAddress } from "./domains/names";
 import { confirmationTemplateProblem } from "./project-settings";
 import { createEmails } from "./send/create-emails";
+import { runWithTopicConfirmation, topicConfirmationFor } from "./topic-confirmation";
 
 /** What POST /v1/track takes (`data` is stored on the event and merged into the contact, a null value removing that key). */
 export type TrackEventInput = TrackEventRequest;
@@ -73,7 +74,7 @@ export async function trackEvent(
   }
   const email = input.email.toLowerCase();
   const choices = choicesOf(input.topics);
-  await topicsByKey(
+  const named = await topicsByKey(
     db,
     projectId,
     choices.map((c) => c.key),
@@ -146,7 +147,11 @@ export async function trackEvent(
           { batch, afterCommit, requestUrl: options.requestUrl, now: createdAt },
         )
       ).result
-    : await batch.run({ env, now: createdAt, afterCommit });
+    : await runWithTopicConfirmation(db, env, projectId, await topicConfirmationFor(db, projectId, email, choices, named), email, batch, {
+        afterCommit,
+        requestUrl: options.requestUrl,
+        now: createdAt,
+      });
   const contact = upsert.contacts(result.each(upserted)).get(email)!;
   return { contactId: contact.id, eventId, createdAt, isNewContact: contact.created };
 }

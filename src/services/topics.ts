@@ -3,6 +3,7 @@ import { fromRow, runStatements, type Database } from "../db/client";
 import { contacts, contactTopics, topics, type ContactTopicSource, type Topic } from "../db/schema";
 import type { AfterCommit } from "../lib/after-commit";
 import type { ConfigInput } from "../lib/config";
+import type { Env } from "../env";
 import { ApiError, type FieldError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { listNewestFirst } from "../lib/pagination";
@@ -21,6 +22,7 @@ import {
   updateTopic as updateTopicRow,
 } from "../store/topics";
 import { recordTopicsUpdated } from "../store/webhooks/events";
+import { assertTopicConfirmation, runWithTopicConfirmation, topicConfirmationFor } from "./topic-confirmation";
 
 /**
  * Topics (CONTRACT "Topics and the preference page"): CRUD, a contact's choices, and the
@@ -43,6 +45,7 @@ export function toTopicView(t: Topic): TopicView {
 
 /** Within QUOTA_TOPICS (checked in the insert's batch); a key the project uses already is a 409. */
 export async function createTopic(db: Database, env: ConfigInput, projectId: string, input: CreateTopicRequest): Promise<Topic> {
+  if (input.doubleOptIn) await assertTopicConfirmation(db, projectId);
   const now = new Date();
   const insert = insertTopic(db.$client, {
     id: newId(),
@@ -76,6 +79,7 @@ export async function updateTopic(db: Database, projectId: string, id: string, i
   if (input.visibility !== undefined) set.visibility = input.visibility;
   if (input.doubleOptIn !== undefined) set.doubleOptIn = input.doubleOptIn;
   if (Object.keys(set).length === 0) return getTopic(db, projectId, id);
+  if (input.doubleOptIn) await assertTopicConfirmation(db, projectId);
   set.updatedAt = new Date();
   const [topic] = await updateTopicRow(db.$client, projectId, id, set);
   if (!topic) throw ApiError.notFound("Topic");
@@ -235,7 +239,7 @@ export async function optOutOfTopicByEmail(
 /** PATCH /contacts/{id}/topics: sets the choices (an OPT_IN of a double opt-in topic is PENDING); answers every topic. */
 export async function updateContactTopics(
   db: Database,
-  env: ConfigInput,
+  env: Env,
   projectId: string,
   contactId: string,
   input: UpdateContactTopicsRequest,
@@ -244,13 +248,13 @@ export async function updateContactTopics(
   const contact = await contactOf(db, projectId, contactId);
   const keys = input.topics.map((t) => t.key);
   const index = new Map(keys.map((k, i) => [k, i]));
-  await topicsByKey(db, projectId, keys, (k) => `topics.${index.get(k)}.key`);
+  const named = await topicsByKey(db, projectId, keys, (k) => `topics.${index.get(k)}.key`);
   // The last choice of a key given twice wins.
   const choices = [...new Map(input.topics.map((t) => [t.key, t])).values()];
+  const now = new Date();
+  const confirmation = await topicConfirmationFor(db, projectId, contact.email, choices, named);
   const batch = new WriteBatch(db.$client);
-  batch.add(
-    ...topicChoiceStatements(db.$client, env, { projectId, email: contact.email, choices, source: "api", pendingForDoubleOptIn: true, now: new Date() }),
-  );
-  await batch.run({ env, afterCommit });
+  batch.add(...topicChoiceStatements(db.$client, env, { projectId, email: contact.email, choices, source: "api", pendingForDoubleOptIn: true, now }));
+  await runWithTopicConfirmation(db, env, projectId, confirmation, contact.email, batch, { afterCommit, now });
   return listContactTopics(db, projectId, contactId);
 }

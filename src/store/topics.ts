@@ -86,12 +86,12 @@ const OPT_OUT_SQL = `INSERT INTO contact_topics (contact_id, topic_id, project_i
   WHERE contact_topics.status != 'OPT_OUT'
   RETURNING topic_id, status, (SELECT key FROM topics WHERE id = contact_topics.topic_id) AS key`;
 
-/** A PENDING choice of a double opt-in topic confirmed: OPT_IN. Returns a row when it changed. */
-export function confirmPendingTopic(d1: D1Database, contactId: string, topicId: string, now: Date): D1PreparedStatement {
-  return d1.prepare(CONFIRM_SQL).bind(contactId, topicId, now.getTime());
+/** The contact's PENDING choices of double opt-in topics confirmed: OPT_IN (source confirm). Returns a row per topic changed. */
+export function confirmPendingTopics(d1: D1Database, contactId: string, now: Date): D1PreparedStatement {
+  return d1.prepare(CONFIRM_SQL).bind(contactId, now.getTime());
 }
-const CONFIRM_SQL = `UPDATE contact_topics SET status = 'OPT_IN', source = 'confirm', updated_at = ?3
-  WHERE contact_id = ?1 AND topic_id = ?2 AND status = 'PENDING'
+const CONFIRM_SQL = `UPDATE contact_topics SET status = 'OPT_IN', source = 'confirm', updated_at = ?2
+  WHERE contact_id = ?1 AND status = 'PENDING'
   RETURNING topic_id, status, (SELECT key FROM topics WHERE id = contact_topics.topic_id) AS key`;
 
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */

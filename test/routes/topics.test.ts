@@ -3,6 +3,7 @@ import type { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
 import type { ContactTopicListResponseSchema, TopicListResponseSchema, TopicSchema } from "../../src/schemas/topics";
 import { expectError, newProject, type TestProject } from "../support/http";
+import { automationProject } from "../support/workflows";
 
 type Topic = z.infer<typeof TopicSchema>;
 type TopicList = z.infer<typeof TopicListResponseSchema>;
@@ -23,9 +24,17 @@ async function contact(project: TestProject, body: Record<string, unknown>) {
   return res.body.id;
 }
 
+/** A project that can have double opt-in topics: a verified domain and a confirmation template ({{confirmUrl}}). */
+async function confirmingProject(): Promise<TestProject> {
+  const a = await automationProject();
+  const templateId = await a.template("Confirm", { body: '<p><a href="{{confirmUrl}}">confirm</a></p>' });
+  expect((await a.project.api.patch("/project", { doubleOptInTemplateId: templateId })).status).toBe(200);
+  return a.project;
+}
+
 describe("topics", () => {
   it("creates, reads, lists, updates and deletes a topic; the bare object has the contract's fields", async () => {
-    const project = await newProject("topics crud");
+    const project = await confirmingProject();
     const before = await storedBytes(project.id);
     const created = await topic(project, { key: "product-updates", name: "Product updates", description: "What we ship", defaultSubscription: "OPT_IN" });
     expect(created).toMatchObject({
@@ -118,7 +127,7 @@ describe("topics", () => {
   });
 
   it("a contact's topics: every topic with the default until the contact chooses, then its choice", async () => {
-    const project = await newProject("contact topics");
+    const project = await confirmingProject();
     await topic(project, { key: "news", name: "News", defaultSubscription: "OPT_IN" });
     await topic(project, { key: "events", name: "Events", defaultSubscription: "OPT_OUT" });
     await topic(project, { key: "beta", name: "Beta", defaultSubscription: "OPT_OUT", doubleOptIn: true });

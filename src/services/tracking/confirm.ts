@@ -5,7 +5,10 @@ import type { AfterCommit } from "../../lib/after-commit";
 import type { ConfigInput } from "../../lib/config";
 import { WriteBatch } from "../../store/batch";
 import { updateContactById } from "../../store/contacts";
-import { insertContactEvent } from "../../store/events";
+import { insertContactEvent, insertTopicChangeEvents } from "../../store/events";
+import { confirmPendingTopics } from "../../store/topics";
+import { recordTopicsUpdated } from "../../store/webhooks/events";
+import { newId } from "../../lib/ids";
 import { queueConfirmedContactCreated } from "../../store/workflow-outbox";
 import { contactWriteEvents } from "../webhooks/record";
 
@@ -30,6 +33,8 @@ export async function findConfirmation(db: Database, emailId: string, now = new 
       subscribed: contacts.subscribed,
       // The contact.subscribed event this link recorded when it was used (events_contact_name_created_idx).
       used: sql<number>`EXISTS (SELECT 1 FROM events WHERE events.contact_id = ${contacts.id} AND events.name = 'contact.subscribed' AND events.email_id = ${emails.id})`,
+      // The keys of the double opt-in topics the contact opted into and has not confirmed yet.
+      pendingTopics: sql<string>`(SELECT json_group_array(t.key) FROM contact_topics AS ct JOIN topics AS t ON t.id = ct.topic_id WHERE ct.contact_id = ${contacts.id} AND ct.status = 'PENDING')`,
     })
     .from(emails)
     .innerJoin(contacts, and(eq(contacts.id, emails.contactId), eq(contacts.projectId, emails.projectId)))
@@ -37,7 +42,7 @@ export async function findConfirmation(db: Database, emailId: string, now = new 
     .limit(1);
   if (!row) return { outcome: "unknown" as const };
   if (now.getTime() - row.createdAt.getTime() > CONFIRM_LINK_TTL_MS) return { outcome: "expired" as const };
-  return { outcome: "valid" as const, ...row, used: Boolean(row.used) };
+  return { outcome: "valid" as const, ...row, used: Boolean(row.used), pendingTopics: JSON.parse(row.pendingTopics ?? "[]") as string[] };
 }
 
 /**
@@ -62,10 +67,29 @@ export async function confirmSubscription(
 ): Promise<{ outcome: ConfirmOutcome; projectId?: string }> {
   const found = await findConfirmation(db, emailId, now);
   if (found.outcome !== "valid") return { outcome: found.outcome };
-  if (found.subscribed) return { outcome: "unchanged", projectId: found.projectId };
-  if (found.used) return { outcome: "used", projectId: found.projectId };
-  const hooks = contactWriteEvents(db.$client, { projectId: found.projectId, at: now, email: found.email, subscribed: true });
   const batch = new WriteBatch(db.$client);
+  // Double opt-in topics: every PENDING choice of the contact becomes OPT_IN (an event each, one webhook event).
+  const topicKeys = found.pendingTopics;
+  if (topicKeys.length > 0) {
+    batch.add(
+      confirmPendingTopics(db.$client, found.contactId, now),
+      insertTopicChangeEvents(db.$client, env, {
+        projectId: found.projectId,
+        email: found.email,
+        source: "confirm",
+        now,
+        ids: Object.fromEntries(topicKeys.map((key) => [key, newId()])),
+        emailId,
+      }),
+      recordTopicsUpdated(db.$client, { id: newId(), projectId: found.projectId, email: found.email, source: "confirm", at: now }),
+    );
+  }
+  if (found.subscribed || found.used) {
+    if (topicKeys.length === 0) return { outcome: found.subscribed ? "unchanged" : "used", projectId: found.projectId };
+    await batch.run({ afterCommit });
+    return { outcome: "confirmed", projectId: found.projectId };
+  }
+  const hooks = contactWriteEvents(db.$client, { projectId: found.projectId, at: now, email: found.email, subscribed: true });
   batch.add(
     // The CONTACT_CREATED workflows the unconfirmed contact did not start (first: it reads the state before this confirmation).
     queueConfirmedContactCreated(db.$client, found.projectId, found.contactId, emailId, now.getTime()),
