@@ -103,7 +103,9 @@ function Duration(props: { label: string; value: { amount: number; unit: Unit };
 }
 
 /** The settings of one step, as a form for its type (no JSON anywhere). */
-function StepSettings(props: { step: WorkflowStep; templates: Template[]; onConfig: (config: Config) => void }) {
+type TopicChoice = { key: string; name: string };
+
+function StepSettings(props: { step: WorkflowStep; templates: Template[]; topics: TopicChoice[]; onConfig: (config: Config) => void }) {
   const c = props.step.config as Config;
   const set = (patch: Config) => props.onConfig({ ...c, ...patch });
   switch (props.step.type) {
@@ -115,16 +117,30 @@ function StepSettings(props: { step: WorkflowStep; templates: Template[]; onConf
       );
     case "SEND_EMAIL":
       return (
-        <Field label="Template" hint="The template's own sender, subject and body are used.">
-          {(id) => (
-            <select id={id} required value={String(c.templateId ?? "")} onChange={(e) => set({ templateId: e.currentTarget.value })}>
-              <option value="">Choose a template</option>
-              {props.templates.map((t) => (
-                <option value={t.id}>{t.name}</option>
-              ))}
-            </select>
+        <div class="row">
+          <Field label="Template" hint="The template's own sender, subject and body are used.">
+            {(id) => (
+              <select id={id} required value={String(c.templateId ?? "")} onChange={(e) => set({ templateId: e.currentTarget.value })}>
+                <option value="">Choose a template</option>
+                {props.templates.map((t) => (
+                  <option value={t.id}>{t.name}</option>
+                ))}
+              </select>
+            )}
+          </Field>
+          {(props.topics.length > 0 || c.topic) && (
+            <Field label="Topic" hint="Only contacts opted in to the topic get it; its unsubscribe link opts out of this topic only.">
+              {(id) => (
+                <select id={id} value={String(c.topic ?? "")} onChange={(e) => set({ topic: e.currentTarget.value || undefined })}>
+                  <option value="">No topic</option>
+                  {props.topics.map((t) => (
+                    <option value={t.key}>{t.name}</option>
+                  ))}
+                </select>
+              )}
+            </Field>
           )}
-        </Field>
+        </div>
       );
     case "CONDITION":
       return <ConditionBuilder label="Condition" value={c.condition as never} onChange={(condition) => set({ condition })} />;
@@ -243,6 +259,7 @@ export function StepForm(props: {
   n: number;
   steps: WorkflowStep[];
   templates: Template[];
+  topics: TopicChoice[];
   onChange: (step: WorkflowStep) => void;
   onRename: (id: string) => void;
   onRemove: () => void;
@@ -261,7 +278,7 @@ export function StepForm(props: {
           {(id) => <input id={id} required pattern="[A-Za-z0-9_\-]{1,64}" value={step.id} onChange={(e) => props.onRename(e.currentTarget.value)} />}
         </Field>
       </div>
-      <StepSettings step={step} templates={props.templates} onConfig={(config) => props.onChange({ ...step, config } as WorkflowStep)} />
+      <StepSettings step={step} templates={props.templates} topics={props.topics} onConfig={(config) => props.onChange({ ...step, config } as WorkflowStep)} />
       {exitsOf(step.type).length > 0 && (
         <div class="row">
           {exitsOf(step.type).map((exit) => (

@@ -23,6 +23,8 @@ beforeAll(async () => {
   });
   expect(template.status, JSON.stringify(template.body)).toBe(201);
   templateId = template.body.id;
+  const topic = await api("POST", "/topics", { key: "news", name: "News", defaultSubscription: "OPT_IN" });
+  expect(topic.status, JSON.stringify(topic.body)).toBe(201);
 }, 180_000);
 
 afterAll(async () => {
@@ -68,6 +70,7 @@ describe("the workflow editor", () => {
     await page.getByLabel("New step").selectOption("SEND_EMAIL");
     await page.getByRole("button", { name: "Add step" }).click();
     await step(page, "send-email").getByLabel("Template").selectOption({ label: "Welcome mail" });
+    await step(page, "send-email").getByLabel("Topic").selectOption({ label: "News" });
 
     // Each new step followed the one before: DELAY -> CONDITION (yes) -> SEND_EMAIL, drawn with the template's name.
     expect(await step(page, "delay").getByLabel("Then").inputValue()).toBe("condition");
@@ -89,7 +92,7 @@ describe("the workflow editor", () => {
         config: { condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "team" }] }] } },
         branches: { yes: "send-email" },
       },
-      { id: "send-email", type: "SEND_EMAIL", config: { templateId } },
+      { id: "send-email", type: "SEND_EMAIL", config: { templateId, topic: "news" } },
     ]);
     expect(saved.steps[1].branches.no ?? null).toBeNull();
     expect(saved.steps[2].next ?? null).toBeNull();

@@ -121,6 +121,8 @@ function WorkflowEditor(props: { workflow?: Workflow; templates: Template[]; act
   const ownAction = useAction();
   const action = props.action ?? ownAction;
   const names = useMemo(() => new Map(props.templates.map((t) => [t.id, t.name])), [props.templates]);
+  // The project's topics (at most 100): a SEND_EMAIL step may aim its mail at one.
+  const topics = useLoad(async () => (await call(api.GET("/topics", { params: { query: { limit: 100 } } }))).data.items, []);
   const setSteps = (steps: WorkflowStep[]) => setDraft((d) => ({ ...d, steps }));
 
   const add = () => {
@@ -214,6 +216,7 @@ function WorkflowEditor(props: { workflow?: Workflow; templates: Template[]; act
               n={i + 1}
               steps={draft.steps}
               templates={props.templates}
+              topics={topics.data ?? []}
               onChange={(next) => setSteps(draft.steps.map((s, j) => (j === i ? next : s)))}
               onRename={(to) => rename(step.id, to)}
               onRemove={() => remove(step.id)}
