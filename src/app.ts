@@ -36,6 +36,7 @@ const SECRET_KEY_PATHS = [
   "/workflows/*",
   "/project/*",
   "/exports/*",
+  "/inbound/*",
 ];
 
 type App = OpenAPIHono<AppBindings>;
@@ -111,6 +112,11 @@ const PARTS = {
   suppressions: async () => {
     const { suppressionsRouter } = await import("./routes/suppressions");
     return (app: App) => app.route("/", suppressionsRouter);
+  },
+  // /inbound and /emails/{id}/replies.
+  inbound: async () => {
+    const { inboundRouter } = await import("./routes/inbound");
+    return (app: App) => app.route("/", inboundRouter);
   },
   campaigns: async () => {
     const { campaignsRouter } = await import("./routes/campaigns");
@@ -201,10 +207,11 @@ export function partsFor(path: string): readonly Part[] {
       return second === "verify" ? ["verifyAddress"] : second === "track" ? ["trackEvents"] : second === "send" ? ["send"] : [];
     case "webhooks":
       return second === "ses" ? ["webhooks", "sesFeedback"] : ["webhooks"];
+    case "emails":
+      return path.split("/")[3] === "replies" ? ["emails", "inbound"] : ["emails"];
     case "domains":
     case "templates":
     case "events":
-    case "emails":
     case "workflows":
     case "project":
     case "exports":
@@ -214,6 +221,7 @@ export function partsFor(path: string): readonly Part[] {
     case "unsubscribe":
     case "confirm":
     case "topics":
+    case "inbound":
     case "preferences":
     case "docs":
       return [first as Part];

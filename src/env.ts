@@ -1,5 +1,14 @@
 import type { ProjectLimiter } from "./entrypoints/project-limiter";
-import type { BulkMessage, ExecutionParams, ImportChunkMessage, MoveParams, SendEmailMessage, WebhookQueueMessage, WorkflowQueueMessage } from "./messages";
+import type {
+  BulkMessage,
+  ExecutionParams,
+  ImportChunkMessage,
+  InboundQueueMessage,
+  MoveParams,
+  SendEmailMessage,
+  WebhookQueueMessage,
+  WorkflowQueueMessage,
+} from "./messages";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars, secrets). */
 export interface Env {
@@ -139,6 +148,10 @@ export interface Env {
   EMAIL_BULK_QUEUE: Queue<BulkMessage>;
   /** Contact import chunks (src/services/contact-imports/process.ts). */
   IMPORT_QUEUE: Queue<ImportChunkMessage>;
+  /** Received mail to parse and link (src/services/inbound/consume.ts), produced by the email() handler. */
+  INBOUND_QUEUE: Queue<InboundQueueMessage>;
+  /** Workers Rate Limiting binding: received messages per envelope sender (src/services/inbound/receive.ts). Optional: absent, nothing is limited. */
+  INBOUND_SENDER_LIMITER?: RateLimit;
 }
 
 export type { SendEmailMessage, WebhookQueueMessage } from "./messages";

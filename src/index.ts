@@ -80,6 +80,11 @@ export default {
     const { handleQueue } = await import("./queue");
     await handleQueue(batch, await counted(env, "queue"));
   },
+  // Email Routing's delivery of a received message (src/services/inbound/receive.ts): stored and queued, or rejected.
+  async email(message, env, _ctx) {
+    const { handleEmail } = await import("./services/inbound/receive");
+    await handleEmail(message, env);
+  },
   async scheduled(controller, env, _ctx) {
     const { runScheduledJobs } = await import("./scheduled");
     await runScheduledJobs(await counted(env, "scheduled"), controller);

@@ -16,6 +16,8 @@ export const EMAIL_EVENTS_QUEUE = "edge-mail-email-events";
 export const IMPORT_QUEUE = "edge-mail-imports";
 /** Event webhooks: fan-out and delivery attempts (src/services/webhooks/consumer.ts). */
 export const WEBHOOK_QUEUE_NAME = "edge-mail-webhooks";
+/** Received mail to parse and link (src/services/inbound/consume.ts); the email() handler produces it. */
+export const INBOUND_QUEUE_NAME = "edge-mail-inbound";
 /** The dead-letter queue of a queue. */
 export const deadLetterQueue = (name: string) => `${name}-dlq`;
 
@@ -109,3 +111,9 @@ export type WebhookQueueMessage = (
   | { kind: "delivery"; deliveryId: string; projectId: string; attempt: number }
 ) &
   OnShard;
+
+/** A received message to parse and link: its inbound_messages row (RECEIVED), the raw message in R2. */
+export interface InboundQueueMessage extends OnShard {
+  inboundId: string;
+  projectId: string;
+}

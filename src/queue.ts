@@ -10,6 +10,8 @@ import {
   deadLetterQueue,
   EMAIL_EVENTS_QUEUE,
   IMPORT_QUEUE,
+  INBOUND_QUEUE_NAME,
+  type InboundQueueMessage,
   SEND_QUEUE,
   WEBHOOK_QUEUE_NAME,
   type WebhookQueueMessage,
@@ -37,6 +39,11 @@ const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
     (await import("./services/contact-imports/process")).settleImportDeadLetters(messages, env, afterCommit),
   [WEBHOOK_QUEUE_NAME]: (messages, env) => consumeWebhookMessages(messages as readonly { id: string; body: WebhookQueueMessage; attempts: number }[], env),
   [WORKFLOW_QUEUE_NAME]: (messages, env) => consumeWorkflowMessages(messages as readonly { id: string; body: WorkflowQueueMessage; attempts: number }[], env),
+  // Loaded on first use: postal-mime stays out of every other queue's first batch.
+  [INBOUND_QUEUE_NAME]: async (messages, env, afterCommit) =>
+    (await import("./services/inbound/consume")).consumeInbound(messages as readonly QueuedMessage<InboundQueueMessage>[], env, afterCommit),
+  [deadLetterQueue(INBOUND_QUEUE_NAME)]: async (messages, env) =>
+    (await import("./services/inbound/consume")).settleInboundDeadLetters(messages as readonly QueuedMessage<InboundQueueMessage>[], env),
 };
 
 /**

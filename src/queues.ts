@@ -6,11 +6,12 @@ import type {
   CampaignPageMessage,
   CampaignResumeMessage,
   ImportChunkMessage,
+  InboundQueueMessage,
   SendEmailMessage,
   WebhookQueueMessage,
   WorkflowQueueMessage,
 } from "./messages";
-import { BULK_QUEUE, IMPORT_QUEUE, SEND_QUEUE, WEBHOOK_QUEUE_NAME, WORKFLOW_QUEUE_NAME } from "./messages";
+import { BULK_QUEUE, IMPORT_QUEUE, INBOUND_QUEUE_NAME, SEND_QUEUE, WEBHOOK_QUEUE_NAME, WORKFLOW_QUEUE_NAME } from "./messages";
 
 /**
  * Every queue producer of the Worker (names and bodies: messages.ts;
@@ -102,6 +103,13 @@ export async function enqueueImportChunks(env: Env, chunkMessages: readonly Impo
     env.IMPORT_QUEUE,
     chunkMessages.map((body) => ({ body: { ...body, ...shardField(shardOf(env)) } })),
   );
+}
+
+// Inbound mail --------------------------------------------------------------
+
+/** A received message to parse (its row is RECEIVED in D1); throws when queueing failed (the inbound sweep re-queues it). */
+export async function enqueueInbound(env: Env, message: Omit<InboundQueueMessage, "shard">): Promise<void> {
+  await env.INBOUND_QUEUE.send({ ...message, ...shardField(shardOf(env)) } satisfies InboundQueueMessage);
 }
 
 // Workflows -----------------------------------------------------------------
@@ -202,12 +210,13 @@ export class WebhookEventCoalescer {
 // Moves ---------------------------------------------------------------------
 
 /** The producer binding of each queue a held message can go back to (dead-letter queues have none). */
-const PRODUCER_OF: Readonly<Record<string, "EMAIL_QUEUE" | "EMAIL_BULK_QUEUE" | "IMPORT_QUEUE" | "WORKFLOW_QUEUE" | "WEBHOOK_QUEUE">> = {
+const PRODUCER_OF: Readonly<Record<string, "EMAIL_QUEUE" | "EMAIL_BULK_QUEUE" | "IMPORT_QUEUE" | "WORKFLOW_QUEUE" | "WEBHOOK_QUEUE" | "INBOUND_QUEUE">> = {
   [SEND_QUEUE]: "EMAIL_QUEUE",
   [BULK_QUEUE]: "EMAIL_BULK_QUEUE",
   [IMPORT_QUEUE]: "IMPORT_QUEUE",
   [WORKFLOW_QUEUE_NAME]: "WORKFLOW_QUEUE",
   [WEBHOOK_QUEUE_NAME]: "WEBHOOK_QUEUE",
+  [INBOUND_QUEUE_NAME]: "INBOUND_QUEUE",
 };
 
 /**

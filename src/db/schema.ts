@@ -765,6 +765,8 @@ export const projectDailyUsage = sqliteTable(
     /** Contacts created and events recorded through a public key (pk_) that day, counted by /v1/track's batch. */
     publicContacts: integer("public_contacts").notNull().default(0),
     publicEvents: integer("public_events").notNull().default(0),
+    /** Messages received (inbound_messages, migration 0039), counted by a trigger; QUOTA_INBOUND_PER_DAY. */
+    inbound: integer("inbound").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.day] }), index("project_daily_usage_day_idx").on(t.day)],
 );

@@ -16,6 +16,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "email.clicked",
   "email.failed",
   "email.suppressed",
+  "email.received",
   "contact.created",
   "contact.updated",
   "contact.deleted",

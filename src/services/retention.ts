@@ -13,6 +13,9 @@ import { pruneWorkflowVersions } from "../store/workflows";
 import { countProjects, fixContactsCounter, fixDailyCounters, pruneDailyCounters, usagePage, type UsageCounters } from "../store/usage";
 import { deleteAttachments } from "../store/attachments";
 import { deleteCapturedMessages } from "../store/captured";
+import { pruneInbound, staleReceived } from "../store/inbound";
+import { INBOUND_RETENTION_DAYS } from "../store/objects/prefixes";
+import { enqueueInbound } from "../queues";
 
 /**
  * Retention, run by the cron in bounded batches so one tick never does
@@ -30,7 +33,12 @@ import { deleteCapturedMessages } from "../store/captured";
  * - workflow versions no execution will read again, an hour after they were
  *   superseded; finished executions WORKFLOW_EXECUTION_RETENTION_DAYS (90) after;
  * - mail kept by the local `capture` provider goes with the HTML (rows here,
- *   objects by the `captured/` lifecycle rule).
+ *   objects by the `captured/` lifecycle rule);
+ * - received mail (inbound_messages) INBOUND_RETENTION_DAYS (30) after it arrived; its raw
+ *   objects by the `inbound/` lifecycle rule of the bucket (store/objects/prefixes.ts, created by
+ *   `npm run setup:cloudflare`; locally the objectExpiry job), which also takes their bytes off
+ *   r2_usage. Rows still RECEIVED after INBOUND_REQUEUE_MS (their queue message was lost) are
+ *   queued again.
  * Ids are UUIDv7, so "older than" is an id range on the primary key.
  */
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -45,6 +53,10 @@ const VERSION_GRACE_MS = 60 * 60 * 1000;
 const EVENT_ROWS_PER_TICK = 2000;
 const CAPTURED_ROWS_PER_TICK = 200;
 const USAGE_ROWS_PER_TICK = 5000;
+const INBOUND_ROWS_PER_TICK = 1000;
+/** A received message not parsed this long after it arrived lost its queue message (or is still retrying: redelivery is harmless). */
+const INBOUND_REQUEUE_MS = 15 * 60 * 1000;
+const INBOUND_REQUEUE_PER_TICK = 100;
 /** Attachments of sends whose every email is final: their rows (and the blob chunks of rows written before migration 0030). */
 export async function deleteFinishedAttachments(db: Database, limit = ATTACHMENT_SENDS_PER_TICK) {
   const pending = db
@@ -121,6 +133,19 @@ export async function pruneCapturedMail(db: Database, env: Env, now = new Date()
   return rows.length;
 }
 
+/** Received messages older than INBOUND_RETENTION_DAYS, oldest first (their raw objects expire by the lifecycle rule). */
+export async function pruneOldInbound(db: Database, now = new Date(), limit = INBOUND_ROWS_PER_TICK) {
+  const { results } = await pruneInbound(db.$client, idAtTime(now.getTime() - INBOUND_RETENTION_DAYS * DAY_MS), limit).all();
+  return results.length;
+}
+
+/** Received messages still RECEIVED long after they arrived: queued again (the consumer skips what it already parsed). */
+export async function requeueStaleInbound(env: Env, now = new Date(), limit = INBOUND_REQUEUE_PER_TICK) {
+  const { results } = await staleReceived(env.DB, idAtTime(now.getTime() - INBOUND_REQUEUE_MS), limit).all<{ id: string; project_id: string }>();
+  for (const row of results) await enqueueInbound(env, { inboundId: row.id, projectId: row.project_id });
+  return results.length;
+}
+
 /** Daily usage counters of days before yesterday (the quotas read only today's). */
 export async function pruneDailyUsage(db: Database, now = new Date(), limit = USAGE_ROWS_PER_TICK) {
   const result = await pruneDailyCounters(db.$client, utcDayNumber(now) - 1, limit).run();
@@ -140,6 +165,8 @@ export async function runRetention(env: Env, now = new Date()) {
     captured: await pruneCapturedMail(db, env, now),
     usage: await pruneDailyUsage(db, now),
     webhooks: await pruneWebhookDeliveries(env, now),
+    inbound: await pruneOldInbound(db, now),
+    inboundRequeued: await requeueStaleInbound(env, now),
   };
 }
 

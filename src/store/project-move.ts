@@ -1,5 +1,6 @@
 import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import * as schema from "../db/schema";
+import { inboundMessages } from "../db/inbound-schema";
 
 /**
  * Moving a project between data shards (services/shards/move.ts): every table a shard holds,
@@ -64,6 +65,7 @@ export const MOVE_TABLES: readonly MoveTable[] = [
   table(schema.contactImports, "rows", ["id"]),
   table(schema.contactImportRanges, "rows", ["import_id", "first_row"], "import_id IN (SELECT id FROM contact_imports WHERE project_id = ?1)"),
   table(schema.contactImportChunks, "rows", ["import_id", "first_row"], "import_id IN (SELECT id FROM contact_imports WHERE project_id = ?1)"),
+  table(inboundMessages, "rows", ["id"]),
   table(schema.webhookEndpoints, "rows", ["id"]),
   table(schema.webhookEvents, "rows", ["id"]),
   table(schema.webhookDeliveries, "rows", ["id"]),

@@ -66,6 +66,10 @@ const EXPECTED_TRIGGERS: Record<string, string> = {
   contact_topics_bytes_delete: "AFTER DELETE ON contact_topics",
   segment_members_bytes_insert: "AFTER INSERT ON segment_members",
   segment_members_bytes_delete: "AFTER DELETE ON segment_members",
+  inbound_messages_usage_insert: "AFTER INSERT ON inbound_messages",
+  inbound_messages_bytes_insert: "AFTER INSERT ON inbound_messages",
+  inbound_messages_bytes_update: "AFTER UPDATE OF subject, text, stripped_text, attachments_json, references_json ON inbound_messages",
+  inbound_messages_bytes_delete: "AFTER DELETE ON inbound_messages",
 };
 
 /** "BEFORE UPDATE OF data ON contacts" from a CREATE TRIGGER statement, spaces normalised. */

@@ -844,6 +844,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List received messages
+         * @description Mail sent to an email's reply address (`r+<token>@INBOUND_DOMAIN`, its `Reply-To` when replies are tracked) or to a named address of the project (`<name>+<project id without dashes>@INBOUND_DOMAIN`) is received by the Worker's email() handler, stored as it came and parsed by a queue consumer; messages are kept 30 days. Secret key only. Newest first, cursor pagination; filter by `emailId` (replies to that email), `contactId` or `campaignId` (replies to its emails).
+         */
+        get: operations["listInbound"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a received message
+         * @description The message with its text, the References it carried and its attachments' metadata. Mail sent to an email's reply address (`r+<token>@INBOUND_DOMAIN`, its `Reply-To` when replies are tracked) or to a named address of the project (`<name>+<project id without dashes>@INBOUND_DOMAIN`) is received by the Worker's email() handler, stored as it came and parsed by a queue consumer; messages are kept 30 days. Secret key only.
+         */
+        get: operations["getInbound"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/{id}/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the raw message
+         * @description The message exactly as it was received (`message/rfc822`), always as a download (`Content-Disposition: attachment`). 404 once it is no longer stored.
+         */
+        get: operations["getInboundRaw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inbound/{id}/attachments/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an attachment
+         * @description Attachment `n` (its position in `attachments`, from 0), read from the raw message on request; always `Content-Disposition: attachment` with `X-Content-Type-Options: nosniff`, never shown inline. A message larger than the 8 MiB parse cap lists no attachments: 400 INVALID_STATE, download the raw message instead.
+         */
+        get: operations["getInboundAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/emails/{id}/replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the replies to an email
+         * @description The received messages linked to this email (by its reply address or by In-Reply-To / References), newest first; auto-replies included, flagged `autoReply`. 404 for an email of another project.
+         */
+        get: operations["listEmailReplies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/campaigns": {
         parameters: {
             query?: never;
@@ -1018,7 +1118,7 @@ export interface paths {
          * List webhook endpoints
          * @description Event webhooks: the project's events posted to your endpoints, signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>`), at least once, never inline in a request. Body: `{type, timestamp, data}`.
          *
-         *     Event types: `email.sent`, `email.delivered`, `email.delivery_delayed`, `email.bounced`, `email.complained`, `email.opened`, `email.clicked`, `email.failed`, `email.suppressed`, `contact.created`, `contact.updated`, `contact.deleted`, `contact.subscribed`, `contact.unsubscribed`, `contact.topics.updated`, `campaign.sent`, `domain.verified`, `domain.failed`, `workflow.execution.completed`, `workflow.execution.failed`, `contacts.imported`, `suppression.created`, `suppression.deleted`, `webhook.test`.
+         *     Event types: `email.sent`, `email.delivered`, `email.delivery_delayed`, `email.bounced`, `email.complained`, `email.opened`, `email.clicked`, `email.failed`, `email.suppressed`, `email.received`, `contact.created`, `contact.updated`, `contact.deleted`, `contact.subscribed`, `contact.unsubscribed`, `contact.topics.updated`, `campaign.sent`, `domain.verified`, `domain.failed`, `workflow.execution.completed`, `workflow.execution.failed`, `contacts.imported`, `suppression.created`, `suppression.deleted`, `webhook.test`.
          *
          *     A 2xx is success when its headers arrive within 3 s (`WEBHOOK_CONNECT_TIMEOUT_MS`; acknowledge at once, process later) and the answer within 10 s; anything else (redirects are not followed) is retried after about 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 8 h, then the delivery is FAILED. Of a failing answer only its first 200 characters are kept (`lastError`); the rest of the body is not read. An attempt counts when it starts: one whose outcome was never recorded (the invocation died) counts as failed about 2 minutes later. An endpoint whose every delivery failed for 5 days is disabled (`enabled: false`, `disabledReason`).
          *
@@ -2141,6 +2241,64 @@ export interface components {
             /** @description Why (at most 500 characters), shown with each entry */
             note?: string;
         };
+        InboundMessage: {
+            id: string;
+            /** @description The email this message answers (see match); null when it answers none we know */
+            emailId: string | null;
+            /** @description The answered email's contact, else the project's contact with the From address; receiving mail never creates a contact */
+            contactId: string | null;
+            /**
+             * @description The From header's address (lower case); null until parsed
+             * @example ada@example.com
+             */
+            from: string | null;
+            /** @description The From header's display name */
+            fromName: string | null;
+            /**
+             * @description The address it was delivered to (envelope recipient)
+             * @example r+0190f0a4...@in.example.net
+             */
+            to: string;
+            subject: string | null;
+            /**
+             * @description How it was linked to emailId: TOKEN (sent to the email's signed reply address), HEADERS (In-Reply-To or References names one of this project's emails), NONE
+             * @enum {string}
+             */
+            match: "TOKEN" | "HEADERS" | "NONE";
+            /** @description An auto-reply, out-of-office or delivery report (Auto-Submitted, Precedence, X-Autoreply, an empty envelope sender, multipart/report): never counted as a reply and records no event */
+            autoReply: boolean;
+            /** @description Bytes of the raw message */
+            size: number;
+            /** @description The reply without quoted history and signature (at most 16 KB); null until parsed */
+            strippedText: string | null;
+            /**
+             * @description RECEIVED (stored, not parsed yet), PARSED, FAILED (see error; the raw message stays)
+             * @enum {string}
+             */
+            status: "RECEIVED" | "PARSED" | "FAILED";
+            error: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        InboundMessageDetail: components["schemas"]["InboundMessage"] & {
+            /** @description The text body (at most 64 KB; from the HTML when there is no text part) */
+            text: string | null;
+            /** @description The Message-ID header, with its angle brackets */
+            messageId: string | null;
+            inReplyTo: string | null;
+            /** @description The References header's ids (the last 100) */
+            references: string[];
+            /** @description Metadata only; GET /inbound/{id}/attachments/{n} downloads one */
+            attachments: components["schemas"]["InboundAttachment"][];
+        };
+        InboundAttachment: {
+            /** @description As the message names it; null when it names none */
+            filename: string | null;
+            /** @example application/pdf */
+            contentType: string;
+            /** @description Decoded bytes */
+            size: number;
+        };
         Campaign: {
             id: string;
             name: string;
@@ -2681,7 +2839,7 @@ export interface components {
              *       "email.bounced"
              *     ]
              */
-            events?: ("email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.failed" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.deleted" | "contact.subscribed" | "contact.unsubscribed" | "contact.topics.updated" | "campaign.sent" | "domain.verified" | "domain.failed" | "workflow.execution.completed" | "workflow.execution.failed" | "contacts.imported" | "suppression.created" | "suppression.deleted" | "webhook.test")[];
+            events?: ("email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.failed" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.deleted" | "contact.subscribed" | "contact.unsubscribed" | "contact.topics.updated" | "campaign.sent" | "domain.verified" | "domain.failed" | "workflow.execution.completed" | "workflow.execution.failed" | "contacts.imported" | "suppression.created" | "suppression.deleted" | "webhook.test")[];
             description?: string | null;
             /** @description Default true */
             enabled?: boolean;
@@ -2699,7 +2857,7 @@ export interface components {
              *       "email.bounced"
              *     ]
              */
-            events?: ("email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.failed" | "email.suppressed" | "contact.created" | "contact.updated" | "contact.deleted" | "contact.subscribed" | "contact.unsubscribed" | "contact.topics.updated" | "campaign.sent" | "domain.verified" | "domain.failed" | "workflow.execution.completed" | "workflow.execution.failed" | "contacts.imported" | "suppression.created" | "suppression.deleted" | "webhook.test")[];
+            events?: ("email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.failed" | "email.suppressed" | "email.received" | "contact.created" | "contact.updated" | "contact.deleted" | "contact.subscribed" | "contact.unsubscribed" | "contact.topics.updated" | "campaign.sent" | "domain.verified" | "domain.failed" | "workflow.execution.completed" | "workflow.execution.failed" | "contacts.imported" | "suppression.created" | "suppression.deleted" | "webhook.test")[];
             description?: string | null;
             /** @description true enables a disabled endpoint again and clears disabledReason */
             enabled?: boolean;
@@ -8642,6 +8800,510 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listInbound: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description Opaque cursor from the previous page */
+                cursor?: string;
+                /** @description Only replies to this email */
+                emailId?: string;
+                /** @description Only this contact's messages */
+                contactId?: string;
+                /** @description Only replies to this campaign's emails */
+                campaignId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of received messages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["InboundMessage"][];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getInbound: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboundMessageDetail"];
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getInboundRaw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The raw message */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "message/rfc822": string;
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getInboundAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description The attachment's position in `attachments`, from 0 */
+                n: number | null;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attachment's content */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Public key used where a secret key is needed, or the project is disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or an id that belongs to another project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: one item in error.errors per bad field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEmailReplies: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description Opaque cursor from the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of replies */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            items: components["schemas"]["InboundMessage"][];
+                            nextCursor: string | null;
+                            hasMore: boolean;
+                            total: number;
+                        };
+                    };
+                };
             };
             /** @description Malformed JSON, wrong content type, or an action not allowed in the current state (INVALID_STATE) */
             400: {

@@ -24,6 +24,9 @@ const archiveDays = (retentionDays: number, config: Config) => Math.max(1, Math.
 /** Days an uploaded import file is kept (docs/import-export.md). */
 export const IMPORT_FILE_DAYS = 7;
 
+/** Days a received message (its inbound_messages row and raw object) is kept (docs/api.md "Inbound email"). */
+export const INBOUND_RETENTION_DAYS = 30;
+
 export const OBJECT_PREFIXES = {
   /** Sent email bodies (./bodies.ts), kept as long as the HTML is (EMAIL_HTML_RETENTION_DAYS). */
   bodies: { prefix: "bodies/", keepDays: (config) => config.EMAIL_HTML_RETENTION_DAYS },
@@ -36,6 +39,8 @@ export const OBJECT_PREFIXES = {
   captured: { prefix: "captured/", keepDays: (config) => config.EMAIL_HTML_RETENTION_DAYS },
   /** Uploaded import files (./imports.ts): an import ends within a day of its upload (the cron fails it otherwise). */
   imports: { prefix: "imports/", keepDays: () => IMPORT_FILE_DAYS },
+  /** Raw received mail (./inbound.ts), kept as long as its inbound_messages row (INBOUND_RETENTION_DAYS). */
+  inbound: { prefix: "inbound/", keepDays: () => INBOUND_RETENTION_DAYS },
 } satisfies Record<string, ObjectPrefix>;
 
 /** prefixes.ts holds no SQL (test/store/statements.test.ts asks every store module). */
