@@ -10,6 +10,10 @@
 //      <name>-shard-<n>, created if missing, its [[d1_databases]] entry written into
 //      wrangler.toml); shards wrangler.toml binds already are kept (docs/deploy.md
 //      "Adding a shard"). Without --shards and without SHARD_n entries: one database, as before.
+//   2d. receiving mail, when [vars] sets INBOUND_DOMAIN (scripts/setup-inbound.mjs): Email Routing on
+//      for it, subaddressing on, the rules r@ and u@ (and with --inbound-catch-all the zone's
+//      catch-all) sent to this Worker; through the REST API with CLOUDFLARE_API_TOKEN, else printed
+//      as steps to do by hand. `--dry-run` makes this step read only and print what it would change.
 //   3. the D1 migrations, applied remotely (wrangler applies only the new ones): migrations/
 //      on DB, migrations-data/ on every data shard,
 //   4. the secrets still to set, printed with the command for each.
@@ -19,6 +23,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { readVars, setupBucket } from "./setup-r2.mjs";
+import { setupInbound } from "./setup-inbound.mjs";
 
 const CONFIG = process.env.WRANGLER_CONFIG ?? "wrangler.toml";
 const wranglerCommand = (process.env.WRANGLER ?? "npx wrangler").split(" ").filter(Boolean);
@@ -102,6 +107,18 @@ for (const queue of config.queues) {
 const bucket = /\[\[r2_buckets\]\][^[]*?bucket_name\s*=\s*"([^"]+)"/s.exec(text)?.[1];
 if (!bucket) fail(`${CONFIG} names no [[r2_buckets]] bucket_name`);
 await setupBucket({ bucket, vars: readVars(text), wrangler, fail });
+
+// 2d. Receiving mail (optional): Email Routing for INBOUND_DOMAIN, to this Worker.
+const inboundDomain = readVars(text).INBOUND_DOMAIN?.trim().toLowerCase() || undefined;
+await setupInbound({
+  domain: inboundDomain,
+  worker: /^name\s*=\s*"([^"]+)"/m.exec(text)?.[1] ?? "edge-mail",
+  token: process.env.CLOUDFLARE_API_TOKEN,
+  accountId: process.env.CLOUDFLARE_ACCOUNT_ID,
+  catchAll: process.argv.includes("--inbound-catch-all"),
+  dryRun: process.argv.includes("--dry-run"),
+  apiBase: process.env.CLOUDFLARE_API_BASE_URL,
+});
 
 // 2c. Data shards: SHARD_1 … SHARD_n (src/db/shards.ts), each a database of its own with its own migrations.
 const shardsAt = process.argv.findIndex((a) => a === "--shards" || a.startsWith("--shards="));

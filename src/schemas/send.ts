@@ -6,6 +6,11 @@ import { headerNameProblem, headerValueProblem } from "./headers";
 import { SUPPRESSION_REASONS, SUPPRESSION_STREAMS } from "../db/schema";
 import { TopicKeySchema } from "./topics";
 
+/** What /v1/send inReplyTo accepts: an inbound message's id (a UUID), never a header's text. */
+export const INBOUND_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** Most ids in the References header of a send answering an inbound message (its own Message-ID included). */
+export const MAX_REFERENCES = 100;
+
 /** Recipients of one send (distinct addresses). */
 export const MAX_RECIPIENTS = 50;
 
@@ -145,6 +150,13 @@ export const SendRequestSchema = z
       description:
         "This send's reply tracking, over the project's `inbound.trackReplies`. true: each email's Reply-To is its signed reply address `r+<token>@<INBOUND_DOMAIN>`, so replies are received and matched to the email (GET /emails/{id}/replies); it replaces the send's own `reply` or its template's Reply-To, because this send asked. false: the Reply-To stays as given. Left out: the project's default, which never replaces a Reply-To the mail has (only mail without one gets the reply address). true without INBOUND_DOMAIN on the deployment: 409 naming `trackReplies`.",
     }),
+    inReplyTo: z
+      .string()
+      .regex(INBOUND_ID_PATTERN, "inReplyTo is the id of an inbound message (GET /inbound): 1-64 letters, digits, '-' or '_'")
+      .optional()
+      .openapi({
+        description: `Answer an inbound message of this project (its id from GET /inbound): the mail gets \`In-Reply-To: <its Message-ID>\` and \`References:\` its references (the last ${MAX_REFERENCES - 1}, the first kept) then its Message-ID, so the recipient's mail client threads it. An id of no inbound message of this project (or one without a Message-ID) is a 422 naming \`inReplyTo\`, and nothing is sent; custom In-Reply-To or References headers beside it are a 422 too.`,
+      }),
     attachments: z
       .array(AttachmentSchema)
       .max(MAX_ATTACHMENTS)
@@ -168,6 +180,16 @@ export const SendRequestSchema = z
     for (const [name, value] of headers) {
       const problem = headerNameProblem(name) ?? headerValueProblem(value, name);
       if (problem) ctx.addIssue({ code: "custom", path: ["headers", name], message: problem });
+    }
+    if (req.inReplyTo !== undefined) {
+      const threading = Object.keys(req.headers ?? {}).filter((name) => /^(in-reply-to|references)$/i.test(name));
+      if (threading.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["inReplyTo"],
+          message: `inReplyTo sets ${threading.join(" and ")}: leave ${threading.length > 1 ? "them" : "it"} out of headers`,
+        });
+      }
     }
     const total = (req.attachments ?? []).reduce((sum, a) => sum + (base64DecodedSize(a.content) ?? 0), 0);
     if (total > MAX_ATTACHMENT_BYTES) {

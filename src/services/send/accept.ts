@@ -22,6 +22,8 @@ import { assertBroadcastAvailable } from "../../outside/providers";
 import { contactWriteEvents } from "../webhooks/record";
 import { renderEmails } from "./create-emails";
 import { requireInboundDomain } from "./reply-to";
+import { threadingHeaders } from "./threading";
+import { inboundMessages } from "../../db/inbound-schema";
 import { readConfig } from "../../lib/config";
 import { RenderBudget, rendersFromDataKeys } from "./render";
 
@@ -117,6 +119,15 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   // Aimed at a topic: the topic, and the recipients' choices for it (gate 4).
   const topicRows = batch.add(body.topic ? topicByKeyQuery(db, projectId, body.topic) : null);
   const choiceRows = batch.add(body.topic ? topicChoicesOf(db, projectId, body.topic, addresses) : null);
+  // Answering an inbound message: its Message-ID and References, of this project only.
+  const inboundRows = batch.add(
+    body.inReplyTo
+      ? db
+          .select({ messageId: inboundMessages.messageId, references: inboundMessages.referencesJson })
+          .from(inboundMessages)
+          .where(and(eq(inboundMessages.id, body.inReplyTo), eq(inboundMessages.projectId, projectId)))
+      : null,
+  );
   const [read, domainsApart] = await Promise.all([batch.run(), domainApart ?? undefined]);
   const [record] = read.rows(records).map((row) => fromRow(idempotencyKeys, row));
   const [template] = read.rows(templateRows).map((row) => fromRow(templates, row));
@@ -126,7 +137,10 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const [defaults] = read.rows(defaultRows).map((row) => fromRow(projects, row));
   const [topic] = read.rows(topicRows).map((row) => fromRow(topics, row));
   const choices = read.rows(choiceRows) as unknown as { email: string; status: "OPT_IN" | "OPT_OUT" | "PENDING" }[];
+  // Raw rows (the batch runs the query's SQL): keyed by column name.
+  const [answered] = read.rows(inboundRows) as unknown as ({ message_id: string | null; references_json: string | null } | undefined)[];
   return {
+    answered,
     topic: topic as Topic | undefined,
     topicChoices: new Map(choices.map((row) => [row.email, row.status])),
     defaultFrom: defaultSenderOf(defaults),
@@ -225,8 +239,31 @@ function sendableRecipients(body: SendRequest, addresses: string[], inputs: Send
   return { sendable, suppressed };
 }
 
+/**
+ * In-Reply-To and References of a send answering the inbound message `inReplyTo` (read with the
+ * send's inputs, of this project only): a 422 naming `inReplyTo` when there is no such message, or
+ * it has no usable Message-ID; nothing is written then.
+ */
+function answerHeaders(inReplyTo: string, answered: SendInputs["answered"]): Record<string, string> {
+  if (!answered) {
+    throw ApiError.validation([{ field: "inReplyTo", message: `No inbound message ${inReplyTo} in this project`, code: "unknown_inbound_message" }]);
+  }
+  let references: unknown = answered.references_json;
+  try {
+    references = typeof references === "string" ? JSON.parse(references) : references;
+  } catch {
+    references = [];
+  }
+  const headers = threadingHeaders(answered.message_id, references);
+  if (!headers) {
+    throw ApiError.validation([{ field: "inReplyTo", message: `The inbound message ${inReplyTo} has no usable Message-ID to answer`, code: "no_message_id" }]);
+  }
+  return headers;
+}
+
 /** What a send read before writing (readSendInputs), or nothing at all (the write-only path). */
 const NOTHING_READ: SendInputs = {
+  answered: undefined,
   topic: undefined,
   topicChoices: new Map(),
   defaultFrom: undefined,
@@ -247,7 +284,9 @@ const NOTHING_READ: SendInputs = {
  */
 async function needsNoReads(projectId: string, body: SendRequest, { idempotencyKey, verifiedDomains }: AcceptOptions): Promise<boolean> {
   // Broadcast mail reads its recipients' contacts (the marketing subscription, gate 3).
-  if (idempotencyKey || body.template || !body.from || !body.subject || !body.body || body.stream === "BROADCAST" || "topic" in body) return false;
+  if (idempotencyKey || body.template || !body.from || !body.subject || !body.body || body.stream === "BROADCAST" || "topic" in body || body.inReplyTo) {
+    return false;
+  }
   if (!verifiedDomains.get(projectId, mailbox(body.from).email)) return false;
   const dataKeys = new Set(Object.keys(body.data ?? {}));
   // A markdown body renders on an engine of its own per request (renderBody): nothing to share, so "text".
@@ -315,6 +354,7 @@ async function writeSend(
   if (body.topic && !inputs.topic)
     throw ApiError.validation([{ field: "topic", message: `No topic with key ${body.topic} in this project`, code: "unknown_topic" }]);
   const message = resolveMessage(body, inputs.template, inputs.defaultFrom);
+  const threading = body.inReplyTo ? answerHeaders(body.inReplyTo, inputs.answered) : {};
   // Step 3, the sender: the from domain must be VERIFIED (cached for a few seconds once seen so).
   const sender = await senderDomain(db, projectId, message.from.email, {
     cache: options.verifiedDomains,
@@ -359,7 +399,7 @@ async function writeSend(
       fromName: message.fromName ?? null,
       replyTo: message.replyTo,
       senderDomain: sender,
-      headers: body.headers ?? {},
+      headers: { ...body.headers, ...threading },
       subject: message.subject,
       html: message.html,
       bodyFormat: body.type ?? "html",
