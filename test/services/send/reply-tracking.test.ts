@@ -10,7 +10,10 @@ import { readReplyAddress } from "../../../src/services/inbound/reply-token";
 import { fakeEmailService } from "../../fakes/email-service";
 import { campaignSetup } from "../../support/campaigns";
 import { sendingSetup } from "../../support/sending";
-import type { Email } from "../../support/api";
+import type { CreatedWorkflow, Email, Template } from "../../support/api";
+import { workflowExecutions } from "../../../src/db/schema";
+import { newId } from "../../../src/lib/ids";
+import { sendWorkflowEmail } from "../../../src/services/workflows/send-email";
 
 const DOMAIN = "in.edge-mail.test";
 const SECRET = env.LINK_SIGNING_SECRET as string;
@@ -168,5 +171,66 @@ describe("reply tracking on the other paths that send", () => {
     await s.pump();
     const ownCalls = s.ses.calls.slice(-2);
     expect(ownCalls.map((c) => addressOf(c.mime.headers["reply-to"]))).toEqual(["news-desk@example.com", "news-desk@example.com"]);
+  });
+
+  it("a workflow SEND_EMAIL step's mail follows the project too; its template's replyTo stays", async () => {
+    const s = await campaignSetup();
+    await s.request("PATCH", "/project", { inbound: { trackReplies: true } });
+    const template = async (replyTo?: string) => {
+      const res = await s.request<Template>("POST", "/templates", {
+        name: `Welcome ${replyTo ?? ""}`,
+        subject: "Welcome",
+        body: "<p>Hi</p>",
+        type: "TRANSACTIONAL",
+        from: s.from,
+        ...(replyTo ? { replyTo } : {}),
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body.id as string;
+    };
+    const plain = await template();
+    const withReply = await template("team@example.com");
+    const workflow = await s.request<CreatedWorkflow>("POST", "/workflows", {
+      name: "welcome",
+      enabled: false,
+      trigger: { type: "EVENT", eventName: "never" },
+      steps: [
+        { id: "plain", type: "SEND_EMAIL", config: { templateId: plain }, next: "reply" },
+        { id: "reply", type: "SEND_EMAIL", config: { templateId: withReply } },
+      ],
+    });
+    expect(workflow.status, JSON.stringify(workflow.body)).toBe(201);
+    // A running execution of it (what the Workflows engine would hold), then its two steps' bodies.
+    const [contact] = await s.addContacts([{ email: "ada@example.org" }]);
+    const executionId = newId();
+    await s.db.insert(workflowExecutions).values({
+      id: executionId,
+      projectId: s.project.id,
+      workflowId: workflow.body.id,
+      workflowVersion: 1,
+      contactId: contact.id,
+      triggerKey: `test:${executionId}`,
+      status: "RUNNING",
+      history: [],
+      startedAt: new Date(),
+    });
+    const step = (stepId: string, templateId: string) =>
+      sendWorkflowEmail(s.db, s.env, { projectId: s.project.id, executionId, stepId, contactId: contact.id, templateId }) as Promise<{ emailId: string }>;
+    const first = await step("plain", plain);
+    const second = await step("reply", withReply);
+    await s.pump();
+    expect(s.ses.calls).toHaveLength(2);
+    const replyTos = s.ses.calls.map((c) => addressOf(c.mime.headers["reply-to"])!);
+    expect(await readReplyAddress(SECRET, DOMAIN, replyTos[0])).toBe(first.emailId);
+    expect(replyTos[1]).toBe("team@example.com");
+    expect(second.emailId).toBeTruthy();
+  });
+
+  it("a project on another data shard: its setting and its emails' choice are read there", async () => {
+    const s = await sendingSetup({}, { shard: 1 });
+    expect((await trackReplies(s, true)).status).toBe(200);
+    const tracked = await sentReplyTo(s);
+    expect(await readReplyAddress(SECRET, DOMAIN, tracked.replyTo!)).toBe(tracked.id);
+    expect((await sentReplyTo(s, { trackReplies: false })).replyTo).toBeNull();
   });
 });
