@@ -155,7 +155,7 @@ export const SendRequestSchema = z
       .regex(INBOUND_ID_PATTERN, "inReplyTo is the id of an inbound message (GET /inbound): 1-64 letters, digits, '-' or '_'")
       .optional()
       .openapi({
-        description: `Answer an inbound message of this project (its id from GET /inbound): the mail gets \`In-Reply-To: <its Message-ID>\` and \`References:\` its references (the last ${MAX_REFERENCES - 1}, the first kept) then its Message-ID, so the recipient's mail client threads it. An id of no inbound message of this project (or one without a Message-ID) is a 422 naming \`inReplyTo\`, and nothing is sent; custom In-Reply-To or References headers beside it are a 422 too.`,
+        description: `Answer an inbound message of this project (its id from GET /inbound): the mail gets \`In-Reply-To: <its Message-ID>\` and \`References:\` its references then its Message-ID (at most ${MAX_REFERENCES} ids: the first kept, then the newest), so the recipient's mail client threads it. An id of no inbound message of this project (or one without a Message-ID) is a 422 naming \`inReplyTo\`, and nothing is sent; custom In-Reply-To or References headers beside it are a 422 too.`,
       }),
     attachments: z
       .array(AttachmentSchema)
