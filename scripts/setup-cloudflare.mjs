@@ -11,7 +11,7 @@
 //      wrangler.toml); shards wrangler.toml binds already are kept (docs/deploy.md
 //      "Adding a shard"). Without --shards and without SHARD_n entries: one database, as before.
 //   2d. receiving mail, when [vars] sets INBOUND_DOMAIN (scripts/setup-inbound.mjs): Email Routing on
-//      for it, subaddressing on, the rules r@ and u@ (and with --inbound-catch-all the zone's
+//      for it, subaddressing on, the rule r@ (and with --inbound-catch-all the zone's
 //      catch-all) sent to this Worker; through the REST API with CLOUDFLARE_API_TOKEN, else printed
 //      as steps to do by hand. `--dry-run` makes this step read only and print what it would change.
 //   3. the D1 migrations, applied remotely (wrangler applies only the new ones): migrations/

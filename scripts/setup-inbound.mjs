@@ -8,15 +8,16 @@
 //   - turns Email Routing on for the domain (POST /zones/{zone}/email/routing/dns {name}), which
 //     writes its MX, SPF and DKIM records,
 //   - turns subaddressing on (r+<token>@ and <name>+<project>@ then match the r@ and <name>@ rules),
-//   - makes the rules r@<domain> (replies) and u@<domain> (unsubscribes) "Send to a Worker" <worker>,
+//   - makes the rule r@<domain> (replies: r+<token>@) "Send to a Worker" <worker> (u@ is reserved for
+//     unsubscribe mail, which the Worker does not receive yet),
 //   - with `--inbound-catch-all`, the zone's catch-all rule too (every other address of the zone goes
 //     to the Worker, which rejects what it does not know: only for a zone that receives nothing else).
 // `--dry-run`: reads only, and prints what it would change. A second run changes nothing.
 
 const API = "https://api.cloudflare.com/client/v4";
 
-/** The literal addresses the Worker must receive: replies (r+<token>@) and unsubscribes (u+<token>@). */
-export const inboundAddresses = (domain) => [`r@${domain}`, `u@${domain}`];
+/** The literal addresses the Worker must receive: replies (r+<token>@). */
+export const inboundAddresses = (domain) => [`r@${domain}`];
 
 const isWorkerRule = (rule, worker) => rule?.actions?.some((a) => a.type === "worker" && (a.value ?? []).includes(worker));
 

@@ -76,15 +76,12 @@ const run = (cf: ReturnType<typeof fakeCloudflare>, over: Record<string, unknown
 };
 
 describe("npm run setup:cloudflare, receiving mail", () => {
-  it("turns Email Routing and subaddressing on for INBOUND_DOMAIN and adds r@ and u@ > Worker; a second run changes nothing", async () => {
+  it("turns Email Routing and subaddressing on for INBOUND_DOMAIN and adds r@ > Worker; a second run changes nothing", async () => {
     const cf = fakeCloudflare();
     const first = await run(cf);
     expect(cf.state.routing.dnsEnabled).toEqual(["in.example.com"]);
     expect(cf.state.routing.support_subaddress).toBe(true);
-    expect(cf.state.rules.map((r) => [r.matchers[0].value, r.actions[0]])).toEqual([
-      ["r@in.example.com", { type: "worker", value: ["edge-mail"] }],
-      ["u@in.example.com", { type: "worker", value: ["edge-mail"] }],
-    ]);
+    expect(cf.state.rules.map((r) => [r.matchers[0].value, r.actions[0]])).toEqual([["r@in.example.com", { type: "worker", value: ["edge-mail"] }]]);
     expect(first.join("\n")).toContain("in the zone example.com");
     // Without --inbound-catch-all the catch-all is left alone, and the output says what named addresses need.
     expect(cf.state.catchAll.actions).toEqual([{ type: "drop" }]);
@@ -94,7 +91,7 @@ describe("npm run setup:cloudflare, receiving mail", () => {
     const second = await run(cf);
     // Only the subdomain's enable is repeated (its state cannot be read back); the rules and settings stay.
     expect(cf.state.writes.slice(writes)).toEqual(["POST /zones/zone1/email/routing/dns"]);
-    expect(cf.state.rules).toHaveLength(2);
+    expect(cf.state.rules).toHaveLength(1);
     expect(second.join("\n")).toMatch(/✓ inbound: rule r@in\.example\.com > Worker edge-mail/);
   });
 
@@ -108,20 +105,20 @@ describe("npm run setup:cloudflare, receiving mail", () => {
     const other: Rule = {
       id: "mine",
       enabled: true,
-      matchers: [{ type: "literal", field: "to", value: "u@in.example.com" }],
+      matchers: [{ type: "literal", field: "to", value: "r@in.example.com" }],
       actions: [{ type: "forward", value: ["ops@example.com"] }],
     };
     const cf = fakeCloudflare({ rules: [other] });
     const lines = await run(cf, { dryRun: true, catchAll: true });
     expect(cf.state.writes).toEqual([]);
-    expect(lines.filter((l) => l.startsWith("~"))).toHaveLength(4); // routing on, subaddressing, r@, the catch-all
-    expect(lines.join("\n")).toContain("a rule for u@in.example.com exists with another action");
+    expect(lines.filter((l) => l.startsWith("~"))).toHaveLength(3); // routing on, subaddressing, the catch-all (r@ is left as it is)
+    expect(lines.join("\n")).toContain("a rule for r@in.example.com exists with another action");
   });
 
   it("without a token, a refused token, or no zone: prints the steps to do by hand and writes nothing; without INBOUND_DOMAIN nothing at all", async () => {
     const cf = fakeCloudflare();
     const noToken = await run(cf, { token: undefined });
-    expect(noToken.filter((l) => l.startsWith("!"))).toHaveLength(4);
+    expect(noToken.filter((l) => l.startsWith("!"))).toHaveLength(3);
     expect(noToken.join("\n")).toContain("r@in.example.com > Send to a Worker > edge-mail");
 
     const refused = await run(cf, { token: "wrong" });
