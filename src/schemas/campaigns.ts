@@ -50,12 +50,17 @@ export const StatsSchema = z
     complainedCount: z.number().int(),
     unsubscribedCount: z.number().int(),
     failedCount: z.number().int(),
+    repliedCount: z
+      .number()
+      .int()
+      .openapi({ description: "Recipients who replied (received mail linked to their email); auto-replies and delivery reports never count" }),
     openRate: z.number(),
     clickRate: z.number(),
     bounceRate: z.number(),
     deliveryRate: z.number(),
     complaintRate: z.number(),
     unsubscribeRate: z.number(),
+    replyRate: z.number(),
   })
   .openapi("CampaignStats", {
     description:

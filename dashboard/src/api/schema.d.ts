@@ -2801,12 +2801,15 @@ export interface components {
             complainedCount: number;
             unsubscribedCount: number;
             failedCount: number;
+            /** @description Recipients who replied (received mail linked to their email); auto-replies and delivery reports never count */
+            repliedCount: number;
             openRate: number;
             clickRate: number;
             bounceRate: number;
             deliveryRate: number;
             complaintRate: number;
             unsubscribeRate: number;
+            replyRate: number;
         };
         Webhook: {
             id: string;

@@ -27,6 +27,7 @@ import {
   updateCampaignContent,
 } from "../../store/campaigns";
 import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
+import { campaignRepliedCount } from "../../store/inbound";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -337,6 +338,8 @@ export async function campaignStats(db: Database, projectId: string, id: string)
         bouncedCount: nonNull(sql`${emails.bouncedAt}`),
         complainedCount: nonNull(sql`${emails.complainedAt}`),
         failedCount: sql<number>`coalesce(sum(${emails.status} = 'FAILED'), 0)`,
+        // Recipients who replied (received mail linked to their email; auto-replies and delivery reports excluded).
+        repliedCount: campaignRepliedCount(id),
       })
       .from(emails)
       .where(eq(emails.campaignId, id)),
@@ -354,6 +357,7 @@ export async function campaignStats(db: Database, projectId: string, id: string)
     deliveryRate: rate(counts.deliveredCount, counts.sentCount),
     complaintRate: rate(counts.complainedCount, counts.sentCount),
     unsubscribeRate: rate(counts.unsubscribedCount, counts.sentCount),
+    replyRate: rate(counts.repliedCount, counts.sentCount),
   };
 }
 
