@@ -124,6 +124,29 @@ describe("/v1/send inReplyTo", () => {
   });
 });
 
+describe("the whole loop", () => {
+  it("a tracked send's Reply-To brings the reply back matched by its token; the answer to it threads under it", async () => {
+    const s = await inboundSetup();
+    const res = await s.send({ to: "ada@example.com", from: s.from, subject: "Your order has shipped", body: "<p>Shipped.</p>", trackReplies: true });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    await s.deliver();
+    const sent = s.ses.calls.at(-1)!;
+    const replyTo = /<([^>]+)>/.exec(sent.mime.headers["reply-to"])?.[1] ?? sent.mime.headers["reply-to"];
+    expect(replyTo).toMatch(/^r\+[0-9a-f]{52}@in\.edge-mail\.test$/);
+
+    // The recipient answers to the Reply-To it got: Email Routing hands the reply to email() at that address.
+    const reply = fill(gmailReply, { to: replyTo, from: "ada@example.com", parentId: `${sent.messageId}@email.amazonses.com` });
+    expect((await s.receive({ from: "ada@example.com", to: replyTo, raw: reply })).rejected).toBeNull();
+    await s.parse();
+    const [inbound] = (await s.list()).items;
+    expect(inbound).toMatchObject({ emailId: res.body.data.emails[0].email, match: "TOKEN" });
+
+    expect((await answer(s, { inReplyTo: inbound.id })).status).toBe(200);
+    await s.deliver();
+    expect(s.ses.calls.at(-1)!.mime.headers["in-reply-to"]).toBe(GMAIL_ID);
+  });
+});
+
 describe("the threading headers of an answer (ids from a stranger's message)", () => {
   it("leave out every id that is not <...> of printable ASCII without spaces: CR, LF or a second header never reaches the mail", () => {
     const headers = threadingHeaders("<ok@x.test>", [
