@@ -39,6 +39,8 @@ export const projects = sqliteTable("projects", {
   defaultFromName: text("default_from_name"),
   /** Reply tracking by default (PATCH /project inbound.trackReplies, migration 0040): Reply-To is the email's signed reply address, unless the mail has its own. */
   trackReplies: integer("track_replies", { mode: "boolean" }).notNull().default(false),
+  /** The footer of marketing mail without {{unsubscribeUrl}} (PATCH /project unsubscribeFooter, migration 0041); null: the built-in one. */
+  unsubscribeFooter: text("unsubscribe_footer"),
   /**
    * Bytes the project stores, for the QUOTA_STORED_BYTES quota: kept by D1
    * triggers (migration 0019) on email html and headers, attachments, event and

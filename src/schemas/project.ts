@@ -2,6 +2,10 @@ import * as z from "../lib/zod";
 import { EmailAddressSchema, headerText } from "../lib/validators";
 import { TRACKING_MODES } from "../db/schema";
 
+/** A project's unsubscribe footer: its longest, and the variable it must use. */
+export const MAX_UNSUBSCRIBE_FOOTER_CHARS = 2000;
+export const USES_UNSUBSCRIBE_URL = /\{\{\s*unsubscribeUrl\s*\}\}/;
+
 /** The variable a double opt-in template must use: the signed confirm link. */
 export const CONFIRM_URL_VARIABLE = "confirmUrl";
 
@@ -42,6 +46,10 @@ export const ProjectSettingsSchema = z
         }),
       })
       .openapi({ description: "Receiving mail (docs/deploy.md#receiving-mail): reply tracking and the project's own addresses" }),
+    unsubscribeFooter: z.string().nullable().openapi({
+      description:
+        'The footer marketing mail (campaigns, MARKETING templates, broadcast and topic sends) gets when its body has no `{{unsubscribeUrl}}`: HTML that uses `{{unsubscribeUrl}}` (it may use `{{preferencesUrl}}` and the contact\'s variables too), put before `</body>` or at the end. null: the built-in footer, a small centred "Unsubscribe" link. A body that uses `{{unsubscribeUrl}}` anywhere gets no footer.',
+    }),
     storedBytes: z.number().int().openapi({
       description:
         "Bytes the project keeps in the database (email HTML until sent, headers, event and contact data, templates, campaigns, workflow versions), against QUOTA_STORED_BYTES",
@@ -69,6 +77,17 @@ export const UpdateProjectSettingsSchema = z
       .nullable()
       .optional()
       .openapi({ description: "The default sender, on a VERIFIED domain of the project (422 naming `defaultFrom` otherwise); null removes it" }),
+    unsubscribeFooter: z
+      .string()
+      .trim()
+      .min(1)
+      .max(MAX_UNSUBSCRIBE_FOOTER_CHARS)
+      .refine((footer) => USES_UNSUBSCRIBE_URL.test(footer), { message: "The footer must use {{unsubscribeUrl}} (the recipient's unsubscribe link)" })
+      .nullable()
+      .optional()
+      .openapi({
+        description: `HTML of at most ${MAX_UNSUBSCRIBE_FOOTER_CHARS} characters that uses {{unsubscribeUrl}} (422 otherwise); null: the built-in footer`,
+      }),
     inbound: z
       .object({
         trackReplies: z.boolean().optional().openapi({

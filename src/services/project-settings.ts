@@ -7,6 +7,7 @@ import { CONFIRM_URL_VARIABLE, type ProjectSettingsView, type UpdateProjectSetti
 import { senderDomain } from "./domains";
 import { setProjectSettings } from "../store/projects";
 import { requireInboundDomain } from "./send/reply-to";
+import { assertTemplateSyntax } from "./send/render";
 
 /** GET/PATCH /project: the settings a project's owner changes through the API. */
 
@@ -20,6 +21,7 @@ const columns = {
   defaultFromEmail: projects.defaultFromEmail,
   defaultFromName: projects.defaultFromName,
   trackReplies: projects.trackReplies,
+  unsubscribeFooter: projects.unsubscribeFooter,
   storedBytes: projects.storedBytes,
   r2StoredBytes: projects.r2StoredBytes,
   updatedAt: projects.updatedAt,
@@ -35,6 +37,7 @@ type SettingsRow = {
   defaultFromEmail: string | null;
   defaultFromName: string | null;
   trackReplies: boolean;
+  unsubscribeFooter: string | null;
   storedBytes: number;
   r2StoredBytes: number;
   updatedAt: Date;
@@ -67,9 +70,12 @@ export async function getProjectSettings(db: Database, projectId: string, inboun
   return view(row, inboundDomain);
 }
 
-/** The project's default sender (PATCH /project defaultFrom), as a query for a read batch or to await. */
+/** The project's default sender (PATCH /project defaultFrom) and marketing footer (unsubscribeFooter), as a query for a read batch or to await. */
 export const defaultSenderQuery = (db: Database, projectId: string) =>
-  db.select({ defaultFromEmail: projects.defaultFromEmail, defaultFromName: projects.defaultFromName }).from(projects).where(eq(projects.id, projectId));
+  db
+    .select({ defaultFromEmail: projects.defaultFromEmail, defaultFromName: projects.defaultFromName, unsubscribeFooter: projects.unsubscribeFooter })
+    .from(projects)
+    .where(eq(projects.id, projectId));
 
 /** A default-sender row as a mailbox; undefined when the project has none. */
 export const defaultSenderOf = (row: { defaultFromEmail: string | null; defaultFromName: string | null } | undefined) =>
@@ -144,6 +150,10 @@ export async function updateProjectSettings(
   if (input.doubleOptIn !== undefined) set.doubleOptIn = input.doubleOptIn;
   if (input.doubleOptInTemplateId !== undefined) set.doubleOptInTemplateId = input.doubleOptInTemplateId;
   if (input.inbound?.trackReplies !== undefined) set.trackReplies = input.inbound.trackReplies;
+  if (input.unsubscribeFooter !== undefined) {
+    if (input.unsubscribeFooter !== null) await assertTemplateSyntax(input.unsubscribeFooter, "unsubscribeFooter");
+    set.unsubscribeFooter = input.unsubscribeFooter;
+  }
   if (Object.keys(set).length === 0) return current;
   set.updatedAt = new Date();
   const [row] = await setProjectSettings(db.$client, projectId, set).returning(columns);

@@ -1773,6 +1773,11 @@ export interface components {
             type: "SEND_EMAIL";
             config: {
                 templateId: string;
+                /**
+                 * @description A topic's key: the step's mail is that topic's broadcast mail (gate 4: only contacts OPT_IN for it get it; its List-Id, its topic-only unsubscribe).
+                 * @example product-updates
+                 */
+                topic?: string;
             };
             /** @example welcome */
             next?: string | null;
@@ -2040,6 +2045,20 @@ export interface components {
                 email: string;
                 name: string | null;
             } | null;
+            /** @description Receiving mail (docs/deploy.md#receiving-mail): reply tracking and the project's own addresses */
+            inbound: {
+                /** @description Reply tracking by default (off by default): the Reply-To of the project's mail (/v1/send, campaigns and their test sends, workflow SEND_EMAIL steps) is each email's signed reply address `r+<token>@<domain>`, so replies are received and matched to the email and its contact. It never replaces a Reply-To the mail already has (a send's `reply`, a template's); a send's own `trackReplies` decides for that send, and only `trackReplies: true` on the send replaces its Reply-To. Turning it on needs the deployment's INBOUND_DOMAIN (409 naming INBOUND_DOMAIN without it). */
+                trackReplies: boolean;
+                /** @description The deployment's inbound domain (INBOUND_DOMAIN); null: this deployment receives no mail */
+                domain: string | null;
+                /**
+                 * @description An address of this project on the inbound domain, `<name>+<32 hex project id>@<domain>`: mail to it is received for the project, unthreaded (matched to no email). `support` is only an example: any name of 1-32 characters `[a-z0-9][a-z0-9._-]{0,31}` works before the `+`, except `r` and `u` (the reply and unsubscribe addresses). null without an inbound domain.
+                 * @example support+0190f5a1c2d37e4f8a9b0c1d2e3f4a5b@in.example.com
+                 */
+                namedAddress: string | null;
+            };
+            /** @description The footer marketing mail (campaigns, MARKETING templates, broadcast and topic sends) gets when its body has no `{{unsubscribeUrl}}`: HTML that uses `{{unsubscribeUrl}}` (it may use `{{preferencesUrl}}` and the contact's variables too), put before `</body>` or at the end. null: the built-in footer, a small centred "Unsubscribe" link. A body that uses `{{unsubscribeUrl}}` anywhere gets no footer. */
+            unsubscribeFooter: string | null;
             /** @description Bytes the project keeps in the database (email HTML until sent, headers, event and contact data, templates, campaigns, workflow versions), against QUOTA_STORED_BYTES */
             storedBytes: number;
             /** @description Bytes the project keeps in object storage (R2: sent email bodies and stored files), counted apart, against QUOTA_R2_STORED_BYTES */
@@ -2065,6 +2084,12 @@ export interface components {
                 email: string;
                 name?: string;
             } | null;
+            /** @description HTML of at most 2000 characters that uses {{unsubscribeUrl}} (422 otherwise); null: the built-in footer */
+            unsubscribeFooter?: string | null;
+            inbound?: {
+                /** @description Reply tracking by default for the project's mail; never replaces a Reply-To the mail has. true without the deployment's INBOUND_DOMAIN: 409 naming INBOUND_DOMAIN, and nothing changes. */
+                trackReplies?: boolean;
+            };
         };
         SendingStatus: {
             /** @description True while the reputation breaker has paused sending: /v1/send and campaign sends are 403 SENDING_PAUSED */
@@ -2164,7 +2189,7 @@ export interface components {
              * @enum {string}
              */
             visibility: "PUBLIC" | "PRIVATE";
-            /** @description An opt-in through the API or /v1/track is PENDING until the contact confirms it by the confirmation email's link */
+            /** @description An opt-in through the API or /v1/track is PENDING and sends the project's confirmation template (PATCH /project doubleOptInTemplateId; needed to set this, else 422); its {{confirmUrl}} makes the choice OPT_IN */
             doubleOptIn: boolean;
             /** Format: date-time */
             createdAt: string;
@@ -5477,6 +5502,10 @@ export interface operations {
                         /** @description false: every link exactly as written; true: links tracked even where the project or domain has click tracking off */
                         clicks?: boolean;
                     };
+                    /** @description This send's reply tracking, over the project's `inbound.trackReplies`. true: each email's Reply-To is its signed reply address `r+<token>@<INBOUND_DOMAIN>`, so replies are received and matched to the email (GET /emails/{id}/replies); it replaces the send's own `reply` or its template's Reply-To, because this send asked. false: the Reply-To stays as given. Left out: the project's default, which never replaces a Reply-To the mail has (only mail without one gets the reply address). true without INBOUND_DOMAIN on the deployment: 409 naming `trackReplies`. */
+                    trackReplies?: boolean;
+                    /** @description Answer an inbound message of this project (its id from GET /inbound): the mail gets `In-Reply-To: <its Message-ID>` and `References:` its references then its Message-ID (at most 100 ids: the first kept, then the newest), so the recipient's mail client threads it. An id of no inbound message of this project (or one without a Message-ID) is a 422 naming `inReplyTo`, and nothing is sent; custom In-Reply-To or References headers beside it are a 422 too. */
+                    inReplyTo?: string;
                     /** @description Up to 10 files totalling at most 7000000 bytes decoded (about 7 MB): SES v2 takes 10 MB per raw message after base64 encoding, and the body needs the rest */
                     attachments?: {
                         filename: string;

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, lte, type SQL } from "drizzle-orm";
 import { getDb, type Database } from "../../db/client";
-import { campaigns, contacts, type Campaign, type CampaignStatus } from "../../db/schema";
+import { campaigns, contacts, projects, type Campaign, type CampaignStatus } from "../../db/schema";
 import { ApiError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import type { Env } from "../../env";
@@ -9,7 +9,6 @@ import { compileCondition, ConditionSchema, type Condition } from "../conditions
 import { audienceGates } from "../consent/gates";
 import { campaignQuotaFit, nextUtcMidnight } from "../quotas";
 import { renderEmails } from "../send/create-emails";
-import { withUnsubscribeLink } from "../send/unsubscribe-footer";
 import { WriteBatch } from "../../store/batch";
 import { recordCampaignSent } from "../../store/webhooks/events";
 import type { AfterCommit } from "../../lib/after-commit";
@@ -38,9 +37,6 @@ export function audienceWhere(projectId: string, condition: Condition | null, no
   return and(audienceGates(projectId, mail), condition ? compileCondition(condition, now) : undefined)!;
 }
 
-/** Marketing mail always carries an unsubscribe link (send/unsubscribe-footer.ts). */
-export { withUnsubscribeLink };
-
 export function enqueueCampaignPageOf(env: Env, campaign: Pick<Campaign, "id" | "projectId">, after: string | null) {
   return enqueueCampaignPage(env, { campaignId: campaign.id, projectId: campaign.projectId, after });
 }
@@ -65,11 +61,13 @@ function enqueueCampaignEmails(env: Env, campaign: Campaign, emailIds: string[])
 export async function handleCampaignPage(env: Env, message: CampaignPageMessage, afterCommit: AfterCommit): Promise<void> {
   const db = getDb(env.DB);
   // A plain select: drizzle builds a relational query (findFirst) anew on every call.
-  const [campaign] = await db
-    .select()
+  const [read] = await db
+    .select({ campaign: campaigns, unsubscribeFooter: projects.unsubscribeFooter })
     .from(campaigns)
+    .leftJoin(projects, eq(projects.id, campaigns.projectId))
     .where(and(eq(campaigns.id, message.campaignId), eq(campaigns.projectId, message.projectId)))
     .limit(1);
+  const campaign = read?.campaign;
   // A paused campaign writes no page: the resume queues the walk's next page again (pause.ts).
   if (campaign?.status !== "SENDING" || !campaign.audienceUpperId || campaign.paused) return;
   const condition = campaign.sendCondition ? ConditionSchema.parse(campaign.sendCondition) : null;
@@ -109,7 +107,9 @@ export async function handleCampaignPage(env: Env, message: CampaignPageMessage,
       replyTo: campaign.replyTo,
       senderDomain: campaign.from.split("@")[1],
       subject: campaign.subject,
-      html: withUnsubscribeLink(campaign.body),
+      html: campaign.body,
+      // Marketing mail: without {{unsubscribeUrl}} the body gets the project's footer (createEmails).
+      unsubscribeFooter: read.unsubscribeFooter,
       marketing: true,
       bulk: true,
       topicId: campaign.topicId,

@@ -26,7 +26,7 @@ import {
   scheduleCampaign,
   updateCampaignContent,
 } from "../../store/campaigns";
-import { audienceWhere, startSending, withUnsubscribeLink } from "./audience";
+import { audienceWhere, startSending } from "./audience";
 import { campaignRepliedCount } from "../../store/inbound";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -256,12 +256,13 @@ export async function sendTestEmail(
   const sender = await senderDomain(db, projectId, campaign.from);
   assertBroadcastAvailable(env);
   const email = address.trim().toLowerCase();
-  const [suppressed, [recipient], topic] = await Promise.all([
+  const [suppressed, [recipient], topic, [defaults]] = await Promise.all([
     findSuppressed(db, projectId, [email]),
     contactsByEmail(db.$client, projectId, [email])
       .all()
       .then((r) => r.results.map(contactFromRow)),
     campaign.topicId ? testTopic(db, campaign.topicId, email) : null,
+    defaultSenderQuery(db, projectId),
   ]);
   // The four gates for the campaign's mail (broadcast). An address that is no contact of the project (the
   // sender's own inbox) meets only gate 1; a contact meets 3 and 4 as it would in the audience.
@@ -296,7 +297,8 @@ export async function sendTestEmail(
       senderDomain: sender,
       subject: campaign.subject,
       subjectPrefix: "[TEST] ",
-      html: withUnsubscribeLink(campaign.body),
+      html: campaign.body,
+      unsubscribeFooter: defaults?.unsubscribeFooter,
       marketing: true,
       tracked: false,
       topicId: campaign.topicId ?? null,

@@ -114,8 +114,10 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
   const domainRows = batch.add(domainApart ? null : domainQuery);
   const suppressions = batch.add(suppressionsOf(d1, projectId, addresses));
   const contactRows = batch.add(contactsByEmail(d1, projectId, addresses));
-  // No from in the request: the project's default sender, should the template have none either.
-  const defaultRows = batch.add(body.from ? null : defaultSenderQuery(db, projectId));
+  // No from in the request: the project's default sender, should the template have none either. Mail that may be
+  // marketing (a template, a topic, a broadcast): the project's unsubscribe footer, should the body need one.
+  const mayBeMarketing = body.template !== undefined || body.topic !== undefined || body.stream === "BROADCAST";
+  const defaultRows = batch.add(body.from && !mayBeMarketing ? null : defaultSenderQuery(db, projectId));
   // Aimed at a topic: the topic, and the recipients' choices for it (gate 4).
   const topicRows = batch.add(body.topic ? topicByKeyQuery(db, projectId, body.topic) : null);
   const choiceRows = batch.add(body.topic ? topicChoicesOf(db, projectId, body.topic, addresses) : null);
@@ -144,6 +146,7 @@ async function readSendInputs(db: Database, projectId: string, body: SendRequest
     topic: topic as Topic | undefined,
     topicChoices: new Map(choices.map((row) => [row.email, row.status])),
     defaultFrom: defaultSenderOf(defaults),
+    unsubscribeFooter: defaults?.unsubscribeFooter ?? null,
     record: record as IdempotencyRecord | undefined,
     template: template as Template | undefined,
     domainRead: domainQuery !== null,
@@ -267,6 +270,7 @@ const NOTHING_READ: SendInputs = {
   topic: undefined,
   topicChoices: new Map(),
   defaultFrom: undefined,
+  unsubscribeFooter: null,
   record: undefined,
   template: undefined,
   domainRead: false,
@@ -404,6 +408,7 @@ async function writeSend(
       html: message.html,
       bodyFormat: body.type ?? "html",
       marketing: message.stream === "BROADCAST",
+      unsubscribeFooter: inputs.unsubscribeFooter,
       topicId: inputs.topic?.id ?? null,
       attachments: body.attachments,
       track: body.track,

@@ -62,6 +62,8 @@ export interface EmailDraft {
   confirmation?: boolean;
   /** The topic the mail is aimed at (emails.topic_id): List-Id, and its unsubscribe opts out of that topic only. */
   topicId?: string | null;
+  /** Marketing mail without {{unsubscribeUrl}}: the project's footer (PATCH /project unsubscribeFooter); null or absent, the built-in one. */
+  unsubscribeFooter?: string | null;
 }
 
 /** One recipient: the address, the contact (by id or by address) and the data its templates see. */
@@ -94,7 +96,7 @@ export interface CreateOptions {
 /** Renders every recipient's subject and body (the unsubscribe link signed only when a template names it). */
 async function renderAll(env: Env, given: EmailDraft, recipients: readonly Recipient[], options: CreateOptions) {
   // Marketing mail (MARKETING templates, broadcast sends, campaigns) always carries an unsubscribe link.
-  const draft = given.marketing ? { ...given, html: withUnsubscribeLink(given.html) } : given;
+  const draft = given.marketing ? { ...given, html: withUnsubscribeLink(given.html, given.unsubscribeFooter) } : given;
   const baseUrl = publicUrl(env, options.requestUrl);
   const secret = requireSecret(env, "LINK_SIGNING_SECRET");
   // Signing costs an HMAC per recipient: only when a template names the variable.

@@ -67,7 +67,7 @@ export async function sendWorkflowEmail(
   const [template, contact, project, topic] = await Promise.all([
     db.query.templates.findFirst({ where: and(eq(templates.id, input.templateId), eq(templates.projectId, input.projectId)) }),
     db.query.contacts.findFirst({ where: and(eq(contacts.id, input.contactId), eq(contacts.projectId, input.projectId)) }),
-    db.query.projects.findFirst({ columns: { sendingPausedAt: true }, where: eq(projects.id, input.projectId) }),
+    db.query.projects.findFirst({ columns: { sendingPausedAt: true, unsubscribeFooter: true }, where: eq(projects.id, input.projectId) }),
     input.topic ? stepTopic(db, input.projectId, input.contactId, input.topic) : null,
   ]);
   // The reputation breaker paused the project: no mail is written (the step is skipped, the workflow goes on).
@@ -119,6 +119,7 @@ export async function sendWorkflowEmail(
         marketing,
         bulk: marketing,
         topicId: topic?.id ?? null,
+        unsubscribeFooter: project?.unsubscribeFooter,
         whileExecution: input.executionId,
       },
       [{ to: contact.email, contactId: contact.id, data: contact.data ?? {} }],
