@@ -26,6 +26,7 @@ const EVENT_TYPES = {
   "email.clicked": "Clicked",
   "email.failed": "Failed",
   "email.suppressed": "Suppressed",
+  "email.received": "Reply or mail received",
   "contact.created": "Created",
   "contact.updated": "Updated",
   "contact.deleted": "Deleted",
