@@ -155,7 +155,7 @@ export const segmentsRouter = createRouter()
     return c.json(success(page), 200);
   })
   .openapi(addMembersRoute, async (c) => {
-    return c.json(await addMembers(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, c.req.valid("json")), 200);
+    return c.json(await addMembers(getDb(c.env.DB), c.env, c.get("auth").projectId, c.req.valid("param").id, c.req.valid("json"), c.get("afterCommit")), 200);
   })
   .openapi(removeMembersRoute, async (c) => {
     return c.json(await removeMembers(getDb(c.env.DB), c.get("auth").projectId, c.req.valid("param").id, c.req.valid("json").emails), 200);

@@ -20,6 +20,8 @@ import {
 } from "../store/segments";
 import { upsertContacts } from "../store/contacts";
 import { WriteBatch } from "../store/batch";
+import { contactWriteEvents } from "./webhooks/record";
+import type { AfterCommit } from "../lib/after-commit";
 
 /** Bytes a static segment's member counts in projects.stored_bytes (the segment_members_bytes_* triggers, migration 0038). */
 const MEMBER_BYTES = 64;
@@ -211,7 +213,7 @@ async function staticSegment(db: Database, projectId: string, id: string): Promi
  * a contact (subscribed) for each address that has none (QUOTA_CONTACTS and the members' stored bytes
  * checked by the batch's guard), then the memberships, then which addresses have a contact.
  */
-export async function addMembers(db: Database, env: ConfigInput, projectId: string, id: string, input: SegmentMembersRequest) {
+export async function addMembers(db: Database, env: ConfigInput, projectId: string, id: string, input: SegmentMembersRequest, afterCommit?: AfterCommit) {
   await staticSegment(db, projectId, id);
   const addresses = [...new Set(input.emails)];
   const d1 = db.$client;
@@ -231,11 +233,15 @@ export async function addMembers(db: Database, env: ConfigInput, projectId: stri
     { contacts: input.createMissing ? addresses : undefined, storedBytesAtMost: addresses.length * MEMBER_BYTES + (upsert?.storedBytesAtMost() ?? 0) },
     now,
   );
+  // contact.created webhook events for the contacts the batch creates (as POST /contacts would).
+  const hooks = upsert
+    ? contactWriteEvents(d1, { projectId, at: now, contacts: addresses.map((email, i) => ({ email, creates: true, newId: upsert.ids[i] })) })
+    : { before: [], after: [] };
   const batch = new WriteBatch(d1);
-  batch.add(guard, ...(upsert?.statements ?? []));
+  batch.add(guard, ...hooks.before, ...(upsert?.statements ?? []), ...hooks.after);
   const added = batch.add(addSegmentMembers(d1, projectId, id, addresses, now));
   const existing = batch.add(existingAddresses(d1, projectId, addresses));
-  const result = await batch.run({ env, now });
+  const result = await batch.run({ env, now, afterCommit });
   const known = new Set(result.rows(existing).map((r) => String(r.email)));
   return { added: result.rows(added).length, missing: addresses.filter((a) => !known.has(a)) };
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { z } from "@hono/zod-openapi";
 import { call, expectError, newProject, type TestProject } from "../support/http";
 import { campaignSetup, callsPerAddress } from "../support/campaigns";
+import { recordedEvents, webhookProject } from "../support/webhooks";
 import type { SegmentMemberListResponseSchema, SegmentSchema } from "../../src/schemas/segments";
 
 type Segment = z.infer<typeof SegmentSchema>;
@@ -105,5 +106,23 @@ describe("static segments", () => {
     const calls = callsPerAddress(s.ses.calls);
     expect([...calls.keys()].sort()).toEqual(["m1@example.com", "m3@example.com"]);
     expect([...calls.values()]).toEqual([1, 1]);
+  });
+});
+
+describe("members created by createMissing", () => {
+  it("are reported like any new contact: one contact.created webhook event each, none for an address that had a contact", async () => {
+    const project = await webhookProject("static segment webhooks");
+    await project.createWebhook({ url: "https://hooks.example.net/in", events: ["contact.created"] });
+    expect((await project.call("POST", "/contacts", { email: "known@example.com" })).status).toBe(201);
+    const list = await project.call<Segment>("POST", "/segments", { name: "Beta", type: "STATIC" });
+    const added = await project.call<{ added: number; missing: string[] }>("POST", `/segments/${list.body.id}/members`, {
+      emails: ["known@example.com", "new1@example.com", "new2@example.com"],
+      createMissing: true,
+    });
+    expect(added.body).toEqual({ added: 3, missing: [] });
+    expect(await recordedEvents(project.id, ["contact.created"])).toEqual(["contact.created", "contact.created", "contact.created"]);
+    // Again: every address has a contact now, so nothing more is reported.
+    await project.call("POST", `/segments/${list.body.id}/members`, { emails: ["new1@example.com"], createMissing: true });
+    expect(await recordedEvents(project.id, ["contact.created"])).toHaveLength(3);
   });
 });
