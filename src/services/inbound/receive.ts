@@ -95,10 +95,12 @@ export async function receiveMessage(env: Env, message: ForwardableEmailMessage,
   if (state.inbound_today >= config.QUOTA_INBOUND_PER_DAY) return refuse("This recipient has reached its daily quota of received mail; try again tomorrow");
   if (state.r2_stored_bytes + message.rawSize > config.QUOTA_R2_STORED_BYTES) return refuse("This recipient's mailbox is full");
   if (env.INBOUND_SENDER_LIMITER) {
-    const sender = message.from.trim().toLowerCase() || "<>";
+    // Delivery reports have no envelope sender: theirs is counted per recipient, so one bounce storm cannot hold up everyone's.
+    const sender = message.from.trim().toLowerCase();
+    const key = sender ? `inbound:${sender}` : `inbound:<>:${message.to.trim().toLowerCase()}`;
     let allowed = true;
     try {
-      allowed = (await env.INBOUND_SENDER_LIMITER.limit({ key: `inbound:${sender}` })).success;
+      allowed = (await env.INBOUND_SENDER_LIMITER.limit({ key })).success;
     } catch (err) {
       console.error("INBOUND_SENDER_LIMITER failed; message let through", err);
     }

@@ -77,6 +77,22 @@ describe("a reply to an email's reply address", () => {
     expect(replies.body.data.items.map((r) => r.id)).toEqual([received.id]);
   });
 
+  it("a reply address an MTA folded to upper case still names the email; the parsed text counts in storedBytes", async () => {
+    const s = await inboundSetup();
+    const sent = await s.sendTo("ada@example.com");
+    const storedBytes = async () => (await s.get<{ data: { storedBytes: number } }>("/project")).body.data.storedBytes;
+    const before = await storedBytes();
+    const upper = sent.replyTo.toUpperCase();
+    const message = await s.receive({ from: "ada@example.com", to: upper, raw: fill(gmail, { to: upper, from: "ada@example.com" }) });
+    expect(message.rejected).toBeNull();
+    await s.parse();
+    const [item] = (await s.list()).items;
+    expect(item).toMatchObject({ match: "TOKEN", emailId: sent.emailId, to: sent.replyTo });
+    const { text } = await s.detail(item.id);
+    // The row (its text, the stripped reply, the subject, 200 bytes of envelope) and the event's data.
+    expect((await storedBytes()) - before).toBeGreaterThan(200 + (text?.length ?? 0));
+  });
+
   it("redelivering the queue message changes nothing: one row, one event", async () => {
     const s = await inboundSetup();
     const sent = await s.sendTo("ada@example.com");
