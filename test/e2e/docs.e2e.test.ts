@@ -25,7 +25,7 @@ import { freeInspectorPort, freePort, type LocalServer, repoCopy, startLocalServ
  * - "Fresh": `npm run dev` runs in a throwaway copy of the working tree (repoCopy(): its own
  *   .dev.vars, .dev/project.json and .wrangler/state; node_modules symlinked) on a free port.
  */
-const pages = ["README.md", "docs/getting-started.md", "docs/import-export.md", "docs/webhooks.md", "docs/api.md"];
+const pages = ["README.md", "docs/getting-started.md", "docs/import-export.md", "docs/webhooks.md", "docs/api.md", "docs/inbound.md"];
 const SHELL = /^(sh|bash|shell)$/;
 const NOT_RUN = /^<!--\s*not run:\s*(.+?)\s*-->$/;
 
@@ -199,6 +199,11 @@ describe("the docs' shell blocks run against a fresh npm run dev", () => {
       expect((outputs.get(page) ?? []).flatMap(({ block, output }) => expectedAnswers(block, output))).toEqual([]);
       // webhooks.md's test event reached the receiver standing in for the page's (port 3000).
       if (page === "docs/webhooks.md") expect(received.some((r) => r.body.includes('"webhook.test"'))).toBe(true);
+      // inbound.md's reply, delivered to the local email handler, was listed linked to its email by the reply token.
+      if (page === "docs/inbound.md") {
+        const listed = (outputs.get(page) ?? []).map(({ output }) => output).join("\n");
+        expect(listed).toMatch(/"subject":"Re: Your order #1042","match":"TOKEN","autoReply":false,[^}]*"status":"PARSED"/);
+      }
     }, 170_000);
   }
 
