@@ -62,6 +62,7 @@ export function DomainPage(props: { id: string }) {
         />
       </div>
       <Messages error={action.error} notice={action.notice} />
+      <DomainTracking domain={domain} onSaved={setChecked} />
       <h2>DNS records</h2>
       <div class="records">
         {domain.records.map((r) => (
@@ -85,5 +86,69 @@ export function DomainPage(props: { id: string }) {
         ))}
       </div>
     </Page>
+  );
+}
+
+/** The domain's tracking: opens and clicks on or off, and a custom tracking hostname with the CNAME it needs. */
+function DomainTracking(props: { domain: Domain; onSaved: (d: Domain) => void }) {
+  const d = props.domain;
+  const [draft, setDraft] = useState({ openTracking: d.openTracking, clickTracking: d.clickTracking, trackingHostname: d.trackingHostname ?? "" });
+  const action = useAction();
+  const save = async () => {
+    const saved = await call(
+      api.PATCH("/domains/{id}", {
+        params: { path: { id: d.id } },
+        body: { openTracking: draft.openTracking, clickTracking: draft.clickTracking, trackingHostname: draft.trackingHostname.trim() || null },
+      }),
+    );
+    props.onSaved(saved);
+    return "Tracking saved.";
+  };
+  return (
+    <>
+      <h2>Tracking</h2>
+      <ActionForm class="stack" action={action} onSubmit={save}>
+        <p class="detail">The project's tracking mode and a send's own choice still apply; these switches turn tracking off for this domain's mail.</p>
+        <label class="check">
+          <input type="checkbox" checked={draft.openTracking} onChange={(e) => setDraft({ ...draft, openTracking: e.currentTarget.checked })} /> Track opens (an
+          invisible image in each email)
+        </label>
+        <label class="check">
+          <input type="checkbox" checked={draft.clickTracking} onChange={(e) => setDraft({ ...draft, clickTracking: e.currentTarget.checked })} /> Track clicks
+          (links go through this service; off: every link exactly as written)
+        </label>
+        <Field label="Tracking hostname" hint={`A subdomain of ${d.domain}, so tracked links and the pixel use your own name. Leave empty for none.`}>
+          {(id) => (
+            <input
+              id={id}
+              placeholder={`track.${d.domain}`}
+              value={draft.trackingHostname}
+              onInput={(e) => setDraft({ ...draft, trackingHostname: e.currentTarget.value })}
+            />
+          )}
+        </Field>
+        {d.trackingHostname && (
+          <article class="record">
+            <h3>
+              Tracking <small>CNAME</small> {d.trackingStatus && <Status value={d.trackingStatus} />}
+            </h3>
+            <div class="copyline">
+              <span>Name</span> <code>{d.trackingHostname}</code> <CopyButton text={d.trackingHostname} label="tracking record name" />
+            </div>
+            {d.trackingCname && (
+              <div class="copyline">
+                <span>Value</span> <code>{d.trackingCname}</code> <CopyButton text={d.trackingCname} label="tracking record value" />
+              </div>
+            )}
+          </article>
+        )}
+        <Messages error={action.error} notice={action.notice} />
+        <div class="actions">
+          <button type="submit" class="primary" disabled={action.busy}>
+            Save tracking
+          </button>
+        </div>
+      </ActionForm>
+    </>
   );
 }
