@@ -7,6 +7,7 @@ import { ContactList, ContactPage } from "./pages/contacts";
 import { DomainList, DomainPage } from "./pages/domains";
 import { EmailList, EmailPage } from "./pages/emails";
 import { EventList } from "./pages/events";
+import { InboxList, InboxPage } from "./pages/inbox";
 import { SegmentList, SegmentPage } from "./pages/segments";
 import { SignIn } from "./pages/signin";
 import { SuppressionList } from "./pages/suppressions";
@@ -25,6 +26,7 @@ const SECTIONS: [string, () => JSX.Element, ((props: { id: string }) => JSX.Elem
   ["Topics", TopicList, TopicPage],
   ["Workflows", WorkflowList, WorkflowPage],
   ["Emails", EmailList, EmailPage],
+  ["Inbox", InboxList, InboxPage],
   ["Events", EventList],
   ["Domains", DomainList, DomainPage],
   ["Webhooks", WebhookList, WebhookPage],

@@ -48,7 +48,8 @@ export interface Dashboard {
 const npx = (args: string[]) =>
   execFileSync("npx", args, { cwd: root, encoding: "utf8", env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } });
 
-export async function startDashboard(name: string): Promise<Dashboard> {
+/** `vars`: more Worker variables for this file's `wrangler dev` (INBOUND_DOMAIN for the inbox). */
+export async function startDashboard(name: string, vars: Record<string, string> = {}): Promise<Dashboard> {
   const executablePath = findChromium();
   if (!executablePath) throw new Error(CHROMIUM_MISSING);
   const zone: FakeZone = new Map();
@@ -66,6 +67,7 @@ export async function startDashboard(name: string): Promise<Dashboard> {
         LINK_SIGNING_SECRET: "dashboard-test-link-signing-secret-0123456789",
         DKIM_ENCRYPTION_KEY: "dashboard-test-dkim-encryption-key-0123456789",
         DOH_URL: `http://127.0.0.1:${dohPort}/dns-query`,
+        ...vars,
       },
       { persistTo: state },
     ),

@@ -49,6 +49,8 @@ beforeAll(async () => {
     { name: "workflows", path: "/workflows" },
     { name: "emails", path: "/emails" },
     { name: "email", path: `/emails/${email.id}` },
+    // Without an inbound domain nothing is received: the empty inbox (dashboard-inbox.browser.test.ts has one with mail).
+    { name: "inbox-empty", path: "/inbox" },
     { name: "events", path: "/events" },
     { name: "domains", path: "/domains" },
     { name: "domain", path: `/domains/${domain.id}` },

@@ -344,6 +344,7 @@ const STAT_ROWS: [keyof CampaignStats, string, (keyof CampaignStats)?][] = [
   ["bouncedCount", "Bounced", "bounceRate"],
   ["complainedCount", "Complaints", "complaintRate"],
   ["unsubscribedCount", "Unsubscribed", "unsubscribeRate"],
+  ["repliedCount", "Replied", "replyRate"],
   ["failedCount", "Failed"],
 ];
 
@@ -435,7 +436,7 @@ function CampaignReport(props: { campaign: Campaign; onChange: () => void }) {
       <h2>Content</h2>
       <PreviewPane subject={campaign.subject} body={campaign.body} sample={sample} onSample={setSample} />
       <p>
-        <Link href={`/emails?campaignId=${campaign.id}`}>This campaign's emails</Link>
+        <Link href={`/emails?campaignId=${campaign.id}`}>This campaign's emails</Link> · <Link href={`/inbox?campaignId=${campaign.id}`}>Its replies</Link>
       </p>
     </Page>
   );

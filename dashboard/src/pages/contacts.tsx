@@ -183,9 +183,10 @@ function ContactView(props: { contact: Contact; reload: () => void }) {
   const [rows, setRows] = useState<DataRow[]>(() => rowsOf(contact.data ?? {}));
   const campaigns = useNames("campaigns");
   const activity = useLoad(async () => {
-    const [events, emails] = await Promise.all([
+    const [events, emails, received] = await Promise.all([
       call(api.GET("/events", { params: { query: { contactId: contact.id, limit: 50 } } })),
       call(api.GET("/emails", { params: { query: { contactId: contact.id, limit: 50 } } })),
+      call(api.GET("/inbound", { params: { query: { contactId: contact.id, limit: 50 } } })),
     ]);
     const timeline: Activity[] = [
       ...events.data.items.map((e) => ({
@@ -200,6 +201,12 @@ function ContactView(props: { contact: Contact; reload: () => void }) {
         detail: e.subject,
         href: `/emails/${e.id}`,
         campaignId: e.campaignId,
+      })),
+      ...received.data.items.map((m) => ({
+        at: m.createdAt,
+        what: m.autoReply ? "Auto-reply received" : m.emailId ? "Reply received" : "Mail received",
+        detail: m.subject ?? "",
+        href: `/inbox/${m.id}`,
       })),
     ].sort((a, b) => b.at.localeCompare(a.at));
     return timeline;

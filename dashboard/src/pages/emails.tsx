@@ -4,6 +4,7 @@ import { NamedLink, useNames } from "../components/crm-names";
 import { ListPage } from "../components/data-table";
 import { Choice, Loading, Page, Status } from "../components/page";
 import { MailFrame } from "../components/preview-pane";
+import { EmailReplies } from "./inbox";
 import { withoutOpenPixel } from "../mail-html";
 import { when } from "../format";
 import { useLoad } from "../hooks";
@@ -116,6 +117,8 @@ export function EmailPage(props: { id: string }) {
       <h2>Message</h2>
       <p>{messageNote(email, email.html)}</p>
       {email.html !== null && <MailFrame title="Sent message" html={withoutOpenPixel(email.html)} />}
+      <h2>Replies</h2>
+      <EmailReplies emailId={email.id} />
     </Page>
   );
 }
