@@ -2,6 +2,7 @@
  * Receiving (issue 37): worker.email() with real-world messages, through the inbound consumer,
  * read back over the HTTP API.
  */
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import apple from "../../fixtures/inbound/apple-mail-reply.eml?raw";
 import dsn from "../../fixtures/inbound/dsn-bounce.eml?raw";
@@ -299,8 +300,22 @@ describe("what email() refuses", () => {
 });
 
 describe("reading received mail", () => {
+  it("a message whose raw object is gone before it was parsed is FAILED with the reason, and its raw download is 404", async () => {
+    const s = await inboundSetup();
+    const to = namedAddress("support", s.project.id, INBOUND_DOMAIN);
+    await s.receive({ from: "a@example.com", to, raw: fill(gmail, { to, from: "a@example.com" }) });
+    const listed = await env.STORAGE.list({ prefix: `inbound/${s.project.id}/` });
+    expect(listed.objects).toHaveLength(1);
+    await env.STORAGE.delete(listed.objects[0].key);
+    await s.parse();
+    const [item] = (await s.list()).items;
+    expect(item).toMatchObject({ status: "FAILED", error: "The raw message is gone from storage", strippedText: null });
+    expectError(await s.request("GET", `/inbound/${item.id}/raw`), 404, "NOT_FOUND");
+  });
+
   it("a public key gets 403 and another project's ids are 404", async () => {
     const s = await inboundSetup();
+    const sent = await s.sendTo("ada@example.com");
     const to = namedAddress("support", s.project.id, INBOUND_DOMAIN);
     await s.receive({ from: "a@example.com", to, raw: fill(gmail, { to, from: "a@example.com" }) });
     const [item] = (await s.list()).items;
@@ -309,7 +324,7 @@ describe("reading received mail", () => {
       expectError(await other.request("GET", path), 404, "NOT_FOUND");
     }
     const { call } = await import("../../support/http");
-    for (const path of ["/inbound", `/inbound/${item.id}`, `/inbound/${item.id}/raw`, `/inbound/${item.id}/attachments/0`]) {
+    for (const path of ["/inbound", `/inbound/${item.id}`, `/inbound/${item.id}/raw`, `/inbound/${item.id}/attachments/0`, `/emails/${sent.emailId}/replies`]) {
       expectError(await call("GET", path, { key: s.project.publicKey }), 403);
     }
   });
