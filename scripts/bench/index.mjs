@@ -18,9 +18,10 @@
 // BENCH_INSPECTOR, BENCH_PROFILE, BENCH_SERVER_LOG, BENCH_PORTS=<first>-<last> (servers only on those
 // ports), BENCH_STARTUP_STATE (defaults in lib.mjs); BENCH_WEBHOOK_EVENTS,
 // BENCH_WEBHOOK_PAIRS, BENCH_WEBHOOK_WINDOW, BENCH_WEBHOOK_CONCURRENCY (scripts/bench/webhooks.mjs);
-// BENCH_ROWS_EMAILS (scripts/bench/rows.mjs).
+// BENCH_ROWS_EMAILS (scripts/bench/rows.mjs); BENCH_INBOUND_MESSAGES, BENCH_INBOUND_CONCURRENCY (scripts/bench/inbound.mjs).
 import { randomUUID } from "node:crypto";
 import { campaignSection, prioritySection } from "./campaign.mjs";
+import { inboundSection } from "./inbound.mjs";
 import {
   campaignContactRow,
   createProject,
@@ -58,6 +59,7 @@ const SECTIONS = [
   { ...prioritySection, standalone: true },
   { ...webhooksSection, standalone: true },
   { ...rowsSection, standalone: true },
+  { ...inboundSection, standalone: true },
   startupSection,
   importSection,
   dashboardSection,
