@@ -5,7 +5,7 @@ import { createRouter } from "../lib/router";
 import { commonErrors, jsonResponse, securityScheme, success } from "../lib/openapi";
 import { IdParamSchema } from "../lib/validators";
 import { AttachmentParamSchema, InboundMessageDetailSchema, InboundListQuerySchema, InboundListResponseSchema, RepliesQuerySchema } from "../schemas/inbound";
-import { getInbound, inboundAttachment, inboundRaw, listInboundMessages, listReplies, toInboundDetail } from "../services/inbound/read";
+import { getInbound, inboundAttachment, inboundHtml, inboundRaw, listInboundMessages, listReplies, toInboundDetail } from "../services/inbound/read";
 
 const tags = ["Inbound"];
 
@@ -62,6 +62,19 @@ const attachmentRoute = createRoute({
   responses: { 200: { description: "The attachment's content", content: { "application/octet-stream": { schema: z.string() } } }, ...commonErrors },
 });
 
+const htmlRoute = createRoute({
+  method: "get",
+  path: "/inbound/{id}/html",
+  operationId: "getInboundHtml",
+  tags,
+  summary: "Get a received message's HTML",
+  description:
+    "The message's HTML part as the sender wrote it, read from the raw message on request (never stored). It is untrusted: the answer carries `Content-Security-Policy: sandbox` (no script, no requests) and `X-Content-Type-Options: nosniff`; show it only in a sandboxed frame (`<iframe sandbox srcdoc>`), as the dashboard does. 404 when the message has no HTML part; 400 INVALID_STATE above the 8 MiB parse cap.",
+  security: securityScheme,
+  request: { params: IdParamSchema },
+  responses: { 200: { description: "The HTML part", content: { "text/html": { schema: z.string() } } }, ...commonErrors },
+});
+
 const repliesRoute = createRoute({
   method: "get",
   path: "/emails/{id}/replies",
@@ -108,6 +121,15 @@ export const inboundRouter = createRouter()
       "Content-Disposition": disposition(attachment.filename, `attachment-${n}`),
       "X-Content-Type-Options": "nosniff",
       "Content-Security-Policy": "sandbox; default-src 'none'",
+    }) as never;
+  })
+  .openapi(htmlRoute, async (c) => {
+    const html = await inboundHtml(getDb(c.env.DB), c.env.STORAGE, c.get("auth").projectId, c.req.valid("param").id);
+    return c.body(html, 200, {
+      "Content-Type": "text/html; charset=utf-8",
+      "Content-Security-Policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+      "X-Content-Type-Options": "nosniff",
+      "Cache-Control": "no-store",
     }) as never;
   })
   .openapi(repliesRoute, async (c) => {

@@ -1,6 +1,7 @@
 /** GET /inbound and its reads over HTTP: pages, filters, validation and 404s (issue 37). */
 import { describe, expect, it } from "vitest";
 import gmail from "../fixtures/inbound/gmail-reply.eml?raw";
+import outOfOffice from "../fixtures/inbound/out-of-office.eml?raw";
 import { namedAddress } from "../../src/services/inbound/receive";
 import { expectError } from "../support/http";
 import { fill, INBOUND_DOMAIN, inboundSetup } from "../services/inbound/harness";
@@ -53,7 +54,25 @@ describe("GET /inbound", () => {
     const s = await inboundSetup();
     const doc = await s.get<{ paths: Record<string, unknown> }>("/openapi.json");
     expect(Object.keys(doc.body.paths)).toEqual(
-      expect.arrayContaining(["/inbound", "/inbound/{id}", "/inbound/{id}/raw", "/inbound/{id}/attachments/{n}", "/emails/{id}/replies"]),
+      expect.arrayContaining(["/inbound", "/inbound/{id}", "/inbound/{id}/raw", "/inbound/{id}/attachments/{n}", "/inbound/{id}/html", "/emails/{id}/replies"]),
     );
+  });
+});
+
+describe("GET /inbound/{id}/html", () => {
+  it("answers the message's HTML part as the sender wrote it, sandboxed by its CSP; a message without one is 404", async () => {
+    const s = await inboundSetup();
+    const named = namedAddress("help", s.project.id, INBOUND_DOMAIN);
+    await s.receive({ from: "ada@example.com", to: named, raw: fill(gmail, { to: named, from: "ada@example.com" }) });
+    await s.receive({ from: "bob@example.com", to: named, raw: fill(outOfOffice, { to: named, from: "bob@example.com" }) });
+    await s.parse();
+    const [plain, html] = (await s.list()).items;
+    const res = await s.get<string>(`/inbound/${html.id}/html`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(res.headers.get("content-security-policy")).toMatch(/^sandbox; default-src 'none'/);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.body).toContain('<div dir="ltr">Thanks, that works for me!');
+    expectError(await s.get(`/inbound/${plain.id}/html`), 404, "NOT_FOUND");
   });
 });

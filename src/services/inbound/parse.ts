@@ -127,3 +127,9 @@ export async function attachmentOf(
   content.set(bytes);
   return { filename: a.filename, contentType: a.mimeType, content };
 }
+
+/** The HTML part of a message parsed whole (GET /inbound/{id}/html), or null when it has none. */
+export async function htmlOf(raw: ArrayBuffer | Uint8Array): Promise<string | null> {
+  const email = await PostalMime.parse(raw, PARSER_LIMITS);
+  return email.html ?? null;
+}

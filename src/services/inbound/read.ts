@@ -6,7 +6,7 @@ import type { InboundListQuery, InboundMessageDetailView, InboundMessageView } f
 import { inboundOf, listInbound } from "../../store/inbound";
 import { getInboundRaw } from "../../store/objects/inbound";
 import { getEmail } from "../emails/views";
-import { attachmentOf, PARSE_CAP_BYTES } from "./parse";
+import { attachmentOf, htmlOf, PARSE_CAP_BYTES } from "./parse";
 
 /** GET /inbound and the rest: received messages of the project, another project's ids are 404. */
 
@@ -88,4 +88,20 @@ export async function inboundAttachment(db: Database, bucket: R2Bucket, projectI
   const attachment = await attachmentOf(await object.arrayBuffer(), n);
   if (!attachment) throw ApiError.notFound("Attachment");
   return attachment;
+}
+
+/** The message's HTML part, parsed again from the raw message (never stored); 404 when it has none. */
+export async function inboundHtml(db: Database, bucket: R2Bucket, projectId: string, id: string): Promise<string> {
+  const row = await getInbound(db, projectId, id);
+  if (row.size > PARSE_CAP_BYTES) {
+    throw ApiError.invalidState(
+      `This message is larger than the ${PARSE_CAP_BYTES / 1024 / 1024} MiB parse cap: its HTML is not parsed`,
+      "Download the raw message (GET /inbound/{id}/raw) and open it in a mail program.",
+    );
+  }
+  const object = await getInboundRaw(bucket, row.r2Key);
+  if (!object) throw gone();
+  const html = await htmlOf(await object.arrayBuffer());
+  if (html === null) throw ApiError.notFound("HTML part");
+  return html;
 }

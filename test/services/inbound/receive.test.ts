@@ -320,11 +320,18 @@ describe("reading received mail", () => {
     await s.receive({ from: "a@example.com", to, raw: fill(gmail, { to, from: "a@example.com" }) });
     const [item] = (await s.list()).items;
     const other = await inboundSetup();
-    for (const path of [`/inbound/${item.id}`, `/inbound/${item.id}/raw`, `/inbound/${item.id}/attachments/0`]) {
+    for (const path of [`/inbound/${item.id}`, `/inbound/${item.id}/raw`, `/inbound/${item.id}/attachments/0`, `/inbound/${item.id}/html`]) {
       expectError(await other.request("GET", path), 404, "NOT_FOUND");
     }
     const { call } = await import("../../support/http");
-    for (const path of ["/inbound", `/inbound/${item.id}`, `/inbound/${item.id}/raw`, `/inbound/${item.id}/attachments/0`, `/emails/${sent.emailId}/replies`]) {
+    for (const path of [
+      "/inbound",
+      `/inbound/${item.id}`,
+      `/inbound/${item.id}/raw`,
+      `/inbound/${item.id}/attachments/0`,
+      `/inbound/${item.id}/html`,
+      `/emails/${sent.emailId}/replies`,
+    ]) {
       expectError(await call("GET", path, { key: s.project.publicKey }), 403);
     }
   });
