@@ -123,6 +123,12 @@ describe("the inbox", () => {
     await expect.poll(() => page.locator("tbody tr").count()).toBe(1);
     expect(await ooo.count()).toBe(0);
     expect(await reply.count()).toBe(1);
+
+    // Filtered to a contact: only its mail (the out-of-office is Grace's), named by its address.
+    await page.goto(`${dashboard.server.url}/app/inbox?contactId=${contactId}`);
+    await expect.poll(() => page.locator("main").textContent()).toContain("Mail from ada@example.net.");
+    await reply.waitFor();
+    expect(await page.locator("tbody tr").count()).toBe(1);
     expect(problems).toEqual([]);
     await context.close();
   }, 90_000);

@@ -99,11 +99,7 @@ export function InboxList() {
           Replies to <Link href={`/emails/${query.emailId}`}>{emails.get(query.emailId)?.subject ?? "an email"}</Link>.
         </p>
       )}
-      {query.contactId && (
-        <p>
-          Mail from <Link href={`/contacts/${query.contactId}`}>a contact</Link>.
-        </p>
-      )}
+      {query.contactId && <FromContact id={query.contactId} />}
       <label class="inbox-filter">
         <input type="checkbox" checked={hideAuto} onChange={(e) => setHideAuto(e.currentTarget.checked)} /> Hide auto-replies
       </label>
@@ -135,6 +131,16 @@ export function InboxList() {
         ]}
       />
     </Page>
+  );
+}
+
+/** "Mail from ada@example.com" above a list filtered by `?contactId=`. */
+function FromContact(props: { id: string }) {
+  const contact = useLoad(() => call(api.GET("/contacts/{id}", { params: { path: { id: props.id } } })), [props.id]);
+  return (
+    <p>
+      Mail from <Link href={`/contacts/${props.id}`}>{contact.data?.email ?? "a contact"}</Link>.
+    </p>
   );
 }
 
