@@ -23,10 +23,27 @@ type InboundDetail = Schemas["InboundMessageDetail"];
  * is read once per session, whatever number of messages answer it, and kept here.
  */
 const answered = new Map<string, Promise<Email | null>>();
+/** At most READERS of those reads at a time, so a page of 50 messages does not send 50 requests at once. */
+const READERS = 4;
+let reading = 0;
+const waiting: (() => void)[] = [];
+async function inTurn<T>(read: () => Promise<T>): Promise<T> {
+  while (reading >= READERS) await new Promise<void>((go) => waiting.push(go));
+  reading++;
+  try {
+    return await read();
+  } finally {
+    reading--;
+    waiting.shift()?.();
+  }
+}
 function answeredEmail(id: string): Promise<Email | null> {
   let email = answered.get(id);
   if (!email) {
-    email = call(api.GET("/emails/{id}", { params: { path: { id } } })).catch(() => null);
+    email = inTurn(() => call(api.GET("/emails/{id}", { params: { path: { id } } }))).catch(() => {
+      answered.delete(id); // read again next time
+      return null;
+    });
     answered.set(id, email);
   }
   return email;
