@@ -539,6 +539,8 @@ export const workflowExecutions = sqliteTable(
     currentStepId: text("current_step_id"),
     /** While a WAIT_FOR_EVENT step waits: the event name that resumes it (/v1/track looks it up). */
     waitingEvent: text("waiting_event"),
+    /** While it waits for a reply to one email (WAIT_FOR_EVENT config.replyTo, migration 0042): that email's id. */
+    waitingEmailId: text("waiting_email_id"),
     resumeAt: timestamp("resume_at"),
     error: text("error"),
     history: json<WorkflowHistoryEntry[]>("history").notNull().default([]),

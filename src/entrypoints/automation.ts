@@ -58,7 +58,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       status: WorkflowExecutionStatus,
       currentStepId: string | null,
       entries: WorkflowHistoryEntry[],
-      extra: { waitingEvent?: string; resumeAt?: Date; error?: string } = {},
+      extra: { waitingEvent?: string; waitingEmailId?: string; resumeAt?: Date; error?: string } = {},
     ) => this.handingOver((afterCommit) => recordProgress(this.db, params.executionId, { status, currentStepId, history: entries, ...extra }, afterCommit));
 
     let current: WorkflowStep | undefined = steps[0];
@@ -117,7 +117,7 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       status: WorkflowExecutionStatus,
       currentStepId: string | null,
       entries: WorkflowHistoryEntry[],
-      extra?: { waitingEvent?: string; resumeAt?: Date; error?: string },
+      extra?: { waitingEvent?: string; waitingEmailId?: string; resumeAt?: Date; error?: string },
     ) => Promise<boolean>,
   ): Promise<StepRecord> {
     /** Records a finished step and moves on to `next` (none: COMPLETED; EXIT: EXITED). */
@@ -226,7 +226,9 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
         const ms = durationMs(s.config.timeout);
         const started = await step.do(`${s.id}:start`, DB_STEP, async () => {
           const e: WorkflowHistoryEntry = { stepId: s.id, type: s.type, status: "WAITING", outcome: null, startedAt: iso(), finishedAt: null };
-          const ok = await record("WAITING", s.id, [...history, e], { waitingEvent: s.config.eventName, resumeAt: new Date(Date.now() + ms) });
+          // Waiting for a reply to one email: the one the named SEND_EMAIL step sent (none sent: no reply can end the wait).
+          const waitingEmailId = s.config.replyTo ? (emailSentBy(history, s.config.replyTo) ?? NO_EMAIL) : undefined;
+          const ok = await record("WAITING", s.id, [...history, e], { waitingEvent: s.config.eventName, waitingEmailId, resumeAt: new Date(Date.now() + ms) });
           return { entry: e, next: null, stopped: !ok };
         });
         if (started.stopped) return started;
@@ -247,4 +249,13 @@ export class AutomationWorkflow extends WorkflowEntrypoint<Env, ExecutionParams>
       }
     }
   }
+}
+
+/** What a wait for a reply waits for when its SEND_EMAIL step sent nothing (skipped): no email id is this. */
+const NO_EMAIL = "none";
+
+/** The email a SEND_EMAIL step of this execution queued (its outcome "email <id> queued"), if it did. */
+function emailSentBy(history: readonly WorkflowHistoryEntry[], stepId: string): string | undefined {
+  const outcome = history.find((h) => h.stepId === stepId && h.type === "SEND_EMAIL")?.outcome;
+  return outcome ? /^email (\S+) queued$/.exec(outcome)?.[1] : undefined;
 }

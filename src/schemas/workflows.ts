@@ -79,9 +79,22 @@ export const StepSchema = z
       { next: NextSchema },
     ),
     step("DELAY", DurationSchema, { next: NextSchema }),
-    step("WAIT_FOR_EVENT", z.object({ eventName: EventNameSchema, timeout: DurationSchema }).strict(), {
-      branches: z.object({ event: NextSchema, timeout: NextSchema }).strict().optional(),
-    }),
+    step(
+      "WAIT_FOR_EVENT",
+      z
+        .object({
+          eventName: EventNameSchema,
+          timeout: DurationSchema,
+          replyTo: StepIdSchema.optional().openapi({
+            description:
+              "With eventName email.received: the id of a SEND_EMAIL step before this one; only a reply to the email that step sent in this execution ends the wait (a reply to another email does not). Left out: any email.received of the contact.",
+          }),
+        })
+        .strict(),
+      {
+        branches: z.object({ event: NextSchema, timeout: NextSchema }).strict().optional(),
+      },
+    ),
     step("CONDITION", z.object({ condition: ConditionSchema }).strict(), {
       branches: z.object({ yes: NextSchema, no: NextSchema }).strict().optional(),
     }),

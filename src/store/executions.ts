@@ -62,6 +62,7 @@ export interface ExecutionProgress {
   currentStepId: string | null;
   history: WorkflowHistoryEntry[];
   waitingEvent?: string | null;
+  waitingEmailId?: string | null;
   resumeAt?: Date | null;
   error?: string | null;
 }
@@ -80,6 +81,7 @@ export function recordExecutionProgress(d1: D1Database, executionId: string, upd
       currentStepId: update.currentStepId,
       history: update.history,
       waitingEvent: update.waitingEvent ?? null,
+      waitingEmailId: update.waitingEmailId ?? null,
       resumeAt: update.resumeAt ?? null,
       ...(update.error !== undefined ? { error: update.error } : {}),
       ...(finished ? { finishedAt: now } : {}),
@@ -93,7 +95,7 @@ export function recordExecutionProgress(d1: D1Database, executionId: string, upd
 export function cancelExecutions(d1: D1Database, which: { executionId: string } | { workflowId: string }, error: string, now: Date) {
   return getDb(d1)
     .update(workflowExecutions)
-    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error, updatedAt: now })
+    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, waitingEmailId: null, resumeAt: null, error, updatedAt: now })
     .where(
       and(
         "executionId" in which ? eq(workflowExecutions.id, which.executionId) : eq(workflowExecutions.workflowId, which.workflowId),
@@ -129,7 +131,7 @@ export function cancelProjectExecutions(d1: D1Database, projectId: string, now =
   const db = getDb(d1);
   return db
     .update(workflowExecutions)
-    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, resumeAt: null, error: "The project is disabled", updatedAt: now })
+    .set({ status: "CANCELLED", finishedAt: now, waitingEvent: null, waitingEmailId: null, resumeAt: null, error: "The project is disabled", updatedAt: now })
     .where(
       and(
         inArray(workflowExecutions.workflowId, db.select({ id: workflows.id }).from(workflows).where(eq(workflows.projectId, projectId))),

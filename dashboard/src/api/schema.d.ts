@@ -445,7 +445,7 @@ export interface paths {
          *
          *     SEND_EMAIL creates an ordinary email record (GET /emails) and queues it: tracking, unsubscribe links, suppression and the send rate apply; a MARKETING template is skipped for an unsubscribed contact and a suppressed address is skipped, both recorded in the execution's history. MARKETING mail is bulk mail (it travels like campaign mail and yields the send rate to transactional mail); TRANSACTIONAL mail travels like /v1/send. One email per execution and step, however often the step is retried; past the emails-per-day quota the step is SKIPPED with the reason. Template variables come from the contact's data at the time of sending.
          *
-         *     WAIT_FOR_EVENT resumes when the contact's event with that name is tracked after the wait began; CONDITION evaluates the condition language on the contact as it is at that moment; WEBHOOK posts the rendered body signed with the workflow's secret (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with back-off, and the execution is FAILED after the last retry.
+         *     WAIT_FOR_EVENT resumes when the contact's event with that name is tracked after the wait began (with `replyTo` on email.received: only a reply to the email that SEND_EMAIL step sent); CONDITION evaluates the condition language on the contact as it is at that moment; WEBHOOK posts the rendered body signed with the workflow's secret (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with back-off, and the execution is FAILED after the last retry.
          *
          *     `allowReentry: false` (default): a contact with any execution of this workflow, running or finished, never starts another. `true`: a contact can walk it again, but never has two running at a time.
          *
@@ -484,7 +484,7 @@ export interface paths {
          *
          *     SEND_EMAIL creates an ordinary email record (GET /emails) and queues it: tracking, unsubscribe links, suppression and the send rate apply; a MARKETING template is skipped for an unsubscribed contact and a suppressed address is skipped, both recorded in the execution's history. MARKETING mail is bulk mail (it travels like campaign mail and yields the send rate to transactional mail); TRANSACTIONAL mail travels like /v1/send. One email per execution and step, however often the step is retried; past the emails-per-day quota the step is SKIPPED with the reason. Template variables come from the contact's data at the time of sending.
          *
-         *     WAIT_FOR_EVENT resumes when the contact's event with that name is tracked after the wait began; CONDITION evaluates the condition language on the contact as it is at that moment; WEBHOOK posts the rendered body signed with the workflow's secret (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with back-off, and the execution is FAILED after the last retry.
+         *     WAIT_FOR_EVENT resumes when the contact's event with that name is tracked after the wait began (with `replyTo` on email.received: only a reply to the email that SEND_EMAIL step sent); CONDITION evaluates the condition language on the contact as it is at that moment; WEBHOOK posts the rendered body signed with the workflow's secret (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with back-off, and the execution is FAILED after the last retry.
          *
          *     `allowReentry: false` (default): a contact with any execution of this workflow, running or finished, never starts another. `true`: a contact can walk it again, but never has two running at a time.
          *
@@ -1825,6 +1825,11 @@ export interface components {
                     /** @enum {string} */
                     unit: "minutes" | "hours" | "days";
                 };
+                /**
+                 * @description With eventName email.received: the id of a SEND_EMAIL step before this one; only a reply to the email that step sent in this execution ends the wait (a reply to another email does not). Left out: any email.received of the contact.
+                 * @example welcome
+                 */
+                replyTo?: string;
             };
             branches?: {
                 /** @example welcome */

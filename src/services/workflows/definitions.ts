@@ -148,6 +148,21 @@ async function definitionErrors(db: Database, env: Env, projectId: string, steps
           code: "template_without_from",
         });
       }
+    } else if (step.type === "WAIT_FOR_EVENT" && step.config.replyTo !== undefined) {
+      const target = steps.find((t) => t.id === step.config.replyTo);
+      if (step.config.eventName !== "email.received") {
+        errors.push({
+          field: `steps.${i}.config.replyTo`,
+          message: `Step "${step.id}": replyTo waits for a reply, so eventName must be email.received`,
+          code: "invalid",
+        });
+      } else if (target?.type !== "SEND_EMAIL") {
+        errors.push({
+          field: `steps.${i}.config.replyTo`,
+          message: `Step "${step.id}": replyTo must name a SEND_EMAIL step of this workflow`,
+          code: "unknown_step",
+        });
+      }
     } else if (step.type === "WEBHOOK") {
       const problem = outboundUrlProblem(step.config.url, env);
       if (problem) errors.push({ field: `steps.${i}.config.url`, message: `Step "${step.id}": ${problem}`, code: "invalid_url" });

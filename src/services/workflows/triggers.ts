@@ -107,6 +107,11 @@ async function resumeWaiting(db: Database, env: Env, message: TriggerMessage) {
       and(
         eq(workflowExecutions.contactId, message.contactId),
         eq(workflowExecutions.waitingEvent, message.eventName),
+        // A wait for a reply to one email: only an event of that email (email.received names it as its email_id).
+        or(
+          isNull(workflowExecutions.waitingEmailId),
+          sql`${workflowExecutions.waitingEmailId} = (SELECT ${events.emailId} FROM ${events} WHERE ${events.id} = ${message.eventId ?? null})`,
+        ),
         eq(workflowExecutions.status, "WAITING"),
         eq(workflowExecutions.projectId, message.projectId),
         projectActive(message.projectId),

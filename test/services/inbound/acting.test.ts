@@ -171,3 +171,77 @@ describe("a sequence that stops when the contact replies", () => {
     await eventually(async () => expect(await s.delivered()).toEqual(["cy@example.com: Follow-up for Cy", "cy@example.com: Welcome for Cy"]));
   });
 });
+
+describe("a wait for a reply to one email (WAIT_FOR_EVENT replyTo)", () => {
+  it("ends only on a reply to the email its SEND_EMAIL step sent; a reply to another email of the contact leaves it waiting", async () => {
+    const a = await automationProject();
+    const welcome = await a.template("Welcome");
+    const tips = await a.template("Tips");
+    const workflow = await a.createWorkflow({
+      name: "Wait for the welcome's reply",
+      trigger: { type: "EVENT", eventName: "signup" },
+      steps: [
+        { id: "welcome", type: "SEND_EMAIL", config: { templateId: welcome }, next: "tips" },
+        { id: "tips", type: "SEND_EMAIL", config: { templateId: tips }, next: "reply" },
+        {
+          id: "reply",
+          type: "WAIT_FOR_EVENT",
+          config: { eventName: "email.received", timeout: { amount: 3, unit: "days" }, replyTo: "welcome" },
+          branches: { event: null, timeout: null },
+        },
+      ],
+    });
+    await using introspector = await introspectWorkflow(env.AUTOMATIONS);
+    await introspector.modifyAll(async (m) => {
+      await m.disableSleeps();
+    });
+    const { contact } = await a.track("dee@example.com", "signup", { firstName: "Dee" });
+    const waiting = await a.executionWhere(workflow.id, (e) => e.contactId === contact && e.status === "WAITING");
+    const sent = (id: string) => /^email (\S+) queued$/.exec(waiting.history.find((h) => h.stepId === id)!.outcome!)![1];
+
+    const replyTo = async (emailId: string) => {
+      const to = await replyAddress(SECRET, INBOUND_DOMAIN, emailId);
+      const message = emailMessage({ from: "dee@example.com", to, raw: fill(gmail, { to, from: "dee@example.com" }) });
+      const ctx = createExecutionContext();
+      await worker.email!(message, env as Env, ctx);
+      await waitOnExecutionContext(ctx);
+      expect(message.rejected).toBeNull();
+      await eventually(async () => {
+        const res = await a.project.api.get<{ data: { items: InboundMessageView[] } }>(`/inbound?emailId=${emailId}`);
+        expect(res.body.data.items.map((i) => i.status)).toEqual(["PARSED"]);
+      });
+    };
+    // A reply to the tips email: an email.received event of the contact, but not of the welcome email.
+    await replyTo(sent("tips"));
+    const events = await a.project.api.get<{ data: { total: number } }>(`/events?contactId=${contact}&name=email.received`);
+    expect(events.body.data.total).toBe(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await a.executions(workflow.id))[0].status).toBe("WAITING");
+
+    await replyTo(sent("welcome"));
+    const done = await a.executionWhere(workflow.id, (e) => e.status === "COMPLETED");
+    expect(done.history.at(-1)).toMatchObject({ stepId: "reply", outcome: "event email.received received" });
+  });
+
+  it("must name a SEND_EMAIL step and wait for email.received (422 naming replyTo)", async () => {
+    const a = await automationProject();
+    const welcome = await a.template("Welcome");
+    const wait = (config: Record<string, unknown>) => ({
+      name: "x",
+      trigger: { type: "EVENT", eventName: "signup" },
+      steps: [
+        { id: "welcome", type: "SEND_EMAIL", config: { templateId: welcome }, next: "reply" },
+        { id: "reply", type: "WAIT_FOR_EVENT", config: { timeout: { amount: 1, unit: "days" }, ...config } },
+      ],
+    });
+    for (const config of [
+      { eventName: "email.received", replyTo: "reply" },
+      { eventName: "email.received", replyTo: "nope" },
+      { eventName: "clicked", replyTo: "welcome" },
+    ]) {
+      const res = await a.project.api.post("/workflows", wait(config));
+      expect(res.status, JSON.stringify(config)).toBe(422);
+      expect((res.body as { error: { errors: { field: string }[] } }).error.errors.map((e) => e.field)).toEqual(["steps.1.config.replyTo"]);
+    }
+  });
+});
