@@ -16,6 +16,7 @@ import { TopicList, TopicPage } from "./pages/topics";
 import { WebhookList, WebhookPage } from "./pages/webhooks";
 import { WorkflowList, WorkflowPage } from "./pages/workflows";
 import type { JSX } from "preact";
+import { SettingsPage } from "./pages/settings";
 
 /** The sections in navigation order: each one's list page (`/campaigns`) and, where it has one, an item's page (`/campaigns/:id`). */
 const SECTIONS: [string, () => JSX.Element, ((props: { id: string }) => JSX.Element)?][] = [
@@ -31,6 +32,7 @@ const SECTIONS: [string, () => JSX.Element, ((props: { id: string }) => JSX.Elem
   ["Domains", DomainList, DomainPage],
   ["Webhooks", WebhookList, WebhookPage],
   ["Suppressions", SuppressionList],
+  ["Settings", SettingsPage],
 ];
 const NAV = SECTIONS.map(([name]) => name);
 

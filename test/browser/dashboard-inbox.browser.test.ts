@@ -165,6 +165,12 @@ describe("the inbox", () => {
     await full.locator("summary").click();
     await expect.poll(() => full.locator(".inbox-text").textContent()).toContain("Your order #1042 has shipped.");
 
+    // Its HTML version, opened: this reply has none, and says so; still no frame.
+    const htmlVersion = page.locator("details.inbox-full", { hasText: "HTML version" });
+    await htmlVersion.locator("summary").click();
+    await htmlVersion.getByText("This message has no HTML version.").waitFor();
+    expect(await page.locator("iframe").count()).toBe(0);
+
     const [pdf] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download signed-form.pdf" }).click()]);
     expect(pdf.suggestedFilename()).toBe("signed-form.pdf");
     expect(await textOf(pdf)).toMatch(/^%PDF-1\.4/);
@@ -184,6 +190,37 @@ describe("the inbox", () => {
     const received = page.locator("ol.timeline").getByRole("link", { name: "Reply received" });
     await received.waitFor();
     expect(await received.getAttribute("href")).toBe(`/app/inbox/${replyId}`);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 90_000);
+
+  it("shows a message's HTML only in a sandboxed frame, fetched when opened", async () => {
+    const named = (await api("GET", "/project")).body.data.inbound.namedAddress as string;
+    await deliver(
+      "lin@example.net",
+      named,
+      fill(fixture("gmail-reply.eml"), { FROM: "lin@example.net", TO: named, PARENT_ID: "unknown@example.net" }).replace(
+        "Subject: Re: Your order has shipped",
+        "Subject: Re: Office address",
+      ),
+    );
+    let id: string | undefined;
+    for (let i = 0; i < 90 && !id; i++) {
+      const items = (await api("GET", "/inbound")).body.data.items as { id: string; from: string; status: string }[];
+      id = items.find((m) => m.from === "lin@example.net" && m.status === "PARSED")?.id;
+      if (!id) await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(id).toBeDefined();
+    const { context, page, problems } = await dashboard.open();
+    await dashboard.signIn(page);
+    await page.goto(`${dashboard.server.url}/app/inbox/${id}`);
+    await page.locator("article.inbox-reply").waitFor();
+    expect(await page.locator("iframe").count()).toBe(0);
+    await page.locator("details.inbox-full", { hasText: "HTML version" }).locator("summary").click();
+    const frame = page.locator("iframe.mail-frame");
+    await frame.waitFor();
+    expect(await frame.getAttribute("sandbox")).toBe("");
+    expect(await frame.getAttribute("srcdoc")).toContain("Thanks, that works for me!");
     expect(problems).toEqual([]);
     await context.close();
   }, 90_000);

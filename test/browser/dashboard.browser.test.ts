@@ -54,7 +54,7 @@ describe("the dashboard in headless Chromium", () => {
     const navLinks = page.getByRole("navigation", { name: "Main" }).getByRole("link");
     await expect
       .poll(() => navLinks.allTextContents())
-      .toEqual(["Campaigns", "Templates", "Segments", "Contacts", "Topics", "Workflows", "Emails", "Inbox", "Events", "Domains", "Webhooks", "Suppressions"]);
+      .toEqual(["Campaigns", "Templates", "Segments", "Contacts", "Topics", "Workflows", "Emails", "Inbox", "Events", "Domains", "Webhooks", "Suppressions", "Settings"]);
     expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([secretKey]);
     expect(await page.evaluate(() => Object.values(localStorage))).toEqual([]);
 
@@ -119,6 +119,8 @@ describe("the dashboard in headless Chromium", () => {
     await page.getByRole("button", { name: "Schedule" }).click();
     // Save, schedule and read again: three requests, more than expect.poll's default second on a busy machine.
     await expect.poll(() => page.locator(".page-head .status").textContent(), { timeout: 10_000 }).toBe("SCHEDULED");
+    // The report's parts (stats, segment names) load after it: clicking while they land can miss the moving button.
+    await page.waitForFunction(() => !document.body.textContent?.includes("Loading…"));
     await page.getByRole("button", { name: "Cancel schedule" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Cancel the send" }).click();
     await expect.poll(() => page.locator(".page-head .status").textContent(), { timeout: 10_000 }).toBe("DRAFT");
@@ -251,6 +253,10 @@ describe("the dashboard in headless Chromium", () => {
       `/domains/${domain.id}`,
       "/webhooks",
       `/webhooks/${webhook.body.id}`,
+      "/inbox",
+      "/suppressions",
+      "/topics",
+      "/settings",
     ];
     await page.goto(`${server.url}/app/`);
     await dashboard.axeCheck(page, "sign-in");

@@ -47,6 +47,11 @@ export function CampaignPage(props: { id: string }) {
     async () => (props.id === "new" ? null : (await call(api.GET("/campaigns/{id}", { params: { path: { id: props.id } } }))).data),
     [props.id],
   );
+  // Scheduled or sent from the bottom of the editor: the report opens at its top, not where the editor was scrolled.
+  const status = state.data?.status;
+  useEffect(() => {
+    if (status && status !== "DRAFT") window.scrollTo(0, 0);
+  }, [status]);
   if (props.id === "new") return <NewCampaign />;
   if (!state.data) return <Page title="Campaign">{<Loading state={state} />}</Page>;
   const campaign = state.data;

@@ -177,8 +177,6 @@ export function InboxPage(props: { id: string }) {
 function Message(props: { message: InboundDetail }) {
   const { message } = props;
   const action = useAction();
-  // GET /inbound/{id} answers text only today; an `html` it may carry later is shown in a sandboxed frame only.
-  const html = "html" in message && typeof message.html === "string" ? message.html : null;
   const download = (n: number, name: string) => () =>
     downloadAnswer(api.GET("/inbound/{id}/attachments/{n}", { params: { path: { id: message.id, n } }, parseAs: "blob" }), name);
   const raw = () => downloadAnswer(api.GET("/inbound/{id}/raw", { params: { path: { id: message.id } }, parseAs: "blob" }), `${message.id}.eml`);
@@ -228,12 +226,7 @@ function Message(props: { message: InboundDetail }) {
           <div class="inbox-text">{message.text}</div>
         </details>
       )}
-      {html !== null && (
-        <details class="inbox-full">
-          <summary>HTML version</summary>
-          <MailFrame title="Received message (HTML)" html={html} />
-        </details>
-      )}
+      {message.status === "PARSED" && <HtmlVersion id={message.id} />}
       <h2>Attachments</h2>
       <Messages error={action.error} />
       {message.attachments.length === 0 ? (
@@ -328,5 +321,25 @@ export function EmailReplies(props: { emailId: string }) {
         { header: "Received", cell: (m) => when(m.createdAt) },
       ]}
     />
+  );
+}
+
+/**
+ * The message's HTML part (GET /inbound/{id}/html), fetched when opened and shown only in the sandboxed
+ * frame (no script, no same origin): it is the sender's, untrusted. A message without one says so.
+ */
+function HtmlVersion(props: { id: string }) {
+  const [state, setState] = useState<{ html: string } | { none: string } | null>(null);
+  const load = async () => {
+    if (state) return;
+    const { data, response } = await api.GET("/inbound/{id}/html", { params: { path: { id: props.id } }, parseAs: "text" });
+    if (typeof data === "string" && response.ok) setState({ html: data });
+    else setState({ none: response.status === 404 ? "This message has no HTML version." : `The HTML version could not be read (HTTP ${response.status}).` });
+  };
+  return (
+    <details class="inbox-full" onToggle={(e) => (e.currentTarget as HTMLDetailsElement).open && void load()}>
+      <summary>HTML version</summary>
+      {state === null ? null : "html" in state ? <MailFrame title="Received message (HTML)" html={state.html} /> : <p>{state.none}</p>}
+    </details>
   );
 }
