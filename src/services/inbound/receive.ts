@@ -150,5 +150,6 @@ export async function receiveMessage(env: Env, message: ForwardableEmailMessage,
 /** The Worker's email() entry point: takes the message or rejects it with the reason. */
 export async function handleEmail(message: ForwardableEmailMessage, env: Env): Promise<void> {
   const outcome = await receiveMessage(env, message);
-  if ("reason" in outcome) message.setReject(outcome.reason);
+  // Awaited: wrangler dev's local handler reads the rejection only if it is set before email() returns.
+  if ("reason" in outcome) await message.setReject(outcome.reason);
 }
