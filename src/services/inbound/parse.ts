@@ -1,6 +1,6 @@
 import PostalMime, { type Email } from "postal-mime";
 import { compile } from "html-to-text";
-import type { InboundAttachment } from "../../db/inbound-schema";
+import type { ParsedInput } from "../../store/inbound";
 import { stripReply } from "./strip";
 
 /**
@@ -26,20 +26,11 @@ export const TOO_LARGE_TO_PARSE = `Larger than the ${PARSE_CAP_BYTES / 1024 / 10
 
 const PARSER_LIMITS = { maxNestingDepth: 50, maxHeadersSize: 1024 * 1024, maxRfc822NestingDepth: 3 } as const;
 
-export interface ParsedMessage {
-  fromAddress: string | null;
-  fromName: string | null;
-  subject: string | null;
-  messageId: string | null;
-  inReplyTo: string | null;
-  references: string[];
-  autoReply: boolean;
-  text: string | null;
-  strippedText: string | null;
-  attachments: InboundAttachment[];
+/** What a parse finds: the row's parsed fields (store/inbound.ts ParsedInput), and whether only the message's start was read. */
+export type ParsedMessage = Omit<ParsedInput, "id" | "projectId" | "emailId" | "contactId" | "match" | "error" | "at"> & {
   /** Set when only the message's start was read. */
   partial: boolean;
-}
+};
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
