@@ -30,12 +30,10 @@ export const TopicSchema = z
       description:
         "PUBLIC topics are listed on every contact's preference page; a PRIVATE topic only on the page of a contact that is in it (OPT_IN or PENDING).",
     }),
-    doubleOptIn: z
-      .boolean()
-      .openapi({
-        description:
-          "An opt-in through the API or /v1/track is PENDING and sends the project's confirmation template (PATCH /project doubleOptInTemplateId; needed to set this, else 422); its {{confirmUrl}} makes the choice OPT_IN",
-      }),
+    doubleOptIn: z.boolean().openapi({
+      description:
+        "An opt-in through the API or /v1/track is PENDING and sends the project's confirmation template (PATCH /project doubleOptInTemplateId; needed to set this, else 422); its {{confirmUrl}} makes the choice OPT_IN",
+    }),
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),
   })

@@ -50,7 +50,15 @@ export function setProjectSettings(
   projectId: string,
   set: Pick<
     typeof projects.$inferInsert,
-    "trackingEnabled" | "trackingMode" | "doubleOptIn" | "doubleOptInTemplateId" | "defaultFromEmail" | "defaultFromName" | "trackReplies" | "unsubscribeFooter" | "updatedAt"
+    | "trackingEnabled"
+    | "trackingMode"
+    | "doubleOptIn"
+    | "doubleOptInTemplateId"
+    | "defaultFromEmail"
+    | "defaultFromName"
+    | "trackReplies"
+    | "unsubscribeFooter"
+    | "updatedAt"
   >,
 ) {
   return getDb(d1).update(projects).set(set).where(eq(projects.id, projectId));

@@ -54,7 +54,21 @@ describe("the dashboard in headless Chromium", () => {
     const navLinks = page.getByRole("navigation", { name: "Main" }).getByRole("link");
     await expect
       .poll(() => navLinks.allTextContents())
-      .toEqual(["Campaigns", "Templates", "Segments", "Contacts", "Topics", "Workflows", "Emails", "Inbox", "Events", "Domains", "Webhooks", "Suppressions", "Settings"]);
+      .toEqual([
+        "Campaigns",
+        "Templates",
+        "Segments",
+        "Contacts",
+        "Topics",
+        "Workflows",
+        "Emails",
+        "Inbox",
+        "Events",
+        "Domains",
+        "Webhooks",
+        "Suppressions",
+        "Settings",
+      ]);
     expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([secretKey]);
     expect(await page.evaluate(() => Object.values(localStorage))).toEqual([]);
 
