@@ -7,6 +7,7 @@ import { CONFIRM_URL_VARIABLE, type ProjectSettingsView, type UpdateProjectSetti
 import { senderDomain } from "./domains";
 import { setProjectSettings } from "../store/projects";
 import { requireInboundDomain } from "./send/reply-to";
+import { namedAddress } from "./inbound/receive";
 import { assertTemplateSyntax } from "./send/render";
 
 /** GET/PATCH /project: the settings a project's owner changes through the API. */
@@ -47,16 +48,9 @@ type SettingsRow = {
 export const trackingModeOf = (row: { trackingEnabled: boolean; trackingMode: TrackingMode }): TrackingMode =>
   row.trackingEnabled ? row.trackingMode : "DISABLED";
 
-/**
- * The project's example named address on the inbound domain: `<name>+<32 hex project id>@<domain>`
- * (any name [a-z0-9][a-z0-9._-]{0,31} but r and u reaches the project; the receiving side reads it).
- */
-export const namedAddressOf = (projectId: string, inboundDomain: string, name = "support") =>
-  `${name}+${projectId.replaceAll("-", "").toLowerCase()}@${inboundDomain}`;
-
 const view = ({ defaultFromEmail, defaultFromName, trackReplies, ...row }: SettingsRow, inboundDomain: string | null): ProjectSettingsView => ({
   ...row,
-  inbound: { trackReplies, domain: inboundDomain, namedAddress: inboundDomain ? namedAddressOf(row.id, inboundDomain) : null },
+  inbound: { trackReplies, domain: inboundDomain, namedAddress: inboundDomain ? namedAddress("support", row.id, inboundDomain) : null },
   trackingMode: trackingModeOf(row),
   trackingEnabled: trackingModeOf(row) !== "DISABLED",
   defaultFrom: defaultFromEmail ? { email: defaultFromEmail, name: defaultFromName } : null,

@@ -7,7 +7,7 @@ import { WriteBatch } from "../../store/batch";
 import { guardError, r2StoredBytesGuard } from "../../store/guards";
 import { countReceivedBytes, emailOwner, inboundProjectState, insertReceived } from "../../store/inbound";
 import { deleteInboundRaw, inboundKey, putInboundRaw } from "../../store/objects/inbound";
-import { readReplyAddress } from "./reply-token";
+import { readReplyAddress, uuidOf } from "./reply-token";
 
 /**
  * The email() handler (Email Routing -> this Worker): decides from the envelope alone whether
@@ -28,7 +28,6 @@ import { readReplyAddress } from "./reply-token";
 export type Recipient = { kind: "reply"; emailId: string } | { kind: "named"; projectId: string; name: string };
 
 const NAMED = /^([a-z0-9][a-z0-9._-]{0,31})\+([0-9a-f]{32})$/;
-const uuidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 
 /** The named address of a project: `<name>+<project id without dashes>@<domain>`. */
 export const namedAddress = (name: string, projectId: string, domain: string) => `${name}+${projectId.replaceAll("-", "").toLowerCase()}@${domain}`;

@@ -13,7 +13,8 @@ const SIGNATURE_BYTES = 10;
 const TOKEN = /^r\+([0-9a-f]{32})([0-9a-f]{20})$/;
 
 const compact = (emailId: string) => emailId.replaceAll("-", "").toLowerCase();
-const uuidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+/** A UUID from its 32 hex digits. */
+export const uuidOf = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 
 /** `r+<token>@<inboundDomain>` for an email id (a UUID). */
 export async function replyAddress(secret: string, inboundDomain: string, emailId: string): Promise<string> {
