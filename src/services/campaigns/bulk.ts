@@ -39,16 +39,17 @@ export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], e
     }
   }
   if (sends.length === 0) return verdicts;
-  const bodies = sends.map((s) => s.message.body);
+  const campaignIds = campaignIdsOf(sends.map((s) => s.message.body));
   // The claim also settles emails whose contact left the audience since their page was written (deliverBatch, bulk).
-  const sent = await deliverBatch(
+  const delivery = await deliverBatch(
     sends.map((s) => s.message),
     env,
     afterCommit,
-    { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE },
+    { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE, campaignIds },
   );
-  for (const [i, s] of sends.entries()) verdicts[s.index] = sent[i];
-  await finalizeCampaigns(env.DB, campaignIdsOf(bodies), afterCommit);
+  for (const [i, s] of sends.entries()) verdicts[s.index] = delivery.verdicts[i];
+  // Only a campaign the outcomes' write found finishable (no outcome written, e.g. the claim settled everything: each one).
+  await finalizeCampaigns(env.DB, delivery.finishable ?? campaignIds, afterCommit);
   return verdicts;
 }
 
