@@ -28,8 +28,7 @@ export { BULK_QUEUE, SEND_QUEUE, WEBHOOK_QUEUE_NAME, WORKFLOW_QUEUE_NAME } from 
 
 /** One consumer per queue; a queue not named here is a deployment error (a batch from it throws). */
 const CONSUMERS: Record<string, QueueConsumer<unknown, Env>> = {
-  [SEND_QUEUE]: async (messages, env, afterCommit) =>
-    (await deliverBatch(messages, env, afterCommit, { kind: "transactional", requeue: env.EMAIL_QUEUE })).verdicts,
+  [SEND_QUEUE]: (messages, env, afterCommit) => deliverBatch(messages, env, afterCommit, { kind: "transactional", requeue: env.EMAIL_QUEUE }),
   [deadLetterQueue(SEND_QUEUE)]: settleDeadLetters,
   [BULK_QUEUE]: consumeBulk,
   [deadLetterQueue(BULK_QUEUE)]: settleBulkDeadLetters,

@@ -167,17 +167,5 @@ export function queuedCampaignEmails(d1: D1Database, campaignId: string, after: 
 }
 const QUEUED_CAMPAIGN_SQL = "SELECT id, project_id FROM emails WHERE campaign_id = ?1 AND status = 'QUEUED' AND id > ?2 ORDER BY id LIMIT ?3";
 
-/**
- * Which of these SENDING campaigns could be finished now (every page written, no email QUEUED or
- * SENDING: finishCampaign's terms), read in a send batch's outcome write, after it. The batch that
- * writes a campaign's last outcome sees it; the others finish nothing (finalizeCampaigns, two statements, is skipped).
- */
-export function finishableCampaigns(d1: D1Database, campaignIds: readonly string[]): D1PreparedStatement {
-  return d1.prepare(FINISHABLE_SQL).bind(JSON.stringify(campaignIds));
-}
-const FINISHABLE_SQL = `SELECT c.id AS id FROM campaigns AS c
-  WHERE c.id IN (SELECT value FROM json_each(?1)) AND c.status = 'SENDING' AND c.audience_done = 1
-    AND NOT EXISTS (SELECT 1 FROM emails WHERE emails.campaign_id = c.id AND emails.status IN ('QUEUED', 'SENDING'))`;
-
 /** The module's fixed SQL, by name (test/store/statements.test.ts compiles each against the schema). */
-export const FIXED_SQL = { ADVANCE_SQL, QUEUED_PAGE_SQL, QUEUED_CAMPAIGN_SQL, FINISHABLE_SQL };
+export const FIXED_SQL = { ADVANCE_SQL, QUEUED_PAGE_SQL, QUEUED_CAMPAIGN_SQL };

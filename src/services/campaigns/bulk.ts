@@ -39,17 +39,16 @@ export async function consumeBulk(messages: readonly QueuedMessage<unknown>[], e
     }
   }
   if (sends.length === 0) return verdicts;
-  const campaignIds = campaignIdsOf(sends.map((s) => s.message.body));
+  const bodies = sends.map((s) => s.message.body);
   // The claim also settles emails whose contact left the audience since their page was written (deliverBatch, bulk).
-  const delivery = await deliverBatch(
+  const sent = await deliverBatch(
     sends.map((s) => s.message),
     env,
     afterCommit,
-    { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE, campaignIds },
+    { kind: "bulk", requeue: env.EMAIL_BULK_QUEUE },
   );
-  for (const [i, s] of sends.entries()) verdicts[s.index] = delivery.verdicts[i];
-  // Only a campaign the outcomes' write found finishable (no outcome written, e.g. the claim settled everything: each one).
-  await finalizeCampaigns(env.DB, delivery.finishable ?? campaignIds, afterCommit);
+  for (const [i, s] of sends.entries()) verdicts[s.index] = sent[i];
+  await finalizeCampaigns(env.DB, campaignIdsOf(bodies), afterCommit);
   return verdicts;
 }
 

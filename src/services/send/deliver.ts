@@ -32,7 +32,6 @@ import { buildMime, messageHeaders, plainTextOf } from "./mime";
 import { replyToOf } from "./reply-to";
 import { GATES } from "../consent/gates";
 import { requeueMail } from "../../queues";
-import { finishableCampaigns } from "../../store/campaigns";
 import { CALL_DEADLINE_MS, OUTCOME_UNKNOWN_PREFIX, outcomeUnknownReason, PROJECT_DISABLED_REASON, SENDING_PAUSED_REASON } from "./reasons";
 
 /**
@@ -334,9 +333,8 @@ async function recordBatchOutcomes(
   hooked: ReadonlySet<string>,
   afterCommit: AfterCommit,
   bodies: StoredBodies,
-  campaignIds: readonly string[],
-): Promise<string[] | null> {
-  if (outcomes.length === 0) return null;
+): Promise<void> {
+  if (outcomes.length === 0) return;
   const now = Date.now();
   for (const outcome of outcomes) if (outcome.status === "SENT") outcome.bodyRef = bodies.refs.get(outcome.emailId);
   // The bodies' bytes go to the r2_usage ledger in the same write as the refs to them.
@@ -352,15 +350,13 @@ async function recordBatchOutcomes(
     try {
       const batch = new WriteBatch(d1);
       batch.add(...statements, ...events);
-      // Read after the outcomes, in their transaction: the batch that wrote a campaign's last outcome sees it finishable.
-      const finishable = batch.add(campaignIds.length > 0 ? finishableCampaigns(d1, campaignIds) : null);
-      const written = await batch.run({ afterCommit });
-      return written.rows(finishable).map((row) => String(row.id));
+      await batch.run({ afterCommit });
+      return;
     } catch (err) {
       console.error(`recording ${outcomes.length} outcomes failed (try ${attempt} of ${tries})`, err);
       if (attempt >= tries) {
         if (outcomes.some((o) => o.status !== "SENT")) throw err;
-        return null;
+        return;
       }
     }
   }
@@ -371,14 +367,6 @@ export interface DeliveryOptions {
   kind: SendKind;
   /** Where mail over the sending rate waits for its turn (its own queue). */
   requeue: Queue<SendEmailMessage>;
-  /** The campaigns of the batch's emails: the outcomes' write also reads which of them can be finished now. */
-  campaignIds?: readonly string[];
-}
-
-/** A batch's verdicts, and the campaigns its outcome write found finishable (null: no outcome was written, so none was asked). */
-export interface Delivery {
-  verdicts: Verdict[];
-  finishable: string[] | null;
 }
 
 /**
@@ -406,9 +394,8 @@ export async function deliverBatch(
   env: Env,
   afterCommit: AfterCommit,
   options: DeliveryOptions,
-): Promise<Delivery> {
+): Promise<Verdict[]> {
   const verdicts: Verdict[] = messages.map(() => ACK);
-  const unasked = (): Delivery => ({ verdicts, finishable: null });
   const db = getDb(env.DB);
   let provider: EmailProvider;
   try {
@@ -420,7 +407,7 @@ export async function deliverBatch(
     const batch = new WriteBatch(env.DB);
     batch.add(...updateEmailsById(env.DB, emailIdsOf(messages.map((m) => m.body)), ["QUEUED"], { error: reason, updatedAt: new Date() }));
     await batch.run();
-    return { verdicts: messages.map((m) => retryAfter(backoffSeconds(m.attempts))), finishable: null };
+    return messages.map((m) => retryAfter(backoffSeconds(m.attempts)));
   }
 
   const slots: Slot[] = [];
@@ -433,7 +420,7 @@ export async function deliverBatch(
     // The whole body travels on when the email is deferred (a campaign email keeps its campaignId).
     slots.push({ index, attempts: message.attempts, body: body as SendEmailMessage });
   });
-  if (slots.length === 0) return unasked();
+  if (slots.length === 0) return verdicts;
 
   // Unclaimed emails (already sent, being sent, failed; or settled by the claim) are acked.
   const claimedAt = Date.now();
@@ -445,7 +432,7 @@ export async function deliverBatch(
     if (list) list.push(email);
     else byProject.set(email.projectId, [email]);
   }
-  if (byProject.size === 0) return unasked();
+  if (byProject.size === 0) return verdicts;
 
   // Tokens: one Durable Object call per project, for all its claimed emails.
   const toSend: ClaimedEmail[] = [];
@@ -507,14 +494,14 @@ export async function deliverBatch(
   }
   const released = attempts.filter((a) => a.status === "RELEASED").map((a) => slotOf.get(a.emailId)!);
   const hooked = new Set(toSend.filter((email) => email.webhooks).map((email) => email.id));
-  const [finishable, releaseVerdict] = await Promise.all([
-    recordBatchOutcomes(env.DB, outcomes, hooked, afterCommit, stored, options.campaignIds ?? []),
+  const [, releaseVerdict] = await Promise.all([
+    recordBatchOutcomes(env.DB, outcomes, hooked, afterCommit, stored),
     // Past the deadline: the claims untouched by any call go back to QUEUED, their messages re-queued at once.
     released.length > 0 ? deferClaimed(env.DB, options.requeue, released, 0) : undefined,
   ]);
   for (const slot of released) verdicts[slot.index] = releaseVerdict!;
   for (const [emailId, delay] of delays) verdicts[slotOf.get(emailId)!.index] = retryAfter(delay);
-  return { verdicts, finishable };
+  return verdicts;
 }
 
 /**
